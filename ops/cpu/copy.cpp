@@ -1,0 +1,46 @@
+// CPU copy (with dtype conversion, any strides) and fill.
+#include "ops/backend.h"
+#include "ops/cpu/loops.h"
+
+namespace ocrt {
+
+namespace {
+
+template <class S, class D>
+void copy_typed(const Tensor& src, const Tensor& dst) {
+  cpu::for_each_run<2>({dst, src}, [](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t n) {
+    D* d = reinterpret_cast<D*>(p[0]);
+    const S* x = reinterpret_cast<const S*>(p[1]);
+    if (cpu::all_unit(s)) {
+      for (int64_t i = 0; i < n; ++i) d[i] = static_cast<D>(x[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) d[i * s[0]] = static_cast<D>(x[i * s[1]]);
+    }
+  });
+}
+
+void cpu_copy(const Tensor& src, const Tensor& dst) {
+  OCRT_DISPATCH_ALL(src.dtype(), "copy", [&] {
+    using S = scalar_t;
+    OCRT_DISPATCH_ALL(dst.dtype(), "copy", [&] { copy_typed<S, scalar_t>(src, dst); });
+  });
+}
+
+void cpu_fill(const Tensor& dst, double value) {
+  OCRT_DISPATCH_ALL(dst.dtype(), "fill", [&] {
+    const scalar_t v = static_cast<scalar_t>(value);
+    cpu::for_each_run<1>({dst}, [v](std::array<char*, 1> p, std::array<int64_t, 1> s, int64_t n) {
+      scalar_t* d = reinterpret_cast<scalar_t*>(p[0]);
+      for (int64_t i = 0; i < n; ++i) d[i * s[0]] = v;
+    });
+  });
+}
+
+}  // namespace
+
+void register_cpu_copy(Backend& b) {
+  b.copy = cpu_copy;
+  b.fill = cpu_fill;
+}
+
+}  // namespace ocrt

@@ -1,0 +1,106 @@
+// The CPU loop driver for elementwise work over strided tensors.
+//
+// for_each_run() visits N same-shaped tensors (any strides, including stride 0 for broadcast)
+// as a set of 1-D runs: it merges dims that are laid out back to back, then calls
+//     f(ptrs, strides, n)
+// where ptrs[k] is tensor k's first element of the run (as char*), strides[k] its stride in
+// elements along the run, and n the run length. The functor does the inner loop; when every
+// stride is 1 (the common, contiguous case) it should take a plain loop that the compiler
+// vectorises. Runs are spread over OpenMP threads when there is enough work.
+#pragma once
+#include <omp.h>
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/tensor.h"
+
+namespace ocrt::cpu {
+
+// Below this many elements a loop runs on one thread: waking threads costs more than it saves.
+constexpr int64_t kParallelGrain = 32768;
+
+template <size_t N, class F>
+void for_each_run(const std::array<Tensor, N>& ts, F&& f) {
+  const Shape& shape = ts[0].shape();
+  const int64_t total = numel_of(shape);
+  if (total == 0) return;
+
+  // Collapse: keep dims of size > 1, merging a dim into the next one when every tensor steps
+  // over the next dim exactly as far as one step of this dim.
+  std::vector<int64_t> sizes;
+  std::vector<std::array<int64_t, N>> strides;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    std::array<int64_t, N> st;
+    for (size_t k = 0; k < N; ++k) st[k] = ts[k].strides()[d];
+    if (!sizes.empty()) {
+      bool merge = true;
+      for (size_t k = 0; k < N; ++k) merge &= strides.back()[k] == st[k] * shape[d];
+      if (merge) {
+        sizes.back() *= shape[d];
+        strides.back() = st;
+        continue;
+      }
+    }
+    sizes.push_back(shape[d]);
+    strides.push_back(st);
+  }
+
+  std::array<char*, N> base;
+  std::array<int64_t, N> itemsize;
+  for (size_t k = 0; k < N; ++k) {
+    base[k] = static_cast<char*>(ts[k].raw_data());
+    itemsize[k] = (int64_t)ts[k].itemsize();
+  }
+  if (sizes.empty()) {  // a single element
+    std::array<int64_t, N> ones;
+    ones.fill(1);
+    f(base, ones, int64_t(1));
+    return;
+  }
+
+  const int64_t inner = sizes.back();
+  const std::array<int64_t, N> inner_stride = strides.back();
+  const int64_t rows = total / inner;
+  const int outer_dims = (int)sizes.size() - 1;
+
+  // One row: unravel its index over the outer dims to find each tensor's start.
+  auto run_row = [&](int64_t row) {
+    std::array<char*, N> p = base;
+    int64_t r = row;
+    for (int d = outer_dims - 1; d >= 0; --d) {
+      int64_t i = r % sizes[d];
+      r /= sizes[d];
+      for (size_t k = 0; k < N; ++k) p[k] += i * strides[d][k] * itemsize[k];
+    }
+    f(p, inner_stride, inner);
+  };
+
+  if (total < kParallelGrain || omp_get_max_threads() == 1 || omp_in_parallel()) {
+    for (int64_t row = 0; row < rows; ++row) run_row(row);
+  } else if (rows == 1) {
+    // One long run: split it into chunks, one per thread.
+    const int64_t chunk = (inner + omp_get_max_threads() - 1) / omp_get_max_threads();
+#pragma omp parallel for schedule(static)
+    for (int64_t c = 0; c < inner; c += chunk) {
+      std::array<char*, N> p = base;
+      for (size_t k = 0; k < N; ++k) p[k] += c * inner_stride[k] * itemsize[k];
+      f(p, inner_stride, std::min(chunk, inner - c));
+    }
+  } else {
+#pragma omp parallel for schedule(static)
+    for (int64_t row = 0; row < rows; ++row) run_row(row);
+  }
+}
+
+// True when every stride is 1: the functor's contiguous fast path.
+template <size_t N>
+inline bool all_unit(const std::array<int64_t, N>& s) {
+  for (int64_t x : s)
+    if (x != 1) return false;
+  return true;
+}
+
+}  // namespace ocrt::cpu

@@ -1,0 +1,257 @@
+// CPU reductions and softmax.
+//
+// reduce: x (any shape and strides) -> out (x's rank, size 1 in reduced dims, contiguous).
+// Outputs are independent, so threads split the outputs; a reduction to very few outputs
+// (sum of everything) instead splits each output's inputs across threads. Float sums
+// accumulate in double: slower by nothing measurable here, and golden tests against PyTorch
+// then agree to rounding.
+#include <omp.h>
+
+#include <cmath>
+#include <limits>
+
+#include "ops/backend.h"
+#include "ops/cpu/loops.h"
+
+namespace ocrt {
+
+namespace {
+
+// The geometry of a reduction: outputs are indexed by kept dims, inputs of one output by the
+// reduced dims; both as (sizes, strides into x).
+struct ReduceGeometry {
+  std::vector<int64_t> out_sizes, out_strides;  // kept dims (strides into x)
+  std::vector<int64_t> red_sizes, red_strides;  // reduced dims (strides into x)
+  int64_t num_out = 1, num_red = 1;
+};
+
+ReduceGeometry geometry(const Tensor& x, const Tensor& out) {
+  ReduceGeometry g;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (out.shape()[d] == 1 && x.shape()[d] != 1) {
+      g.red_sizes.push_back(x.shape()[d]);
+      g.red_strides.push_back(x.strides()[d]);
+      g.num_red *= x.shape()[d];
+    } else {
+      g.out_sizes.push_back(x.shape()[d]);
+      g.out_strides.push_back(x.strides()[d]);
+      g.num_out *= x.shape()[d];
+    }
+  }
+  return g;
+}
+
+// Offset into x of flat index i over (sizes, strides), row-major.
+inline int64_t offset_of(int64_t i, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  int64_t off = 0;
+  for (int64_t d = (int64_t)sizes.size() - 1; d >= 0; --d) {
+    off += (i % sizes[d]) * strides[d];
+    i /= sizes[d];
+  }
+  return off;
+}
+
+template <class T>
+using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+
+// Folds x[base + offset_of(k)] for k in [k0, k1) into acc with `op`. The innermost reduced
+// dim is walked with a plain stride so the common contiguous case is a simple loop.
+template <class T, class Op>
+void fold_range(const T* x, int64_t base, const ReduceGeometry& g, int64_t k0, int64_t k1, Op& op) {
+  const int64_t inner = g.red_sizes.empty() ? 1 : g.red_sizes.back();
+  const int64_t inner_stride = g.red_strides.empty() ? 0 : g.red_strides.back();
+  int64_t k = k0;
+  while (k < k1) {
+    int64_t within = k % inner;
+    int64_t run = std::min(inner - within, k1 - k);
+    const T* p = x + base + offset_of(k, g.red_sizes, g.red_strides);
+    if (inner_stride == 1)
+      for (int64_t i = 0; i < run; ++i) op(p[i]);
+    else
+      for (int64_t i = 0; i < run; ++i) op(p[i * inner_stride]);
+    k += run;
+  }
+}
+
+template <class T>
+void reduce_typed(ReduceOp op, const Tensor& x, const Tensor& out) {
+  const T* xd = x.data<T>();
+  T* od = out.data<T>();
+  ReduceGeometry g = geometry(x, out);
+  using A = Acc<T>;
+  const bool is_sum = op == ReduceOp::sum || op == ReduceOp::mean;
+  const bool is_max = op == ReduceOp::max;
+
+  auto reduce_part = [&](int64_t base, int64_t k0, int64_t k1) -> A {
+    if (is_sum) {
+      A acc = 0;
+      auto f = [&acc](T v) { acc += (A)v; };
+      fold_range(xd, base, g, k0, k1, f);
+      return acc;
+    }
+    A acc = (A)xd[base + offset_of(k0, g.red_sizes, g.red_strides)];
+    bool nan = false;
+    auto f = [&](T v) {
+      if (v != v) nan = true;
+      else if (is_max ? (A)v > acc : (A)v < acc) acc = (A)v;
+    };
+    fold_range(xd, base, g, k0, k1, f);
+    return nan ? (A)std::numeric_limits<T>::quiet_NaN() : acc;  // NaN propagates, as in PyTorch
+  };
+  auto combine = [&](A a, A b) -> A {
+    if (is_sum) return a + b;
+    if (a != a || b != b) return a != a ? a : b;
+    return is_max ? std::max(a, b) : std::min(a, b);
+  };
+  auto finish = [&](A acc) -> T {
+    if (op == ReduceOp::mean) return (T)(acc / (A)g.num_red);
+    return (T)acc;
+  };
+
+  const int threads = omp_get_max_threads();
+  const int64_t work = g.num_out * g.num_red;
+  if (g.num_out >= threads || work < cpu::kParallelGrain || g.num_red == 0) {
+#pragma omp parallel for schedule(static) if (work >= cpu::kParallelGrain && !omp_in_parallel())
+    for (int64_t o = 0; o < g.num_out; ++o) {
+      int64_t base = offset_of(o, g.out_sizes, g.out_strides);
+      od[o] = g.num_red == 0 ? (T)0 : finish(reduce_part(base, 0, g.num_red));
+    }
+    return;
+  }
+  // Few outputs, many inputs each: split every output's range over the threads.
+  for (int64_t o = 0; o < g.num_out; ++o) {
+    int64_t base = offset_of(o, g.out_sizes, g.out_strides);
+    std::vector<A> partial((size_t)threads);
+    std::vector<bool> used((size_t)threads, false);
+    const int64_t chunk = (g.num_red + threads - 1) / threads;
+#pragma omp parallel num_threads(threads)
+    {
+      int t = omp_get_thread_num();
+      int64_t k0 = t * chunk, k1 = std::min(g.num_red, k0 + chunk);
+      if (k0 < k1) {
+        partial[(size_t)t] = reduce_part(base, k0, k1);
+        used[(size_t)t] = true;
+      }
+    }
+    A acc = partial[0];
+    for (int t = 1; t < threads; ++t)
+      if (used[(size_t)t]) acc = combine(acc, partial[(size_t)t]);
+    od[o] = finish(acc);
+  }
+}
+
+void cpu_reduce(ReduceOp op, const Tensor& x, const Tensor& out) {
+  OCRT_DISPATCH_ALL(x.dtype(), "reduce", [&] { reduce_typed<scalar_t>(op, x, out); });
+}
+
+// values/indices (keepdim, contiguous) of the max or min along `dim`; first index wins ties;
+// a NaN wins over everything (as PyTorch).
+template <class T>
+void arg_reduce_typed(bool is_max, const Tensor& x, int64_t dim, const Tensor& values, const Tensor& indices) {
+  const T* xd = x.data<T>();
+  T* vd = values.data<T>();
+  int64_t* id = indices.data<int64_t>();
+  const int64_t n = x.dim() == 0 ? 1 : x.shape()[dim];
+  const int64_t step = x.dim() == 0 ? 0 : x.strides()[dim];
+  std::vector<int64_t> sizes, strides;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (d != dim) {
+      sizes.push_back(x.shape()[d]);
+      strides.push_back(x.strides()[d]);
+    }
+  const int64_t outs = values.numel();
+#pragma omp parallel for schedule(static) if (outs * n >= cpu::kParallelGrain)
+  for (int64_t o = 0; o < outs; ++o) {
+    const T* p = xd + offset_of(o, sizes, strides);
+    T best = p[0];
+    int64_t best_i = 0;
+    for (int64_t i = 1; i < n && best == best; ++i) {
+      T v = p[i * step];
+      if (v != v || (is_max ? v > best : v < best)) {
+        best = v;
+        best_i = i;
+      }
+    }
+    vd[o] = best;
+    id[o] = best_i;
+  }
+}
+
+void cpu_arg_reduce(bool is_max, const Tensor& x, int64_t dim, const Tensor& values, const Tensor& indices) {
+  OCRT_DISPATCH_ALL(x.dtype(), "max/min", [&] { arg_reduce_typed<scalar_t>(is_max, x, dim, values, indices); });
+}
+
+// Softmax over `dim` of a contiguous tensor viewed as (outer, n, inner). Subtracting the row
+// max keeps exp() in range for any input.
+template <class T>
+void softmax_typed(bool log, const Tensor& x, int64_t dim, const Tensor& y) {
+  const T* xd = x.data<T>();
+  T* yd = y.data<T>();
+  const int64_t n = x.dim() == 0 ? 1 : x.shape()[dim];
+  int64_t inner = 1;
+  for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= x.shape()[d];
+  const int64_t outer = n == 0 ? 0 : x.numel() / (n * inner);
+#pragma omp parallel for collapse(2) schedule(static) if (x.numel() >= cpu::kParallelGrain)
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const T* p = xd + o * n * inner + i;
+      T* q = yd + o * n * inner + i;
+      T m = -std::numeric_limits<T>::infinity();
+      for (int64_t k = 0; k < n; ++k) m = std::max(m, p[k * inner]);
+      if (std::isinf(m) && m < 0) m = 0;  // a row of all -inf: avoid inf - inf
+      double s = 0;
+      for (int64_t k = 0; k < n; ++k) s += std::exp((double)(p[k * inner] - m));
+      if (log) {
+        T lse = (T)std::log(s);
+        for (int64_t k = 0; k < n; ++k) q[k * inner] = p[k * inner] - m - lse;
+      } else {
+        T inv = (T)(1.0 / s);
+        for (int64_t k = 0; k < n; ++k) q[k * inner] = std::exp(p[k * inner] - m) * inv;
+      }
+    }
+}
+
+template <class T>
+void softmax_backward_typed(bool log, const Tensor& y, const Tensor& dy, int64_t dim, const Tensor& dx) {
+  const T* yd = y.data<T>();
+  const T* gd = dy.data<T>();
+  T* dd = dx.data<T>();
+  const int64_t n = y.dim() == 0 ? 1 : y.shape()[dim];
+  int64_t inner = 1;
+  for (int64_t d = dim + 1; d < y.dim(); ++d) inner *= y.shape()[d];
+  const int64_t outer = n == 0 ? 0 : y.numel() / (n * inner);
+#pragma omp parallel for collapse(2) schedule(static) if (y.numel() >= cpu::kParallelGrain)
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const int64_t base = o * n * inner + i;
+      double s = 0;
+      if (log) {
+        for (int64_t k = 0; k < n; ++k) s += gd[base + k * inner];
+        for (int64_t k = 0; k < n; ++k)
+          dd[base + k * inner] = gd[base + k * inner] - std::exp(yd[base + k * inner]) * (T)s;
+      } else {
+        for (int64_t k = 0; k < n; ++k) s += (double)gd[base + k * inner] * yd[base + k * inner];
+        for (int64_t k = 0; k < n; ++k)
+          dd[base + k * inner] = yd[base + k * inner] * (gd[base + k * inner] - (T)s);
+      }
+    }
+}
+
+void cpu_softmax(bool log, const Tensor& x, int64_t dim, const Tensor& y) {
+  OCRT_DISPATCH_FLOAT(x.dtype(), "softmax", [&] { softmax_typed<scalar_t>(log, x, dim, y); });
+}
+
+void cpu_softmax_backward(bool log, const Tensor& y, const Tensor& dy, int64_t dim, const Tensor& dx) {
+  OCRT_DISPATCH_FLOAT(y.dtype(), "softmax_backward", [&] { softmax_backward_typed<scalar_t>(log, y, dy, dim, dx); });
+}
+
+}  // namespace
+
+void register_cpu_reduce(Backend& b) {
+  b.reduce = cpu_reduce;
+  b.arg_reduce = cpu_arg_reduce;
+  b.softmax = cpu_softmax;
+  b.softmax_backward = cpu_softmax_backward;
+}
+
+}  // namespace ocrt

@@ -1,0 +1,211 @@
+// The autograd engine: recording nodes, the backward pass, and freeing the graph.
+#include "runtime/autograd.h"
+
+#include <algorithm>
+#include <deque>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ops/elementwise.h"
+
+namespace ocrt {
+
+namespace {
+thread_local bool t_grad_enabled = true;
+}
+
+bool grad_enabled() { return t_grad_enabled; }
+void set_grad_enabled(bool on) { t_grad_enabled = on; }
+
+bool any_requires_grad(const TensorList& inputs) {
+  if (!grad_enabled()) return false;
+  for (const auto& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+TensorList Node::apply(const TensorList& grad_outputs) {
+  OCRT_CHECK(!released, "backward through '", name,
+             "' a second time: its graph was freed by the first backward() (pass retain_graph=true "
+             "to the first call if you need to backpropagate twice)");
+  return backward(grad_outputs);
+}
+
+void Node::release() {
+  backward = nullptr;
+  next.clear();
+  released = true;
+}
+
+// Destroying the last tensor of a long chain (x -> y1 -> ... -> y100000) would destroy
+// node after node recursively and overflow the stack. Instead, a node that dies hands the
+// children it solely owns to a thread-local list, and the outermost destructor drains that
+// list in a loop.
+Node::~Node() {
+  thread_local std::vector<std::shared_ptr<Node>> pending;
+  thread_local bool draining = false;
+  for (auto& e : next)
+    if (e.node && e.node.use_count() == 1) pending.push_back(std::move(e.node));
+  next.clear();
+  backward = nullptr;  // a closure may own tensors whose nodes die here too
+  if (draining) return;
+  draining = true;
+  while (!pending.empty()) {
+    std::shared_ptr<Node> n = std::move(pending.back());
+    pending.pop_back();
+    n.reset();  // may push more onto `pending`
+  }
+  draining = false;
+}
+
+void record(const char* name, const TensorList& inputs, const TensorList& outputs, BackwardFn backward) {
+  auto node = std::make_shared<Node>();
+  node->name = name;
+  node->backward = std::move(backward);
+  node->next.reserve(inputs.size());
+  for (const auto& in : inputs) {
+    Edge e;
+    if (in.defined() && in.requires_grad()) {
+      if (in.grad_fn()) {
+        e = {in.grad_fn(), in.impl()->output_nr};
+      } else {
+        auto acc = std::make_shared<Node>();
+        acc->name = "AccumulateGrad";
+        acc->leaf = in.impl_ptr();
+        acc->outputs.push_back({in.shape(), in.dtype(), in.device()});
+        e = {acc, 0};
+      }
+    }
+    node->next.push_back(std::move(e));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    TensorImpl* o = outputs[i].impl();
+    o->grad_fn = node;
+    o->output_nr = (int)i;
+    o->requires_grad = true;
+    node->outputs.push_back({o->shape, o->dtype, outputs[i].device()});
+  }
+}
+
+namespace {
+
+void accumulate_into_leaf(TensorImpl* leaf, const Tensor& g) {
+  if (!leaf->grad) {
+    // A fresh copy: g may be shared with another leaf's gradient (add's backward hands the
+    // same tensor to both inputs), and .grad is later modified in place by optimizers.
+    leaf->grad = g.clone().impl_ptr();
+  } else {
+    Tensor sum = add(Tensor(leaf->grad), g);
+    leaf->grad = sum.impl_ptr();
+  }
+}
+
+void check_grad_matches(const Tensor& g, const OutputMeta& m, const std::string& where) {
+  OCRT_CHECK(g.shape() == m.shape, where, ": gradient has shape ", shape_str(g.shape()), ", expected ",
+             shape_str(m.shape));
+  OCRT_CHECK(g.dtype() == m.dtype, where, ": gradient is ", dtype_name(g.dtype()), ", expected ",
+             dtype_name(m.dtype));
+  OCRT_CHECK(g.device() == m.device, where, ": gradient is on ", g.device().str(), ", expected ",
+             m.device.str());
+}
+
+}  // namespace
+
+void run_backward(const TensorList& roots, const TensorList& grads, bool retain_graph) {
+  OCRT_CHECK(roots.size() == grads.size(), "backward: ", roots.size(), " roots but ", grads.size(), " gradients");
+  NoGradGuard no_grad;  // gradients are computed without recording (no higher-order grads)
+
+  // Seed: leaves accumulate at once, other roots go into their node's input buffer.
+  std::unordered_map<Node*, TensorList> buffers;
+  std::vector<std::shared_ptr<Node>> root_nodes;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const Tensor& r = roots[i];
+    OCRT_CHECK(r.requires_grad(), "backward: tensor ", i, " (shape ", shape_str(r.shape()),
+               ") does not require grad and has no grad_fn");
+    check_grad_matches(grads[i], {r.shape(), r.dtype(), r.device()}, "backward");
+    if (!r.grad_fn()) {
+      accumulate_into_leaf(r.impl(), grads[i]);
+      continue;
+    }
+    Node* n = r.grad_fn().get();
+    auto& buf = buffers[n];
+    buf.resize(n->outputs.size());
+    Tensor& slot = buf[r.impl()->output_nr];
+    slot = slot.defined() ? add(slot, grads[i]) : grads[i];
+    root_nodes.push_back(r.grad_fn());
+  }
+
+  // Count, for every reachable node, how many edges point at it (iterative DFS).
+  std::unordered_map<Node*, int> deps;
+  std::unordered_set<Node*> seen;
+  std::vector<Node*> stack;
+  for (auto& n : root_nodes)
+    if (seen.insert(n.get()).second) stack.push_back(n.get());
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    OCRT_CHECK(!n->released, "backward through '", n->name,
+               "' a second time: its graph was freed by the first backward() (pass retain_graph=true "
+               "to the first call if you need to backpropagate twice)");
+    for (auto& e : n->next) {
+      if (!e.node) continue;
+      deps[e.node.get()]++;
+      if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+    }
+  }
+
+  // Kahn's algorithm: a node runs once every edge into it has delivered its gradient.
+  std::deque<Node*> ready;
+  for (auto& n : root_nodes)
+    if (deps[n.get()] == 0 && std::find(ready.begin(), ready.end(), n.get()) == ready.end())
+      ready.push_back(n.get());
+  while (!ready.empty()) {
+    Node* n = ready.front();
+    ready.pop_front();
+    TensorList grad_out = std::move(buffers[n]);
+    buffers.erase(n);
+    grad_out.resize(n->outputs.size());
+    bool any = false;
+    for (auto& g : grad_out) any |= g.defined();
+
+    if (n->leaf) {
+      if (grad_out[0].defined()) accumulate_into_leaf(n->leaf.get(), grad_out[0]);
+      continue;
+    }
+    TensorList grad_in;
+    if (any) {
+      for (size_t i = 0; i < grad_out.size(); ++i)
+        if (!grad_out[i].defined())
+          grad_out[i] = Tensor::zeros(n->outputs[i].shape, n->outputs[i].dtype, n->outputs[i].device);
+      grad_in = n->apply(grad_out);
+      OCRT_CHECK(grad_in.size() == n->next.size(), "autograd: backward of '", n->name, "' returned ",
+                 grad_in.size(), " gradients for ", n->next.size(), " inputs");
+    }
+    for (size_t i = 0; i < n->next.size(); ++i) {
+      Edge& e = n->next[i];
+      if (!e.node) continue;
+      if (any && grad_in[i].defined()) {
+        check_grad_matches(grad_in[i], e.node->outputs[e.input_nr],
+                           "autograd: gradient of input " + std::to_string(i) + " of '" + n->name + "'");
+        auto& buf = buffers[e.node.get()];
+        buf.resize(e.node->outputs.size());
+        Tensor& slot = buf[e.input_nr];
+        slot = slot.defined() ? add(slot, grad_in[i]) : grad_in[i];
+      }
+      if (--deps[e.node.get()] == 0) ready.push_back(e.node.get());
+    }
+    if (!retain_graph) n->release();
+  }
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  Tensor g = gradient;
+  if (!g.defined()) {
+    OCRT_CHECK(numel() == 1, "backward: gradient can be implicitly created only for a one-element "
+               "output; this tensor has shape ", shape_str(shape()), ", so pass a gradient of that shape");
+    g = Tensor::ones(shape(), dtype(), device());
+  }
+  run_backward({*this}, {g}, retain_graph);
+}
+
+}  // namespace ocrt
