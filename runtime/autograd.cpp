@@ -154,13 +154,15 @@ void run_backward(const TensorList& roots, const TensorList& grads, bool retain_
     }
   }
 
-  // Kahn's algorithm: a node runs once every edge into it has delivered its gradient.
-  std::deque<Node*> ready;
+  // Kahn's algorithm: a node runs once every edge into it has delivered its gradient. The
+  // queue holds owning pointers: releasing a node drops its edges, which may be the last
+  // owners of the nodes waiting in the queue.
+  std::deque<std::shared_ptr<Node>> ready;
   for (auto& n : root_nodes)
-    if (deps[n.get()] == 0 && std::find(ready.begin(), ready.end(), n.get()) == ready.end())
-      ready.push_back(n.get());
+    if (deps[n.get()] == 0 && std::find(ready.begin(), ready.end(), n) == ready.end()) ready.push_back(n);
   while (!ready.empty()) {
-    Node* n = ready.front();
+    std::shared_ptr<Node> keep = std::move(ready.front());
+    Node* n = keep.get();
     ready.pop_front();
     TensorList grad_out = std::move(buffers[n]);
     buffers.erase(n);
@@ -192,7 +194,7 @@ void run_backward(const TensorList& roots, const TensorList& grads, bool retain_
         Tensor& slot = buf[e.input_nr];
         slot = slot.defined() ? add(slot, grad_in[i]) : grad_in[i];
       }
-      if (--deps[e.node.get()] == 0) ready.push_back(e.node.get());
+      if (--deps[e.node.get()] == 0) ready.push_back(e.node);
     }
     if (!retain_graph) n->release();
   }

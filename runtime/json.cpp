@@ -161,7 +161,11 @@ class Parser {
   }
 
   Json parse_literal(std::string_view word, Json value) {
-    if (s_.substr(pos_, word.size()) != word) error(pos_, std::string("'") + std::string(word) + "'");
+    if (s_.substr(pos_, word.size()) != word) {
+      std::string expected = "'";
+      expected.append(word).append("'");
+      error(pos_, expected);
+    }
     pos_ += word.size();
     return value;
   }

@@ -156,8 +156,7 @@ SafetensorsFile parse_safetensors(const void* data, size_t size, const std::stri
       if (!value.is_object()) bad_file(file, "__metadata__ is a JSON ", value.type_name(), ", expected an object");
       for (const auto& [mk, mv] : value.as_object()) {
         if (!mv.is_string())
-          bad_file(file, "__metadata__ value for key ", json_quote(mk), " is a ", mv.type_name(),
-                   ", expected a string");
+          bad_file(file, "__metadata__ value for key ", json_quote(mk), " must be a string, got ", mv.dump());
         out.metadata[mk] = mv.as_string();
       }
       continue;

@@ -198,7 +198,6 @@ void softmax_typed(bool log, const Tensor& x, int64_t dim, const Tensor& y) {
       T* q = yd + o * n * inner + i;
       T m = -std::numeric_limits<T>::infinity();
       for (int64_t k = 0; k < n; ++k) m = std::max(m, p[k * inner]);
-      if (std::isinf(m) && m < 0) m = 0;  // a row of all -inf: avoid inf - inf
       double s = 0;
       for (int64_t k = 0; k < n; ++k) s += std::exp((double)(p[k * inner] - m));
       if (log) {

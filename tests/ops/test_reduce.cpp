@@ -1,0 +1,106 @@
+// Reductions and softmax: values, keepdim, gradients, numerical stability, errors.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "gradcheck.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+
+using namespace ocrt;
+using ocrt::testing::check_gradients;
+using ocrt::testing::det_uniform;
+using ocrt::testing::require_close;
+
+TEST_CASE("sum and mean over dims, with and without keepdim", "[reduce]") {
+  Tensor x = Tensor::arange(24, DType::f64).reshape({2, 3, 4});
+  REQUIRE(sum(x).item() == 276);
+  REQUIRE(mean(x).item() == 11.5);
+  REQUIRE(sum(x, {1}).shape() == Shape{2, 4});
+  REQUIRE(sum(x, {1}, true).shape() == Shape{2, 1, 4});
+  REQUIRE(sum(x, {0, 2}).to_vector<double>() == std::vector<double>{60, 92, 124});
+  REQUIRE(sum(x, {-1}).to_vector<double>() == std::vector<double>{6, 22, 38, 54, 70, 86});
+  REQUIRE(mean(x, {0}).to_vector<double>()[0] == 6);
+  // Non-contiguous input, reduced over the dim that is now innermost.
+  REQUIRE(sum(x.transpose(0, 2), {2}).to_vector<double>() == sum(x, {0}).t().contiguous().to_vector<double>());
+  REQUIRE(sum(Tensor::arange(5), {}).item() == 10);  // integers sum too
+  REQUIRE(sum(Tensor::zeros({0, 3}), {0}).to_vector<float>() == std::vector<float>{0, 0, 0});
+  REQUIRE_THROWS_WITH(sum(x, {1, 1}), Catch::Contains("twice"));
+  REQUIRE_THROWS_WITH(sum(x, {3}), Catch::Contains("out of range"));
+  REQUIRE_THROWS_WITH(mean(Tensor::arange(3), {}), Catch::Contains("float"));
+}
+
+TEST_CASE("large reductions agree with a double-precision loop", "[reduce]") {
+  Tensor x = det_uniform({1 << 20}, 5, -1, 1, DType::f32);  // one output, parallel split
+  auto v = x.to_vector<double>();
+  double s = 0;
+  for (double e : v) s += e;
+  REQUIRE(sum(x).item() == Approx(s).epsilon(1e-6));
+  Tensor m = det_uniform({512, 700}, 6, -1, 1, DType::f32);
+  auto mv = m.to_vector<double>();
+  std::vector<double> rows(512, 0);
+  for (int i = 0; i < 512; ++i)
+    for (int j = 0; j < 700; ++j) rows[i] += mv[i * 700 + j];
+  require_close(sum(m, {1}), Tensor::from_vector(rows), 1e-5, 1e-5, "row sums");
+}
+
+TEST_CASE("max, min, argmax, amax", "[reduce]") {
+  Tensor x = Tensor::from_vector(std::vector<float>{3, 7, 7, 1, 9, 2}, {2, 3});
+  auto [v, i] = max(x, 1);
+  REQUIRE(v.to_vector<float>() == std::vector<float>{7, 9});
+  REQUIRE(i.to_vector<int64_t>() == std::vector<int64_t>{1, 1});  // first of the tie
+  auto [v0, i0] = min(x, 0, true);
+  REQUIRE(v0.shape() == Shape{1, 3});
+  REQUIRE(v0.to_vector<float>() == std::vector<float>{1, 7, 2});
+  REQUIRE(i0.to_vector<int64_t>() == std::vector<int64_t>{1, 0, 1});
+  REQUIRE(argmax(x, -1).to_vector<int64_t>() == std::vector<int64_t>{1, 1});
+  REQUIRE(argmin(x.t(), 0).to_vector<int64_t>() == std::vector<int64_t>{0, 0});
+  REQUIRE(amax(x, {}).item() == 9);
+  REQUIRE(amin(x, {0}).to_vector<float>() == std::vector<float>{1, 7, 2});
+  Tensor n = Tensor::from_vector(std::vector<float>{1, std::nanf(""), 3});
+  REQUIRE(std::isnan(max(n, 0).first.item()));
+  REQUIRE(max(n, 0).second.item() == 1);
+  REQUIRE_THROWS_WITH(max(Tensor::zeros({0, 2}), 0), Catch::Contains("size 0"));
+}
+
+TEST_CASE("softmax and log_softmax are exact and stable", "[reduce][softmax]") {
+  Tensor x = det_uniform({3, 5, 4}, 7, -3, 3);
+  for (int64_t dim : {0, 1, 2, -1}) {
+    Tensor y = softmax(x, dim);
+    require_close(sum(y, {dim}), Tensor::ones(sum(y, {dim}).shape(), DType::f64), 1e-12, 1e-12, "sums to 1");
+    require_close(log_softmax(x, dim), log(y), 1e-12, 1e-12, "log_softmax = log(softmax)");
+    // the plain formula for moderate inputs
+    require_close(y, div(exp(x), sum(exp(x), {dim}, true)), 1e-12, 1e-12, "formula");
+  }
+  Tensor big = Tensor::from_vector(std::vector<float>{1000, 0, -1000, 1e30f}, {1, 4});
+  auto ls = log_softmax(big, 1).to_vector<float>();
+  REQUIRE(ls[3] == 0);
+  REQUIRE(std::isfinite(ls[0]));
+  // A row of only -inf has no distribution: NaN, as in PyTorch.
+  Tensor ninf = Tensor::full({2, 3}, -std::numeric_limits<float>::infinity());
+  for (float v : softmax(ninf, 1).to_vector<float>()) REQUIRE(std::isnan(v));
+  // A row with some -inf entries gives them probability 0.
+  Tensor part = Tensor::from_vector(std::vector<float>{-INFINITY, 0, 0});
+  REQUIRE(softmax(part, 0).to_vector<float>() == std::vector<float>{0, 0.5f, 0.5f});
+}
+
+TEST_CASE("reduction and softmax gradients", "[reduce][gradcheck]") {
+  Tensor x = det_uniform({3, 4, 5}, 21);
+  check_gradients("sum all", [](auto& in) { return sum(in[0]); }, {x});
+  check_gradients("sum dims", [](auto& in) { return sum(in[0], {0, 2}); }, {x});
+  check_gradients("sum keepdim", [](auto& in) { return sum(in[0], {1}, true); }, {x});
+  check_gradients("mean", [](auto& in) { return mean(in[0], {-1}); }, {x});
+  check_gradients("mean all", [](auto& in) { return mean(in[0]); }, {x});
+  check_gradients("amax", [](auto& in) { return amax(in[0], {1}); }, {x});
+  check_gradients("amin keepdim", [](auto& in) { return amin(in[0], {0, 2}, true); }, {x});
+  check_gradients("max values", [](auto& in) { return max(in[0], 2).first; }, {x});
+  check_gradients("min values keepdim", [](auto& in) { return min(in[0], 0, true).first; }, {x});
+  for (int64_t dim : {0, 1, 2}) {
+    check_gradients("softmax", [dim](auto& in) { return softmax(in[0], dim); }, {x});
+    check_gradients("log_softmax", [dim](auto& in) { return log_softmax(in[0], dim); }, {x});
+  }
+  check_gradients("softmax of transposed", [](auto& in) { return softmax(in[0].transpose(0, 2), 1); }, {x});
+  check_gradients("sum of broadcast", [](auto& in) { return sum(mul(in[0], in[1]), {0}); },
+                  {det_uniform({1, 5}, 22), det_uniform({4, 1}, 23)});
+}
