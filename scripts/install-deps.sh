@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ocrt builds and tests with. Skips apt entirely when all of them
+# are already there; uses sudo only when not running as root.
+set -euo pipefail
+
+packages=(build-essential cmake pkg-config libeigen3-dev libstb-dev catch2 libopenmpi-dev openmpi-bin)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  SUDO="sudo"
+fi
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
