@@ -16,6 +16,8 @@
 // dims, db = a_rows^T @ g_rows is one GEMM over all batch*M rows, never a (batch,K,N) stack.
 #include "ops/linalg.h"
 
+#include <algorithm>
+
 #include "ops/backend.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"

@@ -32,7 +32,9 @@ std::vector<Device> available_devices() {
 
 void validate(const Device& d) {
   if (d.is_cpu()) return;
-  if (!cuda_built()) fail("device ", d.str(), " requested, but this ocrt was built without CUDA (OCRT_CUDA=OFF or no toolkit found)");
+  if (!cuda_built())
+    fail("device ", d.str(), " requested, but this ocrt was built without CUDA (OCRT_CUDA=OFF or no toolkit "
+         "found); available devices: cpu");
   int n = cuda_device_count();
   if (d.index < 0 || d.index >= n) {
     std::ostringstream os;

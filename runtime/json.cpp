@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <unordered_set>
+#include <utility>
 
 namespace ocrt {
 
@@ -79,12 +80,13 @@ class Parser {
   }
 
   bool at_end() const { return pos_ >= s_.size(); }
-  char peek() const { return at_end() ? '\0' : s_[pos_]; }
+  // The next byte, or -1 at the end (a NUL byte in the text is 0, not the end).
+  int peek() const { return at_end() ? -1 : static_cast<unsigned char>(s_[pos_]); }
   void skip_ws() {
-    while (!at_end() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
+    while (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r') ++pos_;
   }
   void expect(char c, std::string_view what) {
-    if (peek() != c || at_end()) error(pos_, what);
+    if (peek() != c) error(pos_, what);
     ++pos_;
   }
 
@@ -129,7 +131,7 @@ class Parser {
       Json value = parse_value(depth);
       members.emplace_back(std::move(key), std::move(value));
       skip_ws();
-      if (peek() == ',' && !at_end()) {
+      if (peek() == ',') {
         ++pos_;
         continue;
       }
@@ -151,7 +153,7 @@ class Parser {
       skip_ws();
       items.push_back(parse_value(depth));
       skip_ws();
-      if (peek() == ',' && !at_end()) {
+      if (peek() == ',') {
         ++pos_;
         continue;
       }
@@ -175,22 +177,22 @@ class Parser {
     size_t start = pos_;
     auto digits = [&] {
       size_t n = 0;
-      while (!at_end() && s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_, ++n;
+      for (; peek() >= '0' && peek() <= '9'; ++pos_) ++n;
       return n;
     };
     if (peek() == '-') ++pos_;
-    if (peek() == '0' && !at_end()) {
+    if (peek() == '0') {
       ++pos_;
     } else if (digits() == 0) {
       error(pos_, "a digit");
     }
-    if (peek() == '.' && !at_end()) {
+    if (peek() == '.') {
       ++pos_;
       if (digits() == 0) error(pos_, "a digit after the decimal point");
     }
-    if ((peek() == 'e' || peek() == 'E') && !at_end()) {
+    if (peek() == 'e' || peek() == 'E') {
       ++pos_;
-      if ((peek() == '+' || peek() == '-') && !at_end()) ++pos_;
+      if (peek() == '+' || peek() == '-') ++pos_;
       if (digits() == 0) error(pos_, "a digit in the exponent");
     }
     double d = 0;
@@ -203,9 +205,12 @@ class Parser {
   uint32_t parse_hex4() {
     uint32_t v = 0;
     for (int i = 0; i < 4; ++i, ++pos_) {
-      char c = peek();
-      int h = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
-      if (h < 0 || at_end()) error(pos_, "4 hex digits after \\u");
+      int c = peek();
+      int h = (c >= '0' && c <= '9')   ? c - '0'
+              : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+              : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                       : -1;
+      if (h < 0) error(pos_, "4 hex digits after \\u");
       v = v * 16 + uint32_t(h);
     }
     return v;
@@ -252,8 +257,7 @@ class Parser {
         continue;
       }
       size_t esc = pos_++;
-      char e = peek();
-      if (at_end()) error(pos_, "an escape character after '\\'");
+      int e = peek();
       ++pos_;
       switch (e) {
         case '"': out += '"'; break;
@@ -305,8 +309,10 @@ Json::Json(double d) : v_(d) {
 
 const char* Json::type_name() const { return type_name_of(type()); }
 
-[[noreturn]] static void type_error(const Json& j, const char* expected) {
-  fail("JSON: expected ", expected, ", got ", j.type_name());
+template <class T>
+const T& Json::get(const char* expected) const {
+  if (!std::holds_alternative<T>(v_)) fail("JSON: expected ", expected, ", got ", type_name());
+  return std::get<T>(v_);
 }
 
 bool Json::is_int() const {
@@ -315,15 +321,13 @@ bool Json::is_int() const {
   return std::trunc(d) == d && std::fabs(d) <= kMaxExactInt;
 }
 
-bool Json::as_bool() const {
-  if (!is_bool()) type_error(*this, "a bool");
-  return std::get<bool>(v_);
-}
-
-double Json::as_number() const {
-  if (!is_number()) type_error(*this, "a number");
-  return std::get<double>(v_);
-}
+bool Json::as_bool() const { return get<bool>("a bool"); }
+double Json::as_number() const { return get<double>("a number"); }
+const std::string& Json::as_string() const { return get<std::string>("a string"); }
+const Json::Array& Json::as_array() const { return get<Array>("an array"); }
+const Json::Object& Json::as_object() const { return get<Object>("an object"); }
+Json::Array& Json::as_array() { return const_cast<Array&>(std::as_const(*this).as_array()); }
+Json::Object& Json::as_object() { return const_cast<Object&>(std::as_const(*this).as_object()); }
 
 int64_t Json::as_int() const {
   double d = as_number();
@@ -331,35 +335,10 @@ int64_t Json::as_int() const {
   return static_cast<int64_t>(d);
 }
 
-const std::string& Json::as_string() const {
-  if (!is_string()) type_error(*this, "a string");
-  return std::get<std::string>(v_);
-}
-
-const Json::Array& Json::as_array() const {
-  if (!is_array()) type_error(*this, "an array");
-  return std::get<Array>(v_);
-}
-
-const Json::Object& Json::as_object() const {
-  if (!is_object()) type_error(*this, "an object");
-  return std::get<Object>(v_);
-}
-
-Json::Array& Json::as_array() {
-  if (!is_array()) type_error(*this, "an array");
-  return std::get<Array>(v_);
-}
-
-Json::Object& Json::as_object() {
-  if (!is_object()) type_error(*this, "an object");
-  return std::get<Object>(v_);
-}
-
 size_t Json::size() const {
   if (is_array()) return std::get<Array>(v_).size();
   if (is_object()) return std::get<Object>(v_).size();
-  type_error(*this, "an array or object");
+  fail("JSON: expected an array or object, got ", type_name());
 }
 
 const Json& Json::operator[](size_t i) const {

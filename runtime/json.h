@@ -102,6 +102,9 @@ class Json {
     if (!ok) fail("Json: integer ", i, " cannot be stored exactly (JSON numbers are exact up to 2^53)");
     return static_cast<double>(i);
   }
+  // The alternative T of v_, or an Error naming what was expected and the actual type.
+  template <class T>
+  const T& get(const char* expected) const;
   void dump_to(std::string& out, int indent, int level) const;
 
   std::variant<std::monostate, bool, double, std::string, Array, Object> v_;

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <new>
 #include <set>
 #include <sstream>
 
@@ -42,6 +43,12 @@ struct DTypeName {
 constexpr DTypeName kDTypes[] = {{"F32", DType::f32}, {"F64", DType::f64}, {"I32", DType::i32},
                                  {"I64", DType::i64}, {"U8", DType::u8},   {"BOOL", DType::u8}};
 
+// A JSON value for an error message, cut short: a hostile header can hold huge arrays.
+std::string excerpt(const Json& j) {
+  std::string s = j.dump();
+  return s.size() <= 100 ? s : s.substr(0, 100) + "...";
+}
+
 uint64_t read_u64_le(const unsigned char* p) {
   uint64_t v = 0;
   for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
@@ -58,13 +65,14 @@ struct Entry {
 
 Entry parse_entry(const std::string& file, const std::string& name, const Json& j) {
   auto bad = [&](const auto&... args) { bad_file(file, "tensor '", name, "': ", args...); };
-  if (!j.is_object()) bad("header entry is a JSON ", j.type_name(), ", expected an object with dtype, shape and data_offsets");
+  if (!j.is_object())
+    bad("header entry is a JSON ", j.type_name(), ", expected an object with dtype, shape and data_offsets");
   for (const char* key : {"dtype", "shape", "data_offsets"})
-    if (!j.contains(key)) bad("header entry has no \"", key, "\": ", j.dump());
+    if (!j.contains(key)) bad("header entry has no \"", key, "\": ", excerpt(j));
 
   Entry e{&name, DType::f32, {}, 0, 0};
   const Json& dt = j.at("dtype");
-  if (!dt.is_string()) bad("\"dtype\" must be a string, got ", dt.dump());
+  if (!dt.is_string()) bad("\"dtype\" must be a string, got ", excerpt(dt));
   auto known = std::find_if(std::begin(kDTypes), std::end(kDTypes),
                             [&](const DTypeName& d) { return dt.as_string() == d.name; });
   if (known == std::end(kDTypes))
@@ -77,27 +85,28 @@ Entry parse_entry(const std::string& file, const std::string& name, const Json& 
   // [2^40, 2^40] would otherwise wrap around and pass the size check below. Zero dims count as
   // 1 here so that the tensor's strides cannot overflow either.
   const Json& shape = j.at("shape");
-  if (!shape.is_array()) bad("\"shape\" must be an array of non-negative integers, got ", shape.dump());
+  if (!shape.is_array()) bad("\"shape\" must be an array of non-negative integers, got ", excerpt(shape));
   int64_t extent = 1;
   for (const Json& d : shape.as_array()) {
-    if (!d.is_int() || d.as_int() < 0) bad("\"shape\" must be an array of non-negative integers, got ", shape.dump());
+    if (!d.is_int() || d.as_int() < 0)
+      bad("\"shape\" must be an array of non-negative integers, got ", excerpt(shape));
     e.shape.push_back(d.as_int());
     if (__builtin_mul_overflow(extent, std::max<int64_t>(d.as_int(), 1), &extent))
-      bad("shape ", shape.dump(), " is too large (its size overflows 64 bits)");
+      bad("shape ", excerpt(shape), " is too large (its size overflows 64 bits)");
   }
   uint64_t nbytes = 0;
   if (__builtin_mul_overflow(uint64_t(numel_of(e.shape)), dtype_size(e.dtype), &nbytes))
-    bad("shape ", shape.dump(), " is too large (its size in bytes overflows 64 bits)");
+    bad("shape ", excerpt(shape), " is too large (its size in bytes overflows 64 bits)");
 
   const Json& off = j.at("data_offsets");
   bool ok = off.is_array() && off.size() == 2 && off[0].is_int() && off[1].is_int() && off[0].as_int() >= 0 &&
             off[0].as_int() <= off[1].as_int();
-  if (!ok) bad("\"data_offsets\" must be [begin, end], two integers with 0 <= begin <= end, got ", off.dump());
+  if (!ok) bad("\"data_offsets\" must be [begin, end], two integers with 0 <= begin <= end, got ", excerpt(off));
   e.begin = uint64_t(off[0].as_int());
   e.end = uint64_t(off[1].as_int());
   if (e.end - e.begin != nbytes)
-    bad("shape ", shape_str(e.shape), " of dtype ", dt.as_string(), " needs ", nbytes, " bytes, but data_offsets ",
-        off.dump(), " hold ", e.end - e.begin);
+    bad("shape ", excerpt(shape), " of dtype ", dt.as_string(), " needs ", nbytes, " bytes, but data_offsets ",
+        excerpt(off), " hold ", e.end - e.begin);
   return e;
 }
 
@@ -156,7 +165,7 @@ SafetensorsFile parse_safetensors(const void* data, size_t size, const std::stri
       if (!value.is_object()) bad_file(file, "__metadata__ is a JSON ", value.type_name(), ", expected an object");
       for (const auto& [mk, mv] : value.as_object()) {
         if (!mv.is_string())
-          bad_file(file, "__metadata__ value for key ", json_quote(mk), " must be a string, got ", mv.dump());
+          bad_file(file, "__metadata__ value for key ", json_quote(mk), " must be a string, got ", excerpt(mv));
         out.metadata[mk] = mv.as_string();
       }
       continue;
@@ -203,9 +212,14 @@ SafetensorsFile load_safetensors(const std::string& path) {
     ::close(fd);
     bad_file(path, S_ISDIR(st.st_mode) ? "is a directory, not a file" : "is not a regular file");
   }
-  std::vector<unsigned char> bytes;
   // The whole file is read, then copied into tensors: simple, and model files are small.
-  bytes.resize(size_t(st.st_size));
+  std::vector<unsigned char> bytes;
+  try {
+    bytes.resize(size_t(st.st_size));
+  } catch (const std::bad_alloc&) {
+    ::close(fd);
+    bad_file(path, "file of ", st.st_size, " bytes does not fit in memory");
+  }
   size_t got = 0;
   while (got < bytes.size()) {
     ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
@@ -225,11 +239,13 @@ SafetensorsFile load_safetensors(const std::string& path) {
 
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata) {
+  NoGradGuard no_grad;  // the layout conversions below must not record autograd history
   // Everything that can be checked is checked before a file is touched.
   std::set<std::string> seen;
   for (const auto& [name, t] : tensors) {
     OCRT_CHECK(t.defined(), "save_safetensors '", path, "': tensor '", name, "' is undefined");
-    OCRT_CHECK(name != "__metadata__", "save_safetensors '", path, "': \"__metadata__\" is reserved, not a tensor name");
+    OCRT_CHECK(name != "__metadata__", "save_safetensors '", path,
+               "': \"__metadata__\" is reserved, not a tensor name");
     OCRT_CHECK(seen.insert(name).second, "save_safetensors '", path, "': tensor name '", name, "' appears twice");
   }
 

@@ -13,15 +13,24 @@
 // Eigen packs both operands into cache-sized panels itself, so the layout of the map changes
 // which packing routine runs, not the speed of the inner kernel.
 //
-// Threads: a single large product is split by Eigen's own OpenMP code (it starts
-// Eigen::nbThreads() threads, which runtime/threading.h keeps equal to the OpenMP count). Many
-// small products run in an OpenMP loop over the batch instead, one whole GEMM per iteration:
-// inside a parallel region Eigen sees omp_get_num_threads() > 1 and stays single-threaded
-// (Eigen/src/Core/products/Parallelizer.h), so the two levels never multiply.
+// Threads: ocrt splits the work itself and every Eigen GEMM runs on one thread. The output
+// is cut into tasks (whole products of a batch, and bands of rows or columns of a product when
+// there are fewer products than threads) that one OpenMP loop shares out; inside a parallel
+// region Eigen sees omp_get_num_threads() > 1 and stays single-threaded
+// (Eigen/src/Core/products/Parallelizer.h), so the two levels never multiply. Why not Eigen's
+// own parallel GEMM for a single large product: its threads share packed blocks and spin-wait
+// on each other many times per product, while these tasks meet only once, at the end. Measured
+// side by side on 2 threads (bench/results/core.md): as fast from 512^3 up, 2.7x faster at
+// 256^3, and much less hurt when another process takes a core for a moment.
+//
+// Results are deterministic for a given thread count: every output element is computed by
+// one GEMM call with a fixed order of operations.
 #include <omp.h>
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cstdint>
+#include <numeric>
 
 #include "ops/backend.h"
 #include "ops/cpu/linalg_reference.h"
@@ -86,40 +95,56 @@ void with_matrix(const Operand& op, int64_t i, int64_t rows, int64_t cols, F&& f
     f(StridedMap<ColMajorMatrix<T>>(p, rows, cols, Eigen::OuterStride<>(op.ld)));
 }
 
-// Per-GEMM work (multiply-adds) below which a batch is better spread over threads one matrix
-// each than split inside every GEMM (about a 128^3 product: below it Eigen's own split spends
-// a large share of the time starting threads and waiting at its barriers).
-constexpr double kSmallGemm = 128.0 * 128.0 * 128.0;
+// Below this many multiply-adds in total a product runs on the calling thread. It is Eigen's
+// own threshold for starting a second thread (Parallelizer.h: 50000 per thread), so Eigen does
+// not start threads for these products either.
+constexpr double kParallelWork = 100000;
+// A tile is at least this many rows or columns of the output.
+constexpr int64_t kMinTile = 32;
 
 template <class T>
 void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
   const int64_t B = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
   T* c = out.data<T>();
-  if (K == 0) {  // an empty sum: Eigen would handle it, but its maps need real pointers
+  if (K == 0) {  // an empty sum; and the maps below need real pointers
     Eigen::Map<RowMajorMatrix<T>>(c, B * M, N).setZero();
     return;
   }
   const Operand A = make_operand(a), Bop = make_operand(b);
 
-  auto one = [&](int64_t i) {
-    Eigen::Map<RowMajorMatrix<T>> C(c + i * M * N, M, N);
+  // Work is cut into tasks: `tiles` tiles per product, each a band of output rows (or
+  // columns, when N > M) computed by one single-threaded Eigen GEMM. B * tiles is made a
+  // multiple of the thread count, so every thread gets the same share.
+  const int threads = omp_get_max_threads();
+  const double work = (double)B * M * N * K;
+  const bool parallel = threads > 1 && !omp_in_parallel() && work >= kParallelWork;
+  const bool split_rows = M >= N;
+  const int64_t len = split_rows ? M : N;
+  int64_t tiles = parallel ? threads / std::gcd((int64_t)threads, B) : 1;
+  while (tiles > 1 && len / tiles < kMinTile) --tiles;
+  // Band j starts at the multiple of 16 (a whole SIMD register of floats) at or below j/tiles
+  // of the way; bands are at least kMinTile / 2 long.
+  auto band_start = [&](int64_t j) { return j == tiles ? len : j * len / tiles / 16 * 16; };
+
+  auto task = [&](int64_t t) {
+    const int64_t i = t / tiles, lo = band_start(t % tiles), n = band_start(t % tiles + 1) - lo;
+    T* ci = c + i * M * N;
     with_matrix<T>(A, i, M, K, [&](const auto& Am) {
-      with_matrix<T>(Bop, i, K, N, [&](const auto& Bm) { C.noalias() = Am * Bm; });
+      with_matrix<T>(Bop, i, K, N, [&](const auto& Bm) {
+        if (split_rows) {  // rows lo..lo+n of C = those rows of A times B
+          Eigen::Map<RowMajorMatrix<T>> C(ci + lo * N, n, N);
+          C.noalias() = Am.middleRows(lo, n) * Bm;
+        } else {  // columns lo..lo+n of C = A times those columns of B
+          Eigen::Map<RowMajorMatrix<T>, Eigen::Unaligned, Eigen::OuterStride<>> C(ci + lo, M, n,
+                                                                                   Eigen::OuterStride<>(N));
+          C.noalias() = Am * Bm.middleCols(lo, n);
+        }
+      });
     });
   };
-
-  // Over the batch when there are several small products, or when the batch divides evenly
-  // among the threads (each thread then runs whole GEMMs with no synchronisation at all).
-  const int threads = omp_get_max_threads();
-  const double work = (double)M * (double)N * (double)K;
-  const bool over_batch = B > 1 && threads > 1 && !omp_in_parallel() &&
-                          (work < kSmallGemm || B % threads == 0 || B >= 4 * threads);
-  if (over_batch) {
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < B; ++i) one(i);
-  } else {
-    for (int64_t i = 0; i < B; ++i) one(i);  // each GEMM uses Eigen's threads
-  }
+  const int64_t tasks = B * tiles;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t t = 0; t < tasks; ++t) task(t);
 }
 
 void cpu_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {

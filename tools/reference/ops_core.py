@@ -247,6 +247,34 @@ CASES = [
     ("view_chain", lambda x, y: x.permute(1, 0, 2)[:, 1:4:2].reshape(-1) * y, [randn(4, 3, 5), randn(30)]),
     ("views_accumulate", lambda x: x.narrow(1, 0, 2) + x.narrow(1, 2, 2) * x.select(1, 3).unsqueeze(1),
      [randn(3, 4)]),
+    # -- non-contiguous inputs: ops read views (transposed, strided, expanded) correctly
+    ("exp_noncontig", lambda x: torch.exp(x.t()), [randn(4, 3)]),
+    ("add_noncontig", lambda x, y: x.t() + y[0:10:2], [randn(3, 5), randn(10, 3)]),  # add(x.t(), y.slice(0, 0, 10, 2))
+    ("mul_expand", lambda x, y: x.expand(4, 3) * y, [randn(1, 3), randn(4, 3)]),
+    ("where_noncontig", lambda c, a, b: torch.where(c.bool(), a.t(), b), [mask(4, 3), randn(3, 4), randn(4, 3)]),
+    ("sum_noncontig", lambda x: x.permute(2, 0, 1).sum(dim=1), [randn(3, 4, 5)]),
+    ("max_noncontig", lambda x: torch.max(x.t(), dim=0), [randn(4, 3)]),
+    ("softmax_noncontig", lambda x: torch.softmax(x.transpose(0, 1), dim=1), [randn(4, 3, 5)]),
+    ("log_softmax_noncontig", lambda x: torch.log_softmax(x.t(), dim=0), [randn(5, 3)]),
+    ("matmul_strided", lambda a, b: torch.matmul(a[:, 0:6:2], b), [randn(3, 6), randn(3, 4)]),  # a.slice(1, 0, 6, 2)
+    ("linear_noncontig", lambda x, w, b: F.linear(x.t(), w, b), [randn(6, 4), randn(5, 6), randn(5)]),
+    ("concat_noncontig", lambda a, b: torch.cat([a.t(), b], dim=0), [randn(3, 2), randn(1, 3)]),
+    ("index_select_noncontig", lambda x, i: torch.index_select(x.t(), 0, i), [randn(3, 5), const([4, 1, 1])]),
+    ("gather_noncontig", lambda x, i: torch.gather(x.t(), 1, i), [randn(4, 3), randint(0, 4, 3, 2)]),
+    # -- softmax over a row with -inf entries (attention masks): those get 0 and no gradient
+    ("softmax_masked_neginf", lambda x, m: torch.softmax(x.masked_fill(m.bool(), float("-inf")), dim=-1),
+     [randn(3, 4), const([[1, 0, 0, 1], [0, 0, 0, 0], [1, 1, 1, 0]], torch.uint8)]),
+    ("log_softmax_masked_neginf", lambda x, m: torch.log_softmax(x.masked_fill(m.bool(), float("-inf")), dim=-1),
+     [randn(2, 3), const([[0, 1, 0], [0, 0, 1]], torch.uint8)]),
+    # -- empty tensors (a size-0 dim)
+    ("add_empty", lambda a, b: a + b, [randn(0, 3), randn(3)]),
+    ("sum_empty", lambda x: x.sum(dim=0), [randn(0, 3)]),  # zeros(3)
+    # K = 0 gives zeros(2, 3). in0 is stored as (0, 2) and transposed in the op; stored as (2, 0)
+    # it hit an ocrt bug when this was written (is_contiguous() false for shape (2, 0), so the
+    # safetensors reader refused the whole file).
+    ("matmul_empty_k", lambda a, b: torch.matmul(a.t(), b), [randn(0, 2), randn(0, 3)]),
+    ("concat_empty", lambda a, b: torch.cat([a, b], dim=0), [randn(2, 3), randn(0, 3)]),
+    ("softmax_empty", lambda x: torch.softmax(x, dim=1), [randn(0, 4)]),
 ]
 
 

@@ -1,0 +1,62 @@
+// The thread count: set_num_threads keeps OpenMP and Eigen in step, rejects nonsense, and
+// default_num_threads follows OMP_NUM_THREADS.
+#include <catch2/catch.hpp>
+
+#include <omp.h>
+
+#include <Eigen/Core>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "runtime/threading.h"
+
+using namespace ocrt;
+
+TEST_CASE("set_num_threads sets OpenMP and Eigen together", "[threading]") {
+  const int saved = num_threads();
+  set_num_threads(3);
+  REQUIRE(num_threads() == 3);
+  REQUIRE(omp_get_max_threads() == 3);
+  REQUIRE(Eigen::nbThreads() == 3);
+  int seen = 0;
+#pragma omp parallel
+  {
+#pragma omp single
+    seen = omp_get_num_threads();
+  }
+  REQUIRE(seen == 3);
+  set_num_threads(1);
+  REQUIRE(num_threads() == 1);
+  REQUIRE(Eigen::nbThreads() == 1);
+  set_num_threads(saved);
+  REQUIRE(num_threads() == saved);
+}
+
+TEST_CASE("set_num_threads rejects counts below 1", "[threading]") {
+  const int saved = num_threads();
+  REQUIRE_THROWS_WITH(set_num_threads(0), Catch::Contains("set_num_threads") && Catch::Contains(">= 1"));
+  REQUIRE_THROWS_WITH(set_num_threads(-4), Catch::Contains("set_num_threads"));
+  REQUIRE(num_threads() == saved);  // unchanged by the failed calls
+}
+
+TEST_CASE("default_num_threads follows OMP_NUM_THREADS", "[threading]") {
+  std::optional<std::string> saved;
+  if (const char* v = std::getenv("OMP_NUM_THREADS")) saved = v;
+
+  setenv("OMP_NUM_THREADS", "5", 1);
+  REQUIRE(default_num_threads() == 5);
+  setenv("OMP_NUM_THREADS", "3,2", 1);  // a list: the first level is ours
+  REQUIRE(default_num_threads() == 3);
+  unsetenv("OMP_NUM_THREADS");
+  const int hw = default_num_threads();
+  REQUIRE(hw >= 1);
+  REQUIRE(hw == omp_get_num_procs());
+  for (const char* bad : {"0", "-2", "lots", ""}) {
+    setenv("OMP_NUM_THREADS", bad, 1);
+    REQUIRE(default_num_threads() == hw);  // ignored, not an error
+  }
+
+  if (saved) setenv("OMP_NUM_THREADS", saved->c_str(), 1);
+  else unsetenv("OMP_NUM_THREADS");
+}
