@@ -1,29 +1,20 @@
-// Allocation for Storage: aligned host memory on the CPU, the CUDA glue on GPUs.
+// Allocation for Storage: the CPU allocator (runtime/cpu_allocator.h) on the CPU, the CUDA
+// glue on GPUs.
 #include "runtime/storage.h"
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
-
+#include "runtime/cpu_allocator.h"
 #include "runtime/cuda/cuda_glue.h"
 #include "runtime/error.h"
 
 namespace ocrt {
 
-namespace {
-std::atomic<size_t> g_cpu_bytes{0};
-}
-
-size_t cpu_bytes_allocated() { return g_cpu_bytes.load(); }
+size_t cpu_bytes_allocated() { return cpu_memory_stats().allocated; }
 
 std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
   void* p = nullptr;
   if (nbytes > 0) {
     if (device.is_cpu()) {
-      size_t rounded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
-      p = std::aligned_alloc(kCpuAlignment, rounded);
-      if (!p) fail("out of memory on cpu: could not allocate ", nbytes, " bytes");
-      g_cpu_bytes += nbytes;
+      p = cpu_alloc(nbytes);
     } else {
       validate(device);
       p = cuda_malloc(device.index, nbytes);
@@ -45,8 +36,7 @@ Storage::~Storage() {
   }
   if (!data_) return;
   if (device_.is_cpu()) {
-    std::free(data_);
-    g_cpu_bytes -= nbytes_;
+    cpu_free(data_, nbytes_);
   } else {
     cuda_free(device_.index, data_);
   }

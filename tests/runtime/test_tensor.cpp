@@ -5,6 +5,7 @@
 #include "ops/elementwise.h"
 #include "ops/shape.h"
 #include "runtime/cuda/cuda_glue.h"
+#include "runtime/cpu_allocator.h"
 #include "runtime/device.h"
 #include "runtime/storage.h"
 #include "runtime/tensor.h"
@@ -153,4 +154,31 @@ TEST_CASE("cuda devices fail clearly when absent", "[tensor][device]") {
   if (cuda_device_count() > 0) return;  // covered by the cuda tests on a GPU machine
   REQUIRE_THROWS_WITH(Tensor::zeros({2}, DType::f32, Device::cuda(0)), Catch::Contains("cuda:0"));
   REQUIRE_THROWS_WITH(Tensor::zeros({2}).to(Device::cuda(0)), Catch::Contains("cuda:0"));
+}
+
+TEST_CASE("the CPU allocator reuses large blocks and keeps exact statistics", "[tensor][allocator]") {
+  cpu_empty_cache();
+  CpuMemoryStats s0 = cpu_memory_stats();
+  REQUIRE(s0.cached == 0);
+  void* first;
+  {
+    Tensor big = Tensor::empty({1 << 20});  // 4 MiB
+    first = big.raw_data();
+    REQUIRE(reinterpret_cast<uintptr_t>(first) % kCpuAlignment == 0);
+    REQUIRE(cpu_memory_stats().allocated == s0.allocated + (4u << 20));
+    REQUIRE(cpu_memory_stats().peak >= s0.allocated + (4u << 20));
+  }
+  REQUIRE(cpu_memory_stats().allocated == s0.allocated);
+  REQUIRE(cpu_memory_stats().cached >= (4u << 20));
+  {
+    // A slightly smaller request falls in the same size class and gets the same block.
+    Tensor again = Tensor::empty({(1 << 20) - 1000});
+    REQUIRE(again.raw_data() == first);
+  }
+  cpu_empty_cache();
+  REQUIRE(cpu_memory_stats().cached == 0);
+  cpu_set_cache_limit(0);  // caching off: nothing is kept
+  { Tensor t = Tensor::empty({1 << 20}); }
+  REQUIRE(cpu_memory_stats().cached == 0);
+  cpu_set_cache_limit(size_t(2) << 30);
 }
