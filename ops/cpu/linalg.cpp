@@ -25,6 +25,14 @@
 //
 // Results are deterministic for a given thread count: every output element is computed by
 // one GEMM call with a fixed order of operations.
+//
+// float32 on a build with AVX-512 (OCRT_CPU_SGEMM, ops/cpu/gemm.h) does not use Eigen but
+// ocrt's own packed GEMM, about 1.5x faster there (bench/results/core.md). It reads any strides
+// through its packing, so no operand is ever copied, and it shares one product among the threads
+// itself (its threads share the packed B blocks). Several products are instead given out whole,
+// one per thread, when they divide evenly among the threads (or are many): then nothing is
+// shared and the threads never wait for each other. Its results do not depend on the thread
+// count at all.
 #include <omp.h>
 
 #include <Eigen/Core>
@@ -33,6 +41,7 @@
 #include <numeric>
 
 #include "ops/backend.h"
+#include "ops/cpu/gemm.h"
 #include "ops/cpu/linalg_reference.h"
 
 namespace ocrt {
@@ -147,7 +156,36 @@ void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
   for (int64_t t = 0; t < tasks; ++t) task(t);
 }
 
+#if defined(OCRT_CPU_SGEMM)
+void matmul_sgemm(const Tensor& a, const Tensor& b, const Tensor& out) {
+  const int64_t B = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
+  const float* ap = a.data<float>();
+  const float* bp = b.data<float>();
+  float* c = out.data<float>();
+  const int64_t a_batch = a.size(0) == 1 ? 0 : a.stride(0), b_batch = b.size(0) == 1 ? 0 : b.stride(0);
+  const int threads = omp_get_max_threads();
+  const bool per_product = threads > 1 && !omp_in_parallel() && B >= threads &&
+                           (B % threads == 0 || B >= 4 * threads) && (double)B * M * N * K >= kParallelWork;
+  auto product = [&](int64_t i) {
+    cpu::sgemm(M, N, K, ap + i * a_batch, a.stride(1), a.stride(2), bp + i * b_batch, b.stride(1), b.stride(2),
+               c + i * M * N, N);
+  };
+  // Not one loop with `omp parallel for if (per_product)`: a false `if` still opens a (one
+  // thread) region, and the parallel region sgemm opens inside it would be a nested one, which
+  // libgomp serves with threads outside its pool (measured 2x slower at 256^3).
+  if (per_product) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < B; ++i) product(i);  // in a parallel region: each sgemm on one thread
+  } else {
+    for (int64_t i = 0; i < B; ++i) product(i);  // each sgemm shares its product among the threads
+  }
+}
+#endif
+
 void cpu_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
+#if defined(OCRT_CPU_SGEMM)
+  if (out.dtype() == DType::f32) return matmul_sgemm(a, b, out);
+#endif
   OCRT_DISPATCH_FLOAT(out.dtype(), "matmul", [&] { matmul_typed<scalar_t>(a, b, out); });
 }
 
