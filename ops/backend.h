@@ -73,6 +73,26 @@ struct Backend {
   // of (seed, offset, i) through Philox, identical on every backend. out contiguous.
   void (*uniform)(const Tensor& out, uint64_t seed, uint64_t offset, double lo, double hi);
   void (*normal)(const Tensor& out, uint64_t seed, uint64_t offset, double mean, double stddev);
+
+  // ---- convolution and pooling (ops/conv.cpp, ops/pool.cpp)
+  // [conv: begin]
+  // [conv: end]
+
+  // ---- normalisation (ops/norm.cpp)
+  // [norm: begin]
+  // [norm: end]
+
+  // ---- recurrent layers (ops/rnn.cpp)
+  // [rnn: begin]
+  // [rnn: end]
+
+  // ---- attention (ops/attention.cpp)
+  // [attention: begin]
+  // [attention: end]
+
+  // ---- CTC loss (ops/ctc.cpp)
+  // [ctc: begin]
+  // [ctc: end]
 };
 
 // The table for a device's kind (validating the device); throws when the build lacks it.
@@ -95,5 +115,15 @@ void register_cpu_reduce(Backend& b);
 void register_cpu_linalg(Backend& b);
 void register_cpu_index(Backend& b);
 void register_cpu_random(Backend& b);
+// [conv: register begin]
+// [conv: register end]
+// [norm: register begin]
+// [norm: register end]
+// [rnn: register begin]
+// [rnn: register end]
+// [attention: register begin]
+// [attention: register end]
+// [ctc: register begin]
+// [ctc: register end]
 
 }  // namespace ocrt

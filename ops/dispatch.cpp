@@ -17,6 +17,16 @@ Backend make_cpu_backend() {
   register_cpu_linalg(b);
   register_cpu_index(b);
   register_cpu_random(b);
+  // [conv: register begin]
+  // [conv: register end]
+  // [norm: register begin]
+  // [norm: register end]
+  // [rnn: register begin]
+  // [rnn: register end]
+  // [attention: register begin]
+  // [attention: register end]
+  // [ctc: register begin]
+  // [ctc: register end]
   return b;
 }
 }  // namespace
