@@ -1,0 +1,148 @@
+// Module registry, state_dict round trips and their errors, train/eval, to(dtype), Linear's
+// PyTorch-compatible shapes and initialisation bounds, Sequential naming.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "models/layers.h"
+#include "ops/reduce.h"
+
+using namespace ocrt;
+using namespace ocrt::nn;
+
+namespace {
+
+// A two-level model: "body.0" Linear(3,4), "body.1" ReLU, "body.2" Linear(4,2) without bias,
+// plus a buffer "steps" (i64) on the top module.
+struct Toy : Module {
+  explicit Toy(Generator& gen) {
+    body = register_module("body", std::make_shared<Sequential>());
+    body->add(std::make_shared<Linear>(3, 4, true, gen));
+    body->add(std::make_shared<ReLU>());
+    body->add(std::make_shared<Linear>(4, 2, false, gen));
+    steps = Tensor::zeros({1}, DType::i64);
+    register_buffer("steps", &steps);
+  }
+  Tensor forward(const Tensor& x) override { return body->forward(x); }
+  std::shared_ptr<Sequential> body;
+  Tensor steps;
+};
+
+}  // namespace
+
+TEST_CASE("modules name parameters and buffers like PyTorch's state_dict", "[module]") {
+  Generator gen(1);
+  Toy toy(gen);
+  auto params = toy.named_parameters();
+  REQUIRE(params.size() == 3);
+  CHECK(params[0].first == "body.0.weight");
+  CHECK(params[1].first == "body.0.bias");
+  CHECK(params[2].first == "body.2.weight");
+  CHECK(toy.num_parameters() == 3 * 4 + 4 + 4 * 2);
+  for (auto& [n, t] : params) CHECK(t.requires_grad());
+  auto sd = toy.state_dict();
+  CHECK(sd.size() == 4);
+  CHECK(sd.count("steps") == 1);
+  CHECK(!sd.at("body.0.weight").requires_grad());
+}
+
+TEST_CASE("Linear initialises within PyTorch's bound and computes x W^T + b", "[module]") {
+  Generator gen(7);
+  Linear lin(16, 5, true, gen);
+  CHECK(lin.weight.shape() == Shape{5, 16});
+  CHECK(lin.bias.shape() == Shape{5});
+  const double bound = 1.0 / std::sqrt(16.0);
+  for (double v : lin.weight.to_vector<double>()) CHECK(std::abs(v) <= bound);
+  for (double v : lin.bias.to_vector<double>()) CHECK(std::abs(v) <= bound);
+  Tensor x = Tensor::ones({2, 16});
+  Tensor y = lin(x);
+  CHECK(y.shape() == Shape{2, 5});
+  auto w = lin.weight.to_vector<double>(), b = lin.bias.to_vector<double>(), yv = y.to_vector<double>();
+  for (int o = 0; o < 5; ++o) {
+    double expect = b[o];
+    for (int i = 0; i < 16; ++i) expect += w[o * 16 + i];
+    CHECK(yv[o] == Approx(expect).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("load_state_dict copies values and keeps parameters trainable", "[module]") {
+  Generator g1(1), g2(2);
+  Toy a(g1), b(g2);
+  b.load_state_dict(a.state_dict());
+  for (auto& [n, t] : a.state_dict()) CHECK(b.state_dict().at(n).to_vector<double>() == t.to_vector<double>());
+  Tensor y = sum(b(Tensor::ones({1, 3})));
+  y.backward();
+  CHECK(b.body->operator[](0).named_parameters()[0].second.grad().defined());
+}
+
+TEST_CASE("load_state_dict lists every missing, unexpected and mis-shaped tensor and changes nothing", "[module]") {
+  Generator gen(1);
+  Toy toy(gen);
+  const auto before = toy.state_dict().at("body.0.bias").to_vector<double>();
+  StateDict sd = toy.state_dict();
+  sd.erase("body.2.weight");
+  sd["body.9.weight"] = Tensor::zeros({1});
+  sd["body.0.weight"] = Tensor::zeros({4, 4});
+  sd["body.0.bias"] = Tensor::full({4}, 3.0);
+  try {
+    toy.load_state_dict(sd);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find("missing: body.2.weight") != std::string::npos);
+    CHECK(msg.find("unexpected: body.9.weight") != std::string::npos);
+    CHECK(msg.find("body.0.weight (expected [4, 3], got [4, 4])") != std::string::npos);
+  }
+  CHECK(toy.state_dict().at("body.0.bias").to_vector<double>() == before);
+  // Non-strict: missing and unexpected names are fine, shapes are still checked.
+  sd["body.0.weight"] = Tensor::zeros({4, 3});
+  toy.load_state_dict(sd, false);
+  CHECK(toy.state_dict().at("body.0.bias").to_vector<double>() == std::vector<double>(4, 3.0));
+}
+
+TEST_CASE("train/eval reaches every child; to(dtype) converts floats and keeps integer buffers", "[module]") {
+  Generator gen(1);
+  Toy toy(gen);
+  CHECK(toy.is_training());
+  toy.eval();
+  CHECK(!toy.body->operator[](0).is_training());
+  toy.to(DType::f64);
+  for (auto& [n, t] : toy.named_parameters()) {
+    CHECK(t.dtype() == DType::f64);
+    CHECK(t.requires_grad());
+    CHECK(t.is_leaf());
+  }
+  CHECK(toy.steps.dtype() == DType::i64);
+  CHECK(toy(Tensor::ones({2, 3}, DType::f64)).dtype() == DType::f64);
+}
+
+TEST_CASE("module misuse gives clear errors", "[module]") {
+  Generator gen(1);
+  CHECK_THROWS_WITH(Linear(0, 3, true, gen), Catch::Contains("in_features and out_features must be >= 1"));
+  CHECK_THROWS_WITH(Dropout(1.5), Catch::Contains("p must be in [0, 1]"));
+  Sequential s;
+  CHECK_THROWS_WITH(s[0], Catch::Contains("index 0 out of range"));
+  Module plain;
+  CHECK_THROWS_WITH(plain.forward(Tensor::ones({1})), Catch::Contains("no one-tensor forward"));
+  struct Twice : Module {
+    Tensor w = Tensor::ones({1});
+    Twice() {
+      register_parameter("w", &w);
+      register_buffer("w", &w);
+    }
+  };
+  CHECK_THROWS_WITH(Twice(), Catch::Contains("registered twice"));
+}
+
+TEST_CASE("Dropout is the identity in eval mode and reproducible from its seed", "[module]") {
+  Dropout a(0.5, 42), b(0.5, 42);
+  Tensor x = Tensor::ones({1000});
+  auto ya = a(x).to_vector<float>(), yb = b(x).to_vector<float>();
+  CHECK(ya == yb);
+  int zeros = 0;
+  for (float v : ya) zeros += v == 0.f;
+  CHECK(zeros > 400);
+  CHECK(zeros < 600);
+  a.eval();
+  CHECK(a(x).to_vector<float>() == x.to_vector<float>());
+}
