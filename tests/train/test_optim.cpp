@@ -1,0 +1,182 @@
+// Optimizers, gradient clipping and LR schedules against torch.optim: the fixture written by
+// tools/reference/optim.py holds initial parameters, the gradient of every step and the
+// parameters after every step; here the same steps run through ocrt and are compared.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <functional>
+#include <memory>
+
+#include "gradcheck.h"
+#include "runtime/safetensors.h"
+#include "train/optim.h"
+#include "train/schedule.h"
+
+using namespace ocrt;
+using namespace ocrt::train;
+using ocrt::testing::require_close;
+
+namespace {
+
+Tensor golden(const std::string& name) {
+  static const SafetensorsFile f =
+      load_safetensors(std::string(OCRT_SOURCE_DIR) + "/tests/fixtures/optim.safetensors");
+  INFO("regenerate the fixture with: /usr/bin/python3 tools/reference/optim.py");
+  return f.get(name);
+}
+
+std::string key(const std::string& name, int k, const char* what, int s) {
+  return name + ".p" + std::to_string(k) + "." + what + std::to_string(s);
+}
+
+void run_case(const std::string& name, const std::function<std::unique_ptr<Optimizer>(std::vector<Tensor>)>& make) {
+  INFO("optimizer case " << name);
+  std::vector<Tensor> params;
+  for (int k = 0; k < 2; ++k) {
+    Tensor p = golden(name + ".p" + std::to_string(k) + ".init").clone();
+    p.set_requires_grad(true);
+    params.push_back(p);
+  }
+  auto opt = make(params);
+  for (int s = 0; s < 5; ++s) {
+    for (int k = 0; k < 2; ++k) params[k].set_grad(golden(key(name, k, "grad", s)).clone());
+    opt->step();
+    for (int k = 0; k < 2; ++k)
+      require_close(params[k], golden(key(name, k, "step", s)), 1e-5, 1e-6,
+                    "param " + std::to_string(k) + " after step " + std::to_string(s));
+  }
+  CHECK(opt->steps() == 5);
+}
+
+}  // namespace
+
+TEST_CASE("SGD matches torch.optim.SGD (plain, momentum + dampening + weight decay, Nesterov)", "[optim]") {
+  run_case("sgd_plain", [](std::vector<Tensor> p) { return std::make_unique<SGD>(p, SGDOptions{.lr = 0.1}); });
+  run_case("sgd_momentum_wd", [](std::vector<Tensor> p) {
+    return std::make_unique<SGD>(p, SGDOptions{.lr = 0.05, .momentum = 0.9, .dampening = 0.1, .weight_decay = 0.01});
+  });
+  run_case("sgd_nesterov", [](std::vector<Tensor> p) {
+    return std::make_unique<SGD>(p, SGDOptions{.lr = 0.05, .momentum = 0.8, .weight_decay = 0.001, .nesterov = true});
+  });
+}
+
+TEST_CASE("Adam and AdamW match torch.optim", "[optim]") {
+  run_case("adam", [](std::vector<Tensor> p) {
+    return std::make_unique<Adam>(p, AdamOptions{.lr = 0.01, .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-6});
+  });
+  run_case("adam_wd", [](std::vector<Tensor> p) {
+    return std::make_unique<Adam>(p, AdamOptions{.lr = 0.01, .weight_decay = 0.1});
+  });
+  run_case("adamw", [](std::vector<Tensor> p) {
+    return std::make_unique<Adam>(p, AdamOptions{.lr = 0.01, .beta1 = 0.8, .beta2 = 0.95, .weight_decay = 0.05}, true);
+  });
+}
+
+TEST_CASE("an optimizer restored from its state_dict continues exactly", "[optim]") {
+  // Five steps straight through, against three steps, save, and a fresh optimizer that loads
+  // the saved state and takes the last two.
+  auto make_params = [] {
+    std::vector<Tensor> p{golden("adamw.p0.init").clone(), golden("adamw.p1.init").clone()};
+    for (auto& t : p) t.set_requires_grad(true);
+    return p;
+  };
+  AdamOptions o{.lr = 0.01, .beta1 = 0.8, .beta2 = 0.95, .weight_decay = 0.05};
+  auto a = make_params();
+  Adam opt_a(a, o, true);
+  nn::StateDict saved;
+  std::vector<Tensor> saved_params;
+  for (int s = 0; s < 5; ++s) {
+    if (s == 3) {
+      saved = opt_a.state_dict();
+      for (auto& t : a) saved_params.push_back(t.detach().clone());
+    }
+    for (int k = 0; k < 2; ++k) a[k].set_grad(golden(key("adamw", k, "grad", s)).clone());
+    opt_a.step();
+  }
+  std::vector<Tensor> b;
+  for (auto& t : saved_params) {
+    Tensor p = t.clone();
+    p.set_requires_grad(true);
+    b.push_back(p);
+  }
+  Adam opt_b(b, o, true);
+  opt_b.load_state_dict(saved);
+  CHECK(opt_b.steps() == 3);
+  for (int s = 3; s < 5; ++s) {
+    for (int k = 0; k < 2; ++k) b[k].set_grad(golden(key("adamw", k, "grad", s)).clone());
+    opt_b.step();
+  }
+  for (int k = 0; k < 2; ++k) CHECK(b[k].to_vector<float>() == a[k].to_vector<float>());
+
+  nn::StateDict wrong = saved;
+  wrong["0.exp_avg"] = Tensor::zeros({2, 2});
+  CHECK_THROWS_WITH(opt_b.load_state_dict(wrong), Catch::Contains("has shape [2, 2] but parameter 0 has shape [3, 4]"));
+  wrong = saved;
+  wrong["7.exp_avg"] = Tensor::zeros({3, 4});
+  CHECK_THROWS_WITH(opt_b.load_state_dict(wrong), Catch::Contains("only 2 parameters"));
+}
+
+TEST_CASE("clip_grad_norm matches torch.nn.utils.clip_grad_norm_", "[optim]") {
+  std::vector<Tensor> params{Tensor::zeros({3, 4}), Tensor::zeros({7})};
+  for (int k = 0; k < 2; ++k) {
+    params[k].set_requires_grad(true);
+    params[k].set_grad(golden("clip.grad" + std::to_string(k)).clone());
+  }
+  const double norm = clip_grad_norm(params, 1.5);
+  CHECK(norm == Approx(golden("clip.norm").item()).epsilon(1e-6));
+  for (int k = 0; k < 2; ++k) require_close(params[k].grad(), golden("clip.clipped" + std::to_string(k)), 1e-5, 1e-7);
+  CHECK(grad_norm(params) == Approx(1.5).epsilon(1e-5));
+  // A non-finite gradient: the norm says so and nothing is scaled.
+  params[1].set_grad(Tensor::full({7}, INFINITY));
+  const auto before = params[0].grad().to_vector<float>();
+  CHECK(std::isinf(clip_grad_norm(params, 1.0)));
+  CHECK(params[0].grad().to_vector<float>() == before);
+}
+
+TEST_CASE("LR schedules match torch's StepLR and OneCycleLR", "[optim]") {
+  Schedule step{.kind = ScheduleKind::step, .base_lr = 0.1, .step_size = 7, .gamma = 0.5};
+  Schedule one{.kind = ScheduleKind::onecycle, .base_lr = 0.1, .total_steps = 40};
+  Schedule one_pct{.kind = ScheduleKind::onecycle, .base_lr = 0.1, .total_steps = 40, .pct_start = 0.25,
+                   .div_factor = 10, .final_div_factor = 100};
+  auto check = [](const Schedule& s, const std::string& name) {
+    s.validate();
+    const auto expect = golden("sched." + name).to_vector<double>();
+    for (size_t i = 0; i < expect.size(); ++i) {
+      INFO(name << " step " << i);
+      CHECK(s.lr_at((int64_t)i) == Approx(expect[i]).epsilon(1e-9).margin(1e-15));
+    }
+  };
+  check(step, "step");
+  check(one, "onecycle");
+  check(one_pct, "onecycle_pct");
+}
+
+TEST_CASE("cosine schedule warms up, peaks and decays to min_lr", "[optim]") {
+  Schedule s{.kind = ScheduleKind::cosine, .base_lr = 1.0, .total_steps = 110, .warmup_steps = 10, .min_lr = 0.01};
+  s.validate();
+  CHECK(s.lr_at(0) == Approx(1.0 / 11));
+  CHECK(s.lr_at(9) == Approx(10.0 / 11));
+  CHECK(s.lr_at(10) == Approx(1.0));
+  CHECK(s.lr_at(60) == Approx(0.505));
+  CHECK(s.lr_at(110) == Approx(0.01));
+  CHECK(s.lr_at(1000) == Approx(0.01));
+  for (int64_t i = 11; i < 110; ++i) CHECK(s.lr_at(i) < s.lr_at(i - 1));
+}
+
+TEST_CASE("optimizer and schedule arguments are validated", "[optim]") {
+  Tensor w = Tensor::zeros({2});
+  w.set_requires_grad(true);
+  std::vector<Tensor> p{w};
+  CHECK_THROWS_WITH(SGD(p, SGDOptions{.lr = -1}), Catch::Contains("learning rate must be finite and >= 0"));
+  CHECK_THROWS_WITH(SGD(p, SGDOptions{.lr = 0.1, .nesterov = true}), Catch::Contains("Nesterov momentum needs momentum > 0"));
+  CHECK_THROWS_WITH(Adam(p, AdamOptions{.beta1 = 1.0}), Catch::Contains("betas must be in [0, 1)"));
+  CHECK_THROWS_WITH(SGD({}, SGDOptions{}), Catch::Contains("no parameters"));
+  CHECK_THROWS_WITH(parse_schedule_kind("linear"), Catch::Contains("unknown LR schedule 'linear'"));
+  CHECK_THROWS_WITH((Schedule{.kind = ScheduleKind::cosine, .total_steps = 10, .warmup_steps = 10}.validate()),
+                    Catch::Contains("warmup_steps (10) must be in [0, total_steps = 10)"));
+  CHECK_THROWS_WITH((Schedule{.kind = ScheduleKind::onecycle}.validate()), Catch::Contains("at least 2 total steps"));
+  // A parameter without a gradient is skipped, as in PyTorch.
+  SGD sgd(p, SGDOptions{.lr = 0.1});
+  sgd.step();
+  CHECK(w.to_vector<float>() == std::vector<float>{0, 0});
+}

@@ -1,0 +1,160 @@
+// Optimizers and gradient clipping (see optim.h for the update rules).
+#include "train/optim.h"
+
+#include <cmath>
+
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+
+namespace ocrt::train {
+
+Optimizer::Optimizer(std::vector<Tensor> params, double lr) : params_(std::move(params)), lr_(lr) {
+  OCRT_CHECK(!params_.empty(), "optimizer: no parameters to optimize");
+  for (size_t i = 0; i < params_.size(); ++i) {
+    OCRT_CHECK(params_[i].defined() && is_floating(params_[i].dtype()), "optimizer: parameter ", i,
+               " is not a float tensor");
+    OCRT_CHECK(params_[i].is_leaf(), "optimizer: parameter ", i, " (shape ", shape_str(params_[i].shape()),
+               ") is not a leaf tensor");
+  }
+  set_lr(lr);
+  buffers_.resize(params_.size());
+}
+
+void Optimizer::set_lr(double lr) {
+  OCRT_CHECK(std::isfinite(lr) && lr >= 0, "optimizer: learning rate must be finite and >= 0, got ", lr);
+  lr_ = lr;
+}
+
+void Optimizer::zero_grad() {
+  for (Tensor& p : params_) p.zero_grad();
+}
+
+bool Optimizer::has_buffer(size_t i, const std::string& key) const { return buffers_[i].count(key) > 0; }
+
+Tensor& Optimizer::buffer(size_t i, const std::string& key) {
+  auto it = buffers_[i].find(key);
+  if (it == buffers_[i].end())
+    it = buffers_[i].emplace(key, Tensor::zeros(params_[i].shape(), params_[i].dtype(), params_[i].device())).first;
+  return it->second;
+}
+
+StateDict Optimizer::state_dict() const {
+  StateDict out;
+  out["step"] = Tensor::full({1}, (double)steps_, DType::i64);
+  for (size_t i = 0; i < buffers_.size(); ++i)
+    for (const auto& [k, t] : buffers_[i]) out[std::to_string(i) + "." + k] = t.detach().clone();  // a snapshot
+  return out;
+}
+
+void Optimizer::load_state_dict(const StateDict& state) {
+  auto step = state.find("step");
+  OCRT_CHECK(step != state.end() && step->second.numel() == 1, name(), ": optimizer state has no 'step' entry");
+  std::vector<std::map<std::string, Tensor>> loaded(params_.size());
+  for (const auto& [key, t] : state) {
+    if (key == "step") continue;
+    const size_t dot = key.find('.');
+    OCRT_CHECK(dot != std::string::npos && dot > 0, name(), ": unexpected optimizer state entry '", key, "'");
+    size_t i = 0;
+    try {
+      i = std::stoul(key.substr(0, dot));
+    } catch (const std::exception&) {
+      fail(name(), ": unexpected optimizer state entry '", key, "'");
+    }
+    OCRT_CHECK(i < params_.size(), name(), ": optimizer state entry '", key, "' is for parameter ", i, " but there are only ",
+               params_.size(), " parameters (was it saved for another model?)");
+    OCRT_CHECK(t.shape() == params_[i].shape(), name(), ": optimizer state entry '", key, "' has shape ",
+               shape_str(t.shape()), " but parameter ", i, " has shape ", shape_str(params_[i].shape()));
+    loaded[i].emplace(key.substr(dot + 1), t.to(params_[i].dtype()).to(params_[i].device()).clone());
+  }
+  buffers_ = std::move(loaded);
+  steps_ = (int64_t)step->second.item();
+}
+
+SGD::SGD(std::vector<Tensor> params, SGDOptions opt) : Optimizer(std::move(params), opt.lr), opt_(opt) {
+  OCRT_CHECK(opt.momentum >= 0 && opt.weight_decay >= 0 && opt.dampening >= 0, "sgd: momentum (", opt.momentum,
+             "), dampening (", opt.dampening, ") and weight_decay (", opt.weight_decay, ") must be >= 0");
+  OCRT_CHECK(!opt.nesterov || (opt.momentum > 0 && opt.dampening == 0),
+             "sgd: Nesterov momentum needs momentum > 0 and dampening 0");
+}
+
+void SGD::step() {
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor& p = params_[i];
+    if (!p.grad().defined()) continue;
+    Tensor g = p.grad();
+    if (opt_.weight_decay != 0) g = add(g, mul(p, opt_.weight_decay));
+    if (opt_.momentum != 0) {
+      const bool first = !has_buffer(i, "momentum_buffer");
+      Tensor& buf = buffer(i, "momentum_buffer");
+      if (first) {
+        buf.copy_(g);
+      } else {
+        mul_(buf, opt_.momentum);
+        add_(buf, g, 1 - opt_.dampening);
+      }
+      g = opt_.nesterov ? add(g, mul(buf, opt_.momentum)) : buf;
+    }
+    add_(p, g, -lr_);
+  }
+  ++steps_;
+}
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions opt, bool decoupled)
+    : Optimizer(std::move(params), opt.lr), opt_(opt), decoupled_(decoupled) {
+  OCRT_CHECK(opt.beta1 >= 0 && opt.beta1 < 1 && opt.beta2 >= 0 && opt.beta2 < 1, name(),
+             ": betas must be in [0, 1), got (", opt.beta1, ", ", opt.beta2, ")");
+  OCRT_CHECK(opt.eps >= 0 && opt.weight_decay >= 0, name(), ": eps (", opt.eps, ") and weight_decay (",
+             opt.weight_decay, ") must be >= 0");
+}
+
+void Adam::step() {
+  NoGradGuard no_grad;
+  const double t = (double)(steps_ + 1);
+  const double bias1 = 1 - std::pow(opt_.beta1, t), bias2 = 1 - std::pow(opt_.beta2, t);
+  const double step_size = lr_ / bias1, sqrt_bias2 = std::sqrt(bias2);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor& p = params_[i];
+    if (!p.grad().defined()) continue;
+    Tensor g = p.grad();
+    if (opt_.weight_decay != 0) {
+      if (decoupled_) mul_(p, 1 - lr_ * opt_.weight_decay);
+      else g = add(g, mul(p, opt_.weight_decay));
+    }
+    Tensor& m = buffer(i, "exp_avg");
+    Tensor& v = buffer(i, "exp_avg_sq");
+    mul_(m, opt_.beta1);
+    add_(m, g, 1 - opt_.beta1);
+    mul_(v, opt_.beta2);
+    add_(v, mul(g, g), 1 - opt_.beta2);
+    const Tensor denom = add(div(sqrt(v), sqrt_bias2), opt_.eps);
+    add_(p, div(m, denom), -step_size);
+  }
+  ++steps_;
+}
+
+double grad_norm(const std::vector<Tensor>& params) {
+  NoGradGuard no_grad;
+  double total = 0;
+  for (const Tensor& p : params) {
+    if (!p.grad().defined()) continue;
+    const Tensor g = p.grad().to(DType::f64);
+    total += sum(mul(g, g)).item();
+  }
+  return std::sqrt(total);
+}
+
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+  OCRT_CHECK(max_norm > 0, "clip_grad_norm: max_norm must be > 0, got ", max_norm);
+  const double norm = grad_norm(params);
+  if (!std::isfinite(norm)) return norm;
+  const double scale = max_norm / (norm + 1e-6);
+  if (scale < 1) {
+    NoGradGuard no_grad;
+    for (const Tensor& p : params)
+      if (p.grad().defined()) mul_(p.grad(), scale);
+  }
+  return norm;
+}
+
+}  // namespace ocrt::train
