@@ -1,0 +1,80 @@
+// Model files: a round trip keeps weights and metadata; weights-only files load without
+// metadata; corrupt metadata fails with the path and the field.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "models/layers.h"
+#include "models/model_file.h"
+#include "runtime/safetensors.h"
+
+using namespace ocrt;
+using namespace ocrt::nn;
+
+namespace {
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("ocrt_test_model_file_" + name)).string();
+}
+}  // namespace
+
+TEST_CASE("a model file round trip keeps every tensor and the metadata", "[model_file]") {
+  Generator gen(3);
+  Linear lin(4, 3, true, gen);
+  ModelInfo info;
+  info.arch = "toy";
+  info.config.set("in", 4);
+  info.charset = {"a", " ", "\xc3\xa9", "\""};  // includes a space, a 2-byte character and a quote
+  info.input = default_input_spec();
+  info.training.set("steps", 10);
+  const std::string path = temp_path("roundtrip.safetensors");
+  save_model_file(path, lin, info);
+  ModelFile f = load_model_file(path);
+  REQUIRE(f.info.has_value());
+  CHECK(f.info->arch == "toy");
+  CHECK(f.info->config.at("in").as_int() == 4);
+  CHECK(f.info->charset == info.charset);
+  CHECK(f.info->input.at("height").as_int() == 32);
+  CHECK(f.info->training.at("steps").as_int() == 10);
+  REQUIRE(f.weights.size() == 2);
+  CHECK(f.weights.at("weight").to_vector<float>() == lin.weight.to_vector<float>());
+  Linear other(4, 3, true, gen);
+  other.load_state_dict(f.weights);
+  CHECK(other.bias.to_vector<float>() == lin.bias.to_vector<float>());
+  std::remove(path.c_str());
+}
+
+TEST_CASE("a weights-only file loads without metadata", "[model_file]") {
+  const std::string path = temp_path("weights_only.safetensors");
+  save_safetensors(path, {{"weight", Tensor::ones({3, 4})}, {"bias", Tensor::zeros({3})}});
+  ModelFile f = load_model_file(path);
+  CHECK(!f.info.has_value());
+  CHECK(f.weights.size() == 2);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("bad model metadata fails with the path and the field", "[model_file]") {
+  const std::string path = temp_path("bad.safetensors");
+  auto write = [&](std::map<std::string, std::string> meta) { save_safetensors(path, {{"w", Tensor::ones({1})}}, meta); };
+  std::map<std::string, std::string> good{{"format", "ocrt-model-1"}, {"arch", "crnn"}, {"config", "{}"},
+                                          {"charset", "[\"a\"]"}, {"input", "{}"}};
+  write(good);
+  CHECK_NOTHROW(load_model_file(path));
+  auto bad = good;
+  bad["format"] = "other-9";
+  write(bad);
+  CHECK_THROWS_WITH(load_model_file(path), Catch::Contains("unknown model file format 'other-9'"));
+  bad = good;
+  bad["config"] = "{not json";
+  write(bad);
+  CHECK_THROWS_WITH(load_model_file(path), Catch::Contains("'config' is not valid JSON") && Catch::Contains(path));
+  bad = good;
+  bad["charset"] = "[]";
+  write(bad);
+  CHECK_THROWS_WITH(load_model_file(path), Catch::Contains("'charset' must be a non-empty JSON array"));
+  bad = good;
+  bad.erase("input");
+  write(bad);
+  CHECK_THROWS_WITH(load_model_file(path), Catch::Contains("has no 'input' entry"));
+  std::remove(path.c_str());
+}
