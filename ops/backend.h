@@ -31,6 +31,17 @@ inline bool is_comparison(BinaryOp op) { return op >= BinaryOp::eq; }
 
 enum class ReduceOp { sum, mean, max, min };
 
+// Geometry of a 2-D convolution (PyTorch's conv2d arguments; all already validated).
+struct Conv2dParams {
+  int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1, groups = 1;
+};
+// Geometry of a 2-D pooling window (max_pool2d / avg_pool2d arguments, validated).
+struct Pool2dParams {
+  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+  int64_t dilation_h = 1, dilation_w = 1;  // max_pool2d only
+  bool count_include_pad = true;           // avg_pool2d only
+};
+
 struct Backend {
   const char* name;
 
@@ -76,6 +87,23 @@ struct Backend {
 
   // ---- convolution and pooling (ops/conv.cpp, ops/pool.cpp)
   // [conv: begin]
+  // y (N,Cout,Ho,Wo) = conv2d(x (N,Cin,H,W), w (Cout,Cin/groups,kh,kw)) + bias (Cout; may be
+  // undefined). x and w contiguous, y contiguous.
+  void (*conv2d)(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, const Tensor& y);
+  // The gradients of conv2d for dy (N,Cout,Ho,Wo); each of dx, dw, db may be undefined (not
+  // wanted). They are overwritten, not accumulated. x, w, dy contiguous.
+  void (*conv2d_backward)(const Tensor& x, const Tensor& w, const Tensor& dy, const Conv2dParams& p,
+                          const Tensor& dx, const Tensor& dw, const Tensor& db);
+  // y (N,C,Ho,Wo) = window maxima of x (N,C,H,W); indices (i64, y's shape) = h * W + w of each
+  // maximum within its (H,W) plane, as PyTorch. Padding never wins. x contiguous.
+  void (*max_pool2d)(const Tensor& x, const Pool2dParams& p, const Tensor& y, const Tensor& indices);
+  // dx (N,C,H,W) = dy scattered to the saved indices (dx is overwritten).
+  void (*max_pool2d_backward)(const Tensor& dy, const Tensor& indices, const Tensor& dx);
+  void (*avg_pool2d)(const Tensor& x, const Pool2dParams& p, const Tensor& y);
+  void (*avg_pool2d_backward)(const Tensor& dy, const Pool2dParams& p, const Tensor& dx);  // dx overwritten
+  // y (N,C,Ho,Wo): the mean of window [floor(o*In/Out), ceil((o+1)*In/Out)) in each dim.
+  void (*adaptive_avg_pool2d)(const Tensor& x, const Tensor& y);
+  void (*adaptive_avg_pool2d_backward)(const Tensor& dy, const Tensor& dx);  // dx overwritten
   // [conv: end]
 
   // ---- normalisation (ops/norm.cpp)
@@ -116,6 +144,8 @@ void register_cpu_linalg(Backend& b);
 void register_cpu_index(Backend& b);
 void register_cpu_random(Backend& b);
 // [conv: register begin]
+void register_cpu_conv(Backend& b);
+void register_cpu_pool(Backend& b);
 // [conv: register end]
 // [norm: register begin]
 // [norm: register end]

@@ -18,6 +18,8 @@ Backend make_cpu_backend() {
   register_cpu_index(b);
   register_cpu_random(b);
   // [conv: register begin]
+  register_cpu_conv(b);
+  register_cpu_pool(b);
   // [conv: register end]
   // [norm: register begin]
   // [norm: register end]

@@ -154,9 +154,10 @@ void pack_b_panel(int64_t p, int64_t kc, int64_t nc, const float* b, int64_t rs,
 }  // namespace
 
 void sgemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda_row, int64_t lda_col, const float* B,
-           int64_t ldb_row, int64_t ldb_col, float* C, int64_t ldc) {
+           int64_t ldb_row, int64_t ldb_col, float* C, int64_t ldc, bool accumulate_c) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {
+    if (accumulate_c) return;
     for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.f);
     return;
   }
@@ -180,7 +181,7 @@ void sgemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda_row, int
       const int64_t nc = std::min(NC, N - jc), n_panels = (nc + NR - 1) / NR;
       for (int64_t pc = 0; pc < K; pc += KC) {
         const int64_t kc = std::min(KC, K - pc);
-        const bool accumulate = pc > 0;  // the first rank-kc update overwrites C
+        const bool accumulate = pc > 0 || accumulate_c;  // else the first rank-kc update overwrites C
         // All threads pack the B block together; the loop's implicit barrier publishes it.
 #pragma omp for schedule(static)
         for (int64_t p = 0; p < n_panels; ++p)

@@ -10,17 +10,17 @@
 
 namespace ocrt::cpu {
 
-// C = A @ B for A (M,K), B (K,N), C (M,N), float32.
+// C = A @ B (or C += A @ B with accumulate) for A (M,K), B (K,N), C (M,N), float32.
 // A's element (i,k) is A[i * lda_row + k * lda_col], B's element (k,j) is B[k * ldb_row +
 // j * ldb_col]: any strides work (a transposed operand is just swapped strides, a broadcast one
 // has stride 0), and nothing is copied beyond the packing below. C has contiguous rows, row
-// stride ldc, and is overwritten (K == 0 gives zeros).
+// stride ldc, and is overwritten (K == 0 gives zeros) unless accumulate is set.
 //
 // Threads: called outside an OpenMP parallel region, a large enough product is shared by
 // omp_get_max_threads() threads; called inside one it runs on the calling thread. The result
 // does not depend on the thread count: every element is summed in the same order.
 void sgemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda_row, int64_t lda_col, const float* B,
-           int64_t ldb_row, int64_t ldb_col, float* C, int64_t ldc);
+           int64_t ldb_row, int64_t ldb_col, float* C, int64_t ldc, bool accumulate = false);
 
 }  // namespace ocrt::cpu
 

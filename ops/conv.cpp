@@ -1,0 +1,182 @@
+// Front-ends of conv2d and the pooling ops: argument checks, output sizes, autograd. The
+// kernels are in ops/cpu/conv.cpp and ops/cpu/pool.cpp.
+//
+// Each op records one autograd node with a fused backward kernel:
+//   conv2d:   dx, dw, db from (x, w, dy)              (Backend::conv2d_backward)
+//   max_pool: dx = dy scattered to the argmax indices   (saved by the forward)
+//   avg_pool: dx = dy spread evenly over each window
+#include "ops/conv.h"
+
+#include <cmath>
+
+#include "ops/backend.h"
+#include "runtime/autograd.h"
+
+namespace ocrt {
+
+namespace {
+
+std::string pair_str(Pair p) { return "(" + std::to_string(p[0]) + ", " + std::to_string(p[1]) + ")"; }
+
+void check_image(const Tensor& x, const char* op) {
+  OCRT_CHECK(x.defined(), op, ": input is an undefined tensor");
+  OCRT_CHECK(x.dim() == 4, op, ": expected a 4-D input (N, C, H, W), got shape ", shape_str(x.shape()));
+  OCRT_CHECK(is_floating(x.dtype()), op, ": expected a float32 or float64 input, got ", dtype_name(x.dtype()));
+}
+
+// Output length of one spatial dim (PyTorch's pooling_output_shape / conv formula).
+int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
+  const int64_t span = in + 2 * p - d * (k - 1) - 1;
+  if (span < 0) return 0;  // the window does not fit even once
+  int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  if (ceil_mode && (out - 1) * s >= in + p) --out;  // the last window must start inside the input or left padding
+  return out;
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& opt) {
+  const char* op = "conv2d";
+  check_image(x, op);
+  OCRT_CHECK(weight.defined() && weight.dim() == 4, op, ": weight must be 4-D (Cout, Cin/groups, kh, kw), got ",
+             weight.defined() ? shape_str(weight.shape()) : std::string("undefined"));
+  OCRT_CHECK(x.device() == weight.device(), op, ": input is on ", x.device().str(), " but weight is on ",
+             weight.device().str());
+  OCRT_CHECK(x.dtype() == weight.dtype(), op, ": input is ", dtype_name(x.dtype()), " but weight is ",
+             dtype_name(weight.dtype()));
+  const int64_t g = opt.groups;
+  OCRT_CHECK(g >= 1, op, ": groups must be >= 1, got ", g);
+  for (int i = 0; i < 2; ++i) {
+    OCRT_CHECK(opt.stride[i] >= 1, op, ": stride must be >= 1, got ", pair_str(opt.stride));
+    OCRT_CHECK(opt.dilation[i] >= 1, op, ": dilation must be >= 1, got ", pair_str(opt.dilation));
+    OCRT_CHECK(opt.padding[i] >= 0, op, ": padding must be >= 0, got ", pair_str(opt.padding));
+  }
+  const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
+  const int64_t Cout = weight.size(0), kh = weight.size(2), kw = weight.size(3);
+  OCRT_CHECK(C % g == 0 && Cout % g == 0, op, ": input channels (", C, ") and output channels (", Cout,
+             ") must both be divisible by groups (", g, ")");
+  OCRT_CHECK(weight.size(1) == C / g, op, ": weight ", shape_str(weight.shape()), " expects ", weight.size(1) * g,
+             " input channels with groups = ", g, ", but the input ", shape_str(x.shape()), " has ", C);
+  OCRT_CHECK(kh >= 1 && kw >= 1 && Cout >= 1, op, ": weight ", shape_str(weight.shape()), " has an empty dim");
+  const int64_t ekh = opt.dilation[0] * (kh - 1) + 1, ekw = opt.dilation[1] * (kw - 1) + 1;
+  OCRT_CHECK(ekh <= H + 2 * opt.padding[0] && ekw <= W + 2 * opt.padding[1], op, ": kernel (", ekh, "x", ekw,
+             " with dilation) is larger than the padded input (", H + 2 * opt.padding[0], "x", W + 2 * opt.padding[1],
+             ") for input ", shape_str(x.shape()), " and weight ", shape_str(weight.shape()));
+  if (bias.defined()) {
+    OCRT_CHECK(bias.dim() == 1 && bias.size(0) == Cout, op, ": bias must have shape [", Cout, "], got ",
+               shape_str(bias.shape()));
+    OCRT_CHECK(bias.device() == x.device() && bias.dtype() == x.dtype(), op, ": bias must be ", dtype_name(x.dtype()),
+               " on ", x.device().str(), " like the input");
+  }
+  const Conv2dParams p{opt.stride[0], opt.stride[1], opt.padding[0], opt.padding[1], opt.dilation[0], opt.dilation[1], g};
+  const int64_t Ho = out_size(H, kh, p.stride_h, p.pad_h, p.dilation_h, false);
+  const int64_t Wo = out_size(W, kw, p.stride_w, p.pad_w, p.dilation_w, false);
+
+  const Tensor xc = x.detach().contiguous(), wc = weight.detach().contiguous();
+  const Tensor bc = bias.defined() ? bias.detach().contiguous() : Tensor();
+  Tensor y = Tensor::empty({N, Cout, Ho, Wo}, x.dtype(), x.device());
+  if (y.numel() > 0) kernel(x.device(), &Backend::conv2d, op)(xc, wc, bc, p, y);
+
+  if (any_requires_grad({x, weight, bias})) {
+    const bool need_x = x.requires_grad(), need_w = weight.requires_grad();
+    const bool need_b = bias.defined() && bias.requires_grad();
+    record(op, {x, weight, bias}, {y}, [=](const TensorList& grads) {
+      const Tensor dy = grads[0].contiguous();
+      Tensor dx = need_x ? Tensor::empty(xc.shape(), xc.dtype(), xc.device()) : Tensor();
+      Tensor dw = need_w ? Tensor::empty(wc.shape(), wc.dtype(), wc.device()) : Tensor();
+      Tensor db = need_b ? Tensor::empty({Cout}, wc.dtype(), wc.device()) : Tensor();
+      kernel(xc.device(), &Backend::conv2d_backward, "conv2d backward")(xc, wc, dy, p, dx, dw, db);
+      return TensorList{dx, dw, db};
+    });
+  }
+  return y;
+}
+
+namespace {
+
+Pool2dParams pool_params(const char* op, const Tensor& x, Pair kernel, Pair stride, Pair padding, Pair dilation) {
+  check_image(x, op);
+  for (int i = 0; i < 2; ++i) {
+    OCRT_CHECK(kernel[i] >= 1, op, ": kernel size must be >= 1, got ", pair_str(kernel));
+    OCRT_CHECK(stride[i] >= 0, op, ": stride must be >= 1 (or 0 for the kernel size), got ", pair_str(stride));
+    OCRT_CHECK(dilation[i] >= 1, op, ": dilation must be >= 1, got ", pair_str(dilation));
+    const int64_t effective = dilation[i] * (kernel[i] - 1) + 1;
+    OCRT_CHECK(padding[i] >= 0 && padding[i] <= effective / 2, op, ": padding must be >= 0 and at most half the",
+               " kernel size, got padding ", pair_str(padding), " for kernel ", pair_str(kernel));
+  }
+  Pool2dParams p;
+  p.kernel_h = kernel[0], p.kernel_w = kernel[1];
+  p.stride_h = stride[0] ? stride[0] : kernel[0], p.stride_w = stride[1] ? stride[1] : kernel[1];
+  p.pad_h = padding[0], p.pad_w = padding[1];
+  p.dilation_h = dilation[0], p.dilation_w = dilation[1];
+  return p;
+}
+
+Shape pool_out_shape(const char* op, const Tensor& x, const Pool2dParams& p, bool ceil_mode) {
+  const int64_t Ho = out_size(x.size(2), p.kernel_h, p.stride_h, p.pad_h, p.dilation_h, ceil_mode);
+  const int64_t Wo = out_size(x.size(3), p.kernel_w, p.stride_w, p.pad_w, p.dilation_w, ceil_mode);
+  OCRT_CHECK(Ho >= 1 && Wo >= 1, op, ": the input ", shape_str(x.shape()), " is too small for kernel (", p.kernel_h,
+             ", ", p.kernel_w, ") with padding (", p.pad_h, ", ", p.pad_w, "): the output would be ", Ho, "x", Wo);
+  return {x.size(0), x.size(1), Ho, Wo};
+}
+
+}  // namespace
+
+Tensor max_pool2d(const Tensor& x, const MaxPool2dOptions& opt) {
+  const char* op = "max_pool2d";
+  const Pool2dParams p = pool_params(op, x, opt.kernel, opt.stride, opt.padding, opt.dilation);
+  const Tensor xc = x.detach().contiguous();
+  Tensor y = Tensor::empty(pool_out_shape(op, x, p, opt.ceil_mode), x.dtype(), x.device());
+  Tensor indices = Tensor::empty(y.shape(), DType::i64, x.device());
+  if (y.numel() > 0) kernel(x.device(), &Backend::max_pool2d, op)(xc, p, y, indices);
+  if (any_requires_grad({x})) {
+    const Shape shape_x = x.shape();
+    record(op, {x}, {y}, [=](const TensorList& grads) {
+      Tensor dx = Tensor::empty(shape_x, grads[0].dtype(), grads[0].device());
+      kernel(dx.device(), &Backend::max_pool2d_backward, "max_pool2d backward")(grads[0].contiguous(), indices, dx);
+      return TensorList{dx};
+    });
+  }
+  return y;
+}
+
+Tensor avg_pool2d(const Tensor& x, const AvgPool2dOptions& opt) {
+  const char* op = "avg_pool2d";
+  Pool2dParams p = pool_params(op, x, opt.kernel, opt.stride, opt.padding, {1, 1});
+  p.count_include_pad = opt.count_include_pad;
+  const Tensor xc = x.detach().contiguous();
+  Tensor y = Tensor::empty(pool_out_shape(op, x, p, opt.ceil_mode), x.dtype(), x.device());
+  if (y.numel() > 0) kernel(x.device(), &Backend::avg_pool2d, op)(xc, p, y);
+  if (any_requires_grad({x})) {
+    const Shape shape_x = x.shape();
+    record(op, {x}, {y}, [=](const TensorList& grads) {
+      Tensor dx = Tensor::empty(shape_x, grads[0].dtype(), grads[0].device());
+      kernel(dx.device(), &Backend::avg_pool2d_backward, "avg_pool2d backward")(grads[0].contiguous(), p, dx);
+      return TensorList{dx};
+    });
+  }
+  return y;
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& x, Pair output_size) {
+  const char* op = "adaptive_avg_pool2d";
+  check_image(x, op);
+  OCRT_CHECK(output_size[0] >= 1 && output_size[1] >= 1, op, ": output size must be >= 1, got ",
+             pair_str(output_size));
+  OCRT_CHECK(x.size(2) >= 1 && x.size(3) >= 1, op, ": input ", shape_str(x.shape()), " has an empty spatial dim");
+  const Tensor xc = x.detach().contiguous();
+  Tensor y = Tensor::empty({x.size(0), x.size(1), output_size[0], output_size[1]}, x.dtype(), x.device());
+  if (y.numel() > 0) kernel(x.device(), &Backend::adaptive_avg_pool2d, op)(xc, y);
+  if (any_requires_grad({x})) {
+    const Shape shape_x = x.shape();
+    record(op, {x}, {y}, [=](const TensorList& grads) {
+      Tensor dx = Tensor::empty(shape_x, grads[0].dtype(), grads[0].device());
+      kernel(dx.device(), &Backend::adaptive_avg_pool2d_backward, "adaptive_avg_pool2d backward")(
+          grads[0].contiguous(), dx);
+      return TensorList{dx};
+    });
+  }
+  return y;
+}
+
+}  // namespace ocrt

@@ -1,0 +1,191 @@
+// Pooling on the CPU: max, average and adaptive average over NCHW planes. Each (n, c) plane is
+// independent, so the planes are shared among OpenMP threads; inside a plane the loops are the
+// definition itself (pooling is memory-bound, and these loops read every input once per window).
+#include <omp.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "ops/backend.h"
+
+namespace ocrt {
+
+namespace {
+
+// Windows of adaptive pooling: output o of `out` covers [floor(o*in/out), ceil((o+1)*in/out)).
+int64_t adaptive_start(int64_t o, int64_t in, int64_t out) { return (o * in) / out; }
+int64_t adaptive_end(int64_t o, int64_t in, int64_t out) { return ((o + 1) * in + out - 1) / out; }
+
+bool parallel_planes(int64_t planes, int64_t work) { return planes > 1 && work > 16384; }
+
+template <class T>
+void max_pool_typed(const Tensor& x, const Pool2dParams& p, const Tensor& y, const Tensor& indices) {
+  const int64_t planes = x.size(0) * x.size(1), H = x.size(2), W = x.size(3), Ho = y.size(2), Wo = y.size(3);
+  const T* xp = x.data<T>();
+  T* yp = y.data<T>();
+  int64_t* ip = indices.data<int64_t>();
+#pragma omp parallel for schedule(static) if (parallel_planes(planes, planes * Ho * Wo * p.kernel_h * p.kernel_w))
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    const T* in = xp + pl * H * W;
+    for (int64_t oh = 0; oh < Ho; ++oh)
+      for (int64_t ow = 0; ow < Wo; ++ow) {
+        T best = -std::numeric_limits<T>::infinity();
+        int64_t best_i = -1;
+        for (int64_t i = 0; i < p.kernel_h; ++i) {
+          const int64_t ih = oh * p.stride_h - p.pad_h + i * p.dilation_h;
+          if (ih < 0 || ih >= H) continue;
+          for (int64_t j = 0; j < p.kernel_w; ++j) {
+            const int64_t iw = ow * p.stride_w - p.pad_w + j * p.dilation_w;
+            if (iw < 0 || iw >= W) continue;
+            const T v = in[ih * W + iw];
+            // The first maximum wins; a NaN wins over everything (it propagates, as in PyTorch).
+            if (best_i < 0 || v > best || (v != v && best == best)) {
+              best = v;
+              best_i = ih * W + iw;
+            }
+          }
+        }
+        yp[(pl * Ho + oh) * Wo + ow] = best;
+        ip[(pl * Ho + oh) * Wo + ow] = best_i;
+      }
+  }
+}
+
+template <class T>
+void max_pool_backward_typed(const Tensor& dy, const Tensor& indices, const Tensor& dx) {
+  const int64_t planes = dx.size(0) * dx.size(1), HW = dx.size(2) * dx.size(3), out = dy.size(2) * dy.size(3);
+  const T* g = dy.data<T>();
+  const int64_t* ip = indices.data<int64_t>();
+  T* d = dx.data<T>();
+#pragma omp parallel for schedule(static) if (parallel_planes(planes, planes * (HW + out)))
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    T* plane = d + pl * HW;
+    std::fill(plane, plane + HW, T(0));
+    for (int64_t o = 0; o < out; ++o) {
+      const int64_t i = ip[pl * out + o];
+      if (i >= 0) plane[i] += g[pl * out + o];  // overlapping windows may pick the same input
+    }
+  }
+}
+
+// The window of output (oh, ow) clipped to the input, and the divisor PyTorch uses for it.
+struct AvgWindow {
+  int64_t h0, h1, w0, w1;
+  double divisor;
+};
+AvgWindow avg_window(int64_t oh, int64_t ow, int64_t H, int64_t W, const Pool2dParams& p) {
+  int64_t h0 = oh * p.stride_h - p.pad_h, w0 = ow * p.stride_w - p.pad_w;
+  int64_t h1 = std::min(h0 + p.kernel_h, H + p.pad_h), w1 = std::min(w0 + p.kernel_w, W + p.pad_w);
+  const int64_t padded_size = (h1 - h0) * (w1 - w0);  // counts the padding, not past it
+  h0 = std::max<int64_t>(h0, 0), w0 = std::max<int64_t>(w0, 0);
+  h1 = std::min(h1, H), w1 = std::min(w1, W);
+  const int64_t inside = (h1 - h0) * (w1 - w0);
+  return {h0, h1, w0, w1, (double)(p.count_include_pad ? padded_size : inside)};
+}
+
+template <class T>
+void avg_pool_typed(const Tensor& x, const Pool2dParams& p, const Tensor& y) {
+  const int64_t planes = x.size(0) * x.size(1), H = x.size(2), W = x.size(3), Ho = y.size(2), Wo = y.size(3);
+  const T* xp = x.data<T>();
+  T* yp = y.data<T>();
+#pragma omp parallel for schedule(static) if (parallel_planes(planes, planes * Ho * Wo * p.kernel_h * p.kernel_w))
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    const T* in = xp + pl * H * W;
+    for (int64_t oh = 0; oh < Ho; ++oh)
+      for (int64_t ow = 0; ow < Wo; ++ow) {
+        const AvgWindow win = avg_window(oh, ow, H, W, p);
+        double acc = 0;
+        for (int64_t ih = win.h0; ih < win.h1; ++ih)
+          for (int64_t iw = win.w0; iw < win.w1; ++iw) acc += in[ih * W + iw];
+        yp[(pl * Ho + oh) * Wo + ow] = win.divisor > 0 ? (T)(acc / win.divisor) : T(0);
+      }
+  }
+}
+
+template <class T>
+void avg_pool_backward_typed(const Tensor& dy, const Pool2dParams& p, const Tensor& dx) {
+  const int64_t planes = dx.size(0) * dx.size(1), H = dx.size(2), W = dx.size(3), Ho = dy.size(2), Wo = dy.size(3);
+  const T* g = dy.data<T>();
+  T* d = dx.data<T>();
+#pragma omp parallel for schedule(static) if (parallel_planes(planes, planes * Ho * Wo * p.kernel_h * p.kernel_w))
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    T* plane = d + pl * H * W;
+    std::fill(plane, plane + H * W, T(0));
+    for (int64_t oh = 0; oh < Ho; ++oh)
+      for (int64_t ow = 0; ow < Wo; ++ow) {
+        const AvgWindow win = avg_window(oh, ow, H, W, p);
+        if (win.divisor <= 0) continue;
+        const T share = (T)(g[(pl * Ho + oh) * Wo + ow] / win.divisor);
+        for (int64_t ih = win.h0; ih < win.h1; ++ih)
+          for (int64_t iw = win.w0; iw < win.w1; ++iw) plane[ih * W + iw] += share;
+      }
+  }
+}
+
+template <class T>
+void adaptive_avg_typed(const Tensor& x, const Tensor& y) {
+  const int64_t planes = x.size(0) * x.size(1), H = x.size(2), W = x.size(3), Ho = y.size(2), Wo = y.size(3);
+  const T* xp = x.data<T>();
+  T* yp = y.data<T>();
+#pragma omp parallel for schedule(static) if (parallel_planes(planes, planes * H * W))
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    const T* in = xp + pl * H * W;
+    for (int64_t oh = 0; oh < Ho; ++oh) {
+      const int64_t h0 = adaptive_start(oh, H, Ho), h1 = adaptive_end(oh, H, Ho);
+      for (int64_t ow = 0; ow < Wo; ++ow) {
+        const int64_t w0 = adaptive_start(ow, W, Wo), w1 = adaptive_end(ow, W, Wo);
+        double acc = 0;
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = w0; iw < w1; ++iw) acc += in[ih * W + iw];
+        yp[(pl * Ho + oh) * Wo + ow] = (T)(acc / (double)((h1 - h0) * (w1 - w0)));
+      }
+    }
+  }
+}
+
+template <class T>
+void adaptive_avg_backward_typed(const Tensor& dy, const Tensor& dx) {
+  const int64_t planes = dx.size(0) * dx.size(1), H = dx.size(2), W = dx.size(3), Ho = dy.size(2), Wo = dy.size(3);
+  const T* g = dy.data<T>();
+  T* d = dx.data<T>();
+#pragma omp parallel for schedule(static) if (parallel_planes(planes, planes * H * W))
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    T* plane = d + pl * H * W;
+    std::fill(plane, plane + H * W, T(0));
+    for (int64_t oh = 0; oh < Ho; ++oh) {
+      const int64_t h0 = adaptive_start(oh, H, Ho), h1 = adaptive_end(oh, H, Ho);
+      for (int64_t ow = 0; ow < Wo; ++ow) {
+        const int64_t w0 = adaptive_start(ow, W, Wo), w1 = adaptive_end(ow, W, Wo);
+        const T share = (T)(g[(pl * Ho + oh) * Wo + ow] / (double)((h1 - h0) * (w1 - w0)));
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = w0; iw < w1; ++iw) plane[ih * W + iw] += share;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void register_cpu_pool(Backend& b) {
+  b.max_pool2d = [](const Tensor& x, const Pool2dParams& p, const Tensor& y, const Tensor& idx) {
+    OCRT_DISPATCH_FLOAT(x.dtype(), "max_pool2d", [&] { max_pool_typed<scalar_t>(x, p, y, idx); });
+  };
+  b.max_pool2d_backward = [](const Tensor& dy, const Tensor& idx, const Tensor& dx) {
+    OCRT_DISPATCH_FLOAT(dx.dtype(), "max_pool2d backward", [&] { max_pool_backward_typed<scalar_t>(dy, idx, dx); });
+  };
+  b.avg_pool2d = [](const Tensor& x, const Pool2dParams& p, const Tensor& y) {
+    OCRT_DISPATCH_FLOAT(x.dtype(), "avg_pool2d", [&] { avg_pool_typed<scalar_t>(x, p, y); });
+  };
+  b.avg_pool2d_backward = [](const Tensor& dy, const Pool2dParams& p, const Tensor& dx) {
+    OCRT_DISPATCH_FLOAT(dx.dtype(), "avg_pool2d backward", [&] { avg_pool_backward_typed<scalar_t>(dy, p, dx); });
+  };
+  b.adaptive_avg_pool2d = [](const Tensor& x, const Tensor& y) {
+    OCRT_DISPATCH_FLOAT(x.dtype(), "adaptive_avg_pool2d", [&] { adaptive_avg_typed<scalar_t>(x, y); });
+  };
+  b.adaptive_avg_pool2d_backward = [](const Tensor& dy, const Tensor& dx) {
+    OCRT_DISPATCH_FLOAT(dx.dtype(), "adaptive_avg_pool2d backward",
+                        [&] { adaptive_avg_backward_typed<scalar_t>(dy, dx); });
+  };
+}
+
+}  // namespace ocrt

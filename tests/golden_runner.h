@@ -1,0 +1,59 @@
+// A small driver for golden fixtures written with tools/reference/golden.py's Fixture: for a
+// case "name" it loads name.in0, name.in1, ..., runs the ocrt computation, compares name.out
+// (or name.out0, name.out1, ...), backpropagates name.gout (or .gout0, ...) and compares
+// name.grad<k> for every float input k. Tolerances depend on the dtype.
+#pragma once
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <string>
+
+#include "gradcheck.h"
+#include "runtime/autograd.h"
+#include "runtime/safetensors.h"
+
+namespace ocrt::testing {
+
+struct GoldenTolerance {
+  double rtol64 = 1e-9, atol64 = 1e-11, rtol32 = 2e-4, atol32 = 1e-5;
+};
+
+inline void run_golden_case(const SafetensorsFile& f, const std::string& name,
+                            const std::function<TensorList(const TensorList&)>& fn, GoldenTolerance tol = {}) {
+  INFO("golden case " << name << " (fixture " << f.name << ")");
+  TensorList inputs;
+  for (int k = 0; f.contains(name + ".in" + std::to_string(k)); ++k) {
+    Tensor x = f.get(name + ".in" + std::to_string(k)).clone();
+    if (is_floating(x.dtype())) x.set_requires_grad(true);
+    inputs.push_back(x);
+  }
+  REQUIRE(!inputs.empty());
+  const TensorList outs = fn(inputs);
+  const bool single = f.contains(name + ".out");
+  TensorList roots, gouts;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const std::string suffix = single ? "" : std::to_string(k);
+    const Tensor& expected = f.get(name + ".out" + suffix);
+    const bool f64 = expected.dtype() == DType::f64;
+    require_close(outs[k], expected, f64 ? tol.rtol64 : tol.rtol32, f64 ? tol.atol64 : tol.atol32,
+                  name + ": output " + std::to_string(k));
+    if (f.contains(name + ".gout" + suffix) && outs[k].requires_grad()) {
+      roots.push_back(outs[k]);
+      gouts.push_back(f.get(name + ".gout" + suffix));
+    }
+    if (single) break;
+  }
+  if (roots.empty()) return;
+  run_backward(roots, gouts, false);
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const std::string key = name + ".grad" + std::to_string(k);
+    if (!f.contains(key)) continue;
+    const Tensor& expected = f.get(key);
+    const bool f64 = expected.dtype() == DType::f64;
+    REQUIRE(inputs[k].grad().defined());
+    require_close(inputs[k].grad(), expected, f64 ? tol.rtol64 : tol.rtol32, f64 ? tol.atol64 : tol.atol32,
+                  name + ": gradient of input " + std::to_string(k));
+  }
+}
+
+}  // namespace ocrt::testing

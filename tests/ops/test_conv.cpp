@@ -1,0 +1,169 @@
+// conv2d and pooling: golden tests against PyTorch (tools/reference/ops_conv.py), float64
+// gradient checks, the im2col fast path against the plain-loop reference on many geometries
+// (both thread regimes), and argument errors.
+#include <catch2/catch.hpp>
+
+#include "golden_runner.h"
+#include "ops/conv.h"
+#include "ops/cpu/conv_reference.h"
+#include "runtime/threading.h"
+
+using namespace ocrt;
+using namespace ocrt::testing;
+
+namespace {
+
+const SafetensorsFile& fixture() {
+  static const SafetensorsFile f = load_safetensors(std::string(OCRT_SOURCE_DIR) + "/tests/fixtures/ops_conv.safetensors");
+  return f;
+}
+
+Conv2dOptions conv_opt(Pair stride, Pair padding, Pair dilation = {1, 1}, int64_t groups = 1) {
+  Conv2dOptions o;
+  o.stride = stride, o.padding = padding, o.dilation = dilation, o.groups = groups;
+  return o;
+}
+
+struct ThreadCountGuard {
+  int saved = num_threads();
+  ~ThreadCountGuard() { set_num_threads(saved); }
+};
+
+}  // namespace
+
+TEST_CASE("conv2d matches PyTorch, forward and every gradient", "[conv][golden]") {
+  const auto& f = fixture();
+  run_golden_case(f, "conv_basic", [](const TensorList& in) { return TensorList{conv2d(in[0], in[1], in[2], conv_opt({1, 1}, {1, 1}))}; });
+  run_golden_case(f, "conv_nobias_stride", [](const TensorList& in) { return TensorList{conv2d(in[0], in[1], Tensor(), conv_opt({2, 3}, {1, 2}))}; });
+  run_golden_case(f, "conv_dilation", [](const TensorList& in) { return TensorList{conv2d(in[0], in[1], in[2], conv_opt({1, 1}, {2, 1}, {2, 3}))}; });
+  run_golden_case(f, "conv_groups", [](const TensorList& in) { return TensorList{conv2d(in[0], in[1], in[2], conv_opt({1, 1}, {1, 1}, {1, 1}, 2))}; });
+  run_golden_case(f, "conv_depthwise", [](const TensorList& in) { return TensorList{conv2d(in[0], in[1], Tensor(), conv_opt({2, 2}, {1, 1}, {1, 1}, 3))}; });
+  run_golden_case(f, "conv_1x1", [](const TensorList& in) { return TensorList{conv2d(in[0], in[1], in[2])}; });
+  run_golden_case(f, "conv_k2_pad0", [](const TensorList& in) { return TensorList{conv2d(in[0], in[1])}; });
+  run_golden_case(f, "conv_cin1", [](const TensorList& in) { return TensorList{conv2d(in[0], in[1], in[2], conv_opt({1, 1}, {1, 1}))}; });
+  run_golden_case(f, "conv_f32", [](const TensorList& in) { return TensorList{conv2d(in[0], in[1], in[2], conv_opt({1, 1}, {1, 1}))}; });
+}
+
+TEST_CASE("pooling matches PyTorch, forward and gradient", "[pool][golden]") {
+  const auto& f = fixture();
+  auto maxp = [](Pair k, Pair s, Pair p, Pair d = {1, 1}, bool ceil = false) {
+    MaxPool2dOptions o;
+    o.kernel = k, o.stride = s, o.padding = p, o.dilation = d, o.ceil_mode = ceil;
+    return o;
+  };
+  auto avgp = [](Pair k, Pair s, Pair p, bool ceil = false, bool include = true) {
+    AvgPool2dOptions o;
+    o.kernel = k, o.stride = s, o.padding = p, o.ceil_mode = ceil, o.count_include_pad = include;
+    return o;
+  };
+  run_golden_case(f, "maxpool_2x2", [&](const TensorList& in) { return TensorList{max_pool2d(in[0], maxp({2, 2}, {2, 2}, {0, 0}))}; });
+  run_golden_case(f, "maxpool_crnn", [&](const TensorList& in) { return TensorList{max_pool2d(in[0], maxp({2, 2}, {2, 1}, {0, 1}))}; });
+  run_golden_case(f, "maxpool_odd_ceil", [&](const TensorList& in) { return TensorList{max_pool2d(in[0], maxp({3, 3}, {2, 2}, {1, 1}, {1, 1}, true))}; });
+  run_golden_case(f, "maxpool_dilation", [&](const TensorList& in) { return TensorList{max_pool2d(in[0], maxp({2, 3}, {1, 1}, {1, 1}, {2, 1}))}; });
+  run_golden_case(f, "avgpool_2x2", [&](const TensorList& in) { return TensorList{avg_pool2d(in[0], avgp({2, 2}, {0, 0}, {0, 0}))}; });
+  run_golden_case(f, "avgpool_pad", [&](const TensorList& in) { return TensorList{avg_pool2d(in[0], avgp({3, 3}, {2, 2}, {1, 1}))}; });
+  run_golden_case(f, "avgpool_pad_exclude_ceil", [&](const TensorList& in) { return TensorList{avg_pool2d(in[0], avgp({3, 3}, {2, 2}, {1, 1}, true, false))}; });
+  run_golden_case(f, "adaptive_avg", [](const TensorList& in) { return TensorList{adaptive_avg_pool2d(in[0], {3, 4})}; });
+  run_golden_case(f, "adaptive_avg_height1", [](const TensorList& in) { return TensorList{adaptive_avg_pool2d(in[0], {1, 5})}; });
+}
+
+TEST_CASE("conv2d and pooling gradients agree with finite differences", "[conv][pool][gradcheck]") {
+  check_gradients("conv2d stride/pad/dilation/groups", [](const std::vector<Tensor>& in) {
+    return conv2d(in[0], in[1], in[2], conv_opt({2, 1}, {1, 2}, {1, 2}, 2));
+  }, {det_uniform({2, 4, 5, 6}, 1), det_uniform({4, 2, 3, 2}, 2), det_uniform({4}, 3)});
+  check_gradients("conv2d 1x1 batch 1", [](const std::vector<Tensor>& in) { return conv2d(in[0], in[1]); },
+                  {det_uniform({1, 3, 2, 3}, 4), det_uniform({2, 3, 1, 1}, 5)});
+  MaxPool2dOptions mp;
+  mp.kernel = {2, 2}, mp.stride = {2, 1}, mp.padding = {0, 1};
+  check_gradients("max_pool2d", [&](const std::vector<Tensor>& in) { return max_pool2d(in[0], mp); },
+                  {det_uniform({2, 2, 4, 5}, 6)});
+  AvgPool2dOptions ap;
+  ap.kernel = {3, 2}, ap.stride = {2, 1}, ap.padding = {1, 1}, ap.count_include_pad = false;
+  check_gradients("avg_pool2d", [&](const std::vector<Tensor>& in) { return avg_pool2d(in[0], ap); },
+                  {det_uniform({1, 2, 5, 4}, 7)});
+  check_gradients("adaptive_avg_pool2d", [](const std::vector<Tensor>& in) { return adaptive_avg_pool2d(in[0], {2, 3}); },
+                  {det_uniform({2, 1, 5, 7}, 8)});
+}
+
+TEST_CASE("conv2d's im2col path equals the plain-loop reference on many geometries and thread counts", "[conv]") {
+  ThreadCountGuard guard;
+  struct Geo {
+    int64_t N, C, H, W, Cout, kh, kw;
+    Conv2dOptions opt;
+  };
+  const std::vector<Geo> geos = {
+      {1, 1, 5, 5, 1, 1, 1, conv_opt({1, 1}, {0, 0})},
+      {3, 2, 6, 7, 4, 3, 3, conv_opt({1, 1}, {1, 1})},
+      {4, 4, 9, 5, 6, 3, 2, conv_opt({2, 3}, {1, 0}, {1, 2}, 2)},
+      {2, 6, 4, 33, 6, 3, 3, conv_opt({1, 1}, {1, 1}, {1, 1}, 6)},
+      {5, 3, 2, 9, 5, 2, 2, conv_opt({1, 1}, {0, 0})},
+      {2, 8, 3, 3, 4, 1, 1, conv_opt({1, 1}, {0, 0})},
+      {3, 2, 7, 7, 3, 5, 5, conv_opt({3, 2}, {2, 2})},
+  };
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (size_t gi = 0; gi < geos.size(); ++gi) {
+      const Geo& g = geos[gi];
+      INFO("geometry " << gi << ", " << threads << " threads");
+      Tensor x = det_uniform({g.N, g.C, g.H, g.W}, 10 + gi, -1, 1, DType::f32);
+      Tensor w = det_uniform({g.Cout, g.C / g.opt.groups, g.kh, g.kw}, 20 + gi, -1, 1, DType::f32);
+      Tensor b = det_uniform({g.Cout}, 30 + gi, -1, 1, DType::f32);
+      x.set_requires_grad(true), w.set_requires_grad(true), b.set_requires_grad(true);
+      Tensor y = conv2d(x, w, b, g.opt);
+      Tensor dy = det_uniform(y.shape(), 40 + gi, -1, 1, DType::f32);
+      y.backward(dy);
+
+      const Conv2dParams p{g.opt.stride[0], g.opt.stride[1], g.opt.padding[0], g.opt.padding[1],
+                           g.opt.dilation[0], g.opt.dilation[1], g.opt.groups};
+      Tensor ry = Tensor::empty(y.shape()), rdx = Tensor::empty(x.shape()), rdw = Tensor::empty(w.shape()),
+             rdb = Tensor::empty(b.shape());
+      reference::conv2d(x.data<float>(), w.data<float>(), b.data<float>(), ry.data<float>(), g.N, g.C, g.H, g.W,
+                        g.Cout, g.kh, g.kw, y.size(2), y.size(3), p);
+      reference::conv2d_backward(x.data<float>(), w.data<float>(), dy.data<float>(), rdx.data<float>(),
+                                 rdw.data<float>(), rdb.data<float>(), g.N, g.C, g.H, g.W, g.Cout, g.kh, g.kw,
+                                 y.size(2), y.size(3), p);
+      require_close(y, ry, 1e-5, 1e-5, "y");
+      require_close(x.grad(), rdx, 1e-5, 1e-5, "dx");
+      require_close(w.grad(), rdw, 1e-5, 1e-5, "dw");
+      require_close(b.grad(), rdb, 1e-5, 1e-5, "db");
+    }
+  }
+}
+
+TEST_CASE("conv2d is bit-identical across runs for a fixed thread count", "[conv]") {
+  Tensor x = det_uniform({4, 8, 8, 16}, 1, -1, 1, DType::f32), w = det_uniform({16, 8, 3, 3}, 2, -1, 1, DType::f32);
+  w.set_requires_grad(true);
+  auto run = [&] {
+    w.zero_grad();
+    Tensor y = conv2d(x, w, Tensor(), conv_opt({1, 1}, {1, 1}));
+    sum(y).backward();
+    return std::make_pair(y.to_vector<float>(), w.grad().to_vector<float>());
+  };
+  CHECK(run() == run());
+}
+
+TEST_CASE("conv2d and pooling reject bad arguments with the op and shapes in the message", "[conv][pool]") {
+  Tensor x = Tensor::zeros({1, 4, 5, 5}), w = Tensor::zeros({6, 2, 3, 3});
+  CHECK_THROWS_WITH(conv2d(Tensor::zeros({4, 5, 5}), w), Catch::Contains("conv2d: expected a 4-D input"));
+  CHECK_THROWS_WITH(conv2d(x, w, Tensor(), conv_opt({1, 1}, {0, 0}, {1, 1}, 3)),
+                    Catch::Contains("must both be divisible by groups (3)"));
+  CHECK_THROWS_WITH(conv2d(x, w), Catch::Contains("expects 2 input channels with groups = 1"));
+  CHECK_THROWS_WITH(conv2d(x, w, Tensor(), conv_opt({0, 1}, {0, 0}, {1, 1}, 2)), Catch::Contains("stride must be >= 1"));
+  CHECK_THROWS_WITH(conv2d(x, w, Tensor(), conv_opt({1, 1}, {-1, 0}, {1, 1}, 2)), Catch::Contains("padding must be >= 0"));
+  CHECK_THROWS_WITH(conv2d(x, Tensor::zeros({6, 2, 7, 3}), Tensor(), conv_opt({1, 1}, {0, 0}, {1, 1}, 2)),
+                    Catch::Contains("larger than the padded input"));
+  CHECK_THROWS_WITH(conv2d(x, w, Tensor::zeros({5}), conv_opt({1, 1}, {0, 0}, {1, 1}, 2)),
+                    Catch::Contains("bias must have shape [6]"));
+  CHECK_THROWS_WITH(conv2d(x, w.to(DType::f64), Tensor(), conv_opt({1, 1}, {0, 0}, {1, 1}, 2)),
+                    Catch::Contains("input is float32 but weight is float64"));
+  MaxPool2dOptions mp;
+  mp.kernel = {2, 2}, mp.padding = {2, 0};
+  CHECK_THROWS_WITH(max_pool2d(x, mp), Catch::Contains("at most half the kernel size"));
+  mp.kernel = {7, 7}, mp.padding = {0, 0};
+  CHECK_THROWS_WITH(max_pool2d(x, mp), Catch::Contains("too small for kernel (7, 7)"));
+  mp.kernel = {0, 2};
+  CHECK_THROWS_WITH(max_pool2d(x, mp), Catch::Contains("kernel size must be >= 1"));
+  CHECK_THROWS_WITH(adaptive_avg_pool2d(x, {0, 2}), Catch::Contains("output size must be >= 1"));
+  CHECK_THROWS_WITH(max_pool2d(Tensor::zeros({1, 1, 4, 4}, DType::i64), MaxPool2dOptions{}),
+                    Catch::Contains("expected a float32 or float64 input"));
+}
