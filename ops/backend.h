@@ -108,6 +108,24 @@ struct Backend {
 
   // ---- normalisation (ops/norm.cpp)
   // [norm: begin]
+  // Batch normalisation over x (N,C,S) contiguous (S = the spatial size, 1 for (N,C) input).
+  // Per-channel batch statistics: mean (C) and the biased variance var (C), in x's dtype.
+  void (*batch_norm_stats)(const Tensor& x, const Tensor& mean, const Tensor& var);
+  // y = (x - mean[c]) * invstd[c] * weight[c] + bias[c]; weight and bias may be undefined.
+  void (*batch_norm_apply)(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
+                           const Tensor& bias, const Tensor& y);
+  // Gradients for dy (N,C,S). training: mean and invstd were the batch's own (so they depend
+  // on x); otherwise they were constants (running statistics). dx, dweight, dbias may be
+  // undefined (not wanted); they are overwritten.
+  void (*batch_norm_backward)(const Tensor& x, const Tensor& dy, const Tensor& mean, const Tensor& invstd,
+                              const Tensor& weight, bool training, const Tensor& dx, const Tensor& dweight,
+                              const Tensor& dbias);
+  // Layer normalisation of each row of x (M,D) contiguous: y = (x - mean) * rstd * weight + bias
+  // (weight, bias (D) may be undefined); saves mean and rstd (M).
+  void (*layer_norm)(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& y,
+                     const Tensor& mean, const Tensor& rstd);
+  void (*layer_norm_backward)(const Tensor& x, const Tensor& dy, const Tensor& mean, const Tensor& rstd,
+                              const Tensor& weight, const Tensor& dx, const Tensor& dweight, const Tensor& dbias);
   // [norm: end]
 
   // ---- recurrent layers (ops/rnn.cpp)
@@ -148,6 +166,7 @@ void register_cpu_conv(Backend& b);
 void register_cpu_pool(Backend& b);
 // [conv: register end]
 // [norm: register begin]
+void register_cpu_norm(Backend& b);
 // [norm: register end]
 // [rnn: register begin]
 // [rnn: register end]

@@ -22,6 +22,7 @@ Backend make_cpu_backend() {
   register_cpu_pool(b);
   // [conv: register end]
   // [norm: register begin]
+  register_cpu_norm(b);
   // [norm: register end]
   // [rnn: register begin]
   // [rnn: register end]

@@ -1,0 +1,197 @@
+// Batch and layer normalisation on the CPU. Statistics and gradient sums accumulate in double
+// in a fixed order (deterministic, and accurate for large N*H*W). Channels (batch norm) and
+// rows (layer norm) are independent, so they are shared among OpenMP threads.
+//
+// Backward, with xhat = (x - mean) * invstd and n values per channel (or per row):
+//   dbias = sum(dy),  dweight = sum(dy * xhat)
+//   training (statistics depend on x):
+//     dx = weight * invstd * (dy - sum(dy)/n - xhat * sum(dy * xhat)/n)
+//   eval (constant statistics):  dx = weight * invstd * dy
+// Layer norm is the training formula over each row, with weight inside the sums.
+#include <omp.h>
+
+#include <cmath>
+
+#include "ops/backend.h"
+
+namespace ocrt {
+
+namespace {
+
+template <class T>
+void bn_stats(const Tensor& x, const Tensor& mean, const Tensor& var) {
+  const int64_t N = x.size(0), C = x.size(1), S = x.size(2);
+  const T* xp = x.data<T>();
+  T* mp = mean.data<T>();
+  T* vp = var.data<T>();
+#pragma omp parallel for schedule(static) if (N * C * S > 32768)
+  for (int64_t c = 0; c < C; ++c) {
+    double sum = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      const T* row = xp + (n * C + c) * S;
+      for (int64_t s = 0; s < S; ++s) sum += row[s];
+    }
+    const double m = sum / (double)(N * S);
+    double sq = 0;  // two passes: no cancellation when |mean| >> std
+    for (int64_t n = 0; n < N; ++n) {
+      const T* row = xp + (n * C + c) * S;
+      for (int64_t s = 0; s < S; ++s) sq += ((double)row[s] - m) * ((double)row[s] - m);
+    }
+    mp[c] = (T)m;
+    vp[c] = (T)(sq / (double)(N * S));
+  }
+}
+
+template <class T>
+void bn_apply(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight, const Tensor& bias,
+              const Tensor& y) {
+  const int64_t N = x.size(0), C = x.size(1), S = x.size(2);
+  const T *xp = x.data<T>(), *mp = mean.data<T>(), *ip = invstd.data<T>();
+  const T* wp = weight.defined() ? weight.data<T>() : nullptr;
+  const T* bp = bias.defined() ? bias.data<T>() : nullptr;
+  T* yp = y.data<T>();
+#pragma omp parallel for schedule(static) if (N * C * S > 32768)
+  for (int64_t nc = 0; nc < N * C; ++nc) {
+    const int64_t c = nc % C;
+    const T scale = ip[c] * (wp ? wp[c] : T(1));
+    const T shift = (bp ? bp[c] : T(0)) - mp[c] * scale;
+    const T* in = xp + nc * S;
+    T* out = yp + nc * S;
+    for (int64_t s = 0; s < S; ++s) out[s] = in[s] * scale + shift;
+  }
+}
+
+template <class T>
+void bn_backward(const Tensor& x, const Tensor& dy, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
+                 bool training, const Tensor& dx, const Tensor& dweight, const Tensor& dbias) {
+  const int64_t N = x.size(0), C = x.size(1), S = x.size(2);
+  const T *xp = x.data<T>(), *gp = dy.data<T>(), *mp = mean.data<T>(), *ip = invstd.data<T>();
+  const T* wp = weight.defined() ? weight.data<T>() : nullptr;
+  T* dxp = dx.defined() ? dx.data<T>() : nullptr;
+  T* dwp = dweight.defined() ? dweight.data<T>() : nullptr;
+  T* dbp = dbias.defined() ? dbias.data<T>() : nullptr;
+  const double n = (double)(N * S);
+#pragma omp parallel for schedule(static) if (N * C * S > 32768)
+  for (int64_t c = 0; c < C; ++c) {
+    const double m = mp[c], inv = ip[c];
+    double sum_dy = 0, sum_dy_xhat = 0;
+    for (int64_t k = 0; k < N; ++k) {
+      const T *xr = xp + (k * C + c) * S, *gr = gp + (k * C + c) * S;
+      for (int64_t s = 0; s < S; ++s) {
+        sum_dy += gr[s];
+        sum_dy_xhat += (double)gr[s] * (((double)xr[s] - m) * inv);
+      }
+    }
+    if (dbp) dbp[c] = (T)sum_dy;
+    if (dwp) dwp[c] = (T)sum_dy_xhat;
+    if (!dxp) continue;
+    const double w = wp ? (double)wp[c] : 1.0;
+    const double mean_dy = training ? sum_dy / n : 0, mean_dy_xhat = training ? sum_dy_xhat / n : 0;
+    for (int64_t k = 0; k < N; ++k) {
+      const T *xr = xp + (k * C + c) * S, *gr = gp + (k * C + c) * S;
+      T* out = dxp + (k * C + c) * S;
+      for (int64_t s = 0; s < S; ++s) {
+        const double xhat = ((double)xr[s] - m) * inv;
+        out[s] = (T)(w * inv * ((double)gr[s] - mean_dy - xhat * mean_dy_xhat));
+      }
+    }
+  }
+}
+
+template <class T>
+void ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& y,
+                const Tensor& mean, const Tensor& rstd) {
+  const int64_t M = x.size(0), D = x.size(1);
+  const T* xp = x.data<T>();
+  const T* wp = weight.defined() ? weight.data<T>() : nullptr;
+  const T* bp = bias.defined() ? bias.data<T>() : nullptr;
+  T *yp = y.data<T>(), *mp = mean.data<T>(), *rp = rstd.data<T>();
+#pragma omp parallel for schedule(static) if (M * D > 32768)
+  for (int64_t i = 0; i < M; ++i) {
+    const T* row = xp + i * D;
+    double sum = 0;
+    for (int64_t j = 0; j < D; ++j) sum += row[j];
+    const double m = sum / (double)D;
+    double sq = 0;
+    for (int64_t j = 0; j < D; ++j) sq += ((double)row[j] - m) * ((double)row[j] - m);
+    const double r = 1.0 / std::sqrt(sq / (double)D + eps);
+    mp[i] = (T)m;
+    rp[i] = (T)r;
+    T* out = yp + i * D;
+    for (int64_t j = 0; j < D; ++j) {
+      const double v = ((double)row[j] - m) * r;
+      out[j] = (T)(v * (wp ? (double)wp[j] : 1.0) + (bp ? (double)bp[j] : 0.0));
+    }
+  }
+}
+
+template <class T>
+void ln_backward(const Tensor& x, const Tensor& dy, const Tensor& mean, const Tensor& rstd, const Tensor& weight,
+                 const Tensor& dx, const Tensor& dweight, const Tensor& dbias) {
+  const int64_t M = x.size(0), D = x.size(1);
+  const T *xp = x.data<T>(), *gp = dy.data<T>(), *mp = mean.data<T>(), *rp = rstd.data<T>();
+  const T* wp = weight.defined() ? weight.data<T>() : nullptr;
+  T* dxp = dx.defined() ? dx.data<T>() : nullptr;
+  if (dxp) {
+#pragma omp parallel for schedule(static) if (M * D > 32768)
+    for (int64_t i = 0; i < M; ++i) {
+      const T *row = xp + i * D, *g = gp + i * D;
+      const double m = mp[i], r = rp[i];
+      double sum_g = 0, sum_g_xhat = 0;  // g = dy * weight
+      for (int64_t j = 0; j < D; ++j) {
+        const double gj = (double)g[j] * (wp ? (double)wp[j] : 1.0);
+        sum_g += gj;
+        sum_g_xhat += gj * ((double)row[j] - m) * r;
+      }
+      const double mean_g = sum_g / (double)D, mean_g_xhat = sum_g_xhat / (double)D;
+      T* out = dxp + i * D;
+      for (int64_t j = 0; j < D; ++j) {
+        const double gj = (double)g[j] * (wp ? (double)wp[j] : 1.0), xhat = ((double)row[j] - m) * r;
+        out[j] = (T)(r * (gj - mean_g - xhat * mean_g_xhat));
+      }
+    }
+  }
+  T* dwp = dweight.defined() ? dweight.data<T>() : nullptr;
+  T* dbp = dbias.defined() ? dbias.data<T>() : nullptr;
+  if (!dwp && !dbp) return;
+  // Column sums over rows: each thread owns a band of columns (fixed order within a column).
+#pragma omp parallel for schedule(static) if (M * D > 32768)
+  for (int64_t j = 0; j < D; ++j) {
+    double sw = 0, sb = 0;
+    for (int64_t i = 0; i < M; ++i) {
+      const double g = gp[i * D + j];
+      sb += g;
+      sw += g * ((double)xp[i * D + j] - (double)mp[i]) * (double)rp[i];
+    }
+    if (dwp) dwp[j] = (T)sw;
+    if (dbp) dbp[j] = (T)sb;
+  }
+}
+
+}  // namespace
+
+void register_cpu_norm(Backend& b) {
+  b.batch_norm_stats = [](const Tensor& x, const Tensor& mean, const Tensor& var) {
+    OCRT_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] { bn_stats<scalar_t>(x, mean, var); });
+  };
+  b.batch_norm_apply = [](const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& w, const Tensor& bias,
+                          const Tensor& y) {
+    OCRT_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] { bn_apply<scalar_t>(x, mean, invstd, w, bias, y); });
+  };
+  b.batch_norm_backward = [](const Tensor& x, const Tensor& dy, const Tensor& mean, const Tensor& invstd,
+                             const Tensor& w, bool training, const Tensor& dx, const Tensor& dw, const Tensor& db) {
+    OCRT_DISPATCH_FLOAT(x.dtype(), "batch_norm backward",
+                        [&] { bn_backward<scalar_t>(x, dy, mean, invstd, w, training, dx, dw, db); });
+  };
+  b.layer_norm = [](const Tensor& x, const Tensor& w, const Tensor& bias, double eps, const Tensor& y,
+                    const Tensor& mean, const Tensor& rstd) {
+    OCRT_DISPATCH_FLOAT(x.dtype(), "layer_norm", [&] { ln_forward<scalar_t>(x, w, bias, eps, y, mean, rstd); });
+  };
+  b.layer_norm_backward = [](const Tensor& x, const Tensor& dy, const Tensor& mean, const Tensor& rstd,
+                             const Tensor& w, const Tensor& dx, const Tensor& dw, const Tensor& db) {
+    OCRT_DISPATCH_FLOAT(x.dtype(), "layer_norm backward",
+                        [&] { ln_backward<scalar_t>(x, dy, mean, rstd, w, dx, dw, db); });
+  };
+}
+
+}  // namespace ocrt

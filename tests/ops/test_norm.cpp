@@ -1,0 +1,75 @@
+// batch_norm and layer_norm: golden tests against PyTorch (tools/reference/ops_norm.py)
+// including the running-statistics update, float64 gradient checks, and argument errors.
+#include <catch2/catch.hpp>
+
+#include "golden_runner.h"
+#include "ops/norm.h"
+
+using namespace ocrt;
+using namespace ocrt::testing;
+
+namespace {
+
+const SafetensorsFile& fixture() {
+  static const SafetensorsFile f = load_safetensors(std::string(OCRT_SOURCE_DIR) + "/tests/fixtures/ops_norm.safetensors");
+  return f;
+}
+
+void bn_golden(const std::string& name, bool affine, bool training, double momentum = 0.1) {
+  const auto& f = fixture();
+  Tensor rm = f.get(name + ".rm0").clone(), rv = f.get(name + ".rv0").clone();
+  run_golden_case(f, name, [&](const TensorList& in) {
+    return TensorList{batch_norm(in[0], rm, rv, affine ? in[1] : Tensor(), affine ? in[2] : Tensor(), training, momentum)};
+  });
+  require_close(rm, f.get(name + ".rm1"), 1e-6, 1e-7, name + ": running_mean after the call");
+  require_close(rv, f.get(name + ".rv1"), 1e-6, 1e-7, name + ": running_var after the call");
+}
+
+}  // namespace
+
+TEST_CASE("batch_norm matches PyTorch, including the running-statistics update", "[norm][golden]") {
+  bn_golden("bn_train", true, true);
+  bn_golden("bn_train_momentum", true, true, 0.3);
+  bn_golden("bn_train_2d", true, true);
+  bn_golden("bn_train_noaffine", false, true);
+  bn_golden("bn_eval", true, false);
+  bn_golden("bn_f32", true, true);
+}
+
+TEST_CASE("layer_norm matches PyTorch", "[norm][golden]") {
+  const auto& f = fixture();
+  run_golden_case(f, "ln_basic", [](const TensorList& in) { return TensorList{layer_norm(in[0], {8}, in[1], in[2])}; });
+  run_golden_case(f, "ln_two_dims", [](const TensorList& in) { return TensorList{layer_norm(in[0], {4, 5}, in[1], in[2])}; });
+  run_golden_case(f, "ln_noaffine", [](const TensorList& in) { return TensorList{layer_norm(in[0], {7})}; });
+  run_golden_case(f, "ln_one_row", [](const TensorList& in) { return TensorList{layer_norm(in[0], {16}, in[1], in[2])}; });
+  run_golden_case(f, "ln_f32", [](const TensorList& in) { return TensorList{layer_norm(in[0], {64}, in[1], in[2])}; });
+}
+
+TEST_CASE("batch_norm and layer_norm gradients agree with finite differences", "[norm][gradcheck]") {
+  check_gradients("batch_norm training", [](const std::vector<Tensor>& in) {
+    return batch_norm(in[0], Tensor(), Tensor(), in[1], in[2], true);
+  }, {det_uniform({3, 2, 2, 3}, 1), det_uniform({2}, 2), det_uniform({2}, 3)});
+  Tensor rm = det_uniform({2}, 4), rv = det_uniform({2}, 5, 0.5, 1.5);
+  check_gradients("batch_norm eval", [&](const std::vector<Tensor>& in) {
+    return batch_norm(in[0], rm, rv, in[1], in[2], false);
+  }, {det_uniform({2, 2, 3}, 6), det_uniform({2}, 7), det_uniform({2}, 8)});
+  check_gradients("layer_norm", [](const std::vector<Tensor>& in) { return layer_norm(in[0], {2, 3}, in[1], in[2]); },
+                  {det_uniform({4, 2, 3}, 9), det_uniform({2, 3}, 10), det_uniform({2, 3}, 11)});
+}
+
+TEST_CASE("normalisation arguments are checked", "[norm]") {
+  Tensor x = Tensor::zeros({2, 3, 4});
+  CHECK_THROWS_WITH(batch_norm(Tensor::zeros({1, 3}), Tensor(), Tensor(), Tensor(), Tensor(), true),
+                    Catch::Contains("expected more than 1 value per channel when training"));
+  CHECK_THROWS_WITH(batch_norm(x, Tensor::zeros({2}), Tensor::ones({2}), Tensor(), Tensor(), true),
+                    Catch::Contains("running_mean must have shape [3]"));
+  CHECK_THROWS_WITH(batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), false),
+                    Catch::Contains("eval mode needs running_mean and running_var"));
+  CHECK_THROWS_WITH(batch_norm(x, Tensor::zeros({3}), Tensor(), Tensor(), Tensor(), true),
+                    Catch::Contains("give both running_mean and running_var"));
+  CHECK_THROWS_WITH(batch_norm(x, Tensor(), Tensor(), Tensor::ones({3}, DType::f64), Tensor(), true),
+                    Catch::Contains("weight must be float32 on cpu like the input"));
+  CHECK_THROWS_WITH(layer_norm(x, {3}), Catch::Contains("does not end in normalized_shape [3]"));
+  CHECK_THROWS_WITH(layer_norm(x, {4}, Tensor::ones({5})), Catch::Contains("weight must have shape [4]"));
+  CHECK_THROWS_WITH(layer_norm(x, {2, 3, 4, 5}), Catch::Contains("must name 1 to 3 trailing dims"));
+}
