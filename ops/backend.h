@@ -130,6 +130,23 @@ struct Backend {
 
   // ---- recurrent layers (ops/rnn.cpp)
   // [rnn: begin]
+  // The pointwise part of one LSTM time step (the GEMMs go through matmul). The gate
+  // pre-activations are gates_x + gates_h (N,4H): x W_ih^T + b_ih + b_hh and h_prev W_hh^T, in
+  // PyTorch's order (i, f, g, o).
+  // Rows with active[n] == 0 (u8; past that sample's length) keep their state: h = h_prev,
+  // c = c_prev, and output 0. Writes act (N,4H) = (sigmoid(i), sigmoid(f), tanh(g),
+  // sigmoid(o)), c = f c_prev + i g, h = o tanh(c), and out = h for active rows, 0 for the
+  // others. h_prev, c_prev, act, h, c are contiguous; out may have any row stride.
+  void (*lstm_cell)(const Tensor& gates_x, const Tensor& gates_h, const Tensor& h_prev, const Tensor& c_prev,
+                    const Tensor& active, const Tensor& act, const Tensor& h, const Tensor& c, const Tensor& out);
+  // Its backward. dh and dc: the gradients reaching this step's state h and c from later steps;
+  // dout: the gradient of this step's output (any row stride; ignored for inactive rows, whose
+  // output was a constant 0). Writes dgates (N,4H) (0 for inactive rows), dc_prev (N,H), and
+  // dh_carry (N,H): dh for inactive rows (the state passed through), 0 for active ones (their
+  // dh_prev is dgates @ W_hh, added by the caller). Everything else contiguous.
+  void (*lstm_cell_backward)(const Tensor& act, const Tensor& c_prev, const Tensor& c, const Tensor& dh,
+                             const Tensor& dout, const Tensor& dc, const Tensor& active, const Tensor& dgates,
+                             const Tensor& dc_prev, const Tensor& dh_carry);
   // [rnn: end]
 
   // ---- attention (ops/attention.cpp)
@@ -169,6 +186,7 @@ void register_cpu_pool(Backend& b);
 void register_cpu_norm(Backend& b);
 // [norm: register end]
 // [rnn: register begin]
+void register_cpu_rnn(Backend& b);
 // [rnn: register end]
 // [attention: register begin]
 // [attention: register end]

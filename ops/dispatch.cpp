@@ -25,6 +25,7 @@ Backend make_cpu_backend() {
   register_cpu_norm(b);
   // [norm: register end]
   // [rnn: register begin]
+  register_cpu_rnn(b);
   // [rnn: register end]
   // [attention: register begin]
   // [attention: register end]

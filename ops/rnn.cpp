@@ -1,0 +1,214 @@
+// The LSTM: time loop, bidirectional layers, variable lengths, and backpropagation through
+// time as one fused autograd node. Device-agnostic: the GEMMs are matmul, the per-step
+// pointwise work is Backend::lstm_cell / lstm_cell_backward (ops/cpu/rnn.cpp).
+//
+// Forward, for each layer and direction:
+//   1. one GEMM for the input projection of every time step:  X W_ih^T + b_ih + b_hh  (T*N, 4H)
+//   2. per step t (forward: 0..T-1, reverse: T-1..0): one GEMM h_prev W_hh^T, then the cell.
+// Samples past their length are "inactive" at step t: their state passes through unchanged and
+// their output is 0. So the forward direction's state stops at its last valid step, and the
+// reverse direction starts from h0 at step lengths[n] - 1: exactly what packed sequences give.
+//
+// Backward, per layer from the top, per direction, steps in the reverse of processing order:
+//   dgates_t = cell_backward(...);  dh_prev = dgates_t W_hh (+ the carried dh of inactive rows)
+// and after the loop three big GEMMs over all steps at once:
+//   dW_ih = dgates^T X,  dW_hh = dgates^T H_prev,  dX = dgates W_ih;  db = sum of dgates.
+#include "ops/rnn.h"
+
+#include "ops/backend.h"
+#include "ops/elementwise.h"
+#include "ops/linalg.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
+#include "runtime/autograd.h"
+
+namespace ocrt {
+
+namespace {
+
+// What the forward keeps of one layer and direction for the backward.
+struct DirSaved {
+  Tensor act;  // (T, N, 4H) activated gates
+  Tensor hs;   // (T, N, H) state h after step t (carried through inactive steps)
+  Tensor cs;   // (T, N, H) state c after step t
+};
+
+struct LayerSaved {
+  Tensor input;               // (T, N, In) this layer's input
+  std::vector<DirSaved> dirs;
+};
+
+// The weights of layer l, direction d, in _flat_weights order.
+struct DirWeights {
+  Tensor w_ih, w_hh, b_ih, b_hh;
+};
+
+DirWeights weights_of(const std::vector<Tensor>& w, int64_t l, int64_t d, int64_t dirs, bool biases) {
+  const int64_t per = biases ? 4 : 2, base = (l * dirs + d) * per;
+  DirWeights out{w[base], w[base + 1], Tensor(), Tensor()};
+  if (biases) out.b_ih = w[base + 2], out.b_hh = w[base + 3];
+  return out;
+}
+
+// The state before step t in direction d: h0 at the first processed step, else the state
+// after the previous processed step.
+Tensor state_before(const Tensor& states, const Tensor& init, int64_t t, int64_t d, int64_t T) {
+  if (d == 0) return t == 0 ? init : states.select(0, t - 1);
+  return t == T - 1 ? init : states.select(0, t + 1);
+}
+
+}  // namespace
+
+LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMOptions& opt, const Tensor& h0,
+                const Tensor& c0, const std::vector<int64_t>& lengths) {
+  const char* op = "lstm";
+  OCRT_CHECK(x.defined() && x.dim() == 3, op, ": expected an input (T, N, input_size), got ",
+             x.defined() ? shape_str(x.shape()) : std::string("undefined"));
+  OCRT_CHECK(is_floating(x.dtype()), op, ": expected a float input, got ", dtype_name(x.dtype()));
+  OCRT_CHECK(opt.num_layers >= 1, op, ": num_layers must be >= 1, got ", opt.num_layers);
+  const int64_t T = x.size(0), N = x.size(1), I = x.size(2), L = opt.num_layers;
+  const int64_t dirs = opt.bidirectional ? 2 : 1, per = opt.has_biases ? 4 : 2;
+  OCRT_CHECK((int64_t)weights.size() == L * dirs * per, op, ": expected ", L * dirs * per, " weight tensors (",
+             L, " layers x ", dirs, " directions x ", per, "), got ", weights.size());
+  OCRT_CHECK(T >= 1 && N >= 1, op, ": input ", shape_str(x.shape()), " has no time steps or no samples");
+  OCRT_CHECK(weights[1].defined() && weights[1].dim() == 2, op, ": weight_hh_l0 must be 2-D (4*hidden, hidden)");
+  const int64_t H = weights[1].size(1);
+  OCRT_CHECK(H >= 1, op, ": hidden size must be >= 1");
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t d = 0; d < dirs; ++d) {
+      const DirWeights w = weights_of(weights, l, d, dirs, opt.has_biases);
+      const std::string name = "l" + std::to_string(l) + (d ? "_reverse" : "");
+      const int64_t in = l == 0 ? I : dirs * H;
+      auto check = [&](const Tensor& t, const char* what, const Shape& shape) {
+        OCRT_CHECK(t.defined() && t.shape() == shape, op, ": ", what, name, " must have shape ", shape_str(shape),
+                   ", got ", t.defined() ? shape_str(t.shape()) : std::string("undefined"));
+        OCRT_CHECK(t.device() == x.device() && t.dtype() == x.dtype(), op, ": ", what, name, " must be ",
+                   dtype_name(x.dtype()), " on ", x.device().str(), " like the input");
+      };
+      check(w.w_ih, "weight_ih_", {4 * H, in});
+      check(w.w_hh, "weight_hh_", {4 * H, H});
+      if (opt.has_biases) {
+        check(w.b_ih, "bias_ih_", {4 * H});
+        check(w.b_hh, "bias_hh_", {4 * H});
+      }
+    }
+  for (const Tensor* s : {&h0, &c0}) {
+    if (!s->defined()) continue;
+    OCRT_CHECK(s->shape() == Shape({L * dirs, N, H}), op, ": initial state must have shape ",
+               shape_str({L * dirs, N, H}), ", got ", shape_str(s->shape()));
+    OCRT_CHECK(s->device() == x.device() && s->dtype() == x.dtype(), op, ": initial state must be ",
+               dtype_name(x.dtype()), " on ", x.device().str());
+  }
+  OCRT_CHECK(lengths.empty() || (int64_t)lengths.size() == N, op, ": expected ", N, " lengths, got ", lengths.size());
+  for (size_t n = 0; n < lengths.size(); ++n)
+    OCRT_CHECK(lengths[n] >= 1 && lengths[n] <= T, op, ": length ", lengths[n], " of sample ", n,
+               " is outside [1, T = ", T, "]");
+
+  const Device dev = x.device();
+  const DType dt = x.dtype();
+  // active[t][n] = t < lengths[n]
+  std::vector<uint8_t> mask((size_t)(T * N), 1);
+  if (!lengths.empty())
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t n = 0; n < N; ++n) mask[(size_t)(t * N + n)] = t < lengths[(size_t)n];
+  const Tensor active = Tensor::from_vector(mask, {T, N}, dev);
+  const Tensor h_init = h0.defined() ? h0.detach().contiguous() : Tensor::zeros({L * dirs, N, H}, dt, dev);
+  const Tensor c_init = c0.defined() ? c0.detach().contiguous() : Tensor::zeros({L * dirs, N, H}, dt, dev);
+  std::vector<Tensor> w;
+  for (const Tensor& t : weights) w.push_back(t.detach());
+
+  auto cell = kernel(dev, &Backend::lstm_cell, op);
+  std::vector<LayerSaved> saved((size_t)L);
+  Tensor h_n = Tensor::empty({L * dirs, N, H}, dt, dev), c_n = Tensor::empty({L * dirs, N, H}, dt, dev);
+  Tensor layer_in = x.detach().contiguous();
+  Tensor output;
+  {
+    NoGradGuard no_grad;
+    for (int64_t l = 0; l < L; ++l) {
+      const int64_t in = layer_in.size(2);
+      Tensor layer_out = Tensor::empty({T, N, dirs * H}, dt, dev);
+      saved[(size_t)l].input = layer_in;
+      for (int64_t d = 0; d < dirs; ++d) {
+        const DirWeights dw = weights_of(w, l, d, dirs, opt.has_biases);
+        Tensor gx = matmul(layer_in.view({T * N, in}), dw.w_ih.t());
+        if (opt.has_biases) add_(gx, add(dw.b_ih, dw.b_hh));
+        gx = gx.view({T, N, 4 * H});
+        DirSaved s{Tensor::empty({T, N, 4 * H}, dt, dev), Tensor::empty({T, N, H}, dt, dev),
+                   Tensor::empty({T, N, H}, dt, dev)};
+        const Tensor h_first = h_init.select(0, l * dirs + d), c_first = c_init.select(0, l * dirs + d);
+        const Tensor w_hh_t = dw.w_hh.t();
+        for (int64_t step = 0; step < T; ++step) {
+          const int64_t t = d == 0 ? step : T - 1 - step;
+          const Tensor h_prev = state_before(s.hs, h_first, t, d, T), c_prev = state_before(s.cs, c_first, t, d, T);
+          const Tensor gh = matmul(h_prev, w_hh_t);
+          cell(gx.select(0, t), gh, h_prev, c_prev, active.select(0, t), s.act.select(0, t), s.hs.select(0, t),
+               s.cs.select(0, t), layer_out.select(0, t).narrow(1, d * H, H));
+        }
+        const int64_t last = d == 0 ? T - 1 : 0;
+        h_n.select(0, l * dirs + d).copy_(s.hs.select(0, last));
+        c_n.select(0, l * dirs + d).copy_(s.cs.select(0, last));
+        saved[(size_t)l].dirs.push_back(s);
+      }
+      layer_in = layer_out;
+    }
+    output = layer_in;
+  }
+
+  TensorList inputs{x, h0, c0};
+  inputs.insert(inputs.end(), weights.begin(), weights.end());
+  if (any_requires_grad(inputs)) {
+    const bool biases = opt.has_biases;
+    const bool need_h0 = h0.defined() && h0.requires_grad(), need_c0 = c0.defined() && c0.requires_grad();
+    record(op, inputs, {output, h_n, c_n}, [=](const TensorList& grads) {
+      auto cell_back = kernel(dev, &Backend::lstm_cell_backward, "lstm backward");
+      TensorList out((size_t)(3 + w.size()));
+      Tensor dh0 = Tensor::zeros({L * dirs, N, H}, dt, dev), dc0 = Tensor::zeros({L * dirs, N, H}, dt, dev);
+      Tensor dlayer_out = grads[0].contiguous();  // (T, N, dirs*H)
+      for (int64_t l = L - 1; l >= 0; --l) {
+        const LayerSaved& ls = saved[(size_t)l];
+        const int64_t in = ls.input.size(2);
+        Tensor dlayer_in = Tensor::zeros({T, N, in}, dt, dev);
+        for (int64_t d = 0; d < dirs; ++d) {
+          const DirWeights dw = weights_of(w, l, d, dirs, biases);
+          const DirSaved& s = ls.dirs[(size_t)d];
+          const int64_t k = l * dirs + d;
+          const Tensor h_first = h_init.select(0, k), c_first = c_init.select(0, k);
+          Tensor dh = grads[1].select(0, k).contiguous().clone(), dc = grads[2].select(0, k).contiguous().clone();
+          Tensor dgates = Tensor::empty({T, N, 4 * H}, dt, dev);
+          for (int64_t step = 0; step < T; ++step) {
+            const int64_t t = d == 0 ? T - 1 - step : step;  // reverse of the processing order
+            Tensor dc_prev = Tensor::empty({N, H}, dt, dev), carry = Tensor::empty({N, H}, dt, dev);
+            cell_back(s.act.select(0, t), state_before(s.cs, c_first, t, d, T), s.cs.select(0, t), dh,
+                      dlayer_out.select(0, t).narrow(1, d * H, H), dc, active.select(0, t), dgates.select(0, t),
+                      dc_prev, carry);
+            dh = add(carry, matmul(dgates.select(0, t), dw.w_hh));
+            dc = dc_prev;
+          }
+          dh0.select(0, k).copy_(dh);
+          dc0.select(0, k).copy_(dc);
+          // H_prev (T, N, H): the state before each step, in time order.
+          Tensor h_prev_all = d == 0 ? concat({h_first.unsqueeze(0), s.hs.narrow(0, 0, T - 1)}, 0)
+                                     : concat({s.hs.narrow(0, 1, T - 1), h_first.unsqueeze(0)}, 0);
+          const Tensor dg2 = dgates.view({T * N, 4 * H});
+          const int64_t base = 3 + k * (biases ? 4 : 2);
+          out[(size_t)base] = matmul(dg2.t(), ls.input.view({T * N, in}));
+          out[(size_t)base + 1] = matmul(dg2.t(), h_prev_all.view({T * N, H}));
+          if (biases) {
+            const Tensor db = sum(dg2, {0});
+            out[(size_t)base + 2] = db;
+            out[(size_t)base + 3] = db.clone();
+          }
+          add_(dlayer_in, matmul(dg2, dw.w_ih).view({T, N, in}));
+        }
+        dlayer_out = dlayer_in;
+      }
+      out[0] = dlayer_out;
+      if (need_h0) out[1] = dh0;
+      if (need_c0) out[2] = dc0;
+      return out;
+    });
+  }
+  return {output, h_n, c_n};
+}
+
+}  // namespace ocrt

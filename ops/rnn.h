@@ -1,0 +1,33 @@
+// A multi-layer, optionally bidirectional LSTM with torch.nn.LSTM's semantics and weight
+// layout (batch_first = false), including variable sequence lengths within a batch.
+#pragma once
+#include <vector>
+
+#include "runtime/tensor.h"
+
+namespace ocrt {
+
+struct LSTMOptions {
+  int64_t num_layers = 1;
+  bool bidirectional = false;
+  bool has_biases = true;
+};
+
+struct LSTMOutput {
+  Tensor output;  // (T, N, dirs*H); zero at padded positions t >= lengths[n]
+  Tensor h_n;     // (layers*dirs, N, H): each sample's state after its last valid step
+  Tensor c_n;
+};
+
+// x (T, N, I). weights in torch.nn.LSTM's _flat_weights order: for each layer l and each
+// direction (forward, then reverse): weight_ih (4H, I or dirs*H), weight_hh (4H, H), and, with
+// has_biases, bias_ih (4H), bias_hh (4H). Gate order i, f, g, o.
+// h0, c0 (layers*dirs, N, H) are optional (zeros). lengths (N values in [1, T]) are optional
+// (all T): with them the result equals PyTorch's pack_padded_sequence(enforce_sorted=False) +
+// LSTM + pad_packed_sequence: the reverse direction of sample n starts at lengths[n] - 1,
+// padded positions give 0 and influence nothing.
+// One autograd node covers the whole LSTM; its backward runs through time in fused kernels.
+LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMOptions& opt,
+                const Tensor& h0 = Tensor(), const Tensor& c0 = Tensor(), const std::vector<int64_t>& lengths = {});
+
+}  // namespace ocrt

@@ -1,0 +1,161 @@
+// The LSTM: golden tests against torch.nn.LSTM (tools/reference/ops_rnn.py; multi-layer,
+// bidirectional, no bias, T = 1, variable lengths through packed sequences), a plain-loop
+// reference, float64 gradient checks, the padding property, and argument errors.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "golden_runner.h"
+#include "ops/rnn.h"
+#include "ops/shape.h"
+
+using namespace ocrt;
+using namespace ocrt::testing;
+
+namespace {
+
+const SafetensorsFile& fixture() {
+  static const SafetensorsFile f = load_safetensors(std::string(OCRT_SOURCE_DIR) + "/tests/fixtures/ops_rnn.safetensors");
+  return f;
+}
+
+void lstm_golden(const std::string& name, int64_t layers, bool bidir, bool bias) {
+  const auto& f = fixture();
+  std::vector<int64_t> lengths;
+  if (f.contains(name + ".lengths")) lengths = f.get(name + ".lengths").to_vector<int64_t>();
+  run_golden_case(f, name, [&](const TensorList& in) {
+    std::vector<Tensor> w(in.begin() + 3, in.end());
+    LSTMOutput r = lstm(in[0], w, {layers, bidir, bias}, in[1], in[2], lengths);
+    return TensorList{r.output, r.h_n, r.c_n};
+  });
+}
+
+// Random weights for an LSTM (float64), in _flat_weights order.
+std::vector<Tensor> random_weights(int64_t I, int64_t H, int64_t layers, bool bidir, bool bias, uint64_t seed) {
+  std::vector<Tensor> w;
+  const int64_t dirs = bidir ? 2 : 1;
+  for (int64_t l = 0; l < layers; ++l)
+    for (int64_t d = 0; d < dirs; ++d) {
+      w.push_back(det_uniform({4 * H, l == 0 ? I : dirs * H}, seed++, -0.5, 0.5));
+      w.push_back(det_uniform({4 * H, H}, seed++, -0.5, 0.5));
+      if (bias) {
+        w.push_back(det_uniform({4 * H}, seed++, -0.5, 0.5));
+        w.push_back(det_uniform({4 * H}, seed++, -0.5, 0.5));
+      }
+    }
+  return w;
+}
+
+// Plain-loop reference of one unidirectional layer: x (T,N,I) -> y (T,N,H), for each sample
+// only its first len steps, from zero state. Shapes in the names: w_ih (4H,I), w_hh (4H,H).
+std::vector<double> reference_layer(const std::vector<double>& x, const std::vector<double>& w_ih,
+                                    const std::vector<double>& w_hh, const std::vector<double>& b, int64_t T, int64_t N,
+                                    int64_t I, int64_t H, const std::vector<int64_t>& len, bool reverse) {
+  std::vector<double> y((size_t)(T * N * H), 0.0);
+  auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
+  for (int64_t n = 0; n < N; ++n) {
+    std::vector<double> h((size_t)H, 0.0), c((size_t)H, 0.0);
+    for (int64_t s = 0; s < len[(size_t)n]; ++s) {
+      const int64_t t = reverse ? len[(size_t)n] - 1 - s : s;
+      std::vector<double> a((size_t)(4 * H));
+      for (int64_t r = 0; r < 4 * H; ++r) {
+        double v = b[(size_t)r];
+        for (int64_t k = 0; k < I; ++k) v += w_ih[(size_t)(r * I + k)] * x[(size_t)((t * N + n) * I + k)];
+        for (int64_t k = 0; k < H; ++k) v += w_hh[(size_t)(r * H + k)] * h[(size_t)k];
+        a[(size_t)r] = v;
+      }
+      for (int64_t j = 0; j < H; ++j) {
+        const double i = sig(a[(size_t)j]), f = sig(a[(size_t)(H + j)]), g = std::tanh(a[(size_t)(2 * H + j)]),
+                     o = sig(a[(size_t)(3 * H + j)]);
+        c[(size_t)j] = f * c[(size_t)j] + i * g;
+        h[(size_t)j] = o * std::tanh(c[(size_t)j]);
+        y[(size_t)((t * N + n) * H + j)] = h[(size_t)j];
+      }
+    }
+  }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("lstm matches torch.nn.LSTM: outputs, final states and every gradient", "[lstm][golden]") {
+  lstm_golden("lstm_1layer", 1, false, true);
+  lstm_golden("lstm_bidir", 1, true, true);
+  lstm_golden("lstm_2layer_bidir", 2, true, true);
+  lstm_golden("lstm_nobias", 2, false, false);
+  lstm_golden("lstm_t1_n1", 2, true, true);
+  lstm_golden("lstm_lengths", 2, true, true);
+  lstm_golden("lstm_lengths_uni", 1, false, true);
+  lstm_golden("lstm_f32", 2, true, true);
+}
+
+TEST_CASE("lstm equals the plain-loop reference, both directions, with lengths", "[lstm]") {
+  const int64_t T = 6, N = 3, I = 4, H = 5;
+  const std::vector<int64_t> len = {6, 2, 4};
+  auto w = random_weights(I, H, 1, true, true, 100);
+  Tensor x = det_uniform({T, N, I}, 7);
+  LSTMOutput r = lstm(x, w, {1, true, true}, Tensor(), Tensor(), len);
+  const auto xv = x.to_vector<double>();
+  for (int d = 0; d < 2; ++d) {
+    std::vector<double> b = add(w[(size_t)(d * 4 + 2)], w[(size_t)(d * 4 + 3)]).to_vector<double>();
+    auto ref = reference_layer(xv, w[(size_t)(d * 4)].to_vector<double>(), w[(size_t)(d * 4 + 1)].to_vector<double>(), b,
+                               T, N, I, H, len, d == 1);
+    require_close(r.output.narrow(2, d * H, H), Tensor::from_vector(ref, {T, N, H}), 1e-12, 1e-12,
+                  d ? "reverse direction" : "forward direction");
+  }
+}
+
+TEST_CASE("lstm gradients agree with finite differences", "[lstm][gradcheck]") {
+  const std::vector<int64_t> len = {3, 1};
+  auto w = random_weights(2, 2, 2, true, true, 200);
+  std::vector<Tensor> inputs{det_uniform({3, 2, 2}, 1), det_uniform({4, 2, 2}, 2), det_uniform({4, 2, 2}, 3)};
+  inputs.insert(inputs.end(), w.begin(), w.end());
+  check_gradients("lstm 2 layers bidirectional with lengths", [&](const std::vector<Tensor>& in) {
+    std::vector<Tensor> ws(in.begin() + 3, in.end());
+    LSTMOutput r = lstm(in[0], ws, {2, true, true}, in[1], in[2], len);
+    // All three outputs reach the loss.
+    return concat({r.output.reshape({-1}), r.h_n.reshape({-1}), r.c_n.reshape({-1})}, 0);
+  }, inputs);
+}
+
+TEST_CASE("padded positions change neither the valid outputs nor any gradient", "[lstm]") {
+  const int64_t T = 5, N = 2, I = 3, H = 4;
+  const std::vector<int64_t> len = {5, 2};
+  auto w = random_weights(I, H, 2, true, true, 300);
+  for (auto& t : w) t.set_requires_grad(true);
+  auto run = [&](double pad_value) {
+    Tensor x = det_uniform({T, N, I}, 9);
+    x.narrow(0, 2, 3).select(1, 1).fill_(pad_value);  // sample 1's padding
+    x.set_requires_grad(true);
+    for (auto& t : w) t.zero_grad();
+    LSTMOutput r = lstm(x, w, {2, true, true}, Tensor(), Tensor(), len);
+    Tensor loss = sum(mul(r.output, det_uniform(r.output.shape(), 5))) + sum(r.h_n) + sum(mul(r.c_n, r.c_n));
+    loss.backward();
+    std::vector<std::vector<double>> all{r.output.to_vector<double>(), r.h_n.to_vector<double>(),
+                                         x.grad().narrow(0, 0, 2).to_vector<double>()};
+    for (auto& t : w) all.push_back(t.grad().to_vector<double>());
+    return all;
+  };
+  const auto a = run(0.0), b = run(37.5);
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("result " << i);
+    REQUIRE(a[i].size() == b[i].size());
+    for (size_t j = 0; j < a[i].size(); ++j) CHECK(a[i][j] == Approx(b[i][j]).margin(1e-12));
+  }
+}
+
+TEST_CASE("lstm rejects bad arguments", "[lstm]") {
+  auto w = random_weights(3, 2, 1, false, true, 1);
+  Tensor x = det_uniform({4, 2, 3}, 1);
+  CHECK_THROWS_WITH(lstm(det_uniform({4, 3}, 1), w, {}), Catch::Contains("expected an input (T, N, input_size)"));
+  CHECK_THROWS_WITH(lstm(x, w, {2, false, true}), Catch::Contains("expected 8 weight tensors"));
+  CHECK_THROWS_WITH(lstm(det_uniform({4, 2, 5}, 1), w, {}), Catch::Contains("weight_ih_l0 must have shape [8, 5]"));
+  CHECK_THROWS_WITH(lstm(x, w, {}, Tensor(), Tensor(), {4, 5}), Catch::Contains("length 5 of sample 1 is outside [1, T = 4]"));
+  CHECK_THROWS_WITH(lstm(x, w, {}, Tensor(), Tensor(), {0, 1}), Catch::Contains("is outside [1, T = 4]"));
+  CHECK_THROWS_WITH(lstm(x, w, {}, Tensor(), Tensor(), {1}), Catch::Contains("expected 2 lengths"));
+  CHECK_THROWS_WITH(lstm(x, w, {}, det_uniform({2, 2, 2}, 1)), Catch::Contains("initial state must have shape [1, 2, 2]"));
+  auto w32 = w;
+  w32[1] = w32[1].to(DType::f32);
+  CHECK_THROWS_WITH(lstm(x, w32, {}), Catch::Contains("weight_hh_l0 must be float64"));
+}
