@@ -9,6 +9,7 @@
 // (including 0 for broadcast) unless a comment says otherwise. Kernels do no autograd.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "runtime/tensor.h"
 
@@ -155,6 +156,21 @@ struct Backend {
 
   // ---- CTC loss (ops/ctc.cpp)
   // [ctc: begin]
+  // CTC loss, log-space forward-backward. log_probs (T,N,C) contiguous; targets: all samples'
+  // labels concatenated (i64, contiguous), sample n's at target_offsets[n] with
+  // target_lengths[n] labels (host vectors, as input_lengths). Writes losses (N) (+inf where
+  // the target cannot be aligned) and alpha (N, T, 2*max_target_length+1), float64, kept for
+  // the backward.
+  void (*ctc_loss)(const Tensor& log_probs, const Tensor& targets, const std::vector<int64_t>& target_offsets,
+                   const std::vector<int64_t>& input_lengths, const std::vector<int64_t>& target_lengths,
+                   int64_t blank, const Tensor& losses, const Tensor& alpha);
+  // grad (T,N,C) = scale[n] * (exp(log_probs) - posterior of each class), PyTorch's formula
+  // (which is also the gradient with respect to the logits when log_probs = log_softmax(logits));
+  // 0 past input_lengths[n] and for samples whose loss is infinite.
+  void (*ctc_loss_backward)(const Tensor& log_probs, const Tensor& targets, const std::vector<int64_t>& target_offsets,
+                            const std::vector<int64_t>& input_lengths, const std::vector<int64_t>& target_lengths,
+                            int64_t blank, const Tensor& losses, const Tensor& alpha,
+                            const std::vector<double>& scale, const Tensor& grad);
   // [ctc: end]
 };
 
@@ -191,6 +207,7 @@ void register_cpu_rnn(Backend& b);
 // [attention: register begin]
 // [attention: register end]
 // [ctc: register begin]
+void register_cpu_ctc(Backend& b);
 // [ctc: register end]
 
 }  // namespace ocrt

@@ -30,6 +30,7 @@ Backend make_cpu_backend() {
   // [attention: register begin]
   // [attention: register end]
   // [ctc: register begin]
+  register_cpu_ctc(b);
   // [ctc: register end]
   return b;
 }
