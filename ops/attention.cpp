@@ -1,0 +1,151 @@
+// Attention, composed from differentiable primitives (see attention.h for the conventions).
+//
+//   scores  = q k^T / sqrt(E)          (..., L, S)
+//   scores += mask (float), or scores = -inf where mask (uint8)
+//   weights = softmax(scores, -1), with rows that allow no key set to 0 instead of NaN
+//   output  = dropout(weights) v
+// Multi-head attention projects q, k, v with one packed matrix, splits E into heads of E/h,
+// attends per head (heads folded into the batch, as PyTorch does: (N*h, L, E/h)), joins the
+// heads back and applies the output projection.
+#include "ops/attention.h"
+
+#include <cmath>
+
+#include "ops/elementwise.h"
+#include "ops/linalg.h"
+#include "ops/random.h"
+#include "ops/reduce.h"
+
+namespace ocrt {
+
+namespace {
+
+// Rows (..., L, 1) in which every score is -inf (no key allowed): 1, else 0, as uint8.
+Tensor dead_rows(const Tensor& scores) {
+  NoGradGuard no_grad;
+  return eq(amax(scores.detach(), {-1}, true), -INFINITY);
+}
+
+}  // namespace
+
+AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask,
+                                             double dropout_p, bool training, Generator* gen) {
+  const char* op = "scaled_dot_product_attention";
+  OCRT_CHECK(q.defined() && k.defined() && v.defined(), op, ": q, k and v must be defined");
+  OCRT_CHECK(q.dim() >= 2 && k.dim() >= 2 && v.dim() >= 2, op, ": q, k, v need at least 2 dims (L, E), got ",
+             shape_str(q.shape()), ", ", shape_str(k.shape()), ", ", shape_str(v.shape()));
+  OCRT_CHECK(q.size(-1) == k.size(-1), op, ": q ", shape_str(q.shape()), " and k ", shape_str(k.shape()),
+             " differ in the embedding dim");
+  OCRT_CHECK(k.size(-2) == v.size(-2), op, ": k ", shape_str(k.shape()), " and v ", shape_str(v.shape()),
+             " differ in the number of keys");
+  OCRT_CHECK(dropout_p >= 0 && dropout_p < 1, op, ": dropout must be in [0, 1), got ", dropout_p);
+  const bool drop = training && dropout_p > 0;
+  OCRT_CHECK(!drop || gen != nullptr, op, ": attention dropout in training mode needs a Generator");
+
+  Tensor scores = mul(matmul(q, k.transpose(-1, -2)), 1.0 / std::sqrt((double)q.size(-1)));
+  if (attn_mask.defined()) {
+    if (attn_mask.dtype() == DType::u8) {
+      scores = masked_fill(scores, attn_mask, -INFINITY);
+    } else {
+      OCRT_CHECK(attn_mask.dtype() == scores.dtype(), op, ": a float attn_mask must be ", dtype_name(scores.dtype()),
+                 " like q, got ", dtype_name(attn_mask.dtype()));
+      scores = add(scores, attn_mask);
+    }
+  }
+  Tensor dead;
+  if (attn_mask.defined()) {
+    dead = dead_rows(scores);
+    NoGradGuard no_grad;
+    if (amax(dead.to(DType::f32), {}).item() == 0) dead = Tensor();  // the common case: no dead rows
+  }
+  if (dead.defined()) scores = masked_fill(scores, dead, 0.0);  // finite, so softmax stays finite
+  Tensor weights = softmax(scores, -1);
+  if (dead.defined()) weights = masked_fill(weights, dead, 0.0);
+  const Tensor attended = drop ? dropout(weights, dropout_p, true, *gen) : weights;
+  return {matmul(attended, v), weights};
+}
+
+AttentionResult multi_head_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                     const Tensor& in_proj_weight, const Tensor& in_proj_bias,
+                                     const Tensor& out_proj_weight, const Tensor& out_proj_bias,
+                                     const MultiheadAttentionOptions& opt, const Tensor& attn_mask,
+                                     const Tensor& key_padding_mask, Generator* gen) {
+  const char* op = "multi_head_attention";
+  OCRT_CHECK(query.defined() && key.defined() && value.defined(), op, ": query, key and value must be defined");
+  OCRT_CHECK(query.dim() == 3 && key.dim() == 3 && value.dim() == 3, op,
+             ": expected 3-D query, key, value, got ", shape_str(query.shape()), ", ", shape_str(key.shape()), ", ",
+             shape_str(value.shape()));
+  // Work in (L, N, E).
+  const Tensor q_in = opt.batch_first ? query.transpose(0, 1) : query;
+  const Tensor k_in = opt.batch_first ? key.transpose(0, 1) : key;
+  const Tensor v_in = opt.batch_first ? value.transpose(0, 1) : value;
+  const int64_t L = q_in.size(0), N = q_in.size(1), E = q_in.size(2), S = k_in.size(0), h = opt.num_heads;
+  OCRT_CHECK(h >= 1 && E % h == 0, op, ": embed dim ", E, " is not divisible by num_heads ", h);
+  OCRT_CHECK(k_in.size(1) == N && v_in.size(1) == N && k_in.size(2) == E && v_in.size(2) == E && v_in.size(0) == S, op,
+             ": key ", shape_str(key.shape()), " and value ", shape_str(value.shape()), " do not match query ",
+             shape_str(query.shape()));
+  OCRT_CHECK(in_proj_weight.defined() && in_proj_weight.shape() == Shape({3 * E, E}), op,
+             ": in_proj_weight must have shape ", shape_str({3 * E, E}));
+  OCRT_CHECK(!in_proj_bias.defined() || in_proj_bias.shape() == Shape({3 * E}), op, ": in_proj_bias must have shape ",
+             shape_str({3 * E}));
+  OCRT_CHECK(out_proj_weight.defined() && out_proj_weight.shape() == Shape({E, E}), op,
+             ": out_proj_weight must have shape ", shape_str({E, E}));
+  OCRT_CHECK(!out_proj_bias.defined() || out_proj_bias.shape() == Shape({E}), op, ": out_proj_bias must have shape ",
+             shape_str({E}));
+  const int64_t hd = E / h;
+
+  auto project = [&](const Tensor& x, int64_t part, int64_t len) {
+    const Tensor w = in_proj_weight.narrow(0, part * E, E);
+    const Tensor b = in_proj_bias.defined() ? in_proj_bias.narrow(0, part * E, E) : Tensor();
+    // (len, N, E) -> (len, N*h, hd) -> (N*h, len, hd)
+    return linear(x, w, b).reshape({len, N * h, hd}).transpose(0, 1);
+  };
+  const Tensor q = project(q_in, 0, L), k = project(k_in, 1, S), v = project(v_in, 2, S);
+
+  // One mask (N*h or 1, L, S), uint8 or float, from attn_mask and key_padding_mask.
+  Tensor mask;
+  if (attn_mask.defined()) {
+    const bool ok = (attn_mask.dim() == 2 && attn_mask.shape() == Shape({L, S})) ||
+                    (attn_mask.dim() == 3 && attn_mask.shape() == Shape({N * h, L, S}));
+    OCRT_CHECK(ok, op, ": attn_mask must have shape ", shape_str({L, S}), " or ", shape_str({N * h, L, S}), ", got ",
+               shape_str(attn_mask.shape()));
+    mask = attn_mask.dim() == 2 ? attn_mask.unsqueeze(0) : attn_mask;
+  }
+  if (key_padding_mask.defined()) {
+    OCRT_CHECK(key_padding_mask.shape() == Shape({N, S}) && key_padding_mask.dtype() == DType::u8, op,
+               ": key_padding_mask must be uint8 of shape ", shape_str({N, S}), ", got ",
+               dtype_name(key_padding_mask.dtype()), " ", shape_str(key_padding_mask.shape()));
+    // (N, S) -> (N, h, 1, S) -> (N*h, 1, S)
+    const Tensor kp = key_padding_mask.reshape({N, 1, 1, S}).expand({N, h, 1, S}).reshape({N * h, 1, S});
+    if (!mask.defined()) {
+      mask = kp;
+    } else if (mask.dtype() == DType::u8) {
+      mask = maximum(mask, kp);
+    } else {
+      mask = masked_fill(mask.expand({N * h, L, S}), kp, -INFINITY);
+    }
+  }
+  AttentionResult r = scaled_dot_product_attention(q, k, v, mask, opt.dropout, opt.training, gen);
+  // (N*h, L, hd) -> (L, N*h, hd) -> (L, N, E)
+  Tensor out = linear(r.output.transpose(0, 1).reshape({L, N, E}), out_proj_weight, out_proj_bias);
+  if (opt.batch_first) out = out.transpose(0, 1);
+  Tensor weights = r.weights.reshape({N, h, L, S});
+  if (opt.average_weights) weights = mean(weights, {1});
+  return {out, weights};
+}
+
+Tensor local_attention_mask(int64_t H, int64_t W, int64_t window_h, int64_t window_w, Device device) {
+  OCRT_CHECK(H >= 1 && W >= 1, "local_attention_mask: grid must be at least 1x1, got ", H, "x", W);
+  OCRT_CHECK(window_h >= 1 && window_w >= 1 && window_h % 2 == 1 && window_w % 2 == 1,
+             "local_attention_mask: window sizes must be odd and >= 1, got ", window_h, "x", window_w);
+  const int64_t rh = window_h / 2, rw = window_w / 2, n = H * W;
+  std::vector<uint8_t> m((size_t)(n * n));
+  for (int64_t a = 0; a < n; ++a)
+    for (int64_t b = 0; b < n; ++b) {
+      const int64_t di = a / W - b / W, dj = a % W - b % W;
+      m[(size_t)(a * n + b)] = (std::abs(di) > rh || std::abs(dj) > rw) ? 1 : 0;
+    }
+  return Tensor::from_vector(m, {n, n}, device);
+}
+
+}  // namespace ocrt

@@ -1,0 +1,51 @@
+// Attention with torch.nn.MultiheadAttention's semantics, composed from matmul, softmax,
+// masking and dropout (so it runs, and differentiates, on every device that has those).
+//
+// Masks follow PyTorch: a uint8 (boolean) mask marks with nonzero the positions that may NOT be
+// attended; a float mask is added to the attention scores (-inf forbids). Unlike PyTorch, a
+// query whose every key is forbidden does not produce NaN: its attention weights are all 0, so
+// its attention output is 0 (before the output projection). The gradient is defined there too.
+#pragma once
+#include "runtime/rng.h"
+#include "runtime/tensor.h"
+
+namespace ocrt {
+
+struct AttentionResult {
+  Tensor output;   // (..., L, Ev) or, for multi-head, (L, N, E) / (N, L, E) with batch_first
+  Tensor weights;  // attention probabilities (after masking, before dropout); multi-head: (N, L, S)
+                   // averaged over heads, or (N, heads, L, S) when not averaged
+};
+
+// softmax(q k^T / sqrt(E) + mask) v for q (..., L, E), k (..., S, E), v (..., S, Ev); the batch
+// dims broadcast, and attn_mask broadcasts to (..., L, S). Dropout (probability dropout_p, only
+// when training) applies to the weights and draws from gen (required when it is active).
+AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                             const Tensor& attn_mask = Tensor(), double dropout_p = 0,
+                                             bool training = false, Generator* gen = nullptr);
+
+struct MultiheadAttentionOptions {
+  int64_t num_heads = 1;
+  double dropout = 0;           // on the attention weights, in training mode only
+  bool training = false;
+  bool batch_first = false;     // (N, L, E) instead of (L, N, E)
+  bool average_weights = true;  // return weights averaged over heads
+};
+
+// torch.nn.functional.multi_head_attention_forward with one packed projection:
+// in_proj_weight (3E, E) = [W_q; W_k; W_v], in_proj_bias (3E) or undefined, out_proj_weight (E, E),
+// out_proj_bias (E) or undefined. query (L, N, E), key and value (S, N, E) (or batch first).
+// attn_mask (L, S) or (N*heads, L, S); key_padding_mask (N, S), uint8, nonzero = padding.
+AttentionResult multi_head_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                     const Tensor& in_proj_weight, const Tensor& in_proj_bias,
+                                     const Tensor& out_proj_weight, const Tensor& out_proj_bias,
+                                     const MultiheadAttentionOptions& opt, const Tensor& attn_mask = Tensor(),
+                                     const Tensor& key_padding_mask = Tensor(), Generator* gen = nullptr);
+
+// SVTR's local mixing mask for an H x W grid of tokens (row-major): token (i, j) may attend to
+// (i', j') only when |i - i'| <= window_h / 2 and |j - j'| <= window_w / 2. Returns (H*W, H*W)
+// uint8 with 1 where attention is forbidden (attn_mask convention). window sizes are odd.
+Tensor local_attention_mask(int64_t H, int64_t W, int64_t window_h = 7, int64_t window_w = 11,
+                            Device device = Device::cpu());
+
+}  // namespace ocrt
