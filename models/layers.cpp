@@ -1,7 +1,10 @@
 // The nn building blocks (see layers.h).
 #include "models/layers.h"
 
+#include <cmath>
+
 #include "ops/linalg.h"
+#include "ops/norm.h"
 #include "ops/random.h"
 
 namespace ocrt::nn {
@@ -25,6 +28,119 @@ Dropout::Dropout(double p, uint64_t seed) : p(p), gen_(seed) {
 }
 
 Tensor Dropout::forward(const Tensor& x) { return dropout(x, p, is_training(), gen_); }
+
+Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, Pair kernel, Generator& gen, Conv2dOptions opt,
+               bool with_bias)
+    : options(opt) {
+  OCRT_CHECK(in_channels >= 1 && out_channels >= 1 && kernel[0] >= 1 && kernel[1] >= 1 && opt.groups >= 1 &&
+                 in_channels % opt.groups == 0 && out_channels % opt.groups == 0,
+             "Conv2d: bad sizes: in ", in_channels, ", out ", out_channels, ", kernel ", kernel[0], "x", kernel[1],
+             ", groups ", opt.groups);
+  const int64_t fan_in = in_channels / opt.groups * kernel[0] * kernel[1];
+  weight = init_uniform_fan_in({out_channels, in_channels / opt.groups, kernel[0], kernel[1]}, fan_in, gen);
+  register_parameter("weight", &weight);
+  if (with_bias) {
+    bias = init_uniform_fan_in({out_channels}, fan_in, gen);
+    register_parameter("bias", &bias);
+  }
+}
+
+Tensor Conv2d::forward(const Tensor& x) { return conv2d(x, weight, bias, options); }
+
+BatchNorm2d::BatchNorm2d(int64_t num_features, double eps, double momentum) : eps(eps), momentum(momentum) {
+  OCRT_CHECK(num_features >= 1, "BatchNorm2d: num_features must be >= 1, got ", num_features);
+  weight = Tensor::ones({num_features});
+  bias = Tensor::zeros({num_features});
+  running_mean = Tensor::zeros({num_features});
+  running_var = Tensor::ones({num_features});
+  num_batches_tracked = Tensor::zeros({}, DType::i64);
+  register_parameter("weight", &weight);
+  register_parameter("bias", &bias);
+  register_buffer("running_mean", &running_mean);
+  register_buffer("running_var", &running_var);
+  register_buffer("num_batches_tracked", &num_batches_tracked);
+}
+
+Tensor BatchNorm2d::forward(const Tensor& x) {
+  if (is_training()) {
+    NoGradGuard no_grad;
+    add_(num_batches_tracked, Tensor::ones({}, DType::i64, num_batches_tracked.device()));
+  }
+  return batch_norm(x, running_mean, running_var, weight, bias, is_training(), momentum, eps);
+}
+
+LayerNorm::LayerNorm(Shape shape, double eps, bool affine) : normalized_shape(std::move(shape)), eps(eps) {
+  if (affine) {
+    weight = Tensor::ones(normalized_shape);
+    bias = Tensor::zeros(normalized_shape);
+    register_parameter("weight", &weight);
+    register_parameter("bias", &bias);
+  }
+}
+
+Tensor LayerNorm::forward(const Tensor& x) { return layer_norm(x, normalized_shape, weight, bias, eps); }
+
+LSTM::LSTM(int64_t input_size, int64_t hidden_size, Generator& gen, LSTMOptions opt)
+    : input_size(input_size), hidden_size(hidden_size), options(opt) {
+  OCRT_CHECK(input_size >= 1 && hidden_size >= 1 && opt.num_layers >= 1, "LSTM: sizes must be >= 1 (input ",
+             input_size, ", hidden ", hidden_size, ", layers ", opt.num_layers, ")");
+  const int64_t dirs = opt.bidirectional ? 2 : 1, H = hidden_size;
+  const double bound = 1.0 / std::sqrt((double)H);
+  struct Entry {
+    std::string name;
+    Shape shape;
+  };
+  std::vector<Entry> entries;
+  for (int64_t l = 0; l < opt.num_layers; ++l)
+    for (int64_t d = 0; d < dirs; ++d) {
+      const std::string suffix = "_l" + std::to_string(l) + (d ? "_reverse" : "");
+      entries.push_back({"weight_ih" + suffix, {4 * H, l == 0 ? input_size : dirs * H}});
+      entries.push_back({"weight_hh" + suffix, {4 * H, H}});
+      if (opt.has_biases) {
+        entries.push_back({"bias_ih" + suffix, {4 * H}});
+        entries.push_back({"bias_hh" + suffix, {4 * H}});
+      }
+    }
+  weights_.reserve(entries.size());  // registered addresses must not move
+  for (const Entry& e : entries) {
+    weights_.push_back(uniform(e.shape, -bound, bound, gen));
+    register_parameter(e.name, &weights_.back());
+  }
+}
+
+std::vector<Tensor> LSTM::flat_weights() const { return weights_; }
+
+LSTMOutput LSTM::forward(const Tensor& x, const std::vector<int64_t>& lengths, const Tensor& h0, const Tensor& c0) {
+  return lstm(x, weights_, options, h0, c0, lengths);
+}
+
+MultiheadAttention::MultiheadAttention(int64_t embed_dim, int64_t num_heads, Generator& gen, double dropout,
+                                       bool bias, bool batch_first, uint64_t dropout_seed)
+    : embed_dim(embed_dim), num_heads(num_heads), dropout(dropout), batch_first(batch_first), gen_(dropout_seed) {
+  OCRT_CHECK(embed_dim >= 1 && num_heads >= 1 && embed_dim % num_heads == 0, "MultiheadAttention: embed_dim ",
+             embed_dim, " must be a positive multiple of num_heads ", num_heads);
+  // PyTorch: xavier_uniform_ for in_proj_weight, zeros for the biases.
+  const double bound = std::sqrt(6.0 / (double)(embed_dim + 3 * embed_dim));
+  in_proj_weight = uniform({3 * embed_dim, embed_dim}, -bound, bound, gen);
+  register_parameter("in_proj_weight", &in_proj_weight);
+  if (bias) {
+    in_proj_bias = Tensor::zeros({3 * embed_dim});
+    register_parameter("in_proj_bias", &in_proj_bias);
+  }
+  out_proj = register_module("out_proj", std::make_shared<Linear>(embed_dim, embed_dim, bias, gen));
+  if (bias) {
+    NoGradGuard no_grad;
+    out_proj->bias.zero_();
+  }
+}
+
+AttentionResult MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                            const Tensor& attn_mask, const Tensor& key_padding_mask) {
+  MultiheadAttentionOptions o;
+  o.num_heads = num_heads, o.dropout = dropout, o.training = is_training(), o.batch_first = batch_first;
+  return multi_head_attention(query, key, value, in_proj_weight, in_proj_bias, out_proj->weight, out_proj->bias, o,
+                              attn_mask, key_padding_mask, &gen_);
+}
 
 Tensor Sequential::forward(const Tensor& x) {
   Tensor y = x;

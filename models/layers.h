@@ -6,7 +6,10 @@
 #include <vector>
 
 #include "models/module.h"
+#include "ops/attention.h"
+#include "ops/conv.h"
 #include "ops/elementwise.h"
+#include "ops/rnn.h"
 
 namespace ocrt::nn {
 
@@ -64,6 +67,97 @@ class Hardswish : public Module {
 
  protected:
   const char* type_name() const override { return "Hardswish"; }
+};
+
+// torch.nn.Conv2d: weight (out, in/groups, kh, kw), bias (out).
+class Conv2d : public Module {
+ public:
+  Conv2d(int64_t in_channels, int64_t out_channels, Pair kernel, Generator& gen, Conv2dOptions opt = {},
+         bool bias = true);
+  Tensor forward(const Tensor& x) override;
+  Tensor weight, bias;
+  const Conv2dOptions options;
+
+ protected:
+  const char* type_name() const override { return "Conv2d"; }
+};
+
+// torch.nn.BatchNorm2d (also fine for (N, C) and (N, C, L) inputs): weight, bias and the
+// buffers running_mean, running_var and num_batches_tracked (int64, as PyTorch's state_dict).
+class BatchNorm2d : public Module {
+ public:
+  explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1);
+  Tensor forward(const Tensor& x) override;
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+  const double eps, momentum;
+
+ protected:
+  const char* type_name() const override { return "BatchNorm2d"; }
+};
+
+// torch.nn.LayerNorm over the last dims.
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+  Tensor forward(const Tensor& x) override;
+  Tensor weight, bias;
+  const Shape normalized_shape;
+  const double eps;
+
+ protected:
+  const char* type_name() const override { return "LayerNorm"; }
+};
+
+class MaxPool2d : public Module {
+ public:
+  explicit MaxPool2d(MaxPool2dOptions opt) : options(opt) {}
+  Tensor forward(const Tensor& x) override { return max_pool2d(x, options); }
+  const MaxPool2dOptions options;
+
+ protected:
+  const char* type_name() const override { return "MaxPool2d"; }
+};
+
+// torch.nn.LSTM (batch_first = false): parameters weight_ih_l{k}[_reverse], weight_hh_l{k},
+// bias_ih_l{k}, bias_hh_l{k}, initialised U(-1/sqrt(H), 1/sqrt(H)) as PyTorch.
+class LSTM : public Module {
+ public:
+  LSTM(int64_t input_size, int64_t hidden_size, Generator& gen, LSTMOptions opt = {});
+  // x (T, N, input_size); lengths optional (see ops/rnn.h).
+  LSTMOutput forward(const Tensor& x, const std::vector<int64_t>& lengths, const Tensor& h0 = Tensor(),
+                     const Tensor& c0 = Tensor());
+  Tensor forward(const Tensor& x) override { return forward(x, {}).output; }
+  std::vector<Tensor> flat_weights() const;  // in torch.nn.LSTM's _flat_weights order
+  const int64_t input_size, hidden_size;
+  const LSTMOptions options;
+
+ protected:
+  const char* type_name() const override { return "LSTM"; }
+
+ private:
+  std::vector<Tensor> weights_;  // owned here; registered under PyTorch's names
+};
+
+// torch.nn.MultiheadAttention with one packed projection: in_proj_weight (3E, E),
+// in_proj_bias (3E), out_proj.weight (E, E), out_proj.bias (E).
+class MultiheadAttention : public Module {
+ public:
+  MultiheadAttention(int64_t embed_dim, int64_t num_heads, Generator& gen, double dropout = 0, bool bias = true,
+                     bool batch_first = false, uint64_t dropout_seed = 0);
+  AttentionResult forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                          const Tensor& attn_mask = Tensor(), const Tensor& key_padding_mask = Tensor());
+  Tensor in_proj_weight, in_proj_bias;
+  std::shared_ptr<Linear> out_proj;
+  const int64_t embed_dim, num_heads;
+  const double dropout;
+  const bool batch_first;
+  Generator& generator() { return gen_; }
+
+ protected:
+  const char* type_name() const override { return "MultiheadAttention"; }
+
+ private:
+  Generator gen_;
 };
 
 // Children named "0", "1", ... run one after the other.

@@ -146,3 +146,26 @@ TEST_CASE("Dropout is the identity in eval mode and reproducible from its seed",
   a.eval();
   CHECK(a(x).to_vector<float>() == x.to_vector<float>());
 }
+
+TEST_CASE("layer modules carry PyTorch's parameter and buffer names", "[module]") {
+  Generator gen(1);
+  MultiheadAttention mha(8, 2, gen);
+  std::vector<std::string> names;
+  for (auto& [n, t] : mha.state_dict()) names.push_back(n);
+  CHECK(names == std::vector<std::string>{"in_proj_bias", "in_proj_weight", "out_proj.bias", "out_proj.weight"});
+  BatchNorm2d bn(3);
+  names.clear();
+  for (auto& [n, t] : bn.state_dict()) names.push_back(n);
+  CHECK(names == std::vector<std::string>{"bias", "num_batches_tracked", "running_mean", "running_var", "weight"});
+  bn.train();
+  bn(Tensor::ones({2, 3, 2, 2}));
+  CHECK(bn.num_batches_tracked.item() == 1);
+  LSTMOptions lo;
+  lo.num_layers = 2, lo.bidirectional = true;
+  LSTM lstm(5, 4, gen, lo);
+  CHECK(lstm.named_parameters().size() == 16);
+  CHECK(lstm.named_parameters()[4].first == "weight_ih_l0_reverse");
+  CHECK(lstm.named_parameters()[8].second.shape() == Shape{16, 8});  // weight_ih_l1: input 2 * hidden
+  LayerNorm ln({6});
+  CHECK(ln(Tensor::ones({2, 6})).shape() == Shape{2, 6});
+}

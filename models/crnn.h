@@ -1,0 +1,48 @@
+// CRNN (Shi, Bai & Yao, "An End-to-End Trainable Neural Network for Image-based Sequence
+// Recognition", 2015) exactly as ../shared/DESIGN.md specifies it, so that a state_dict of the
+// PyTorch reference module (tools/reference/crnn.py) loads unchanged, and the reverse.
+//
+//   x (N, 1, 32, W)  -> cnn (7 convs, 4 max-pools, 3 BatchNorms) -> (N, c6, 1, T), T = W/4 + 1
+//                    -> (T, N, c6) -> 2-layer bidirectional LSTM -> Linear -> (T, N, classes)
+#pragma once
+#include <array>
+#include <memory>
+#include <string>
+
+#include "models/layers.h"
+#include "runtime/json.h"
+
+namespace ocrt::nn {
+
+struct CRNNConfig {
+  std::array<int64_t, 7> channels{64, 128, 256, 256, 512, 512, 512};
+  int64_t hidden = 256;
+  int64_t num_classes = 96;  // blank + the charset
+
+  // "crnn" or "crnn-s" (DESIGN.md's presets) for a charset of num_classes - 1 characters.
+  static CRNNConfig preset(const std::string& name, int64_t num_classes);
+  Json to_json() const;
+  static CRNNConfig from_json(const Json& j);  // throws naming the missing or bad field
+};
+
+class CRNN : public Module {
+ public:
+  CRNN(const CRNNConfig& config, Generator& gen);
+  // x (N, 1, 32, W), W a multiple of 4 -> logits (T, N, num_classes). widths: each line's true
+  // width in pixels (a multiple of 4, at most W); the LSTM then stops at each line's own last
+  // frame, so the padding a batch adds does not change a line's result. Empty: all W.
+  Tensor forward(const Tensor& x, const std::vector<int64_t>& widths);
+  Tensor forward(const Tensor& x) override { return forward(x, {}); }
+  // Frames the model emits for a line of width W: W / 4 + 1.
+  static int64_t frames_for_width(int64_t width) { return width / 4 + 1; }
+
+  const CRNNConfig config;
+  std::shared_ptr<Sequential> cnn;
+  std::shared_ptr<LSTM> rnn;
+  std::shared_ptr<Linear> fc;
+
+ protected:
+  const char* type_name() const override { return "CRNN"; }
+};
+
+}  // namespace ocrt::nn
