@@ -8,12 +8,16 @@
 // and the backward is two more:
 //   dW_g += dy[n, g] (Coutg, HoWo) @ col^T (HoWo, CK)        summed over samples
 //   dcol  = W_g^T (CK, Coutg) @ dy[n, g] (Coutg, HoWo)       then folded back (col2im) into dx
-// A 1x1 convolution with stride 1 and no padding needs no unfolding: col is the input itself.
 //
-// Threads: with at least as many samples as threads, each thread takes whole samples (its
-// own col buffer, single-threaded GEMMs, its own dW partial sum, added up in thread order at
-// the end), so nothing is shared; with fewer samples, samples run one after the other and the
-// GEMMs share the threads. Either way a fixed thread count gives bit-identical results.
+// Batching: a layer deep in CRNN has only Ho*Wo = 132 output positions per sample, which makes
+// per-sample GEMMs short and wasteful (and dW, summed over samples, would be read and written
+// once per sample). So samples are processed in chunks of S laid side by side, S*Ho*Wo >= 2048
+// columns: the unfolded chunk is (CK, S*HoWo), dy of the chunk is gathered into
+// (Cout, S*HoWo), and each of the three products is one long GEMM that the threads share
+// (ops/cpu/gemm.h). Unfolding, folding and gathering are shared out by samples.
+//
+// Every sum has a fixed order, so results are bit-identical from run to run, and they do not
+// depend on the thread count (the GEMM's do not).
 #include <omp.h>
 
 #include <Eigen/Core>
@@ -50,12 +54,19 @@ void gemm(int64_t M, int64_t N, int64_t K, const T* A, int64_t a_r, int64_t a_c,
   else c.noalias() = a * b;
 }
 
+// Scratch memory from the CPU caching allocator (runtime/cpu_allocator.h): large buffers are
+// reused from call to call instead of being faulted in page by page every time.
+template <class T>
+T* scratch(Tensor& holder, int64_t count) {
+  holder = Tensor::empty({count}, dtype_of<T>::value);
+  return holder.data<T>();
+}
+
 // The shapes of one conv2d call, in the names of the header comment.
 struct Geometry {
   int64_t N, C, H, W, Cout, kh, kw, Ho, Wo;
   int64_t Cg, Coutg, CK, HoWo;
   Conv2dParams p;
-  bool direct;  // 1x1, stride 1, no padding: col is the input plane itself
 
   Geometry(const Tensor& x, const Tensor& w, const Shape& y_shape, const Conv2dParams& params)
       : N(x.size(0)), C(x.size(1)), H(x.size(2)), W(x.size(3)), Cout(w.size(0)), kh(w.size(2)), kw(w.size(3)),
@@ -64,20 +75,19 @@ struct Geometry {
     Coutg = Cout / p.groups;
     CK = Cg * kh * kw;
     HoWo = Ho * Wo;
-    direct = kh == 1 && kw == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_h == 0 && p.pad_w == 0;
   }
-  // Samples are shared out among threads when there are enough of them.
-  bool per_sample_threads() const { return omp_get_max_threads() > 1 && N >= omp_get_max_threads(); }
+  // Samples per chunk: enough for S * HoWo >= 2048 GEMM columns (see the top of the file).
+  int64_t chunk() const { return std::clamp<int64_t>((2048 + HoWo - 1) / HoWo, 1, N); }
 };
 
-// col (CK, HoWo) for the Cg channels of one group starting at x_g (Cg, H, W).
+// col (CK, HoWo, row stride ld) for the Cg channels of one group starting at x_g (Cg, H, W).
 template <class T>
-void im2col(const T* x_g, const Geometry& g, T* col) {
+void im2col(const T* x_g, const Geometry& g, T* col, int64_t ld) {
   const Conv2dParams& p = g.p;
   for (int64_t c = 0; c < g.Cg; ++c)
     for (int64_t i = 0; i < g.kh; ++i)
       for (int64_t j = 0; j < g.kw; ++j) {
-        T* row = col + ((c * g.kh + i) * g.kw + j) * g.HoWo;
+        T* row = col + ((c * g.kh + i) * g.kw + j) * ld;
         const T* plane = x_g + c * g.H * g.W;
         for (int64_t oh = 0; oh < g.Ho; ++oh) {
           T* out = row + oh * g.Wo;
@@ -104,14 +114,14 @@ void im2col(const T* x_g, const Geometry& g, T* col) {
       }
 }
 
-// The adjoint of im2col: dx_g (Cg, H, W) += col folded back. dx_g must be zeroed first.
+// The adjoint of im2col: dx_g (Cg, H, W) += col (CK, HoWo, row stride ld) folded back.
 template <class T>
-void col2im(const T* col, const Geometry& g, T* dx_g) {
+void col2im(const T* col, const Geometry& g, T* dx_g, int64_t ld) {
   const Conv2dParams& p = g.p;
   for (int64_t c = 0; c < g.Cg; ++c)
     for (int64_t i = 0; i < g.kh; ++i)
       for (int64_t j = 0; j < g.kw; ++j) {
-        const T* row = col + ((c * g.kh + i) * g.kw + j) * g.HoWo;
+        const T* row = col + ((c * g.kh + i) * g.kw + j) * ld;
         T* plane = dx_g + c * g.H * g.W;
         for (int64_t oh = 0; oh < g.Ho; ++oh) {
           const int64_t ih = oh * p.stride_h - p.pad_h + i * p.dilation_h;
@@ -127,6 +137,16 @@ void col2im(const T* col, const Geometry& g, T* dx_g) {
       }
 }
 
+// (Cout, k) <-> samples: copies rows between a chunk matrix (row stride k, sample s at column
+// s * HoWo) and the per-sample (Cout, HoWo) planes of an NCHW tensor starting at sample n0.
+template <class T>
+void gather_chunk(const T* planes, int64_t n0, int64_t s_count, const Geometry& g, T* chunk, int64_t k) {
+#pragma omp parallel for schedule(static) if (s_count > 1)
+  for (int64_t s = 0; s < s_count; ++s)
+    for (int64_t co = 0; co < g.Cout; ++co)
+      std::memcpy(chunk + co * k + s * g.HoWo, planes + ((n0 + s) * g.Cout + co) * g.HoWo, (size_t)g.HoWo * sizeof(T));
+}
+
 template <class T>
 void conv2d_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& params, const Tensor& y) {
   const Geometry g(x, w, y.shape(), params);
@@ -134,36 +154,28 @@ void conv2d_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Co
   const T* wp = w.data<T>();
   const T* bp = bias.defined() ? bias.data<T>() : nullptr;
   T* yp = y.data<T>();
-
-  // One sample: every group's GEMM, then the bias.
-  auto sample = [&](int64_t n, T* col) {
+  const int64_t S = g.chunk();
+  Tensor cols_mem, yc_mem;
+  T* cols = scratch<T>(cols_mem, g.CK * S * g.HoWo);
+  T* yc = scratch<T>(yc_mem, g.Cout * S * g.HoWo);
+  for (int64_t n0 = 0; n0 < g.N; n0 += S) {
+    const int64_t s_count = std::min(S, g.N - n0), k = s_count * g.HoWo;
     for (int64_t gi = 0; gi < g.p.groups; ++gi) {
-      const T* x_g = xp + (n * g.C + gi * g.Cg) * g.H * g.W;
-      const T* b_mat = x_g;
-      if (!g.direct) {
-        im2col(x_g, g, col);
-        b_mat = col;
-      }
-      T* y_g = yp + (n * g.Cout + gi * g.Coutg) * g.HoWo;
-      gemm<T>(g.Coutg, g.HoWo, g.CK, wp + gi * g.Coutg * g.CK, g.CK, 1, b_mat, g.HoWo, 1, y_g, g.HoWo, false);
+#pragma omp parallel for schedule(static) if (s_count > 1)
+      for (int64_t s = 0; s < s_count; ++s)
+        im2col(xp + ((n0 + s) * g.C + gi * g.Cg) * g.H * g.W, g, cols + s * g.HoWo, k);
+      // yc rows of group gi (Coutg, k) = W_g (Coutg, CK) @ cols (CK, k)
+      gemm<T>(g.Coutg, k, g.CK, wp + gi * g.Coutg * g.CK, g.CK, 1, cols, k, 1, yc + gi * g.Coutg * k, k, false);
     }
-    if (bp)
+    // Scatter back to NCHW, adding the bias.
+#pragma omp parallel for schedule(static) if (s_count > 1)
+    for (int64_t s = 0; s < s_count; ++s)
       for (int64_t co = 0; co < g.Cout; ++co) {
-        T* row = yp + (n * g.Cout + co) * g.HoWo;
-        for (int64_t q = 0; q < g.HoWo; ++q) row[q] += bp[co];
+        const T* src = yc + co * k + s * g.HoWo;
+        T* dst = yp + ((n0 + s) * g.Cout + co) * g.HoWo;
+        const T b = bp ? bp[co] : T(0);
+        for (int64_t q = 0; q < g.HoWo; ++q) dst[q] = src[q] + b;
       }
-  };
-  const size_t col_size = g.direct ? 0 : (size_t)(g.CK * g.HoWo);
-  if (g.per_sample_threads()) {
-#pragma omp parallel
-    {
-      std::unique_ptr<T[]> col(new T[col_size]);
-#pragma omp for schedule(static)
-      for (int64_t n = 0; n < g.N; ++n) sample(n, col.get());
-    }
-  } else {
-    std::unique_ptr<T[]> col(new T[col_size]);
-    for (int64_t n = 0; n < g.N; ++n) sample(n, col.get());
   }
 }
 
@@ -175,8 +187,8 @@ void conv2d_backward_typed(const Tensor& x, const Tensor& w, const Tensor& dy, c
   const T* wp = w.data<T>();
   const T* dyp = dy.data<T>();
   T* dxp = dx.defined() ? dx.data<T>() : nullptr;
+  T* dwp = dw.defined() ? dw.data<T>() : nullptr;
   T* dbp = db.defined() ? db.data<T>() : nullptr;
-  const int64_t w_size = g.Cout * g.CK;
 
   if (dbp) {  // db[co] = sum over n, q of dy[n, co, q]: summed in double, in a fixed order
 #pragma omp parallel for schedule(static) if (g.Cout * g.N * g.HoWo > 32768)
@@ -189,70 +201,48 @@ void conv2d_backward_typed(const Tensor& x, const Tensor& w, const Tensor& dy, c
       dbp[co] = (T)acc;
     }
   }
-  if (!dxp && !dw.defined()) return;
+  if (!dxp && !dwp) return;
 
-  // One sample: dW partial += dy_g @ col^T, and dx[n] = col2im(W_g^T @ dy_g).
-  auto sample = [&](int64_t n, T* col, T* dcol, T* dw_acc) {
-    if (dxp) std::fill(dxp + n * g.C * g.H * g.W, dxp + (n + 1) * g.C * g.H * g.W, T(0));
+  const int64_t S = g.chunk();
+  Tensor dyc_mem, buf_mem;
+  T* dyc = scratch<T>(dyc_mem, g.Cout * S * g.HoWo);
+  T* buf = scratch<T>(buf_mem, g.CK * S * g.HoWo);
+  Tensor dwt_mem;
+  T* dwt = dwp ? scratch<T>(dwt_mem, g.Cout * g.CK) : nullptr;  // per group (CK, Coutg)
+  if (dwp) std::fill(dwt, dwt + g.Cout * g.CK, T(0));
+
+  for (int64_t n0 = 0; n0 < g.N; n0 += S) {
+    const int64_t s_count = std::min(S, g.N - n0), k = s_count * g.HoWo;
+    gather_chunk(dyp, n0, s_count, g, dyc, k);  // dy of the chunk as (Cout, k)
     for (int64_t gi = 0; gi < g.p.groups; ++gi) {
-      const T* x_g = xp + (n * g.C + gi * g.Cg) * g.H * g.W;
-      const T* dy_g = dyp + (n * g.Cout + gi * g.Coutg) * g.HoWo;
-      const T* w_g = wp + gi * g.Coutg * g.CK;
-      if (dw_acc) {
-        const T* c = x_g;
-        if (!g.direct) {
-          im2col(x_g, g, col);
-          c = col;
-        }
-        // (Coutg, HoWo) @ (HoWo, CK): col read transposed through its strides.
-        gemm<T>(g.Coutg, g.CK, g.HoWo, dy_g, g.HoWo, 1, c, 1, g.HoWo, dw_acc + gi * g.Coutg * g.CK, g.CK, true);
+      const T* dy_g = dyc + gi * g.Coutg * k;
+      if (dwp) {
+#pragma omp parallel for schedule(static) if (s_count > 1)
+        for (int64_t s = 0; s < s_count; ++s)
+          im2col(xp + ((n0 + s) * g.C + gi * g.Cg) * g.H * g.W, g, buf + s * g.HoWo, k);
+        // dW_g^T (CK, Coutg) += cols (CK, k) @ dy_g^T (k, Coutg). This orientation (rather than
+        // dW_g = dy_g @ cols^T) puts the larger of CK and Coutg on the GEMM's rows, which
+        // amortises packing the strided operand over more multiply-adds.
+        gemm<T>(g.CK, g.Coutg, k, buf, k, 1, dy_g, 1, k, dwt + gi * g.CK * g.Coutg, g.Coutg, true);
       }
       if (dxp) {
-        T* dx_g = dxp + (n * g.C + gi * g.Cg) * g.H * g.W;
-        if (g.direct) {  // dx_g (Cg, HW) is dcol itself
-          gemm<T>(g.CK, g.HoWo, g.Coutg, w_g, 1, g.CK, dy_g, g.HoWo, 1, dx_g, g.HoWo, false);
-        } else {
-          gemm<T>(g.CK, g.HoWo, g.Coutg, w_g, 1, g.CK, dy_g, g.HoWo, 1, dcol, g.HoWo, false);
-          col2im(dcol, g, dx_g);
+        // dcols (CK, k) = W_g^T (CK, Coutg) @ dy_g (Coutg, k), folded back into each sample. W_g^T
+        // is read through its strides: the GEMM packs it once per block anyway.
+        gemm<T>(g.CK, k, g.Coutg, wp + gi * g.Coutg * g.CK, 1, g.CK, dy_g, k, 1, buf, k, false);
+#pragma omp parallel for schedule(static) if (s_count > 1)
+        for (int64_t s = 0; s < s_count; ++s) {
+          T* dx_g = dxp + ((n0 + s) * g.C + gi * g.Cg) * g.H * g.W;
+          std::fill(dx_g, dx_g + g.Cg * g.H * g.W, T(0));
+          col2im(buf + s * g.HoWo, g, dx_g, k);
         }
       }
     }
-  };
-
-  const size_t col_size = g.direct ? 0 : (size_t)(g.CK * g.HoWo);
-  T* dwp = dw.defined() ? dw.data<T>() : nullptr;
-  if (dwp) std::fill(dwp, dwp + w_size, T(0));
-  if (g.per_sample_threads()) {
-    const int threads = omp_get_max_threads();
-    // Thread 0 accumulates straight into dw; the others into partials added in thread order.
-    std::vector<std::unique_ptr<T[]>> partials(threads);
-#pragma omp parallel num_threads(threads)
-    {
-      const int t = omp_get_thread_num();
-      std::unique_ptr<T[]> col(new T[col_size]), dcol(new T[col_size]);
-      T* acc = nullptr;
-      if (dwp) {
-        if (t == 0) {
-          acc = dwp;
-        } else {
-          partials[t].reset(new T[w_size]());
-          acc = partials[t].get();
-        }
-      }
-#pragma omp for schedule(static)
-      for (int64_t n = 0; n < g.N; ++n) sample(n, col.get(), dcol.get(), acc);
-    }
-    if (dwp)
-      for (int t = 1; t < threads; ++t) {
-        const T* part = partials[t].get();
-        if (!part) continue;
-#pragma omp parallel for schedule(static) if (w_size > 65536)
-        for (int64_t i = 0; i < w_size; ++i) dwp[i] += part[i];
-      }
-  } else {
-    std::unique_ptr<T[]> col(new T[col_size]), dcol(new T[col_size]);
-    for (int64_t n = 0; n < g.N; ++n) sample(n, col.get(), dcol.get(), dwp);
   }
+  if (dwp)
+    for (int64_t gi = 0; gi < g.p.groups; ++gi)
+      for (int64_t co = 0; co < g.Coutg; ++co)
+        for (int64_t r = 0; r < g.CK; ++r)
+          dwp[(gi * g.Coutg + co) * g.CK + r] = dwt[gi * g.CK * g.Coutg + r * g.Coutg + co];
 }
 
 void cpu_conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, const Tensor& y) {
