@@ -160,18 +160,20 @@ void conv2d_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Co
   T* yc = scratch<T>(yc_mem, g.Cout * S * g.HoWo);
   for (int64_t n0 = 0; n0 < g.N; n0 += S) {
     const int64_t s_count = std::min(S, g.N - n0), k = s_count * g.HoWo;
+    // A chunk of one sample is that sample's own (Cout, HoWo) planes: the GEMM writes y directly.
+    T* out = s_count == 1 ? yp + n0 * g.Cout * g.HoWo : yc;
     for (int64_t gi = 0; gi < g.p.groups; ++gi) {
 #pragma omp parallel for schedule(static) if (s_count > 1)
       for (int64_t s = 0; s < s_count; ++s)
         im2col(xp + ((n0 + s) * g.C + gi * g.Cg) * g.H * g.W, g, cols + s * g.HoWo, k);
-      // yc rows of group gi (Coutg, k) = W_g (Coutg, CK) @ cols (CK, k)
-      gemm<T>(g.Coutg, k, g.CK, wp + gi * g.Coutg * g.CK, g.CK, 1, cols, k, 1, yc + gi * g.Coutg * k, k, false);
+      // out rows of group gi (Coutg, k) = W_g (Coutg, CK) @ cols (CK, k)
+      gemm<T>(g.Coutg, k, g.CK, wp + gi * g.Coutg * g.CK, g.CK, 1, cols, k, 1, out + gi * g.Coutg * k, k, false);
     }
-    // Scatter back to NCHW, adding the bias.
+    // Back to NCHW (unless written there already), adding the bias.
 #pragma omp parallel for schedule(static) if (s_count > 1)
     for (int64_t s = 0; s < s_count; ++s)
       for (int64_t co = 0; co < g.Cout; ++co) {
-        const T* src = yc + co * k + s * g.HoWo;
+        const T* src = out + co * k + s * g.HoWo;
         T* dst = yp + ((n0 + s) * g.Cout + co) * g.HoWo;
         const T b = bp ? bp[co] : T(0);
         for (int64_t q = 0; q < g.HoWo; ++q) dst[q] = src[q] + b;
@@ -213,9 +215,14 @@ void conv2d_backward_typed(const Tensor& x, const Tensor& w, const Tensor& dy, c
 
   for (int64_t n0 = 0; n0 < g.N; n0 += S) {
     const int64_t s_count = std::min(S, g.N - n0), k = s_count * g.HoWo;
-    gather_chunk(dyp, n0, s_count, g, dyc, k);  // dy of the chunk as (Cout, k)
+    // dy of the chunk as (Cout, k); a one-sample chunk is dy's own planes.
+    const T* dy_chunk = dyp + n0 * g.Cout * g.HoWo;
+    if (s_count > 1) {
+      gather_chunk(dyp, n0, s_count, g, dyc, k);
+      dy_chunk = dyc;
+    }
     for (int64_t gi = 0; gi < g.p.groups; ++gi) {
-      const T* dy_g = dyc + gi * g.Coutg * k;
+      const T* dy_g = dy_chunk + gi * g.Coutg * k;
       if (dwp) {
 #pragma omp parallel for schedule(static) if (s_count > 1)
         for (int64_t s = 0; s < s_count; ++s)

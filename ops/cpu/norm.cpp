@@ -11,6 +11,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <vector>
 
 #include "ops/backend.h"
 
@@ -154,17 +155,32 @@ void ln_backward(const Tensor& x, const Tensor& dy, const Tensor& mean, const Te
   T* dwp = dweight.defined() ? dweight.data<T>() : nullptr;
   T* dbp = dbias.defined() ? dbias.data<T>() : nullptr;
   if (!dwp && !dbp) return;
-  // Column sums over rows: each thread owns a band of columns (fixed order within a column).
-#pragma omp parallel for schedule(static) if (M * D > 32768)
-  for (int64_t j = 0; j < D; ++j) {
-    double sw = 0, sb = 0;
-    for (int64_t i = 0; i < M; ++i) {
-      const double g = gp[i * D + j];
-      sb += g;
-      sw += g * ((double)xp[i * D + j] - (double)mp[i]) * (double)rp[i];
+  // Column sums over rows, row by row (contiguous): each thread sums its own band of rows into
+  // partial sums, which are then added in thread order (deterministic for a thread count).
+  const int threads = M * D > 32768 ? omp_get_max_threads() : 1;
+  std::vector<double> partial((size_t)(threads * 2 * D), 0.0);
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    double* sw = partial.data() + (size_t)(t * 2 * D);
+    double* sb = sw + D;
+    for (int64_t i = M * t / nt; i < M * (t + 1) / nt; ++i) {
+      const T *g = gp + i * D, *row = xp + i * D;
+      const double m = mp[i], r = rp[i];
+      for (int64_t j = 0; j < D; ++j) {
+        sb[j] += g[j];
+        sw[j] += (double)g[j] * ((double)row[j] - m) * r;
+      }
     }
-    if (dwp) dwp[j] = (T)sw;
-    if (dbp) dbp[j] = (T)sb;
+  }
+  for (int64_t j = 0; j < D; ++j) {
+    double w = 0, b = 0;
+    for (int t = 0; t < threads; ++t) {
+      w += partial[(size_t)(t * 2 * D + j)];
+      b += partial[(size_t)(t * 2 * D + D + j)];
+    }
+    if (dwp) dwp[j] = (T)w;
+    if (dbp) dbp[j] = (T)b;
   }
 }
 
