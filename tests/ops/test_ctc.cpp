@@ -152,3 +152,27 @@ TEST_CASE("ctc_loss rejects bad arguments", "[ctc]") {
   CHECK_THROWS_WITH(ctc_loss(lp, tg, {6, 6}, {2, 2}, with(Reduction::mean, 4)), Catch::Contains("blank 4 is not a class"));
   CHECK_THROWS_WITH(ctc_loss(lp, tg.to(DType::f32), {6, 6}, {2, 2}), Catch::Contains("targets must be an int64 or int32"));
 }
+
+TEST_CASE("a path far below the best (underflow in scaled probabilities) falls back to log space exactly", "[ctc]") {
+  // Three frames; the label's only character has log-probability -1000 everywhere, the blank ~0:
+  // p(label) = 3 e^-1000 (up to the blank's tiny deficit), which underflows any probability.
+  std::vector<double> v;
+  for (int t = 0; t < 3; ++t) {
+    const double lp1 = -1000.0, lp2 = -5.0;
+    const double lp0 = std::log(1 - std::exp(lp2));  // exp(lp1) is 0 in double
+    v.insert(v.end(), {lp0, lp1, lp2});
+  }
+  Tensor lp = Tensor::from_vector(v, {3, 1, 3});
+  lp.set_requires_grad(true);
+  Tensor loss = ctc_loss(lp, Tensor::from_vector(std::vector<int64_t>{1}), {3}, {1}, with(Reduction::sum));
+  const double expected = 1000.0 - std::log(3.0) - 2 * v[0];  // -log(3 * e^-1000 * e^(2 lp0))
+  CHECK(loss.item() == Approx(expected).epsilon(1e-12));
+  loss.backward();
+  const auto g = lp.grad().to_vector<double>();
+  for (int t = 0; t < 3; ++t) {
+    CHECK(g[(size_t)(t * 3 + 1)] == Approx(-1.0 / 3).epsilon(1e-9));  // class 1 at each frame: 1/3 of the paths
+    double s = 0;
+    for (int c = 0; c < 3; ++c) s += g[(size_t)(t * 3 + c)];
+    CHECK(std::abs(s) < 1e-9);
+  }
+}
