@@ -1,4 +1,9 @@
 // Greedy and prefix-beam CTC decoding (see ctc_decode.h).
+//
+// Greedy decoding works where the scores are: the per-frame argmax and the few log-probabilities
+// it needs are computed by the ops on the scores' device (a GPU included), and only (T, N)
+// values come back to the host. Beam search needs every class of every frame on the host, so it
+// copies the whole (T, N, C) log-probabilities there.
 #include "models/ctc_decode.h"
 
 #include <algorithm>
@@ -6,6 +11,7 @@
 #include <limits>
 #include <map>
 
+#include "ops/index.h"
 #include "ops/reduce.h"
 
 namespace ocrt::nn {
@@ -29,17 +35,24 @@ struct Scores {
   double at(int64_t t, int64_t n, int64_t c) const { return y[(size_t)((t * N + n) * C + c)]; }
 };
 
-Scores prepare(const char* op, const Tensor& scores, const std::vector<int64_t>& lengths, int64_t blank) {
+// Checks the arguments; returns the frames per sample (all T when `lengths` is empty).
+std::vector<int64_t> checked_lengths(const char* op, const Tensor& scores, const std::vector<int64_t>& lengths,
+                                     int64_t blank) {
   OCRT_CHECK(scores.defined() && scores.dim() == 3, op, ": expected scores (T, N, C), got ",
              scores.defined() ? shape_str(scores.shape()) : std::string("undefined"));
   OCRT_CHECK(is_floating(scores.dtype()), op, ": expected float scores, got ", dtype_name(scores.dtype()));
-  Scores s{{}, scores.size(0), scores.size(1), scores.size(2), lengths};
-  OCRT_CHECK(blank >= 0 && blank < s.C, op, ": blank ", blank, " is not a class of [0, ", s.C, ")");
-  if (s.lengths.empty()) s.lengths.assign((size_t)s.N, s.T);
-  OCRT_CHECK((int64_t)s.lengths.size() == s.N, op, ": expected ", s.N, " lengths, got ", s.lengths.size());
-  for (size_t n = 0; n < s.lengths.size(); ++n)
-    OCRT_CHECK(s.lengths[n] >= 0 && s.lengths[n] <= s.T, op, ": length ", s.lengths[n], " of sample ", n,
-               " is outside [0, ", s.T, "]");
+  const int64_t T = scores.size(0), N = scores.size(1), C = scores.size(2);
+  OCRT_CHECK(blank >= 0 && blank < C, op, ": blank ", blank, " is not a class of [0, ", C, ")");
+  std::vector<int64_t> out = lengths;
+  if (out.empty()) out.assign((size_t)N, T);
+  OCRT_CHECK((int64_t)out.size() == N, op, ": expected ", N, " lengths, got ", out.size());
+  for (size_t n = 0; n < out.size(); ++n)
+    OCRT_CHECK(out[n] >= 0 && out[n] <= T, op, ": length ", out[n], " of sample ", n, " is outside [0, ", T, "]");
+  return out;
+}
+
+Scores prepare(const char* op, const Tensor& scores, const std::vector<int64_t>& lengths, int64_t blank) {
+  Scores s{{}, scores.size(0), scores.size(1), scores.size(2), checked_lengths(op, scores, lengths, blank)};
   NoGradGuard no_grad;
   s.y = log_softmax(scores.detach().to(Device::cpu()).to(DType::f64), 2).to_vector<double>();
   return s;
@@ -61,23 +74,52 @@ double confidence_of(const Scores& s, int64_t n, const Decoded& d, int64_t blank
 }  // namespace
 
 std::vector<Decoded> ctc_greedy_decode(const Tensor& scores, const std::vector<int64_t>& lengths, int64_t blank) {
-  const Scores s = prepare("ctc_greedy_decode", scores, lengths, blank);
-  std::vector<Decoded> out((size_t)s.N);
-  for (int64_t n = 0; n < s.N; ++n) {
+  const std::vector<int64_t> len = checked_lengths("ctc_greedy_decode", scores, lengths, blank);
+  const int64_t T = scores.size(0), N = scores.size(1);
+  // Per frame (T, N): the best class, its log-probability, and the blank's log-probability (the
+  // confidence of an empty result). The argmax is taken on the scores themselves (log_softmax
+  // subtracts the same constant from a whole frame, so it is the same class, and no rounding of
+  // that subtraction can make two classes tie); the first class wins a tie.
+  std::vector<int64_t> best;
+  std::vector<double> best_lp, blank_lp;
+  if (T * N > 0) {
+    NoGradGuard no_grad;
+    const Tensor x = scores.detach();
+    const Tensor lp = log_softmax(x.to(DType::f64), 2);
+    const Tensor idx = argmax(x, 2, /*keepdim=*/true);
+    best = idx.to_vector<int64_t>();
+    best_lp = gather(lp, 2, idx).to_vector<double>();
+    blank_lp = lp.narrow(2, blank, 1).to_vector<double>();
+  }
+  auto at = [&](int64_t t, int64_t n) { return (size_t)(t * N + n); };
+
+  std::vector<Decoded> out((size_t)N);
+  for (int64_t n = 0; n < N; ++n) {
     Decoded& d = out[(size_t)n];
+    const int64_t frames = len[(size_t)n];
     int64_t prev = blank;
-    for (int64_t t = 0; t < s.lengths[(size_t)n]; ++t) {
-      int64_t best = 0;
-      for (int64_t c = 1; c < s.C; ++c)
-        if (s.at(t, n, c) > s.at(t, n, best)) best = c;
-      d.log_prob += s.at(t, n, best);
-      if (best != blank && best != prev) {
-        d.labels.push_back(best);
+    double emitted = 0;  // sum of the emitted characters' probabilities
+    for (int64_t t = 0; t < frames; ++t) {
+      const int64_t c = best[at(t, n)];
+      d.log_prob += best_lp[at(t, n)];
+      if (c != blank && c != prev) {
+        d.labels.push_back(c);
         d.frames.push_back(t);
+        emitted += std::exp(best_lp[at(t, n)]);
       }
-      prev = best;
+      prev = c;
     }
-    d.confidence = confidence_of(s, n, d, blank);
+    // The confidence as in confidence_of(): a character's probability where it was emitted is
+    // its frame's best.
+    if (!d.labels.empty()) {
+      d.confidence = emitted / (double)d.labels.size();
+    } else if (frames == 0) {
+      d.confidence = 1.0;
+    } else {
+      double sum = 0;
+      for (int64_t t = 0; t < frames; ++t) sum += std::exp(blank_lp[at(t, n)]);
+      d.confidence = sum / (double)frames;
+    }
   }
   return out;
 }

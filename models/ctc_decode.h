@@ -26,8 +26,8 @@ struct Decoded {
 };
 
 // scores (T, N, C): logits or log-probabilities (a log_softmax over C is applied, which leaves
-// log-probabilities unchanged), any float dtype, on the CPU. lengths: frames per sample (empty:
-// all T).
+// log-probabilities unchanged), any float dtype, on any device (the argmax runs there; only
+// (T, N) values come to the host). lengths: frames per sample (empty: all T).
 std::vector<Decoded> ctc_greedy_decode(const Tensor& scores, const std::vector<int64_t>& lengths = {},
                                        int64_t blank = 0);
 std::vector<Decoded> ctc_beam_decode(const Tensor& scores, int64_t beam_width, const std::vector<int64_t>& lengths = {},

@@ -62,7 +62,8 @@ struct Backend {
   // ---- reductions and softmax (ops/reduce.cpp)
   // out has x's rank with size 1 in every reduced dim (keepdim layout), contiguous.
   void (*reduce)(ReduceOp op, const Tensor& x, const Tensor& out);
-  // max/min along one dim: values (x's dtype) and indices (i64), both keepdim, contiguous.
+  // max/min along one dim: values (x's dtype) and indices (i64), both keepdim, contiguous. The
+  // first index wins a tie; a NaN wins over everything (as PyTorch).
   void (*arg_reduce)(bool is_max, const Tensor& x, int64_t dim, const Tensor& values, const Tensor& indices);
   // y = softmax(x) or log_softmax(x) along dim; x, y contiguous.
   void (*softmax)(bool log, const Tensor& x, int64_t dim, const Tensor& y);
@@ -209,5 +210,18 @@ void register_cpu_rnn(Backend& b);
 // [ctc: register begin]
 void register_cpu_ctc(Backend& b);
 // [ctc: register end]
+
+// The CUDA table's families (ops/cuda/*.cu), in builds with CUDA.
+void register_cuda_copy(Backend& b);
+void register_cuda_elementwise(Backend& b);
+void register_cuda_reduce(Backend& b);
+void register_cuda_linalg(Backend& b);
+void register_cuda_index(Backend& b);
+void register_cuda_random(Backend& b);
+void register_cuda_conv(Backend& b);
+void register_cuda_pool(Backend& b);
+void register_cuda_norm(Backend& b);
+void register_cuda_rnn(Backend& b);
+void register_cuda_ctc(Backend& b);
 
 }  // namespace ocrt

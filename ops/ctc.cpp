@@ -1,5 +1,7 @@
 // Front-end of the CTC loss: argument checks, target flattening, reductions and autograd.
-// Kernels: ops/cpu/ctc.cpp.
+// Kernels: ops/cpu/ctc.cpp, ops/cuda/ctc.cu. Targets may live on any device: they are read
+// on the host (to_vector copies) for the checks and offsets, and the flattened copy the
+// kernels read is put on the scores' device.
 #include "ops/ctc.h"
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 // Where a tensor lives: the CPU, or one CUDA GPU by index. There is no default GPU: every
 // tensor carries its device, and every op checks that its inputs agree.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 

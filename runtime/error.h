@@ -1,6 +1,7 @@
 // The one exception type of ocrt. Every check that fails throws an Error whose message names
 // the operation (or file, or argument) and what was expected, so that the user can act on it.
 #pragma once
+#include <cstdint>
 #include <sstream>
 #include <stdexcept>
 #include <string>

@@ -1,4 +1,6 @@
 // CPU copy (with dtype conversion, any strides) and fill.
+#include <type_traits>
+
 #include "ops/backend.h"
 #include "ops/cpu/loops.h"
 
@@ -6,15 +8,26 @@ namespace ocrt {
 
 namespace {
 
+// Float to integer goes through int64, so that out-of-range values wrap (-12.0 -> uint8 244)
+// instead of being undefined behaviour, which compilers and GPUs resolve differently.
+// ops/cuda/copy.cu converts the same way.
+template <class D, class S>
+inline D convert(S x) {
+  if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D>)
+    return static_cast<D>(static_cast<int64_t>(x));
+  else
+    return static_cast<D>(x);
+}
+
 template <class S, class D>
 void copy_typed(const Tensor& src, const Tensor& dst) {
   cpu::for_each_run<2>({dst, src}, [](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t n) {
     D* d = reinterpret_cast<D*>(p[0]);
     const S* x = reinterpret_cast<const S*>(p[1]);
     if (cpu::all_unit(s)) {
-      for (int64_t i = 0; i < n; ++i) d[i] = static_cast<D>(x[i]);
+      for (int64_t i = 0; i < n; ++i) d[i] = convert<D>(x[i]);
     } else {
-      for (int64_t i = 0; i < n; ++i) d[i * s[0]] = static_cast<D>(x[i * s[1]]);
+      for (int64_t i = 0; i < n; ++i) d[i * s[0]] = convert<D>(x[i * s[1]]);
     }
   });
 }

@@ -1,6 +1,6 @@
-// The CUDA kernel table. Kernels arrive with the CUDA-backend issue; until then every entry is
-// null, so a CUDA op fails with "<op>: not implemented on cuda:N" rather than running
-// elsewhere. Tensors can already be allocated on and copied to and from a GPU (runtime/cuda/).
+// The CUDA kernel table: each family's file in ops/cuda/ fills its entries, mirroring
+// ops/cpu/. An entry left null makes the op fail with "<op>: not implemented on cuda:N" rather
+// than run anywhere else.
 #include "ops/backend.h"
 
 namespace ocrt {
@@ -9,6 +9,17 @@ namespace {
 Backend make_cuda_backend() {
   Backend b{};
   b.name = "cuda";
+  register_cuda_copy(b);
+  register_cuda_elementwise(b);
+  register_cuda_reduce(b);
+  register_cuda_linalg(b);
+  register_cuda_index(b);
+  register_cuda_random(b);
+  register_cuda_conv(b);
+  register_cuda_pool(b);
+  register_cuda_norm(b);
+  register_cuda_rnn(b);
+  register_cuda_ctc(b);
   return b;
 }
 }  // namespace

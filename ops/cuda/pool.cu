@@ -1,0 +1,267 @@
+// Pooling on CUDA: max, average and adaptive average over NCHW planes, forward and backward.
+// The GPU twin of ops/cpu/pool.cpp, with the same window rules (padding never wins a max, NaN
+// propagates, count_include_pad, PyTorch's adaptive windows), checked against it by
+// tests/cuda/test_conv_pool.cpp.
+//
+// Forwards: one thread per output element walks its window, as the CPU loop does; sums are in
+// double like the CPU's. Backwards: average pools gather (one thread per input pixel sums the
+// shares of the windows that cover it, in the CPU's order), so they are deterministic and write
+// every element of dx; max pool zeroes dx and scatters dy to the saved indices with atomicAdd,
+// since overlapping windows may pick the same input (the order of those few additions is free).
+#include <cmath>
+#include <cstdint>
+
+#include "ops/cuda/common.cuh"
+
+namespace ocrt {
+
+namespace {
+
+using cuda::DeviceScope;
+using cuda::grid_for;
+using cuda::kThreads;
+
+// Windows of adaptive pooling: output o of `out` covers [floor(o*in/out), ceil((o+1)*in/out)).
+__device__ __forceinline__ int64_t adaptive_start(int64_t o, int64_t in, int64_t out) { return (o * in) / out; }
+__device__ __forceinline__ int64_t adaptive_end(int64_t o, int64_t in, int64_t out) {
+  return ((o + 1) * in + out - 1) / out;
+}
+
+// The sizes every pooling kernel needs: planes = N*C, input (H, W), output (Ho, Wo).
+struct Planes {
+  int64_t planes, H, W, Ho, Wo;
+};
+Planes planes_of(const Tensor& in, const Tensor& out) {
+  return {in.size(0) * in.size(1), in.size(2), in.size(3), out.size(2), out.size(3)};
+}
+
+#define OCRT_GRID_STRIDE(t, total) \
+  for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < (total); t += (int64_t)blockDim.x * gridDim.x)
+
+// ---------------------------------------------------------------- max pool
+
+template <class T>
+__global__ void max_pool_kernel(const T* __restrict__ x, Pool2dParams p, Planes s, T* __restrict__ y,
+                                int64_t* __restrict__ indices) {
+  OCRT_GRID_STRIDE(t, s.planes * s.Ho * s.Wo) {
+    const int64_t ow = t % s.Wo, oh = (t / s.Wo) % s.Ho, pl = t / (s.Wo * s.Ho);
+    const T* in = x + pl * s.H * s.W;
+    T best = T(-INFINITY);
+    int64_t best_i = -1;
+    for (int64_t i = 0; i < p.kernel_h; ++i) {
+      const int64_t ih = oh * p.stride_h - p.pad_h + i * p.dilation_h;
+      if (ih < 0 || ih >= s.H) continue;
+      for (int64_t j = 0; j < p.kernel_w; ++j) {
+        const int64_t iw = ow * p.stride_w - p.pad_w + j * p.dilation_w;
+        if (iw < 0 || iw >= s.W) continue;
+        const T v = in[ih * s.W + iw];
+        // The first maximum wins; a NaN wins over everything (it propagates, as in PyTorch).
+        if (best_i < 0 || v > best || (v != v && best == best)) {
+          best = v;
+          best_i = ih * s.W + iw;
+        }
+      }
+    }
+    y[t] = best;
+    indices[t] = best_i;
+  }
+}
+
+// dx (zeroed before) += dy at the saved index of each output, within its plane.
+template <class T>
+__global__ void max_pool_backward_kernel(const T* __restrict__ dy, const int64_t* __restrict__ indices, int64_t HW,
+                                         int64_t out_per_plane, int64_t total, T* __restrict__ dx) {
+  OCRT_GRID_STRIDE(t, total) {
+    const int64_t i = indices[t];
+    if (i >= 0) atomicAdd(dx + (t / out_per_plane) * HW + i, dy[t]);
+  }
+}
+
+// ---------------------------------------------------------------- average pool
+
+// The window of output (oh, ow) clipped to the input, and the divisor PyTorch uses for it (as
+// avg_window in ops/cpu/pool.cpp).
+struct AvgWindow {
+  int64_t h0, h1, w0, w1;
+  double divisor;
+};
+__device__ __forceinline__ AvgWindow avg_window(int64_t oh, int64_t ow, int64_t H, int64_t W, const Pool2dParams& p) {
+  int64_t h0 = oh * p.stride_h - p.pad_h, w0 = ow * p.stride_w - p.pad_w;
+  int64_t h1 = min(h0 + p.kernel_h, H + p.pad_h), w1 = min(w0 + p.kernel_w, W + p.pad_w);
+  const int64_t padded_size = (h1 - h0) * (w1 - w0);  // counts the padding, not past it
+  h0 = max(h0, (int64_t)0), w0 = max(w0, (int64_t)0);
+  h1 = min(h1, H), w1 = min(w1, W);
+  const int64_t inside = (h1 - h0) * (w1 - w0);
+  return {h0, h1, w0, w1, (double)(p.count_include_pad ? padded_size : inside)};
+}
+
+template <class T>
+__global__ void avg_pool_kernel(const T* __restrict__ x, Pool2dParams p, Planes s, T* __restrict__ y) {
+  OCRT_GRID_STRIDE(t, s.planes * s.Ho * s.Wo) {
+    const int64_t ow = t % s.Wo, oh = (t / s.Wo) % s.Ho, pl = t / (s.Wo * s.Ho);
+    const T* in = x + pl * s.H * s.W;
+    const AvgWindow win = avg_window(oh, ow, s.H, s.W, p);
+    double acc = 0;
+    for (int64_t ih = win.h0; ih < win.h1; ++ih)
+      for (int64_t iw = win.w0; iw < win.w1; ++iw) acc += (double)in[ih * s.W + iw];
+    y[t] = win.divisor > 0 ? (T)(acc / win.divisor) : T(0);
+  }
+}
+
+// Outputs o (one dim) whose window [o*stride - pad, o*stride - pad + kernel) holds input i:
+// o*stride <= i + pad < o*stride + kernel, i.e. ceil((i + pad - kernel + 1) / stride) <= o <=
+// floor((i + pad) / stride), clipped to [0, out). Returns the first and one past the last.
+__device__ __forceinline__ void covering(int64_t i, int64_t kernel, int64_t stride, int64_t pad, int64_t out,
+                                         int64_t& lo, int64_t& hi) {
+  const int64_t first = i + pad - kernel + 1;
+  lo = first > 0 ? (first + stride - 1) / stride : 0;
+  hi = min((i + pad) / stride + 1, out);
+}
+
+// dx pixel (ih, iw) = the sum of dy / divisor over the windows covering it, in the order (oh, ow)
+// the CPU adds them; every element is written.
+template <class T>
+__global__ void avg_pool_backward_kernel(const T* __restrict__ dy, Pool2dParams p, Planes s, T* __restrict__ dx) {
+  OCRT_GRID_STRIDE(t, s.planes * s.H * s.W) {
+    const int64_t iw = t % s.W, ih = (t / s.W) % s.H, pl = t / (s.W * s.H);
+    const T* g = dy + pl * s.Ho * s.Wo;
+    int64_t oh0, oh1, ow0, ow1;
+    covering(ih, p.kernel_h, p.stride_h, p.pad_h, s.Ho, oh0, oh1);
+    covering(iw, p.kernel_w, p.stride_w, p.pad_w, s.Wo, ow0, ow1);
+    T acc = 0;
+    for (int64_t oh = oh0; oh < oh1; ++oh)
+      for (int64_t ow = ow0; ow < ow1; ++ow) {
+        const AvgWindow win = avg_window(oh, ow, s.H, s.W, p);
+        if (win.divisor <= 0) continue;
+        acc += (T)((double)g[oh * s.Wo + ow] / win.divisor);
+      }
+    dx[t] = acc;
+  }
+}
+
+// ---------------------------------------------------------------- adaptive average pool
+
+template <class T>
+__global__ void adaptive_avg_kernel(const T* __restrict__ x, Planes s, T* __restrict__ y) {
+  OCRT_GRID_STRIDE(t, s.planes * s.Ho * s.Wo) {
+    const int64_t ow = t % s.Wo, oh = (t / s.Wo) % s.Ho, pl = t / (s.Wo * s.Ho);
+    const T* in = x + pl * s.H * s.W;
+    const int64_t h0 = adaptive_start(oh, s.H, s.Ho), h1 = adaptive_end(oh, s.H, s.Ho);
+    const int64_t w0 = adaptive_start(ow, s.W, s.Wo), w1 = adaptive_end(ow, s.W, s.Wo);
+    double acc = 0;
+    for (int64_t ih = h0; ih < h1; ++ih)
+      for (int64_t iw = w0; iw < w1; ++iw) acc += (double)in[ih * s.W + iw];
+    y[t] = (T)(acc / (double)((h1 - h0) * (w1 - w0)));
+  }
+}
+
+// Outputs o whose adaptive window holds input i: start(o) <= i < end(o) works out to
+// floor(i*out/in) <= o <= ceil((i+1)*out/in) - 1. Windows may overlap (when in % out != 0),
+// so each candidate is still checked against the window itself.
+__device__ __forceinline__ void adaptive_covering(int64_t i, int64_t in, int64_t out, int64_t& lo, int64_t& hi) {
+  lo = (i * out) / in;
+  hi = min(((i + 1) * out + in - 1) / in, out);
+}
+
+template <class T>
+__global__ void adaptive_avg_backward_kernel(const T* __restrict__ dy, Planes s, T* __restrict__ dx) {
+  OCRT_GRID_STRIDE(t, s.planes * s.H * s.W) {
+    const int64_t iw = t % s.W, ih = (t / s.W) % s.H, pl = t / (s.W * s.H);
+    const T* g = dy + pl * s.Ho * s.Wo;
+    int64_t oh0, oh1, ow0, ow1;
+    adaptive_covering(ih, s.H, s.Ho, oh0, oh1);
+    adaptive_covering(iw, s.W, s.Wo, ow0, ow1);
+    T acc = 0;
+    for (int64_t oh = oh0; oh < oh1; ++oh) {
+      const int64_t h0 = adaptive_start(oh, s.H, s.Ho), h1 = adaptive_end(oh, s.H, s.Ho);
+      if (ih < h0 || ih >= h1) continue;
+      for (int64_t ow = ow0; ow < ow1; ++ow) {
+        const int64_t w0 = adaptive_start(ow, s.W, s.Wo), w1 = adaptive_end(ow, s.W, s.Wo);
+        if (iw < w0 || iw >= w1) continue;
+        acc += (T)((double)g[oh * s.Wo + ow] / (double)((h1 - h0) * (w1 - w0)));
+      }
+    }
+    dx[t] = acc;
+  }
+}
+
+#undef OCRT_GRID_STRIDE
+
+// ---------------------------------------------------------------- host side
+
+template <class T>
+void max_pool_typed(const Tensor& x, const Pool2dParams& p, const Tensor& y, const Tensor& indices) {
+  const DeviceScope ds(x);
+  const Planes s = planes_of(x, y);
+  max_pool_kernel<T><<<grid_for(y.numel()), kThreads, 0, ds.stream>>>(x.data<T>(), p, s, y.data<T>(),
+                                                                        indices.data<int64_t>());
+  OCRT_CUDA_LAUNCH_CHECK("max_pool2d", ds.device);
+}
+
+template <class T>
+void max_pool_backward_typed(const Tensor& dy, const Tensor& indices, const Tensor& dx) {
+  const DeviceScope ds(dx);
+  if (dx.numel() == 0) return;
+  cuda::check(cudaMemsetAsync(dx.data<T>(), 0, dx.numel() * sizeof(T), ds.stream), "cudaMemsetAsync", ds.device);
+  const int64_t total = dy.numel();
+  if (total == 0) return;
+  max_pool_backward_kernel<T><<<grid_for(total), kThreads, 0, ds.stream>>>(
+      dy.data<T>(), indices.data<int64_t>(), dx.size(2) * dx.size(3), dy.size(2) * dy.size(3), total, dx.data<T>());
+  OCRT_CUDA_LAUNCH_CHECK("max_pool2d backward", ds.device);
+}
+
+template <class T>
+void avg_pool_typed(const Tensor& x, const Pool2dParams& p, const Tensor& y) {
+  const DeviceScope ds(x);
+  avg_pool_kernel<T><<<grid_for(y.numel()), kThreads, 0, ds.stream>>>(x.data<T>(), p, planes_of(x, y), y.data<T>());
+  OCRT_CUDA_LAUNCH_CHECK("avg_pool2d", ds.device);
+}
+
+template <class T>
+void avg_pool_backward_typed(const Tensor& dy, const Pool2dParams& p, const Tensor& dx) {
+  const DeviceScope ds(dx);
+  avg_pool_backward_kernel<T><<<grid_for(dx.numel()), kThreads, 0, ds.stream>>>(dy.data<T>(), p, planes_of(dx, dy),
+                                                                                 dx.data<T>());
+  OCRT_CUDA_LAUNCH_CHECK("avg_pool2d backward", ds.device);
+}
+
+template <class T>
+void adaptive_avg_typed(const Tensor& x, const Tensor& y) {
+  const DeviceScope ds(x);
+  adaptive_avg_kernel<T><<<grid_for(y.numel()), kThreads, 0, ds.stream>>>(x.data<T>(), planes_of(x, y), y.data<T>());
+  OCRT_CUDA_LAUNCH_CHECK("adaptive_avg_pool2d", ds.device);
+}
+
+template <class T>
+void adaptive_avg_backward_typed(const Tensor& dy, const Tensor& dx) {
+  const DeviceScope ds(dx);
+  adaptive_avg_backward_kernel<T><<<grid_for(dx.numel()), kThreads, 0, ds.stream>>>(dy.data<T>(), planes_of(dx, dy),
+                                                                                     dx.data<T>());
+  OCRT_CUDA_LAUNCH_CHECK("adaptive_avg_pool2d backward", ds.device);
+}
+
+}  // namespace
+
+void register_cuda_pool(Backend& b) {
+  b.max_pool2d = [](const Tensor& x, const Pool2dParams& p, const Tensor& y, const Tensor& idx) {
+    OCRT_DISPATCH_FLOAT(x.dtype(), "max_pool2d", [&] { max_pool_typed<scalar_t>(x, p, y, idx); });
+  };
+  b.max_pool2d_backward = [](const Tensor& dy, const Tensor& idx, const Tensor& dx) {
+    OCRT_DISPATCH_FLOAT(dx.dtype(), "max_pool2d backward", [&] { max_pool_backward_typed<scalar_t>(dy, idx, dx); });
+  };
+  b.avg_pool2d = [](const Tensor& x, const Pool2dParams& p, const Tensor& y) {
+    OCRT_DISPATCH_FLOAT(x.dtype(), "avg_pool2d", [&] { avg_pool_typed<scalar_t>(x, p, y); });
+  };
+  b.avg_pool2d_backward = [](const Tensor& dy, const Pool2dParams& p, const Tensor& dx) {
+    OCRT_DISPATCH_FLOAT(dx.dtype(), "avg_pool2d backward", [&] { avg_pool_backward_typed<scalar_t>(dy, p, dx); });
+  };
+  b.adaptive_avg_pool2d = [](const Tensor& x, const Tensor& y) {
+    OCRT_DISPATCH_FLOAT(x.dtype(), "adaptive_avg_pool2d", [&] { adaptive_avg_typed<scalar_t>(x, y); });
+  };
+  b.adaptive_avg_pool2d_backward = [](const Tensor& dy, const Tensor& dx) {
+    OCRT_DISPATCH_FLOAT(dx.dtype(), "adaptive_avg_pool2d backward",
+                        [&] { adaptive_avg_backward_typed<scalar_t>(dy, dx); });
+  };
+}
+
+}  // namespace ocrt
