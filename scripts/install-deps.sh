@@ -3,7 +3,8 @@
 # are already there; uses sudo only when not running as root.
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config libeigen3-dev libstb-dev catch2 libopenmpi-dev openmpi-bin)
+packages=(build-essential cmake pkg-config libeigen3-dev libstb-dev catch2 libopenmpi-dev openmpi-bin
+          fonts-dejavu-core fonts-liberation fonts-freefont-ttf fonts-urw-base35 wamerican)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -42,30 +42,48 @@ T* data_or_null(const Tensor& t) {
 
 // ---------------------------------------------------------------------------- batch norm
 
-// mean[c], var[c] (biased) of channel c of x (N,C,S) over its N*S values. One block per channel.
+// mean[c], var[c] (biased) of channel c of x (N,C,S) over its N*S values, in one read of x.
+// A channel is cut into `chunks` slices of samples, one block each (so a few wide channels
+// still fill the GPU); each block sums d = x - shift and d^2 in double, shift being the
+// channel's first value, which keeps E[d^2] - E[d]^2 free of cancellation for any mean. A
+// second tiny kernel adds the slices: mean = shift + E[d], var = E[d^2] - E[d]^2.
 template <class T>
-__global__ void bn_stats_kernel(const T* __restrict__ x, int64_t N, int64_t C, int64_t S, T* __restrict__ mean,
-                                T* __restrict__ var) {
+__global__ void bn_stats_partial_kernel(const T* __restrict__ x, int64_t N, int64_t C, int64_t S, int chunks,
+                                        double* __restrict__ part) {
   __shared__ double scratch[32];
-  const int64_t count = N * S;
-  for (int64_t c = blockIdx.x; c < C; c += gridDim.x) {
-    double sum = 0;
-    for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
-      const int64_t n = k / S, s = k - n * S;
-      sum += (double)x[(n * C + c) * S + s];
+  const int64_t c = blockIdx.x;
+  const int j = blockIdx.y;
+  const int64_t per = (N + chunks - 1) / chunks;
+  const int64_t n0 = j * per, n1 = min(N, n0 + per);
+  const double shift = (double)x[c * S];
+  double s1 = 0, s2 = 0;
+  const int64_t count = n1 > n0 ? (n1 - n0) * S : 0;
+  for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
+    const int64_t n = n0 + k / S, s = k % S;
+    const double d = (double)x[(n * C + c) * S + s] - shift;
+    s1 += d;
+    s2 += d * d;
+  }
+  s1 = block_sum(s1, scratch);
+  s2 = block_sum(s2, scratch);
+  if (threadIdx.x == 0) {
+    part[(c * chunks + j) * 2] = s1;
+    part[(c * chunks + j) * 2 + 1] = s2;
+  }
+}
+
+template <class T>
+__global__ void bn_stats_final_kernel(const T* __restrict__ x, const double* __restrict__ part, int64_t C, int64_t S,
+                                      int chunks, int64_t count, T* __restrict__ mean, T* __restrict__ var) {
+  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < C; c += (int64_t)gridDim.x * blockDim.x) {
+    double s1 = 0, s2 = 0;
+    for (int j = 0; j < chunks; ++j) {
+      s1 += part[(c * chunks + j) * 2];
+      s2 += part[(c * chunks + j) * 2 + 1];
     }
-    const double m = block_sum(sum, scratch) / (double)count;
-    double sq = 0;
-    for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
-      const int64_t n = k / S, s = k - n * S;
-      const double d = (double)x[(n * C + c) * S + s] - m;
-      sq += d * d;
-    }
-    sq = block_sum(sq, scratch);
-    if (threadIdx.x == 0) {
-      mean[c] = (T)m;
-      var[c] = (T)(sq / (double)count);
-    }
+    const double md = s1 / (double)count;
+    mean[c] = (T)((double)x[c * S] + md);
+    var[c] = (T)fmax(s2 / (double)count - md * md, 0.0);
   }
 }
 
@@ -128,8 +146,14 @@ void bn_stats(const Tensor& x, const Tensor& mean, const Tensor& var) {
   const int64_t N = x.size(0), C = x.size(1), S = x.size(2);
   if (C == 0) return;
   cuda::DeviceScope scope(x);
-  bn_stats_kernel<T><<<grid_rows(C), kStatThreads, 0, scope.stream>>>(x.data<T>(), N, C, S, mean.data<T>(),
-                                                                        var.data<T>());
+  // About a thousand blocks in all, each with at least one sample.
+  const int chunks = (int)std::clamp<int64_t>(1024 / C, 1, std::min<int64_t>(N, 65535));
+  Tensor part = Tensor::empty({C * chunks * 2}, DType::f64, x.device());
+  bn_stats_partial_kernel<T><<<dim3((unsigned)C, (unsigned)chunks), kStatThreads, 0, scope.stream>>>(
+      x.data<T>(), N, C, S, chunks, part.data<double>());
+  OCRT_CUDA_LAUNCH_CHECK("batch_norm", scope.device);
+  bn_stats_final_kernel<T><<<cuda::grid_for(C), cuda::kThreads, 0, scope.stream>>>(
+      x.data<T>(), part.data<double>(), C, S, chunks, N * S, mean.data<T>(), var.data<T>());
   OCRT_CUDA_LAUNCH_CHECK("batch_norm", scope.device);
 }
 
