@@ -122,7 +122,9 @@ void reduce_typed(ReduceOp op, const Tensor& x, const Tensor& out) {
   for (int64_t o = 0; o < g.num_out; ++o) {
     int64_t base = offset_of(o, g.out_sizes, g.out_strides);
     std::vector<A> partial((size_t)threads);
-    std::vector<bool> used((size_t)threads, false);
+    // char, not bool: threads write their own flag at once, and std::vector<bool> packs the
+    // flags into shared words (a data race that once dropped a thread's partial sum).
+    std::vector<char> used((size_t)threads, 0);
     const int64_t chunk = (g.num_red + threads - 1) / threads;
 #pragma omp parallel num_threads(threads)
     {
@@ -130,7 +132,7 @@ void reduce_typed(ReduceOp op, const Tensor& x, const Tensor& out) {
       int64_t k0 = t * chunk, k1 = std::min(g.num_red, k0 + chunk);
       if (k0 < k1) {
         partial[(size_t)t] = reduce_part(base, k0, k1);
-        used[(size_t)t] = true;
+        used[(size_t)t] = 1;
       }
     }
     A acc = partial[0];
