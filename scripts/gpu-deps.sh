@@ -10,7 +10,7 @@ dest=.gpu-deps
 rm -rf "$dest" && mkdir -p "$dest/debs"
 (cd "$dest/debs" && apt-get download libeigen3-dev libstb-dev catch2 >/dev/null)
 for f in "$dest"/debs/*.deb; do dpkg-deb -x "$f" "$dest"; done
-rm -rf "$dest/debs" "$dest/usr/share/doc" "$dest/usr/share/man" "$dest"/usr/lib/x86_64-linux-gnu/libstb*
+rm -rf "$dest/debs" "$dest/usr/share/doc" "$dest/usr/share/man" "$dest"/usr/lib/x86_64-linux-gnu/libstb* "$dest/usr/include/eigen3/unsupported"
 echo "gpu-deps: unpacked into $dest ($(du -sh "$dest" | cut -f1))"
 
 # Fonts and the word list for training on a GPU machine (scripts/gpu-train.sh): training fonts

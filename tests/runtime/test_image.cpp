@@ -2,6 +2,7 @@
 // JPEG, BMP) to BT.601 gray with alpha over white; every bad file (missing, empty, corrupt,
 // truncated, a directory); resizing rules; batch packing with white padding and normalisation.
 #include <catch2/catch.hpp>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -17,7 +18,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string temp(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / "ocrt_test_image";
+  const fs::path dir = fs::temp_directory_path() / ("ocrt_test_image_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   return (dir / name).string();
 }

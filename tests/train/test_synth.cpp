@@ -1,0 +1,288 @@
+// Synthetic lines: fonts load (and bad files fail with a message, not a crash), render dark ink
+// on light paper at the asked size, coverage is honest (symbol fonts rejected, CJK not
+// covered), random text respects the charset and its length bounds, and SampleRng is a pure
+// function of its seed. Tests that need Debian's fonts (scripts/install-deps.sh) warn and
+// return when none is installed.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "train/augment.h"
+#include "train/synth.h"
+
+using namespace ocrt;
+using namespace ocrt::train;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A common Latin sans font, or "" when none is installed.
+std::string find_font() {
+  for (const char* p : {"/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+                        "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+                        "/usr/share/fonts/truetype/freefont/FreeSans.ttf",
+                        "/usr/share/fonts/opentype/urw-base35/NimbusSans-Regular.otf"})
+    if (fs::exists(p)) return p;
+  return "";
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("ocrt_test_synth_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+void write(const fs::path& p, const std::string& bytes) { std::ofstream(p, std::ios::binary) << bytes; }
+
+int64_t count_dark(const GrayImage& img, uint8_t below = 100) {
+  return std::count_if(img.pixels.begin(), img.pixels.end(), [&](uint8_t p) { return p < below; });
+}
+
+// True when every pixel within `margin` of the edge equals `value`.
+bool border_is(const GrayImage& img, int64_t margin, uint8_t value) {
+  for (int64_t y = 0; y < img.height; ++y)
+    for (int64_t x = 0; x < img.width; ++x) {
+      const bool edge = x < margin || y < margin || x >= img.width - margin || y >= img.height - margin;
+      if (edge && img.at(x, y) != value) return false;
+    }
+  return true;
+}
+
+int64_t length(const std::string& text) { return (int64_t)nn::utf8_chars(text).size(); }
+
+}  // namespace
+
+TEST_CASE("a font renders 'Hello 123' as dark ink on light paper", "[synth]") {
+  const std::string path = find_font();
+  if (path.empty()) {
+    WARN("no Debian font installed (scripts/install-deps.sh); skipping");
+    return;
+  }
+  const auto font = Font::load(path);
+  CHECK(font->path() == path);
+  CHECK(font->covers("Hello 123"));
+  const GrayImage img = font->render("Hello 123", 32, 2);
+  REQUIRE((int64_t)img.pixels.size() == img.width * img.height);
+  CHECK(img.width > 3 * img.height);  // nine characters on one line
+  CHECK(img.height >= 32);
+  CHECK(img.height <= 32 + 4 + 2);
+  CHECK(count_dark(img) > 100);                  // real strokes
+  CHECK(*std::min_element(img.pixels.begin(), img.pixels.end()) < 30);
+  CHECK(border_is(img, 2, 255));                 // the margin is pure paper
+  CHECK(paper_value(img) == 255);
+  // Ink and paper tones are followed; light on dark works too.
+  const GrayImage inverted = font->render("Hello 123", 32, 3, 255, 0);
+  CHECK(border_is(inverted, 3, 0));
+  CHECK(*std::max_element(inverted.pixels.begin(), inverted.pixels.end()) > 225);
+  const GrayImage grey = font->render("Hello", 24, 1, 60, 200);
+  for (uint8_t p : grey.pixels) {
+    CHECK(p >= 60);
+    CHECK(p <= 200);
+  }
+  // A line of spaces is blank paper, not an error.
+  const GrayImage blank = font->render("   ", 20, 2);
+  CHECK(count_dark(blank, 255) == 0);
+}
+
+TEST_CASE("rendered size scales with the pixel height", "[synth]") {
+  const std::string path = find_font();
+  if (path.empty()) {
+    WARN("no Debian font installed (scripts/install-deps.sh); skipping");
+    return;
+  }
+  const auto font = Font::load(path);
+  const GrayImage small = font->render("Scaling text 42", 20, 0), large = font->render("Scaling text 42", 40, 0);
+  CHECK(std::abs((double)large.height - 2.0 * (double)small.height) <= 3);
+  CHECK(std::abs((double)large.width / (double)small.width - 2.0) < 0.1);
+  CHECK(font->render("x", 20, 5).height == font->render("x", 20, 0).height + 10);
+  CHECK(count_dark(large) > 3 * count_dark(small));
+  // A glyph reaching above the font's ascent (a stacked accent) makes the canvas taller
+  // instead of being cut off at the top; the margin stays paper.
+  const std::string tall = "\xc7\x9b";  // Ǜ: U with diaeresis and grave, above DejaVu's ascent
+  if (font->covers(tall)) {
+    CHECK(font->render(tall + "gU", 30, 1).height > font->render("UgU", 30, 1).height);
+    CHECK(border_is(font->render(tall + "gU", 30, 1), 1, 255));
+  }
+}
+
+TEST_CASE("render and covers: missing glyphs, bad sizes and bad text are errors", "[synth]") {
+  const std::string path = find_font();
+  if (path.empty()) {
+    WARN("no Debian font installed (scripts/install-deps.sh); skipping");
+    return;
+  }
+  const auto font = Font::load(path);
+  const std::string cjk = "\xe4\xb8\xad";  // 中: no Latin font here has it
+  CHECK_FALSE(font->covers(cjk));
+  CHECK_FALSE(font->covers("ab" + cjk));
+  CHECK(font->covers(" "));
+  CHECK_THROWS_WITH(font->render("a" + cjk, 32), Catch::Contains("has no glyph for '" + cjk + "'"));
+  CHECK_THROWS_WITH(font->render("abc", 3), Catch::Contains("pixel height must be in [4, 512]"));
+  CHECK_THROWS_WITH(font->render("abc", 32, -1), Catch::Contains("margin must be"));
+  CHECK_THROWS_WITH(font->render("", 32), Catch::Contains("empty text"));
+  CHECK_THROWS(font->render("bad\xff", 32));
+  CHECK_THROWS(font->covers("bad\xff"));
+}
+
+TEST_CASE("font loading: every default font renders; symbol fonts and broken files are rejected", "[synth]") {
+  const auto dirs = default_font_dirs();
+  if (dirs.empty()) {
+    WARN("no Debian font folder installed (scripts/install-deps.sh); skipping");
+    return;
+  }
+  std::vector<std::string> skipped;
+  const auto fonts = load_fonts(dirs, &skipped);
+  REQUIRE(!fonts.empty());
+  CHECK(std::is_sorted(fonts.begin(), fonts.end(), [](const auto& a, const auto& b) { return a->path() < b->path(); }));
+  const std::string cjk = "\xe4\xb8\xad";
+  for (const auto& f : fonts) {
+    INFO(f->path());
+    CHECK_FALSE(f->covers(cjk));
+    if (f->covers("Hag 7")) {
+      const GrayImage img = f->render("Hag 7", 24, 2);
+      CHECK(count_dark(img) > 20);
+      CHECK(border_is(img, 2, 255));
+    }
+  }
+  // URW's Dingbats and Standard Symbols map the letters to pictures: they must not load.
+  for (const char* sym : {"/usr/share/fonts/opentype/urw-base35/D050000L.otf",
+                          "/usr/share/fonts/opentype/urw-base35/StandardSymbolsPS.otf"}) {
+    if (!fs::exists(sym)) continue;
+    CHECK_THROWS_WITH(Font::load(sym), Catch::Contains("a symbol font"));
+    CHECK(std::any_of(skipped.begin(), skipped.end(), [&](const std::string& s) { return s.find(sym) != std::string::npos; }));
+    CHECK(std::none_of(fonts.begin(), fonts.end(), [&](const auto& f) { return f->path() == sym; }));
+  }
+
+  // Broken files: an error naming the file, never a crash.
+  const fs::path d = fresh_dir("broken");
+  write(d / "tiny.ttf", "abc");
+  write(d / "text.ttf", "this is a text file, not a font at all");
+  CHECK_THROWS_WITH(Font::load((d / "tiny.ttf").string()), Catch::Contains("tiny.ttf: too small to be a font"));
+  CHECK_THROWS_WITH(Font::load((d / "text.ttf").string()), Catch::Contains("text.ttf: not a font"));
+  CHECK_THROWS_WITH(Font::load((d / "missing.ttf").string()), Catch::Contains("missing.ttf: cannot open"));
+  CHECK_THROWS_WITH(Font::load(d.string()), Catch::Contains("is a folder"));
+  const std::string path = find_font();
+  if (!path.empty()) {
+    std::ifstream in(path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (size_t keep : {16, 40, 200, 4000}) {
+      write(d / "cut.ttf", bytes.substr(0, keep));
+      CHECK_THROWS_WITH(Font::load((d / "cut.ttf").string()), Catch::Contains("truncated font"));
+    }
+  }
+  // A folder with only broken fonts: the error says so, and why.
+  CHECK_THROWS_WITH(load_fonts({d.string()}), Catch::Contains("no readable font among the"));
+  CHECK_THROWS_WITH(load_fonts({(d / "nope").string()}), Catch::Contains("no such font file or folder"));
+  CHECK_THROWS_WITH(load_fonts({}), Catch::Contains("no font file or folder given"));
+  std::vector<std::string> why;
+  CHECK_THROWS(load_fonts({d.string()}, &why));
+  CHECK(why.size() == (path.empty() ? 2u : 3u));  // tiny, text (and cut)
+}
+
+TEST_CASE("TextSource keeps only words in the charset and respects the length bounds", "[synth]") {
+  const std::vector<std::string> words = {"hello", "w\xc3\xb6rld", "abc", "", "two words", "bad\xff", "x"};
+  const TextSource ascii(words, nn::Charset::ascii());
+  CHECK(ascii.num_words() == 5);  // hello, abc, two, words, x
+
+  const std::set<std::string> allowed = {"a", "b", "c", "h", "e", "l", "o", " "};
+  const TextSource small(words, nn::Charset::from_chars({"a", "b", "c", "h", "e", "l", "o", " "}));
+  CHECK(small.num_words() == 2);  // hello, abc
+  for (auto [lo, hi] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {1, 3}, {3, 28}, {10, 12}, {50, 60}}) {
+    for (uint64_t seed = 0; seed < 200; ++seed) {
+      for (const TextSource* src : {&ascii, &small}) {
+        const std::string t = src->sample(seed, lo, hi);
+        INFO("seed " << seed << " [" << lo << ", " << hi << "]: '" << t << "'");
+        CHECK(length(t) >= lo);
+        CHECK(length(t) <= hi);
+        CHECK(t.front() != ' ');
+        CHECK(t.back() != ' ');
+        CHECK(t.find("  ") == std::string::npos);
+        if (src == &small)
+          for (const auto& ch : nn::utf8_chars(t)) CHECK(allowed.count(ch) == 1);
+      }
+    }
+  }
+  // A pure function of the seed; different seeds give different lines.
+  CHECK(ascii.sample(7, 5, 30) == ascii.sample(7, 5, 30));
+  std::set<std::string> distinct;
+  for (uint64_t seed = 0; seed < 50; ++seed) distinct.insert(ascii.sample(seed, 5, 30));
+  CHECK(distinct.size() >= 45);
+  CHECK_THROWS_WITH(ascii.sample(1, 0, 5), Catch::Contains("need 1 <= min_chars <= max_chars"));
+  CHECK_THROWS_WITH(ascii.sample(1, 6, 5), Catch::Contains("need 1 <= min_chars <= max_chars"));
+}
+
+TEST_CASE("TextSource: every charset character shows up; no space without one in the charset", "[synth]") {
+  const nn::Charset charset = nn::Charset::ascii();
+  const TextSource src({"alpha", "beta", "gamma"}, charset);
+  std::set<std::string> seen;
+  for (uint64_t seed = 0; seed < 3000; ++seed)
+    for (const auto& ch : nn::utf8_chars(src.sample(seed, 10, 30))) seen.insert(ch);
+  CHECK(seen.size() == (size_t)charset.size());
+
+  const TextSource glued({"ab", "ba"}, nn::Charset::from_chars({"a", "b"}));
+  for (uint64_t seed = 0; seed < 100; ++seed) CHECK(glued.sample(seed, 3, 20).find(' ') == std::string::npos);
+  // No word list at all: digits, punctuation and random strings still make text.
+  const TextSource none({}, charset);
+  CHECK(none.num_words() == 0);
+  CHECK(length(none.sample(3, 8, 8)) == 8);
+  CHECK_THROWS_WITH(TextSource({"a"}, nn::Charset::from_chars({" "})), Catch::Contains("no printable character"));
+}
+
+TEST_CASE("TextSource::read_words reads one word a line, CRLF and empty lines included", "[synth]") {
+  const fs::path d = fresh_dir("words");
+  write(d / "words.txt", "apple\r\n\nbanana split\ncherry\n");
+  const auto words = TextSource::read_words((d / "words.txt").string());
+  CHECK(words == std::vector<std::string>{"apple", "banana split", "cherry"});
+  CHECK(TextSource(words, nn::Charset::ascii()).num_words() == 4);
+  CHECK_THROWS_WITH(TextSource::read_words((d / "nope.txt").string()), Catch::Contains("nope.txt: cannot open the word list"));
+  CHECK_THROWS_WITH(TextSource::read_words(d.string()), Catch::Contains("is a folder"));
+}
+
+TEST_CASE("SampleRng is a pure function of its seed", "[synth]") {
+  SampleRng a(42), b(42), c(43);
+  bool differs = false;
+  for (int i = 0; i < 100; ++i) {
+    const uint64_t x = a.next();
+    CHECK(b.next() == x);
+    differs = differs || c.next() != x;
+  }
+  CHECK(differs);
+  SampleRng r(1);
+  std::set<int64_t> hit;
+  double sum = 0, sum2 = 0;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    const double u = r.uniform();
+    CHECK((u >= 0 && u < 1));
+    const int64_t k = r.integer(0, 3);
+    CHECK((k >= 0 && k <= 3));
+    hit.insert(k);
+    const double z = r.normal();
+    sum += z, sum2 += z * z;
+  }
+  CHECK(hit.size() == 4);
+  CHECK(std::abs(sum / n) < 0.05);
+  CHECK(std::abs(sum2 / n - 1) < 0.05);
+  CHECK(r.integer(5, 5) == 5);
+  CHECK(r.integer(-3, -3) == -3);
+  CHECK_NOTHROW(r.integer(INT64_MIN, INT64_MAX));
+  CHECK_THROWS_WITH(r.integer(2, 1), Catch::Contains("empty range"));
+  const double v = r.uniform(-2, 3);
+  CHECK((v >= -2 && v < 3));
+  // Derived seeds: the same (seed, index) gives the same seed, neighbours differ.
+  std::set<uint64_t> derived;
+  for (uint64_t i = 0; i < 1000; ++i) derived.insert(SampleRng::derive(7, i));
+  CHECK(derived.size() == 1000);
+  CHECK(SampleRng::derive(7, 3) == SampleRng::derive(7, 3));
+  CHECK(SampleRng::derive(7, 3) != SampleRng::derive(8, 3));
+}

@@ -1,0 +1,320 @@
+// ocrt-synth: writes synthetic text-line images rendered from fonts, as a folder of
+// NNNNNN.png + NNNNNN.gt.txt pairs plus a labels.txt label file (train/data.h reads both), for
+// looking at what synthetic training data looks like or training from a fixed set of it.
+//
+// Sample i depends only on (seed, i): its text, font, size, colours and augmentation all come
+// from SampleRng(SampleRng::derive(seed, i)), so the output is the same for any thread count.
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "models/charset.h"
+#include "runtime/error.h"
+#include "runtime/image.h"
+#include "train/augment.h"
+#include "train/synth.h"
+
+using namespace ocrt;
+using namespace ocrt::train;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kUsage = R"(usage: ocrt-synth --out DIR [options]
+
+Renders synthetic text lines: DIR/NNNNNN.png + DIR/NNNNNN.gt.txt pairs and DIR/labels.txt
+(NNNNNN.png<TAB>text per line). The same seed gives the same files.
+
+  --out DIR              output folder (created when missing; required)
+  --count N              number of lines (1000)
+  --fonts PATH[,PATH...] font files or folders searched for *.ttf, *.otf, *.ttc
+                         (default: the Debian font folders that exist here)
+  --words FILE           word list, one word a line (/usr/share/dict/words); 'none' for
+                         digits, punctuation and random strings only
+  --charset FILE         characters to use, one a line (default: the 95 printable ASCII)
+  --seed S               random seed, 0..2^64-1 (1)
+  --min-chars N          shortest line in characters (3)
+  --max-chars N          longest line in characters (28)
+  --height LO:HI         glyph height in pixels (ascent to descent), drawn per line from
+                         [LO, HI]; a single number for a fixed height (22:40)
+  --augment              apply the training augmentations (blur, noise, contrast, rotation,
+                         morphology, padding) with their default settings
+  --texts FILE           render these texts (one line of FILE a sample, in order) instead of random
+                         text; --count is then the number of lines, and --out must be empty
+  --list-fonts           print the fonts that load (and those skipped, with the reason), then exit
+  --help                 this text
+)";
+
+struct SynthConfig {
+  std::string out;
+  int64_t count = 1000;
+  std::vector<std::string> fonts;
+  std::string words = "/usr/share/dict/words";
+  std::string charset;
+  uint64_t seed = 1;
+  int64_t min_chars = 3, max_chars = 28;
+  double min_height = 22, max_height = 40;
+  bool augment = false, list_fonts = false;
+  std::string texts;  // --texts FILE: render these lines (one a line) instead of random text
+};
+
+std::vector<std::string> split_list(const std::string& flag, const std::string& v) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= v.size()) {
+    const size_t comma = std::min(v.find(',', start), v.size());
+    if (comma > start) out.push_back(v.substr(start, comma - start));
+    start = comma + 1;
+  }
+  OCRT_CHECK(!out.empty(), flag, ": expected one or more paths separated by commas, got '", v, "'");
+  return out;
+}
+
+int64_t parse_int(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  errno = 0;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  OCRT_CHECK(!v.empty() && *end == '\0' && errno == 0, flag, ": expected an integer, got '", v, "'");
+  return x;
+}
+
+uint64_t parse_seed(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+  OCRT_CHECK(!v.empty() && v[0] != '-' && *end == '\0' && errno == 0, flag,
+             ": expected an integer in [0, 2^64 - 1], got '", v, "'");
+  return x;
+}
+
+double parse_double(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  OCRT_CHECK(!v.empty() && *end == '\0', flag, ": expected a number, got '", v, "'");
+  return x;
+}
+
+SynthConfig parse_args(int argc, char** argv) {
+  SynthConfig c;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      OCRT_CHECK(i + 1 < argc, a, ": expects a value");
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (a == "--out") c.out = value();
+    else if (a == "--count") c.count = parse_int(a, value());
+    else if (a == "--fonts") c.fonts = split_list(a, value());
+    else if (a == "--words") c.words = value();
+    else if (a == "--charset") c.charset = value();
+    else if (a == "--seed") c.seed = parse_seed(a, value());
+    else if (a == "--min-chars") c.min_chars = parse_int(a, value());
+    else if (a == "--max-chars") c.max_chars = parse_int(a, value());
+    else if (a == "--height") {
+      const std::string v = value();
+      const size_t colon = v.find(':');
+      c.min_height = parse_double(a, v.substr(0, colon));
+      c.max_height = colon == std::string::npos ? c.min_height : parse_double(a, v.substr(colon + 1));
+    } else if (a == "--augment") c.augment = true;
+    else if (a == "--texts") c.texts = value();
+    else if (a == "--list-fonts") c.list_fonts = true;
+    else fail("unknown option '", a, "' (see ocrt-synth --help)");
+  }
+  return c;
+}
+
+size_t name_digits(int64_t count) { return std::max<size_t>(6, std::to_string(count - 1).size()); }
+
+// A folder of pairs is read whole (train/data.h), so --out may only hold files this run
+// overwrites: re-running into the same folder is fine, but leftovers of a larger or different
+// run would silently join the data set.
+void check_no_stale_files(const SynthConfig& c) {
+  std::error_code ec;
+  if (!fs::is_directory(c.out, ec)) return;
+  if (!c.texts.empty()) {
+    OCRT_CHECK(fs::is_empty(c.out, ec), "--out: ", c.out, " is not empty; with --texts give an empty (or new) folder");
+    return;
+  }
+  const size_t digits = name_digits(c.count);
+  for (const auto& e : fs::directory_iterator(c.out, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name == "labels.txt") continue;
+    const size_t dot = name.find('.');
+    const std::string stem = name.substr(0, dot), ext = dot == std::string::npos ? "" : name.substr(dot);
+    const bool ours = stem.size() == digits && std::all_of(stem.begin(), stem.end(), [](unsigned char ch) { return std::isdigit(ch) != 0; }) &&
+                      (ext == ".png" || ext == ".gt.txt") && std::stoll(stem) < c.count;
+    OCRT_CHECK(ours, "--out: ", c.out, " already holds ", name,
+               ", which this run would not overwrite; use an empty (or new) folder");
+  }
+  OCRT_CHECK(!ec, "--out: cannot list ", c.out, ": ", ec.message());
+}
+
+// Everything that can be checked without touching a font, so that a typo fails at once.
+void validate(const SynthConfig& c) {
+  if (c.list_fonts) return;
+  OCRT_CHECK(!c.out.empty(), "--out: required (the folder to write the lines to)");
+  std::error_code ec;
+  OCRT_CHECK(!fs::exists(c.out, ec) || fs::is_directory(c.out, ec), "--out: ", c.out, " exists and is not a folder");
+  OCRT_CHECK(c.count >= 1 && c.count <= 100000000, "--count: must be in [1, 100000000], got ", c.count);
+  OCRT_CHECK(c.min_chars >= 1 && c.min_chars <= 1000, "--min-chars: must be in [1, 1000], got ", c.min_chars);
+  OCRT_CHECK(c.max_chars >= 1 && c.max_chars <= 1000, "--max-chars: must be in [1, 1000], got ", c.max_chars);
+  OCRT_CHECK(c.min_chars <= c.max_chars, "--min-chars (", c.min_chars, ") must not exceed --max-chars (", c.max_chars,
+             ")");
+  OCRT_CHECK(c.min_height >= 4 && c.max_height <= 512 && c.min_height <= c.max_height,
+             "--height: expected LO:HI with 4 <= LO <= HI <= 512, got ", c.min_height, ":", c.max_height);
+  if (c.words != "none") {
+    OCRT_CHECK(fs::is_regular_file(c.words, ec), "--words: ", c.words,
+               " is not a file (Debian's wamerican package installs /usr/share/dict/words; "
+               "'--words none' uses no word list)");
+  }
+  if (!c.charset.empty()) OCRT_CHECK(fs::is_regular_file(c.charset, ec), "--charset: ", c.charset, " is not a file");
+  check_no_stale_files(c);
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  OCRT_CHECK(out.good(), path.string(), ": cannot write");
+}
+
+// The charset reduced to the characters at least one font can draw; the rest are reported.
+nn::Charset drawable(const nn::Charset& charset, const std::vector<std::shared_ptr<Font>>& fonts) {
+  std::vector<std::string> keep, dropped;
+  for (const auto& ch : charset.chars()) {
+    bool any = false;
+    for (const auto& f : fonts) any = any || f->covers(ch);
+    (any ? keep : dropped).push_back(ch);
+  }
+  OCRT_CHECK(!keep.empty(), "--charset: no font has any of its characters");
+  if (!dropped.empty()) {
+    std::string list;
+    for (size_t i = 0; i < dropped.size() && i < 20; ++i) list += (i ? " " : "") + dropped[i];
+    std::fprintf(stderr, "ocrt-synth: warning: no font has %zu charset character(s), left out of the text: %s%s\n",
+                 dropped.size(), list.c_str(), dropped.size() > 20 ? " ..." : "");
+  }
+  return nn::Charset::from_chars(keep);
+}
+
+// Sample i: a text some font covers (re-drawn until one does), that font, a glyph height,
+// a margin, ink and paper tones, and (with --augment) the augmentations.
+// A non-empty `fixed` text (from --texts) is rendered as given.
+std::pair<GrayImage, std::string> make_sample(const SynthConfig& c, const TextSource& text_source,
+                                              const std::vector<std::shared_ptr<Font>>& fonts, int64_t i,
+                                              const std::string& fixed) {
+  constexpr int kAttempts = 100;
+  SampleRng rng(SampleRng::derive(c.seed, (uint64_t)i));
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    const uint64_t text_seed = rng.next();
+    const std::string text = fixed.empty() ? text_source.sample(text_seed, c.min_chars, c.max_chars) : fixed;
+    std::vector<const Font*> candidates;
+    for (const auto& f : fonts)
+      if (f->covers(text)) candidates.push_back(f.get());
+    if (candidates.empty()) continue;
+    const Font* font = candidates[(size_t)rng.integer(0, (int64_t)candidates.size() - 1)];
+    const double height = rng.uniform(c.min_height, c.max_height);
+    const int64_t margin = rng.integer(1, 6);
+    const auto ink = (uint8_t)rng.integer(0, 70), paper = (uint8_t)rng.integer(180, 255);
+    GrayImage image = font->render(text, height, margin, ink, paper);
+    if (c.augment) image = augment(image, AugmentOptions{}, rng);
+    return {std::move(image), text};
+  }
+  if (!fixed.empty()) fail("--texts: no font covers line ", i + 1, " ('", fixed, "')");
+  fail("sample ", i, ": no font covers any of ", kAttempts,
+       " drawn texts (the fonts cover different parts of the charset; give fonts that share more characters)");
+}
+
+int run(const SynthConfig& c) {
+  std::vector<std::string> skipped, paths = c.fonts.empty() ? default_font_dirs() : c.fonts;
+  OCRT_CHECK(!paths.empty(), "--fonts: not given, and none of Debian's font folders is installed here "
+             "(fonts-dejavu-core, fonts-liberation, fonts-freefont-ttf, fonts-urw-base35)");
+  std::vector<std::shared_ptr<Font>> fonts;
+  try {
+    fonts = load_fonts(paths, &skipped);
+  } catch (const Error& e) {
+    fail(c.fonts.empty() ? "default fonts: " : "--fonts: ", e.what());
+  }
+  if (c.list_fonts) {
+    for (const auto& f : fonts) std::printf("%s\n", f->path().c_str());
+    for (const auto& s : skipped) std::printf("skipped: %s\n", s.c_str());
+    return 0;
+  }
+  const nn::Charset charset = drawable(c.charset.empty() ? nn::Charset::ascii() : nn::Charset::from_file(c.charset), fonts);
+  const TextSource text_source(c.words == "none" ? std::vector<std::string>{} : TextSource::read_words(c.words), charset);
+
+  std::error_code ec;
+  fs::create_directories(c.out, ec);
+  OCRT_CHECK(!ec, "--out: cannot create ", c.out, ": ", ec.message());
+  std::vector<std::string> fixed;
+  if (!c.texts.empty()) {
+    std::ifstream in(c.texts);
+    OCRT_CHECK(in.good(), "--texts: cannot read ", c.texts);
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.empty()) continue;
+      std::vector<int64_t> classes;
+      std::vector<std::string> unknown;
+      OCRT_CHECK(charset.encode(line, classes, &unknown), "--texts: line '", line, "' has characters outside the charset");
+      fixed.push_back(line);
+    }
+    OCRT_CHECK(!fixed.empty(), "--texts: ", c.texts, " holds no line");
+  }
+  const int64_t count = fixed.empty() ? c.count : (int64_t)fixed.size();
+  const size_t digits = name_digits(count);
+  std::vector<std::string> names((size_t)count), texts((size_t)count);
+  std::string error;
+  // Samples are independent, so they render on every core; the first error stops the rest.
+#pragma omp parallel for schedule(dynamic, 8)
+  for (int64_t i = 0; i < count; ++i) {
+    bool stop;
+#pragma omp critical(ocrt_synth_error)
+    stop = !error.empty();
+    if (stop) continue;
+    try {
+      std::string name = std::to_string(i);
+      name.insert(0, digits - name.size(), '0');
+      auto [image, text] = make_sample(c, text_source, fonts, i, fixed.empty() ? std::string() : fixed[(size_t)i]);
+      save_gray_png((fs::path(c.out) / (name + ".png")).string(), image);
+      write_text(fs::path(c.out) / (name + ".gt.txt"), text + "\n");
+      names[(size_t)i] = name;
+      texts[(size_t)i] = std::move(text);
+    } catch (const std::exception& e) {
+#pragma omp critical(ocrt_synth_error)
+      if (error.empty()) error = e.what();
+    }
+  }
+  OCRT_CHECK(error.empty(), error);
+
+  // The label file last, through a temporary file: it never lists an image that is not there.
+  std::string labels;
+  for (size_t i = 0; i < names.size(); ++i) labels += names[i] + ".png\t" + texts[i] + "\n";
+  const fs::path labels_path = fs::path(c.out) / "labels.txt", tmp = fs::path(c.out) / "labels.txt.tmp";
+  write_text(tmp, labels);
+  fs::rename(tmp, labels_path, ec);
+  OCRT_CHECK(!ec, labels_path.string(), ": cannot write: ", ec.message());
+  std::printf("ocrt-synth: wrote %lld lines to %s (%zu fonts, %lld charset characters, %zu words)\n",
+              (long long)count, c.out.c_str(), fonts.size(), (long long)charset.size(), text_source.num_words());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const SynthConfig c = parse_args(argc, argv);
+    validate(c);
+    return run(c);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ocrt-synth: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,342 @@
+// Font rendering with stb_truetype, font discovery, random text and the per-sample generator
+// (see synth.h).
+#include "train/synth.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "runtime/error.h"
+#include "runtime/rng.h"
+#include "runtime/stb.h"
+
+namespace ocrt::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const stbtt_fontinfo* info_of(void* p) { return static_cast<const stbtt_fontinfo*>(p); }
+
+// The code point of one UTF-8 character (as nn::utf8_chars returns them: already validated).
+uint32_t codepoint(const std::string& ch) {
+  const auto* s = reinterpret_cast<const unsigned char*>(ch.data());
+  if (s[0] < 0x80) return s[0];
+  if ((s[0] & 0xE0) == 0xC0) return ((s[0] & 0x1Fu) << 6) | (s[1] & 0x3Fu);
+  if ((s[0] & 0xF0) == 0xE0) return ((s[0] & 0x0Fu) << 12) | ((s[1] & 0x3Fu) << 6) | (s[2] & 0x3Fu);
+  return ((s[0] & 0x07u) << 18) | ((s[1] & 0x3Fu) << 12) | ((s[2] & 0x3Fu) << 6) | (s[3] & 0x3Fu);
+}
+
+uint32_t be32(const unsigned char* p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+uint16_t be16(const unsigned char* p) { return (uint16_t)(p[0] << 8 | p[1]); }
+
+// Checks the sfnt table directory at `offset` against the file size (stb_truetype reads it
+// without bounds checks) and returns the position and length of the OS/2 table (0, 0 when the
+// font has none).
+std::pair<size_t, size_t> check_tables(const std::vector<unsigned char>& data, int offset, const std::string& path) {
+  const uint64_t size = data.size(), base = (uint64_t)offset;
+  OCRT_CHECK(base + 12 <= size, path, ": truncated font (the table directory lies past the end of the file)");
+  const uint64_t num_tables = be16(&data[base + 4]);
+  OCRT_CHECK(base + 12 + 16 * num_tables <= size, path, ": truncated font (", num_tables,
+             " tables announced, the directory does not fit in the file)");
+  std::pair<size_t, size_t> os2{0, 0};
+  for (uint64_t i = 0; i < num_tables; ++i) {
+    const unsigned char* rec = &data[base + 12 + 16 * i];
+    const uint64_t at = be32(rec + 8), length = be32(rec + 12);
+    OCRT_CHECK(at + length <= size, path, ": truncated font (table '", std::string((const char*)rec, 4),
+               "' lies past the end of the file)");
+    if (std::memcmp(rec, "OS/2", 4) == 0) os2 = {(size_t)at, (size_t)length};
+  }
+  return os2;
+}
+
+bool is_control(const std::string& ch) {
+  const uint32_t cp = codepoint(ch);
+  return cp < 0x20 || (cp >= 0x7F && cp < 0xA0);
+}
+
+}  // namespace
+
+std::shared_ptr<Font> Font::load(const std::string& path) {
+  std::error_code ec;
+  OCRT_CHECK(!fs::is_directory(path, ec), path, ": is a folder, not a font file");
+  std::ifstream in(path, std::ios::binary);
+  OCRT_CHECK(in.good(), path, ": cannot open the font file");
+  std::shared_ptr<Font> f(new Font());
+  f->path_ = path;
+  f->data_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  OCRT_CHECK(!f->data_.empty(), path, ": the font file is empty");
+  // stb reads the 16-byte collection header before it knows what the file is.
+  OCRT_CHECK(f->data_.size() >= 16, path, ": too small to be a font (", f->data_.size(), " bytes)");
+  const int offset = stbtt_GetFontOffsetForIndex(f->data_.data(), 0);
+  OCRT_CHECK(offset >= 0, path, ": not a font stb_truetype can read (TrueType or OpenType)");
+  const auto [os2, os2_length] = check_tables(f->data_, offset, path);
+  auto* info = new stbtt_fontinfo();
+  f->info_ = info;
+  OCRT_CHECK(stbtt_InitFont(info, f->data_.data(), offset), path,
+             ": not a font stb_truetype can read (TrueType or OpenType with a Unicode character map)");
+  OCRT_CHECK(stbtt_FindGlyphIndex(info, 'a') != 0 || stbtt_FindGlyphIndex(info, '0') != 0, path,
+             ": the font has no Latin letters or digits");
+  // OS/2 sFamilyClass (offset 30, high byte) 12 is "symbolic"; PANOSE bFamilyType (offset 32)
+  // 5 is "Latin symbol".
+  if (os2_length >= 34) {
+    const unsigned family_class = f->data_[os2 + 30], panose_family = f->data_[os2 + 32];
+    OCRT_CHECK(family_class != 12 && panose_family != 5, path,
+               ": a symbol font (its letters are pictures or symbols), not usable for text");
+  }
+  return f;
+}
+
+Font::~Font() { delete static_cast<stbtt_fontinfo*>(info_); }
+
+bool Font::covers(const std::string& text) const {
+  for (const std::string& ch : nn::utf8_chars(text))
+    if (ch != " " && stbtt_FindGlyphIndex(info_of(info_), (int)codepoint(ch)) == 0) return false;
+  return true;
+}
+
+GrayImage Font::render(const std::string& text, double pixel_height, int64_t margin, uint8_t ink, uint8_t paper) const {
+  OCRT_CHECK(pixel_height >= 4 && pixel_height <= 512, "render: pixel height must be in [4, 512], got ", pixel_height);
+  OCRT_CHECK(margin >= 0 && margin <= 1024, "render: margin must be in [0, 1024], got ", margin);
+  const auto chars = nn::utf8_chars(text, "render");
+  OCRT_CHECK(!chars.empty(), "render: empty text");
+  const stbtt_fontinfo* info = info_of(info_);
+  const float scale = stbtt_ScaleForPixelHeight(info, (float)pixel_height);
+  int ascent, descent, gap;
+  stbtt_GetFontVMetrics(info, &ascent, &descent, &gap);
+
+  // Pass 1: glyphs, pen positions and bitmap boxes, to size the canvas. Coordinates are pixels
+  // relative to the pen's start on the baseline, y pointing down.
+  struct Placed {
+    int glyph;
+    float shift;     // sub-pixel part of the pen position
+    int64_t x, y;    // top-left of the glyph's bitmap
+    int w, h;
+  };
+  std::vector<Placed> placed;
+  int64_t left = 0, top = -(int64_t)std::ceil(ascent * scale);
+  int64_t bottom = (int64_t)std::ceil(-descent * scale), right = 0;
+  float pen = 0;
+  for (size_t i = 0; i < chars.size(); ++i) {
+    const int g = stbtt_FindGlyphIndex(info, (int)codepoint(chars[i]));
+    OCRT_CHECK(g != 0 || chars[i] == " ", path_, ": the font has no glyph for '", chars[i], "'");
+    Placed p{g, pen - std::floor(pen), 0, 0, 0, 0};
+    int x0, y0, x1, y1;
+    stbtt_GetGlyphBitmapBoxSubpixel(info, g, scale, scale, p.shift, 0, &x0, &y0, &x1, &y1);
+    p.x = (int64_t)std::floor(pen) + x0, p.y = y0, p.w = x1 - x0, p.h = y1 - y0;
+    if (p.w > 0 && p.h > 0) {  // a space has no bitmap
+      left = std::min(left, p.x), right = std::max(right, p.x + p.w);
+      top = std::min(top, p.y), bottom = std::max(bottom, p.y + p.h);
+      placed.push_back(p);
+    }
+    int advance, lsb;
+    stbtt_GetGlyphHMetrics(info, g, &advance, &lsb);
+    pen += advance * scale;
+    if (i + 1 < chars.size()) {
+      const int next = stbtt_FindGlyphIndex(info, (int)codepoint(chars[i + 1]));
+      pen += scale * stbtt_GetGlyphKernAdvance(info, g, next);
+    }
+  }
+  right = std::max(right, (int64_t)std::ceil(pen));
+  const int64_t width = std::max<int64_t>(1, right - left + 2 * margin);
+  const int64_t height = std::max<int64_t>(1, bottom - top + 2 * margin);
+  OCRT_CHECK(width * height <= (int64_t)1 << 28, "render: the line would be ", width, "x", height,
+             " pixels; use a shorter text or a smaller pixel height");
+
+  // Pass 2: rasterise each glyph and add its coverage (kerned neighbours may overlap).
+  std::vector<float> coverage((size_t)(width * height), 0.f);
+  std::vector<unsigned char> bmp;
+  for (const Placed& p : placed) {
+    bmp.assign((size_t)p.w * (size_t)p.h, 0);
+    stbtt_MakeGlyphBitmapSubpixel(info, bmp.data(), p.w, p.h, p.w, scale, scale, p.shift, 0, p.glyph);
+    const int64_t ox = margin - left + p.x, oy = margin - top + p.y;  // inside the canvas by construction
+    for (int r = 0; r < p.h; ++r)
+      for (int c = 0; c < p.w; ++c) {
+        float& v = coverage[(size_t)((oy + r) * width + ox + c)];
+        v = std::min(1.f, v + bmp[(size_t)r * (size_t)p.w + (size_t)c] / 255.f);
+      }
+  }
+  GrayImage img;
+  img.width = width, img.height = height;
+  img.pixels.resize(coverage.size());
+  for (size_t i = 0; i < coverage.size(); ++i)
+    img.pixels[i] = (uint8_t)std::lround(paper + ((double)ink - (double)paper) * coverage[i]);
+  return img;
+}
+
+std::vector<std::shared_ptr<Font>> load_fonts(const std::vector<std::string>& paths, std::vector<std::string>* skipped) {
+  OCRT_CHECK(!paths.empty(), "fonts: no font file or folder given");
+  std::vector<std::string> files;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    OCRT_CHECK(fs::exists(p, ec), p, ": no such font file or folder");
+    if (!fs::is_directory(p, ec)) {
+      files.push_back(p);
+      continue;
+    }
+    // error_code overloads throughout: an unreadable sub-folder is skipped, not a crash.
+    for (fs::recursive_directory_iterator it(p, fs::directory_options::skip_permission_denied, ec), end;
+         !ec && it != end; it.increment(ec)) {
+      std::string ext = it->path().extension().string();
+      std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return (char)std::tolower(c); });
+      if (it->is_regular_file(ec) && (ext == ".ttf" || ext == ".otf" || ext == ".ttc"))
+        files.push_back(it->path().string());
+    }
+    OCRT_CHECK(!ec, p, ": cannot list the font folder: ", ec.message());
+  }
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  std::vector<std::shared_ptr<Font>> fonts;
+  std::string first_problem;
+  for (const auto& f : files) {
+    try {
+      fonts.push_back(Font::load(f));
+    } catch (const Error& e) {
+      if (first_problem.empty()) first_problem = e.what();
+      if (skipped) skipped->push_back(e.what());
+    }
+  }
+  OCRT_CHECK(!fonts.empty(), "fonts: no readable font among the ", files.size(), " font files (*.ttf, *.otf, *.ttc) in ",
+             paths.size() == 1 ? paths[0] : std::to_string(paths.size()) + " paths",
+             first_problem.empty() ? "" : "; first problem: ", first_problem);
+  return fonts;
+}
+
+std::vector<std::string> default_font_dirs() {
+  std::vector<std::string> out;
+  for (const char* d : {"/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/truetype/liberation",
+                        "/usr/share/fonts/truetype/freefont", "/usr/share/fonts/opentype/urw-base35"})
+    if (fs::is_directory(d)) out.emplace_back(d);
+  return out;
+}
+
+TextSource::TextSource(const std::vector<std::string>& words, const nn::Charset& charset) : charset_(charset) {
+  for (const auto& line : words) {
+    // A line may hold several words; each is kept only when every character is in the charset.
+    size_t i = 0;
+    while (i < line.size()) {
+      while (i < line.size() && std::isspace((unsigned char)line[i])) ++i;
+      size_t j = i;
+      while (j < line.size() && !std::isspace((unsigned char)line[j])) ++j;
+      if (j > i) {
+        try {
+          const std::string word = line.substr(i, j - i);
+          const auto chars = nn::utf8_chars(word);
+          if (std::all_of(chars.begin(), chars.end(), [&](const std::string& c) { return charset.contains(c); }))
+            words_.push_back(word);
+        } catch (const Error&) {
+          // invalid UTF-8 in the word list: not a usable word
+        }
+      }
+      i = j;
+    }
+  }
+  for (int c = 0x21; c < 0x7F; ++c) {
+    const std::string ch(1, (char)c);
+    if (!charset.contains(ch)) continue;
+    if (std::isdigit(c)) digits_.push_back(ch);
+    else if (std::ispunct(c)) symbols_.push_back(ch);
+    if (std::strchr(",.;:!?", c)) trailing_.push_back(ch);
+  }
+  for (const auto& ch : charset.chars())
+    if (ch != " " && !is_control(ch)) chars_.push_back(ch);
+  OCRT_CHECK(!chars_.empty(), "text source: the charset has no printable character besides the space");
+}
+
+std::vector<std::string> TextSource::read_words(const std::string& path) {
+  std::error_code ec;
+  OCRT_CHECK(!fs::is_directory(path, ec), path, ": is a folder, not a word list");
+  std::ifstream in(path);
+  OCRT_CHECK(in.good(), path, ": cannot open the word list");
+  std::vector<std::string> words;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) words.push_back(line);
+  }
+  return words;
+}
+
+std::string TextSource::sample(uint64_t seed, int64_t min_chars, int64_t max_chars) const {
+  OCRT_CHECK(min_chars >= 1 && max_chars >= min_chars, "text source: need 1 <= min_chars <= max_chars, got ", min_chars,
+             " and ", max_chars);
+  SampleRng rng(seed);
+  auto pick = [&rng](const std::vector<std::string>& from) { return from[(size_t)rng.integer(0, (int64_t)from.size() - 1)]; };
+  // One piece: a word (70%; sometimes capitalised or followed by a mark), a number (18%), a
+  // run of symbols (6%) or a random string over the whole charset (6%). A kind the charset
+  // cannot make falls through to the random string.
+  auto piece = [&]() {
+    std::vector<std::string> out;
+    const double kind = rng.uniform();
+    if (kind < 0.7 && !words_.empty()) {
+      out = nn::utf8_chars(pick(words_));
+      const double upper = rng.uniform();
+      // 12%: first letter upper-case, 3%: all of it; only when the charset has those letters.
+      const size_t n = upper < 0.03 ? out.size() : upper < 0.15 ? 1 : 0;
+      std::vector<std::string> changed = out;
+      for (size_t i = 0; i < n; ++i)
+        if (changed[i].size() == 1) changed[i][0] = (char)std::toupper((unsigned char)changed[i][0]);
+      if (std::all_of(changed.begin(), changed.end(), [&](const std::string& c) { return charset_.contains(c); }))
+        out = std::move(changed);
+      if (rng.uniform() < 0.1 && !trailing_.empty()) out.push_back(pick(trailing_));
+    } else if (kind < 0.88 && !digits_.empty()) {
+      const int64_t len = rng.integer(1, 6);
+      for (int64_t i = 0; i < len; ++i) out.push_back(pick(digits_));
+    } else if (kind < 0.94 && !symbols_.empty()) {
+      const int64_t len = rng.integer(1, 3);
+      for (int64_t i = 0; i < len; ++i) out.push_back(pick(symbols_));
+    } else {
+      const int64_t len = rng.integer(1, 8);
+      for (int64_t i = 0; i < len; ++i) out.push_back(pick(chars_));
+    }
+    return out;
+  };
+  const int64_t n = rng.integer(min_chars, max_chars);
+  const bool spaced = charset_.contains(" ");
+  std::vector<std::string> text;
+  while ((int64_t)text.size() < n) {
+    if (!text.empty() && spaced) {
+      if (n - (int64_t)text.size() < 2) {
+        // Room for one character only: a space there would end the line, so glue a mark on.
+        text.push_back(pick(trailing_.empty() ? chars_ : trailing_));
+        continue;
+      }
+      text.push_back(" ");
+    }
+    const std::vector<std::string> p = piece();
+    const size_t take = std::min(p.size(), (size_t)(n - (int64_t)text.size()));  // a word that does not fit is cut
+    text.insert(text.end(), p.begin(), p.begin() + (std::ptrdiff_t)take);
+  }
+  std::string out;
+  for (const auto& ch : text) out += ch;
+  return out;
+}
+
+uint64_t SampleRng::derive(uint64_t seed, uint64_t index) {
+  const Philox4x32 r = philox4x32_10(seed, index, 0xD371'7E5Eu);
+  return ((uint64_t)r.v[0] << 32) | r.v[1];
+}
+
+uint64_t SampleRng::next() {
+  const Philox4x32 r = philox4x32_10(seed_, counter_++, 0x5A17u);
+  return ((uint64_t)r.v[0] << 32) | r.v[1];
+}
+
+double SampleRng::uniform() { return (double)(next() >> 11) * (1.0 / 9007199254740992.0); }
+
+int64_t SampleRng::integer(int64_t lo, int64_t hi) {
+  OCRT_CHECK(hi >= lo, "SampleRng::integer: empty range [", lo, ", ", hi, "]");
+  const uint64_t span = (uint64_t)hi - (uint64_t)lo + 1;  // 0 means the full 64-bit range
+  return span == 0 ? (int64_t)next() : (int64_t)((uint64_t)lo + next() % span);
+}
+
+double SampleRng::normal() {
+  const double u1 = 1 - uniform();  // (0, 1]: log never sees 0
+  return std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * uniform());
+}
+
+}  // namespace ocrt::train

@@ -1,0 +1,98 @@
+// Synthetic text lines: text rendered with stb_truetype from TrueType/OpenType fonts, for
+// training without (or beside) real data. docs/data.md has the details.
+//
+// Fonts are read-only once loaded, so one Font may render on several loader threads at once.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/charset.h"
+#include "runtime/image.h"
+
+namespace ocrt::train {
+
+// A loaded font (the file's bytes and stb_truetype's view of them).
+//
+// stb_truetype trusts the file it is given: load fonts you trust (the system's). load() checks
+// the table directory against the file size, so a truncated or non-font file is an error, not
+// a crash, and it rejects symbol fonts (OS/2 family class "symbolic" or PANOSE "Latin
+// symbol", like URW's Dingbats and Standard Symbols), whose character map sends the letters
+// to pictures: they would "cover" any text and render nonsense for its label.
+class Font {
+ public:
+  static std::shared_ptr<Font> load(const std::string& path);  // throws naming the path
+  const std::string& path() const { return path_; }
+  // True when the font has a glyph for every character of `text` (a space always counts as
+  // covered). Throws for invalid UTF-8.
+  bool covers(const std::string& text) const;
+  // Renders one line: dark text (ink) on a light background (paper), with `margin` pixels
+  // around. `pixel_height` is the font's ascent-to-descent span in pixels, so the image is
+  // about pixel_height + 2 * margin high; glyphs reaching beyond the ascent, the descent or
+  // their advance (accents, italic overhangs) widen the canvas rather than being cut. Throws
+  // when the font lacks a character.
+  GrayImage render(const std::string& text, double pixel_height, int64_t margin = 2, uint8_t ink = 0,
+                   uint8_t paper = 255) const;
+  ~Font();
+  Font(const Font&) = delete;  // stb's view points into data_: a copy would share and free it twice
+  Font& operator=(const Font&) = delete;
+
+ private:
+  Font() = default;
+  std::string path_;
+  std::vector<unsigned char> data_;
+  void* info_ = nullptr;  // stbtt_fontinfo, kept out of this header
+};
+
+// Every readable font under the given files and folders (*.ttf, *.otf, *.ttc, recursively,
+// sorted). Files stb_truetype cannot read (and symbol fonts) are skipped and listed, with the
+// reason, in *skipped (when given); no font at all is an error.
+std::vector<std::shared_ptr<Font>> load_fonts(const std::vector<std::string>& paths,
+                                              std::vector<std::string>* skipped = nullptr);
+
+// The fonts Debian installs (DejaVu, Liberation, FreeFont, URW base35) that exist here.
+std::vector<std::string> default_font_dirs();
+
+// Random text: mostly words from a word list (one a line; only words fully in the charset are
+// kept), sometimes capitalised or followed by punctuation, mixed with numbers, runs of symbols
+// and random strings over the whole charset (so that every character of the charset gets
+// seen), separated by single spaces when the charset has a space.
+class TextSource {
+ public:
+  TextSource(const std::vector<std::string>& words, const nn::Charset& charset);
+  // One word a line (a line holding spaces gives several words), e.g. /usr/share/dict/words.
+  static std::vector<std::string> read_words(const std::string& path);
+  // A text of exactly n characters for an n drawn uniformly from [min_chars, max_chars], with
+  // no leading, trailing or doubled space; a word that does not fit is cut. Pure function of
+  // its arguments.
+  std::string sample(uint64_t seed, int64_t min_chars, int64_t max_chars) const;
+  size_t num_words() const { return words_.size(); }
+
+ private:
+  std::vector<std::string> words_;
+  std::vector<std::string> digits_, symbols_;  // ASCII digits / ASCII punctuation in the charset
+  std::vector<std::string> trailing_;          // of those, the marks that end a word: , . ; : ! ?
+  std::vector<std::string> chars_;    // every printable character of the charset but space
+  nn::Charset charset_;
+};
+
+// Splits a 64-bit seed into a stream of numbers: a tiny deterministic generator for per-sample
+// randomness (Philox-based, so any sample's numbers depend only on its seed).
+class SampleRng {
+ public:
+  explicit SampleRng(uint64_t seed) : seed_(seed) {}
+  // A seed for item `index` of a run seeded with `seed` (sample i of ocrt-synth, say):
+  // neighbouring indices give unrelated streams.
+  static uint64_t derive(uint64_t seed, uint64_t index);
+  uint64_t next();                   // 64 random bits
+  double uniform();                  // [0, 1)
+  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
+  int64_t integer(int64_t lo, int64_t hi);  // [lo, hi]
+  double normal();                   // standard normal (Box-Muller; takes two draws)
+
+ private:
+  uint64_t seed_, counter_ = 0;
+};
+
+}  // namespace ocrt::train

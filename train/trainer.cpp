@@ -1,0 +1,482 @@
+// The training loop (see trainer.h for the shape of a step and the resume guarantee).
+#include "train/trainer.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+
+#include "models/crnn.h"
+#include "models/ctc_decode.h"
+#include "models/edit_distance.h"
+#include "models/model_file.h"
+#include "ops/ctc.h"
+#include "runtime/threading.h"
+#include "train/checkpoint.h"
+#include "train/optim.h"
+#include "train/schedule.h"
+
+namespace fs = std::filesystem;
+
+namespace ocrt::train {
+
+namespace {
+
+// ---- signals: SIGINT/SIGTERM ask the loop to stop after the current step (and save).
+std::atomic<int> g_signal{0};
+extern "C" void on_signal(int sig) { g_signal = sig; }
+
+double peak_rss_mb() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss / 1024.0;  // Linux reports KiB
+}
+
+double now_seconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Appends one JSON object a line to OUT/metrics.jsonl.
+class MetricsLog {
+ public:
+  explicit MetricsLog(const std::string& path) : out_(path, std::ios::app) {
+    OCRT_CHECK(out_.good(), "cannot write ", path);
+  }
+  void write(const Json& j) {
+    out_ << j.dump() << '\n';
+    out_.flush();
+  }
+
+ private:
+  std::ofstream out_;
+};
+
+nn::Charset load_charset(const std::string& path) {
+  return path.empty() ? nn::Charset::ascii() : nn::Charset::from_file(path);
+}
+
+std::vector<std::shared_ptr<Font>> fonts_or_default(const std::vector<std::string>& paths, const char* flag) {
+  std::vector<std::string> p = paths.empty() ? default_font_dirs() : paths;
+  OCRT_CHECK(!p.empty(), flag, ": no fonts given and none of Debian's font folders exist (install fonts-dejavu-core, "
+             "fonts-liberation, fonts-freefont-ttf, fonts-urw-base35, or pass ", flag, " PATH)");
+  std::vector<std::string> skipped;
+  auto fonts = load_fonts(p, &skipped);
+  for (const auto& s : skipped) std::fprintf(stderr, "note: %s: skipped %s\n", flag, s.c_str());
+  return fonts;
+}
+
+// A dataset from --train / --val sources: "synth", or label files and folders (checked).
+std::shared_ptr<const Dataset> make_dataset(const std::vector<std::string>& sources, const TrainConfig& cfg,
+                                            const nn::Charset& charset, bool is_val) {
+  const char* flag = is_val ? "--val" : "--train";
+  if (sources.size() == 1 && sources[0] == "synth") {
+    auto words = std::make_shared<const TextSource>(TextSource::read_words(cfg.words), charset);
+    auto fonts = fonts_or_default(is_val && !cfg.val_fonts.empty() ? cfg.val_fonts : cfg.fonts,
+                                  is_val ? "--val-fonts" : "--fonts");
+    SynthOptions o = cfg.synth;
+    if (is_val) o.size = cfg.val_size;
+    std::fprintf(stderr, "%s: synthetic lines from %zu fonts, %zu words\n", flag, fonts.size(), words->num_words());
+    return std::make_shared<SynthDataset>(fonts, words, charset, o);
+  }
+  for (const auto& s : sources)
+    OCRT_CHECK(s != "synth", flag, ": 'synth' cannot be mixed with files (got ", sources.size(), " sources)");
+  ValidationReport report = validate_samples(read_sources(sources), charset);
+  std::fprintf(stderr, "%s: %lld samples, %lld usable\n", flag, (long long)report.total,
+               (long long)report.good.size());
+  if (report.bad() > 0) {
+    std::fprintf(stderr, "%s", report.summary().c_str());
+    OCRT_CHECK(cfg.on_bad_sample != "fail", flag, ": ", report.bad(), " bad samples and --on-bad-sample fail");
+  }
+  OCRT_CHECK(!report.good.empty(), flag, ": no usable sample");
+  return std::make_shared<FileDataset>(std::move(report.good));
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& cfg, std::vector<Tensor> params) {
+  if (cfg.optimizer == "sgd") {
+    SGDOptions o;
+    o.lr = cfg.lr;
+    o.momentum = cfg.momentum;
+    o.weight_decay = cfg.weight_decay;
+    return std::make_unique<SGD>(std::move(params), o);
+  }
+  AdamOptions o;
+  o.lr = cfg.lr;
+  o.weight_decay = cfg.weight_decay;
+  return std::make_unique<Adam>(std::move(params), o, cfg.optimizer == "adamw");
+}
+
+Schedule make_schedule(const TrainConfig& cfg) {
+  Schedule s;
+  s.kind = parse_schedule_kind(cfg.schedule);
+  s.base_lr = cfg.lr;
+  s.total_steps = cfg.steps;
+  s.warmup_steps = std::min(cfg.warmup, cfg.steps - 1);  // a short run keeps at least one step past warm-up
+  s.step_size = std::max<int64_t>(1, cfg.steps / 3);
+  s.min_lr = cfg.lr * 0.01;
+  s.validate();
+  return s;
+}
+
+// The CTC loss of a batch on the model's device.
+Tensor batch_loss(nn::CRNN& model, const Batch& b, Device device) {
+  Tensor logits = model.forward(b.images.to(device), b.widths);
+  std::vector<int64_t> frames, lengths, flat;
+  for (size_t i = 0; i < b.widths.size(); ++i) {
+    frames.push_back(frames_for_width(b.widths[i]));
+    lengths.push_back((int64_t)b.targets[i].size());
+    flat.insert(flat.end(), b.targets[i].begin(), b.targets[i].end());
+  }
+  CTCLossOptions o;
+  o.reduction = Reduction::mean;
+  o.zero_infinity = true;
+  return ctc_loss_from_logits(logits, Tensor::from_vector(flat), frames, lengths, o);
+}
+
+struct EvalResult {
+  double cer = 0, line_accuracy = 0;
+  int64_t lines = 0;
+  std::vector<std::pair<std::string, std::string>> examples;  // (label, prediction)
+};
+
+// Greedy-decodes every validation line (each exactly once) in eval mode.
+EvalResult evaluate(nn::CRNN& model, const Dataset& data, const LoaderOptions& base, Device device,
+                    const nn::Charset& charset) {
+  LoaderOptions o = base;
+  o.shuffle = false;
+  o.augment = false;
+  o.bucket_window = 0;
+  Loader loader(std::shared_ptr<const Dataset>(&data, [](const Dataset*) {}), o);
+  model.train(false);
+  NoGradGuard no_grad;
+  int64_t edits = 0, chars = 0, exact = 0, seen = 0;
+  EvalResult r;
+  for (int64_t step = 0; seen < data.size(); ++step) {
+    Batch b = loader.next();
+    Tensor logits = model.forward(b.images.to(device), b.widths);
+    std::vector<int64_t> frames;
+    for (int64_t w : b.widths) frames.push_back(frames_for_width(w));
+    auto decoded = nn::ctc_greedy_decode(logits, frames);
+    for (size_t i = 0; i < decoded.size() && seen < data.size(); ++i, ++seen) {
+      const int64_t e = edit_distance(decoded[i].labels, b.targets[i]);
+      edits += e;
+      chars += (int64_t)b.targets[i].size();
+      exact += e == 0;
+      if (r.examples.size() < 4) r.examples.emplace_back(b.texts[i], charset.decode(decoded[i].labels));
+    }
+  }
+  model.train(true);
+  r.lines = seen;
+  r.cer = chars > 0 ? (double)edits / (double)chars : 0;
+  r.line_accuracy = seen > 0 ? (double)exact / (double)seen : 0;
+  return r;
+}
+
+void print_progress(bool tty, int64_t step, int64_t total, double loss, double lr, double sps, double eta_s) {
+  if (tty) {
+    const int width = 30;
+    const int filled = total > 0 ? (int)(width * step / total) : 0;
+    std::string bar(filled, '#');
+    bar.resize(width, '.');
+    std::fprintf(stderr, "\r[%s] %lld/%lld loss %.4f lr %.2e %.0f samples/s ETA %.0fs   ", bar.c_str(),
+                 (long long)step, (long long)total, loss, lr, sps, eta_s);
+  } else {
+    std::fprintf(stderr, "step %lld/%lld loss %.4f lr %.3e %.1f samples/s ETA %.0fs\n", (long long)step,
+                 (long long)total, loss, lr, sps, eta_s);
+  }
+}
+
+}  // namespace
+
+int64_t edit_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b) { return nn::edit_distance(a, b); }
+
+void TrainConfig::validate() const {
+  OCRT_CHECK(arch == "crnn" || arch == "crnn-s", "--arch: expected crnn or crnn-s, got '", arch, "'");
+  OCRT_CHECK(!train.empty(), "--train: give label files, folders of .gt.txt pairs, or 'synth'");
+  OCRT_CHECK(batch >= 1, "--batch: must be >= 1, got ", batch);
+  OCRT_CHECK(steps >= 1, "--steps: must be >= 1, got ", steps);
+  OCRT_CHECK(std::isfinite(epochs) && epochs >= 0, "--epochs: must be > 0, got ", epochs);
+  OCRT_CHECK(std::isfinite(lr) && lr > 0, "--lr: must be > 0, got ", lr);
+  OCRT_CHECK(optimizer == "sgd" || optimizer == "adam" || optimizer == "adamw",
+             "--optimizer: expected sgd, adam or adamw, got '", optimizer, "'");
+  parse_schedule_kind(schedule);  // throws naming the accepted names
+  OCRT_CHECK(workers >= 1 && workers <= 256, "--workers: must be in [1, 256], got ", workers);
+  OCRT_CHECK(threads >= 0, "--threads: must be >= 0, got ", threads);
+  OCRT_CHECK(save_every >= 1, "--save-every: must be >= 1, got ", save_every);
+  OCRT_CHECK(eval_every >= 1, "--eval-every: must be >= 1, got ", eval_every);
+  OCRT_CHECK(log_every >= 1, "--log-every: must be >= 1, got ", log_every);
+  OCRT_CHECK(keep >= 1, "--keep: must be >= 1, got ", keep);
+  OCRT_CHECK(stop_at >= 0, "--stop-at: must be >= 0, got ", stop_at);
+  OCRT_CHECK(std::isfinite(max_minutes) && max_minutes >= 0, "--max-minutes: must be >= 0, got ", max_minutes);
+  OCRT_CHECK(bucket_window >= 0, "--bucket-window: must be >= 0, got ", bucket_window);
+  OCRT_CHECK(max_bad_steps >= 1, "--max-bad-steps: must be >= 1, got ", max_bad_steps);
+  OCRT_CHECK(val_size >= 1, "--val-size: must be >= 1, got ", val_size);
+  OCRT_CHECK(warmup >= 0, "--warmup: must be >= 0, got ", warmup);
+  OCRT_CHECK(on_bad_sample == "skip" || on_bad_sample == "fail", "--on-bad-sample: expected skip or fail, got '",
+             on_bad_sample, "'");
+  OCRT_CHECK(!out.empty(), "--out: give a folder for checkpoints and logs");
+  OCRT_CHECK(synth.min_chars >= 1 && synth.max_chars >= synth.min_chars, "--synth-chars: need 1 <= min <= max, got ",
+             synth.min_chars, ":", synth.max_chars);
+  if (!init.empty()) OCRT_CHECK(fs::exists(init), "--init: ", init, " does not exist");
+  ocrt::validate(device);
+}
+
+Json TrainConfig::to_json() const {
+  Json j = Json::object();
+  auto list = [](const std::vector<std::string>& v) {
+    Json a = Json::array();
+    for (const auto& s : v) a.push_back(s);
+    return a;
+  };
+  j.set("arch", arch);
+  j.set("train", list(train));
+  j.set("val", list(val));
+  j.set("charset", charset_path);
+  j.set("fonts", list(fonts));
+  j.set("val_fonts", list(val_fonts));
+  j.set("device", device.str());
+  j.set("batch", batch);
+  j.set("steps", steps);
+  j.set("lr", lr);
+  j.set("optimizer", optimizer);
+  j.set("weight_decay", weight_decay);
+  j.set("schedule", schedule);
+  j.set("warmup", warmup);
+  j.set("clip_grad", clip_grad);
+  j.set("seed", std::to_string(seed));
+  j.set("augment", augment);
+  j.set("init", init);
+  return j;
+}
+
+Json TrainResult::to_json() const {
+  Json j = Json::object();
+  j.set("steps", steps);
+  j.set("samples_per_sec", samples_per_sec);
+  j.set("peak_rss_mb", peak_rss_mb);
+  j.set("final_train_loss", final_loss);
+  j.set("best_val_cer", best_cer);
+  j.set("best_model", best_model);
+  j.set("interrupted", interrupted);
+  return j;
+}
+
+TrainResult run_training(const TrainConfig& config) {
+  config.validate();
+  TrainConfig cfg = config;
+  if (cfg.threads > 0) set_num_threads(cfg.threads);
+  fs::create_directories(cfg.out);
+  const nn::Charset charset = load_charset(cfg.charset_path);
+
+  // Data first: a bad sample or a missing font fails here, before any model is built.
+  auto train_data = make_dataset(cfg.train, cfg, charset, false);
+  if (cfg.epochs > 0) {
+    cfg.steps = std::max<int64_t>(1, (int64_t)std::ceil(cfg.epochs * (double)train_data->size() / (double)cfg.batch));
+    std::fprintf(stderr, "--epochs %g: %lld steps of %lld samples\n", cfg.epochs, (long long)cfg.steps,
+                 (long long)cfg.batch);
+  }
+  std::shared_ptr<const Dataset> val_data;
+  if (!cfg.val.empty()) val_data = make_dataset(cfg.val, cfg, charset, true);
+
+  // The model, on the CPU, initialised from the seed; then --init or a checkpoint; then moved.
+  Generator gen(cfg.seed);
+  auto model = std::make_shared<nn::CRNN>(nn::CRNNConfig::preset(cfg.arch, charset.num_classes()), gen);
+  nn::ModelInfo info;
+  info.arch = cfg.arch;
+  info.config = model->config.to_json();
+  info.charset = charset.chars();
+  info.input = nn::default_input_spec();
+
+  TrainState state;
+  state.seed = cfg.seed;
+  state.settings = cfg.to_json();
+  std::optional<Checkpoint> resume_from;
+  if (cfg.resume) {
+    auto all = list_checkpoints(cfg.out);
+    if (!all.empty()) resume_from = load_checkpoint(all.back());
+  }
+  if (resume_from) {
+    OCRT_CHECK(resume_from->info.arch == cfg.arch, "--resume: ", resume_from->path, " is a ", resume_from->info.arch,
+               " checkpoint, but --arch is ", cfg.arch);
+    OCRT_CHECK(resume_from->info.charset == charset.chars(), "--resume: ", resume_from->path,
+               " was trained with another charset");
+    OCRT_CHECK(resume_from->state.seed == cfg.seed, "--resume: ", resume_from->path, " was made with --seed ",
+               resume_from->state.seed, "; resume with the same seed (the data order depends on it)");
+    model->load_state_dict(resume_from->model);
+    state = resume_from->state;
+    state.settings = cfg.to_json();
+    std::fprintf(stderr, "resuming from %s at step %lld\n", resume_from->path.c_str(), (long long)state.step);
+  } else if (!cfg.init.empty()) {
+    nn::ModelFile f = nn::load_model_file(cfg.init);
+    if (f.info) {
+      OCRT_CHECK(f.info->arch == cfg.arch, "--init: ", cfg.init, " holds a ", f.info->arch, " model, but --arch is ",
+                 cfg.arch);
+      OCRT_CHECK(f.info->charset == charset.chars(), "--init: ", cfg.init, " was trained with another charset");
+    }
+    model->load_state_dict(f.weights);
+  }
+  model->to(cfg.device);
+  model->train(true);
+
+  auto optim = make_optimizer(cfg, model->parameters());
+  if (resume_from && !resume_from->optim.empty()) optim->load_state_dict(resume_from->optim);
+  const Schedule schedule = make_schedule(cfg);
+
+  LoaderOptions lo;
+  lo.batch = cfg.batch;
+  lo.workers = cfg.workers;
+  lo.prefetch = std::max(4, 2 * cfg.workers);
+  lo.seed = cfg.seed;
+  lo.shuffle = cfg.shuffle;
+  lo.augment = cfg.augment;
+  lo.bucket_window = cfg.bucket_window;
+  Loader loader(train_data, lo, state.step);
+  LoaderOptions val_lo = lo;
+  val_lo.seed = cfg.seed ^ 0x5eed0fa1u;  // validation lines differ from training lines
+
+  MetricsLog metrics((fs::path(cfg.out) / "metrics.jsonl").string());
+  const std::string best_path = (fs::path(cfg.out) / "best.safetensors").string();
+  const bool tty = isatty(2);
+  auto prev_int = std::signal(SIGINT, on_signal);
+  auto prev_term = std::signal(SIGTERM, on_signal);
+  g_signal = 0;
+
+  auto save = [&](const char* why) {
+    save_checkpoint(checkpoint_path(cfg.out, state.step), *model, *optim, state, info);
+    prune_checkpoints(cfg.out, cfg.keep);
+    Json j = Json::object();
+    j.set("event", "checkpoint");
+    j.set("step", state.step);
+    j.set("why", why);
+    metrics.write(j);
+  };
+  auto save_best = [&](double cer) {
+    nn::ModelInfo i = info;
+    i.training = Json::object();
+    i.training.set("data", state.settings.at("train"));
+    i.training.set("steps", state.step);
+    i.training.set("val_cer", cer);
+    i.training.set("device", cfg.device.str());
+    nn::save_model_file(best_path, *model, i);
+  };
+
+  TrainResult result;
+  int64_t bad_in_row = 0, timed_samples = 0;
+  double t_start = 0, last_loss = 0, loss_avg = 0;
+  const int64_t first_step = state.step;
+  const double run_start = now_seconds();
+  bool out_of_time = false;
+  while (state.step < cfg.steps) {
+    Batch b = loader.next();
+    OCRT_CHECK(b.step == state.step, "loader returned batch ", b.step, " for step ", state.step);
+    Tensor loss = batch_loss(*model, b, cfg.device);
+    const double loss_v = loss.item();
+    bool ok = std::isfinite(loss_v);
+    if (ok) {
+      loss.backward();
+      const double norm = cfg.clip_grad > 0 ? clip_grad_norm(optim->params(), cfg.clip_grad)
+                                            : grad_norm(optim->params());
+      ok = std::isfinite(norm);
+    }
+    if (ok) {
+      optim->set_lr(schedule.lr_at(state.step));
+      optim->step();
+      bad_in_row = 0;
+      last_loss = loss_v;
+      loss_avg = state.step == first_step ? loss_v : 0.95 * loss_avg + 0.05 * loss_v;
+    } else {
+      state.skipped_steps++;
+      bad_in_row++;
+      std::fprintf(stderr, "\nwarning: step %lld: non-finite loss or gradient (loss %g); step skipped\n",
+                   (long long)state.step, loss_v);
+      OCRT_CHECK(bad_in_row < cfg.max_bad_steps, "stopping: ", bad_in_row,
+                 " steps in a row had a non-finite loss or gradient; the last good checkpoint is in ", cfg.out);
+    }
+    optim->zero_grad();
+    state.step++;
+
+    // Throughput: from the end of the second step of this run on (warm-up excluded).
+    if (state.step - first_step == 2) t_start = now_seconds();
+    if (state.step - first_step > 2) timed_samples += cfg.batch;
+    const double elapsed = t_start > 0 ? now_seconds() - t_start : 0;
+    const double sps = elapsed > 0 ? timed_samples / elapsed : 0;
+
+    if (state.step % cfg.log_every == 0 || state.step == cfg.steps) {
+      const double eta = sps > 0 ? (cfg.steps - state.step) * cfg.batch / sps : 0;
+      print_progress(tty, state.step, cfg.steps, loss_avg, optim->lr(), sps, eta);
+      Json j = Json::object();
+      j.set("event", "train");
+      j.set("step", state.step);
+      j.set("loss", loss_avg);
+      j.set("lr", optim->lr());
+      j.set("samples_per_sec", sps);
+      j.set("skipped_steps", state.skipped_steps);
+      metrics.write(j);
+    }
+    out_of_time = cfg.max_minutes > 0 && now_seconds() - run_start > cfg.max_minutes * 60;
+    if (val_data && (state.step % cfg.eval_every == 0 || state.step == cfg.steps || out_of_time)) {
+      EvalResult r = evaluate(*model, *val_data, val_lo, cfg.device, charset);
+      if (tty) std::fprintf(stderr, "\n");
+      std::fprintf(stderr, "eval step %lld: CER %.4f, line accuracy %.4f on %lld lines\n", (long long)state.step,
+                   r.cer, r.line_accuracy, (long long)r.lines);
+      for (auto& [label, pred] : r.examples)
+        std::fprintf(stderr, "  label: %-40s read: %s\n", label.c_str(), pred.c_str());
+      Json j = Json::object();
+      j.set("event", "eval");
+      j.set("step", state.step);
+      j.set("cer", r.cer);
+      j.set("line_accuracy", r.line_accuracy);
+      j.set("lines", r.lines);
+      metrics.write(j);
+      if (state.best_cer < 0 || r.cer < state.best_cer) {
+        state.best_cer = r.cer;
+        state.best_step = state.step;
+        save_best(r.cer);
+      }
+    }
+    if (state.step % cfg.save_every == 0 || state.step == cfg.steps) save("schedule");
+    if (out_of_time && state.step < cfg.steps) {
+      std::fprintf(stderr, "\n--max-minutes %g reached at step %lld: saved, stopping\n", cfg.max_minutes,
+                   (long long)state.step);
+      if (state.step % cfg.save_every != 0) save("max_minutes");
+      break;
+    }
+    if (cfg.stop_at > 0 && state.step >= cfg.stop_at && state.step < cfg.steps) {
+      if (state.step % cfg.save_every != 0) save("stop_at");
+      break;
+    }
+    if (g_signal != 0) {
+      std::fprintf(stderr, "\nsignal %d: saving a checkpoint at step %lld and stopping\n", (int)g_signal,
+                   (long long)state.step);
+      if (state.step % cfg.save_every != 0 && state.step != cfg.steps) save("signal");
+      result.interrupted = true;
+      break;
+    }
+  }
+  if (tty) std::fprintf(stderr, "\n");
+  std::signal(SIGINT, prev_int);
+  std::signal(SIGTERM, prev_term);
+  if (!val_data && !result.interrupted) save_best(-1);
+
+  result.steps = state.step;
+  const double elapsed = t_start > 0 ? now_seconds() - t_start : 0;
+  result.samples_per_sec = elapsed > 0 ? timed_samples / elapsed : 0;
+  result.peak_rss_mb = peak_rss_mb();
+  result.final_loss = last_loss;
+  result.best_cer = state.best_cer;
+  result.best_model = fs::exists(best_path) ? best_path : "";
+  Json j = result.to_json();
+  j.set("event", "summary");
+  metrics.write(j);
+  return result;
+}
+
+}  // namespace ocrt::train

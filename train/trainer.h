@@ -1,0 +1,84 @@
+// The training loop behind ocrt-train: data -> model -> CTC loss -> backward -> clip -> step,
+// with periodic evaluation (CER, line accuracy), checkpoints, exact resume, and a summary.
+//
+// One step, on the model's device:
+//   batch (CPU, from the loader)  -> images.to(device)
+//   logits = model(images, widths)                      (T, N, C)
+//   loss   = ctc_loss_from_logits(logits, targets, frames(widths), lengths, mean, zero_infinity)
+//   loss.backward(); norm = clip_grad_norm(params, clip); skip if loss or norm is not finite
+//   optimizer.set_lr(schedule.lr_at(step)); optimizer.step()
+// Everything random (data order, augmentation, initial weights) comes from the seed, and the
+// loader's batch s depends only on (seed, s), so a run resumed from a checkpoint at step k
+// ends bit-identical to an uninterrupted run on the CPU with a fixed thread count.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/device.h"
+#include "runtime/json.h"
+#include "train/augment.h"
+#include "train/loader.h"
+
+namespace ocrt::train {
+
+struct TrainConfig {
+  std::string arch = "crnn-s";               // crnn | crnn-s
+  std::vector<std::string> train;            // label files / folders, or {"synth"}
+  std::vector<std::string> val;              // the same, or {"synth"}; empty: no evaluation
+  std::string charset_path;                  // empty: printable ASCII
+  std::vector<std::string> fonts;            // synthetic training lines (empty: Debian's)
+  std::vector<std::string> val_fonts;        // synthetic validation lines (empty: as fonts)
+  std::string words = "/usr/share/dict/words";
+  int64_t val_size = 512;                    // synthetic validation lines
+  SynthOptions synth;
+  Device device = Device::cpu();
+  int threads = 0;                           // 0: leave the default
+  int workers = 2;
+  int64_t batch = 32;
+  int64_t steps = 1000;
+  double epochs = 0;                         // > 0: steps = ceil(epochs * training samples / batch)
+  double lr = 1e-3;
+  std::string optimizer = "adamw";           // sgd | adam | adamw
+  double momentum = 0.9, weight_decay = 1e-4;
+  std::string schedule = "cosine";           // constant | step | cosine | onecycle
+  int64_t warmup = 200;
+  double clip_grad = 5.0;                    // <= 0: no clipping
+  uint64_t seed = 1;
+  bool augment = true;
+  std::string init;                          // start from these weights (a model file)
+  std::string out = "run";
+  int64_t save_every = 1000, eval_every = 1000, log_every = 50, keep = 3;
+  bool resume = false;
+  double max_minutes = 0;                    // > 0: evaluate, save and stop after this much wall time
+  int64_t bucket_window = 8;                 // loader: sort lines by width within this many batches (0: off)
+  int64_t stop_at = 0;                       // > 0: save and stop once this step is done (as if interrupted)
+  bool shuffle = true;
+  std::string on_bad_sample = "skip";        // skip | fail
+  int64_t max_bad_steps = 20;                // non-finite steps in a row before giving up
+
+  // Checks every field; throws naming the flag (--batch, --lr, ...) and what was expected.
+  void validate() const;
+  Json to_json() const;
+};
+
+struct TrainResult {
+  int64_t steps = 0;
+  double samples_per_sec = 0;  // excluding the first two steps (warm-up, allocations)
+  double peak_rss_mb = 0;
+  double final_loss = 0;
+  double best_cer = -1;
+  std::string best_model;
+  bool interrupted = false;    // stopped by SIGINT/SIGTERM after saving a checkpoint
+  Json to_json() const;
+};
+
+// Runs the whole training. Progress goes to stderr (a bar on a terminal, log lines otherwise),
+// events to OUT/metrics.jsonl, checkpoints to OUT/ckpt-*.safetensors, the best model (by val
+// CER; the last one when there is no validation) to OUT/best.safetensors.
+TrainResult run_training(const TrainConfig& cfg);
+
+// Character error rate pieces: the edit distance between two label sequences.
+int64_t edit_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+
+}  // namespace ocrt::train
