@@ -1,0 +1,494 @@
+// The predictor: model loading and checking, preprocessing, batching by width, the worker
+// threads (one per device) and decoding. predictor.h explains the flow and the guarantees.
+#include "infer/predictor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include <Eigen/Core>
+
+#include "models/ctc_decode.h"
+#include "runtime/cuda/cuda_glue.h"
+#include "runtime/threading.h"
+
+namespace ocrt::infer {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+bool is_crnn_arch(const std::string& arch) { return arch == "crnn" || arch == "crnn-s"; }
+
+// The model's input spec (models/model_file.h) as a BatchSpec, checked against what CRNN takes.
+BatchSpec input_spec(const Json& input, const std::string& path, int64_t& height) {
+  auto number = [&](const char* key) {
+    const Json* v = input.find(key);
+    OCRT_CHECK(v && v->is_number(), path, ": the model's input spec has no number '", key, "' (got ", input.dump(), ")");
+    return v->as_number();
+  };
+  height = (int64_t)number("height");
+  const int64_t channels = (int64_t)number("channels");
+  BatchSpec spec;
+  spec.scale = number("scale");
+  spec.offset = number("offset");
+  spec.width_multiple = (int64_t)number("width_multiple");
+  OCRT_CHECK(height == 32 && channels == 1 && spec.width_multiple == 4, path,
+             ": CRNN reads 32-pixel-high gray lines padded to a multiple of 4, but the model's input spec says ",
+             input.dump());
+  OCRT_CHECK(std::isfinite(spec.scale) && spec.scale != 0 && std::isfinite(spec.offset), path,
+             ": the model's input spec has a bad scale or offset: ", input.dump());
+  return spec;
+}
+
+// A CRNN with the given weights, in eval mode, on the CPU. load_state_dict is strict: a missing,
+// unexpected or misshapen tensor is an error that lists them all.
+std::unique_ptr<nn::CRNN> build_model(const nn::CRNNConfig& config, const nn::StateDict& weights) {
+  Generator gen(0);  // the initial values are overwritten at once
+  auto model = std::make_unique<nn::CRNN>(config, gen);
+  model->load_state_dict(weights);
+  model->eval();
+  return model;
+}
+
+// Eigen's thread count is process-wide; CPU workers set it (all to the same share) one at a time.
+std::mutex g_thread_count_mu;
+
+}  // namespace
+
+Decoder parse_decoder(const std::string& name) {
+  if (name == "greedy") return Decoder::greedy;
+  if (name == "beam") return Decoder::beam;
+  fail("unknown decoder '", name, "' (expected greedy or beam)");
+}
+
+std::string RunStats::summary() const {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%lld lines (%lld failed) in %.2f s, %.1f lines/s", (long long)lines,
+                (long long)failed, seconds, lines_per_second());
+  std::string s = buf;
+  int64_t done = 0;
+  for (const auto& w : workers) done += w.lines;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    const auto& w = workers[i];
+    std::snprintf(buf, sizeof buf, "; worker %zu (%s): %lld lines in %lld batches, %.1f%%, busy %.2f s", i,
+                  w.device.str().c_str(), (long long)w.lines, (long long)w.batches,
+                  done ? 100.0 * (double)w.lines / (double)done : 0.0, w.busy_seconds);
+    s += buf;
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------- the machinery behind Predictor
+
+namespace {
+
+// Lines read together: decoded, batched, run, and handed to the sink in input order.
+struct Chunk {
+  int64_t first = 0;  // index of its first line in the run
+  std::vector<LineInput> inputs;
+  std::vector<LineResult> results;
+  std::vector<GrayImage> images;       // resized to the model height; each batch moves its lines' out
+  std::vector<int64_t> source_widths;  // to map frames back to source pixels
+  int64_t pending = 0;                 // batches queued or running (guarded by Impl::mu)
+};
+
+struct Batch {
+  Chunk* chunk = nullptr;
+  std::vector<int64_t> lines;  // indices into the chunk, narrowest first
+  int64_t width = 0;           // the widest line's padded width
+};
+
+struct Worker {
+  int index = 0;
+  Device device;
+  std::unique_ptr<nn::CRNN> model;  // the checked CPU model, handed to the first CPU worker
+  std::thread thread;
+  bool ready = false;       // setup finished (guarded by mu)
+  std::string setup_error;  // why setup failed
+  WorkerStats stats;        // guarded by mu
+};
+
+}  // namespace
+
+struct Predictor::Impl {
+  const Predictor& p;
+  BatchSpec spec;
+  int64_t height = 32;
+  nn::StateDict weights;  // on the CPU; each worker loads its own copy from here
+  int threads = 1;        // CPU threads for preprocessing
+  int cpu_share = 1;      // threads per CPU worker
+  int saved_eigen_threads = 0;  // Eigen's count before CPU workers changed it (0: no CPU worker)
+  int64_t max_batch_columns = 0, chunk_lines = 0;
+
+  std::vector<std::unique_ptr<Worker>> workers;
+  std::mutex mu;                    // guards the queue, stop, the chunks' pending counts, stats
+  std::condition_variable work_cv;  // a batch was queued, or stop
+  std::condition_variable done_cv;  // a batch finished, or a worker finished its setup
+  std::deque<Batch> queue;
+  bool stop = false;
+  std::mutex run_mu;  // one run() at a time
+
+  explicit Impl(const Predictor& owner) : p(owner) {}
+  ~Impl() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+    }
+    work_cv.notify_all();
+    for (auto& w : workers)
+      if (w->thread.joinable()) w->thread.join();
+    if (saved_eigen_threads > 0) {  // give Eigen back the count it had (predictors end in reverse order)
+      std::lock_guard<std::mutex> lock(g_thread_count_mu);
+      Eigen::setNbThreads(saved_eigen_threads);
+    }
+  }
+
+  std::vector<Batch> prepare(Chunk& chunk) const;
+  void worker_main(Worker& w);
+  void run_batch(Worker& w, nn::CRNN& model, Batch& b);
+};
+
+Predictor::Predictor(const std::string& model_path, PredictorOptions options)
+    : opt_(std::move(options)), model_path_(model_path) {
+  // ---- options
+  OCRT_CHECK(!opt_.devices.empty(), "Predictor: no devices given");
+  int cpu_workers = 0;
+  for (size_t i = 0; i < opt_.devices.size(); ++i) {
+    const Device& d = opt_.devices[i];
+    validate(d);  // lists the devices that exist when this one does not
+    cpu_workers += d.is_cpu();
+    for (size_t j = 0; j < i; ++j)
+      OCRT_CHECK(d.is_cpu() || opt_.devices[j] != d, "device ", d.str(),
+                 " is listed twice: a GPU is driven by one worker thread (only cpu may repeat)");
+  }
+  OCRT_CHECK(opt_.batch >= 1, "batch size must be >= 1, got ", opt_.batch);
+  OCRT_CHECK(opt_.beam_width >= 1, "beam width must be >= 1, got ", opt_.beam_width);
+  OCRT_CHECK(opt_.threads >= 0, "thread count must be >= 1 (or 0 for the default), got ", opt_.threads);
+  OCRT_CHECK(opt_.min_source_height >= 1 && opt_.min_width >= 1 && opt_.max_width >= opt_.min_width,
+             "line limits must satisfy min_source_height >= 1 and 1 <= min_width <= max_width");
+  OCRT_CHECK(opt_.arch.empty() || is_crnn_arch(opt_.arch), "unknown architecture '", opt_.arch,
+             "' (the predictor runs crnn and crnn-s)");
+
+  // ---- the model file
+  nn::ModelFile file;
+  try {
+    file = nn::load_model_file(model_path);
+  } catch (const Error& e) {
+    fail("cannot load the model file: ", e.what());
+  }
+  Json input = nn::default_input_spec();
+  if (file.info) {
+    arch_ = file.info->arch;
+    OCRT_CHECK(is_crnn_arch(arch_), model_path, ": the model's architecture is '", arch_,
+               "', which the predictor cannot run yet (it runs crnn and crnn-s)");
+    OCRT_CHECK(opt_.arch.empty() || opt_.arch == arch_, model_path, " holds a '", arch_, "' model, but '", opt_.arch,
+               "' was asked for");
+    try {
+      charset_ = nn::Charset::from_chars(file.info->charset);
+      config_ = nn::CRNNConfig::from_json(file.info->config);
+    } catch (const Error& e) {
+      fail(model_path, ": ", e.what());
+    }
+    if (!opt_.charset_path.empty())
+      OCRT_CHECK(nn::Charset::from_file(opt_.charset_path).chars() == charset_.chars(), "the charset ",
+                 opt_.charset_path, " differs from the one stored in ", model_path,
+                 " (a model file carries its own charset; leave --charset out)");
+    OCRT_CHECK(config_.num_classes == charset_.num_classes(), model_path, ": the model has ", config_.num_classes,
+               " classes but its charset ", charset_.size(), " characters (expected characters + 1 for the blank)");
+    input = file.info->input;
+  } else {
+    OCRT_CHECK(!opt_.arch.empty() && !opt_.charset_path.empty(), model_path,
+               " holds weights only (no ocrt metadata): give the architecture (--arch crnn|crnn-s) and the "
+               "charset file (--charset FILE)");
+    arch_ = opt_.arch;
+    charset_ = nn::Charset::from_file(opt_.charset_path);
+    config_ = nn::CRNNConfig::preset(arch_, charset_.num_classes());
+  }
+  impl_ = std::make_unique<Impl>(*this);
+  Impl& s = *impl_;
+  s.spec = input_spec(input, model_path, s.height);
+  s.weights = std::move(file.weights);
+  std::unique_ptr<nn::CRNN> checked;
+  try {
+    checked = build_model(config_, s.weights);
+  } catch (const Error& e) {
+    fail(model_path, ": the weights do not fit a '", arch_, "' model with ", config_.num_classes, " classes: ",
+         e.what());
+  }
+
+  // ---- threads and sizes
+  s.threads = opt_.threads > 0 ? opt_.threads : default_num_threads();
+  s.cpu_share = std::max(1, s.threads / std::max(1, cpu_workers));
+  if (cpu_workers > 0) {
+    std::lock_guard<std::mutex> lock(g_thread_count_mu);
+    s.saved_eigen_threads = Eigen::nbThreads();
+  }
+  s.max_batch_columns = opt_.max_batch_columns > 0 ? opt_.max_batch_columns : opt_.batch * 2048;
+  s.chunk_lines =
+      opt_.chunk_lines > 0 ? opt_.chunk_lines : std::max<int64_t>(1024, 8 * opt_.batch * (int64_t)opt_.devices.size());
+
+  // ---- the workers: each sets up its own model copy on its own device, in its own thread
+  for (size_t i = 0; i < opt_.devices.size(); ++i) {
+    auto w = std::make_unique<Worker>();
+    w->index = (int)i;
+    w->device = opt_.devices[i];
+    w->stats.device = w->device;
+    if (w->device.is_cpu() && checked) w->model = std::move(checked);
+    s.workers.push_back(std::move(w));
+  }
+  for (auto& w : s.workers) {
+    Worker* wp = w.get();
+    w->thread = std::thread([&s, wp] { s.worker_main(*wp); });
+  }
+  std::unique_lock<std::mutex> lock(s.mu);
+  s.done_cv.wait(lock, [&] {
+    return std::all_of(s.workers.begin(), s.workers.end(), [](const auto& w) { return w->ready; });
+  });
+  for (const auto& w : s.workers)
+    OCRT_CHECK(w->setup_error.empty(), "cannot set up the model on ", w->device.str(), ": ", w->setup_error);
+  // (on a throw, impl_ is destroyed as a member: ~Impl stops and joins the workers)
+}
+
+Predictor::~Predictor() = default;
+
+void Predictor::Impl::worker_main(Worker& w) {
+  std::unique_ptr<nn::CRNN> model;
+  try {
+    if (w.device.is_cpu()) {
+      std::lock_guard<std::mutex> lock(g_thread_count_mu);
+      set_num_threads(cpu_share);
+    }
+    model = w.model ? std::move(w.model) : build_model(p.config_, weights);
+    model->to(w.device);  // the first CUDA call for this GPU happens here, in its own thread
+    if (w.device.is_cuda()) cuda_synchronize(w.device.index);
+  } catch (const std::exception& e) {
+    w.setup_error = e.what();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    w.ready = true;
+  }
+  done_cv.notify_all();
+  if (!w.setup_error.empty()) return;
+
+  NoGradGuard no_grad;  // grad mode is per thread
+  for (;;) {
+    Batch b;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      work_cv.wait(lock, [&] { return stop || !queue.empty(); });
+      if (stop) return;
+      b = std::move(queue.front());
+      queue.pop_front();
+    }
+    const auto t0 = Clock::now();
+    run_batch(w, *model, b);
+    const double busy = seconds_since(t0);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      w.stats.lines += (int64_t)b.lines.size();
+      w.stats.batches += 1;
+      w.stats.busy_seconds += busy;
+      b.chunk->pending -= 1;
+    }
+    done_cv.notify_all();
+  }
+}
+
+void Predictor::Impl::run_batch(Worker& w, nn::CRNN& model, Batch& b) {
+  Chunk& chunk = *b.chunk;
+  try {
+    std::vector<GrayImage> images;
+    for (int64_t i : b.lines) images.push_back(std::move(chunk.images[(size_t)i]));
+    std::vector<int64_t> widths;
+    const Tensor packed = pack_batch(images, spec, &widths);  // (N, 1, H, W), white past each line
+    const int64_t N = packed.size(0), W = packed.size(3);
+    // kRightMargin more white columns, so that the widest line sees white too (predictor.h).
+    const double white = spec.pad_value * spec.scale + spec.offset;
+    Tensor x = Tensor::full({N, 1, height, W + kRightMargin}, white);
+    x.narrow(3, 0, W).copy_(packed);
+    const Tensor logits = model.forward(x.to(w.device), widths);  // (T, N, C)
+    std::vector<int64_t> lengths;
+    for (int64_t width : widths) lengths.push_back(nn::CRNN::frames_for_width(width));
+    const std::vector<nn::Decoded> decoded = p.opt_.decoder == Decoder::beam
+                                                 ? nn::ctc_beam_decode(logits, p.opt_.beam_width, lengths)
+                                                 : nn::ctc_greedy_decode(logits, lengths);
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t line = b.lines[(size_t)n];
+      LineResult& r = chunk.results[(size_t)line];
+      const nn::Decoded& d = decoded[(size_t)n];
+      r.text = p.charset_.decode(d.labels);
+      r.confidence = d.confidence;
+      r.width = widths[(size_t)n];
+      r.worker = w.index;
+      // Frame t of CRNN is centred on input column 4t + 1.5 (four columns per frame), which
+      // maps back to the source image by its resize factor.
+      const double to_source = (double)chunk.source_widths[(size_t)line] / (double)images[(size_t)n].width;
+      for (size_t k = 0; k < d.labels.size(); ++k) {
+        const double x_in = std::min(4.0 * (double)d.frames[k] + 1.5, (double)images[(size_t)n].width);
+        r.chars.push_back({p.charset_.chars()[(size_t)d.labels[k] - 1], d.frames[k], x_in * to_source});
+      }
+      if (p.opt_.keep_logits)
+        r.logits = logits.narrow(0, 0, lengths[(size_t)n]).select(1, n).clone().to(Device::cpu());
+    }
+  } catch (const std::exception& e) {
+    for (int64_t i : b.lines) {
+      LineResult& r = chunk.results[(size_t)i];
+      LineResult failed;
+      failed.name = r.name;
+      r = std::move(failed);
+      r.error = r.name + ": recognition failed on " + w.device.str() + ": " + e.what();
+    }
+  }
+}
+
+std::vector<Batch> Predictor::Impl::prepare(Chunk& c) const {
+  const int64_t n = (int64_t)c.inputs.size();
+  const PredictorOptions& o = p.opt_;
+  c.results.assign((size_t)n, LineResult{});
+  c.images.assign((size_t)n, GrayImage{});
+  c.source_widths.assign((size_t)n, 0);
+  // Decoding and resizing, one line per iteration; a bad line gets its error and nothing else.
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
+  for (int64_t i = 0; i < n; ++i) {
+    LineInput& in = c.inputs[(size_t)i];
+    LineResult& r = c.results[(size_t)i];
+    r.name = in.name;
+    try {
+      GrayImage src = in.image ? std::move(*in.image) : load_gray_image(in.name);
+      OCRT_CHECK(src.width >= 1 && src.height >= 1 && (int64_t)src.pixels.size() == src.width * src.height, in.name,
+                 ": the image is empty or inconsistent (", src.width, "x", src.height, ")");
+      OCRT_CHECK(src.height >= o.min_source_height, in.name, ": the image is too small for a text line (", src.width,
+                 "x", src.height, "; at least ", o.min_source_height, " pixels high)");
+      // The width resize_to_height will give (the same formula), checked before any work.
+      const int64_t w = src.height == height ? src.width
+                                             : std::max<int64_t>(1, std::llround((double)src.width * (double)height /
+                                                                                (double)src.height));
+      OCRT_CHECK(w >= o.min_width, in.name, ": the image is too narrow for a text line (", src.width, "x",
+                 src.height, " becomes ", w, "x", height, "; at least ", o.min_width, " wide is needed)");
+      OCRT_CHECK(w <= o.max_width, in.name, ": the image is too wide (", src.width, "x", src.height, " becomes ", w,
+                 "x", height, ", more than the ", o.max_width, " pixels a line may have; split the line)");
+      c.source_widths[(size_t)i] = src.width;
+      c.images[(size_t)i] = resize_to_height(src, height);
+    } catch (const std::exception& e) {
+      r.error = e.what();
+    }
+    in.image.reset();
+  }
+
+  // Sort the good lines by width and cut them into batches of similar widths.
+  std::vector<int64_t> order;
+  for (int64_t i = 0; i < n; ++i)
+    if (c.results[(size_t)i].ok()) order.push_back(i);
+  auto width_of = [&](int64_t i) { return padded_width(c.images[(size_t)i].width, spec.width_multiple); };
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return width_of(a) < width_of(b); });
+  std::vector<Batch> batches;
+  for (int64_t i : order) {
+    const int64_t w = width_of(i);  // the widest so far, as the lines come sorted
+    if (batches.empty() || (int64_t)batches.back().lines.size() >= o.batch ||
+        ((int64_t)batches.back().lines.size() + 1) * (w + kRightMargin) > max_batch_columns)
+      batches.push_back(Batch{&c, {}, 0});
+    batches.back().lines.push_back(i);
+    batches.back().width = w;
+  }
+  // The costliest batches first: the workers then end at about the same time.
+  std::stable_sort(batches.begin(), batches.end(), [](const Batch& a, const Batch& b) {
+    return (int64_t)a.lines.size() * a.width > (int64_t)b.lines.size() * b.width;
+  });
+  return batches;
+}
+
+RunStats Predictor::run(const std::function<bool(LineInput&)>& next,
+                        const std::function<void(int64_t, LineResult&&)>& sink) {
+  Impl& s = *impl_;
+  std::lock_guard<std::mutex> run_lock(s.run_mu);
+  const auto t0 = Clock::now();
+  RunStats stats;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    for (auto& w : s.workers) w->stats = WorkerStats{w->device};
+  }
+
+  auto read_chunk = [&](int64_t first) {
+    auto c = std::make_unique<Chunk>();
+    c->first = first;
+    LineInput in;
+    while ((int64_t)c->inputs.size() < s.chunk_lines && next(in)) {
+      c->inputs.push_back(std::move(in));
+      in = LineInput{};
+    }
+    return c;
+  };
+  auto submit = [&](Chunk& c) {
+    std::vector<Batch> batches = s.prepare(c);
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      c.pending = (int64_t)batches.size();
+      for (auto& b : batches) s.queue.push_back(std::move(b));
+    }
+    s.work_cv.notify_all();
+  };
+  auto wait_for = [&](Chunk& c) {
+    std::unique_lock<std::mutex> lock(s.mu);
+    s.done_cv.wait(lock, [&] { return c.pending == 0; });
+  };
+
+  // Two chunks in flight at most: the next is read and decoded while the workers run this one.
+  std::deque<std::unique_ptr<Chunk>> inflight;
+  try {
+    inflight.push_back(read_chunk(0));
+    submit(*inflight.back());
+    while (!inflight.empty()) {
+      Chunk& cur = *inflight.front();
+      if (!cur.inputs.empty() && inflight.size() == 1) {
+        inflight.push_back(read_chunk(cur.first + (int64_t)cur.inputs.size()));
+        if (!inflight.back()->inputs.empty()) submit(*inflight.back());
+      }
+      wait_for(cur);
+      for (size_t i = 0; i < cur.results.size(); ++i) {
+        stats.failed += !cur.results[i].ok();
+        sink(cur.first + (int64_t)i, std::move(cur.results[i]));
+      }
+      stats.lines += (int64_t)cur.results.size();
+      inflight.pop_front();
+      if (!inflight.empty() && inflight.front()->inputs.empty()) inflight.pop_front();
+    }
+  } catch (...) {
+    // The workers may still hold batches of the chunks in flight: let them finish first.
+    for (auto& c : inflight) wait_for(*c);
+    throw;
+  }
+  stats.seconds = seconds_since(t0);
+  std::lock_guard<std::mutex> lock(s.mu);
+  for (auto& w : s.workers) stats.workers.push_back(w->stats);
+  return stats;
+}
+
+std::vector<LineResult> Predictor::recognize(const std::vector<LineInput>& lines) {
+  std::vector<LineResult> out(lines.size());
+  size_t i = 0;
+  run(
+      [&](LineInput& in) {
+        if (i == lines.size()) return false;
+        in = lines[i++];
+        return true;
+      },
+      [&](int64_t index, LineResult&& r) { out[(size_t)index] = std::move(r); });
+  return out;
+}
+
+std::vector<LineResult> Predictor::recognize(const std::vector<std::string>& paths) {
+  std::vector<LineInput> lines;
+  for (const auto& p : paths) lines.push_back({p, std::nullopt});
+  return recognize(lines);
+}
+
+}  // namespace ocrt::infer

@@ -1,0 +1,164 @@
+// The predictor: text-line recognition with a model file, on one or several devices.
+//
+//   Predictor p("weights/crnn-en.safetensors", options);   // loads and checks the model once
+//   std::vector<LineResult> r = p.recognize({"a.png", "b.png"});
+//
+// What happens to the lines (docs/cli.md describes the same from the command line):
+//  1. Lines are read in chunks (a few thousand at a time, so a list of millions never sits in
+//     memory at once). Each image is decoded to gray and resized to the model's height keeping
+//     its aspect ratio, exactly as training does (runtime/image.h), on the CPU threads.
+//     A line that cannot be used gets an error of its own and the others go on (limits below).
+//  2. The chunk's lines are sorted by width and cut into batches of at most `batch` lines, so
+//     a batch holds lines of similar width and little compute goes to padding.
+//  3. Batches go to a shared queue. One worker thread per device takes them one at a time: it
+//     packs the batch (white padding, p * scale + offset from the model's input spec), runs
+//     the forward pass under no-grad on its device and decodes (greedy or prefix beam).
+//  4. Results come back in input order, chunk after chunk; the next chunk is decoded while the
+//     workers run the current one.
+//
+// Devices and threads. Each worker owns its own copy of the model. A GPU worker builds its
+// copy and moves it to its GPU inside its own thread, so CUDA is touched only by the thread
+// that owns that GPU (docs/cuda.md: one thread drives a GPU; CUDA starts lazily in that
+// thread). A GPU may be listed once; "cpu" may be listed several times, and the CPU workers
+// then share the CPU threads between them (each gets threads / number of CPU workers; they
+// set OpenMP's count for their own thread and Eigen's process-wide count to that share, and
+// the Predictor gives Eigen its previous count back when it is destroyed).
+//
+// Padding does not change a line's result. CRNN takes each line's own width, so its LSTM
+// stops at the line's last frame; and every batch gets kRightMargin white columns past its
+// widest line, so every line, the widest included, sees the same white (never the
+// convolutions' zero padding) within the CNN's reach. A line's logits are then the same in
+// any batch, of any size, on any number of workers (up to float rounding in the GEMMs).
+//
+// Limits (a line outside them gets an error; PredictorOptions can change them):
+//   source image at least min_source_height (8) pixels high and 1 pixel wide;
+//   after resizing to the model height (32): at least min_width (8) and at most max_width
+//   (8192) pixels wide, i.e. a line is at most 256 times as wide as it is high.
+// A 1x1 image is too small, 32 wide by 100000 high too narrow, 100000 wide by 32 high too wide.
+// Batches also hold at most max_batch_columns columns in all (lines x padded width; default
+// batch x 2048), so a batch of very wide lines is cut smaller instead of running out of memory.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/charset.h"
+#include "models/crnn.h"
+#include "models/model_file.h"
+#include "runtime/device.h"
+#include "runtime/image.h"
+
+namespace ocrt::infer {
+
+// White columns added past the widest line of every batch: the reach of CRNN's CNN to the
+// right of a frame, in input pixels. Frame t reads input columns up to 4t + 26 (three 3x3 convs
+// and two 2x2 pools at full and half width, then the stride-(2,1) pools and the final 2x2
+// conv); the last frame of a line of width w is t = w / 4, so 27 columns, rounded up to 28
+// to keep the batch width a multiple of 4. tests/infer checks that more padding changes nothing.
+constexpr int64_t kRightMargin = 28;
+
+enum class Decoder { greedy, beam };
+Decoder parse_decoder(const std::string& name);  // "greedy" or "beam"; throws otherwise
+
+struct PredictorOptions {
+  std::vector<Device> devices{Device::cpu()};  // one worker each
+  int threads = 0;          // CPU threads for preprocessing and CPU workers (0: default_num_threads())
+  int64_t batch = 32;       // lines per batch
+  Decoder decoder = Decoder::greedy;
+  int64_t beam_width = 10;  // for Decoder::beam
+  bool keep_logits = false; // return each line's (T, C) logits in LineResult::logits
+
+  // For a weights-only file (no ocrt metadata): the architecture ("crnn" or "crnn-s") and a
+  // charset file, both required. For a file with metadata, arch (when given) must match the
+  // file's and charset_path (when given) must hold the file's charset.
+  std::string arch;
+  std::string charset_path;
+
+  // Limits on a line (see the top of this file).
+  int64_t min_source_height = 8;
+  int64_t min_width = 8;
+  int64_t max_width = 8192;
+  int64_t max_batch_columns = 0;  // 0: batch * 2048
+  int64_t chunk_lines = 0;        // lines decoded per chunk; 0: max(1024, 8 * batch * devices)
+};
+
+// One input line: a path to read, or an image already in memory (then `name` only labels it).
+struct LineInput {
+  std::string name;
+  std::optional<GrayImage> image;
+};
+
+// One recognised character: where the CTC alignment put it.
+struct CharPosition {
+  std::string ch;    // UTF-8
+  int64_t frame;     // the model's output frame where it was emitted
+  double x;          // that frame's centre in the source image, in pixels (approximate)
+};
+
+struct LineResult {
+  std::string name;     // the input path (or the in-memory image's name)
+  std::string error;    // empty when the line was recognised
+  std::string text;
+  double confidence = 0;             // see models/ctc_decode.h
+  std::vector<CharPosition> chars;   // one per character of text
+  int64_t width = 0;                 // width fed to the model (resized, padded to 4)
+  int worker = -1;                   // index into PredictorOptions::devices of the worker that ran it
+  Tensor logits;                     // (T, C) float32 on the CPU, with keep_logits
+  bool ok() const { return error.empty(); }
+};
+
+struct WorkerStats {
+  Device device;
+  int64_t lines = 0, batches = 0;
+  double busy_seconds = 0;  // time spent packing, running and decoding batches
+};
+
+struct RunStats {
+  int64_t lines = 0, failed = 0;
+  double seconds = 0;
+  std::vector<WorkerStats> workers;  // in the order of PredictorOptions::devices
+  double lines_per_second() const { return seconds > 0 ? (double)lines / seconds : 0; }
+  std::string summary() const;  // "120 lines (1 failed) in 0.8 s, 150.0 lines/s; cpu 50.0%, cuda:0 50.0%"
+};
+
+class Predictor {
+ public:
+  // Loads the model file and checks it (a corrupt file, an unsupported or mismatched arch,
+  // weights that do not fit the arch, a bad charset or input spec all throw here, naming the
+  // file), then starts one worker per device and waits until each has its model ready (a
+  // worker that fails, e.g. a GPU out of memory, makes the constructor throw too).
+  Predictor(const std::string& model_path, PredictorOptions options = {});
+  ~Predictor();  // stops and joins the workers
+  Predictor(const Predictor&) = delete;
+  Predictor& operator=(const Predictor&) = delete;
+
+  // Recognises every line; results in input order. Never throws for a bad line.
+  std::vector<LineResult> recognize(const std::vector<std::string>& paths);
+  std::vector<LineResult> recognize(const std::vector<LineInput>& lines);
+
+  // Streaming form: `next` fills in the next line and returns false when there are no more;
+  // `sink` gets every result in input order with its 0-based index, chunk by chunk, as soon as
+  // a chunk is done. One run at a time per Predictor (calls from several threads queue up).
+  RunStats run(const std::function<bool(LineInput&)>& next,
+               const std::function<void(int64_t, LineResult&&)>& sink);
+
+  const std::string& arch() const { return arch_; }
+  const nn::CRNNConfig& config() const { return config_; }
+  const nn::Charset& charset() const { return charset_; }
+  const std::string& model_path() const { return model_path_; }
+  const PredictorOptions& options() const { return opt_; }
+
+ private:
+  struct Impl;  // the workers, the queue of batches and the chunks in flight (predictor.cpp)
+
+  PredictorOptions opt_;
+  std::string model_path_, arch_;
+  nn::CRNNConfig config_;
+  nn::Charset charset_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ocrt::infer

@@ -1,0 +1,189 @@
+// Output formats, evaluation and the logits file of ocrt-infer (see report.h).
+#include "infer/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "models/edit_distance.h"
+#include "runtime/safetensors.h"
+
+namespace ocrt::infer {
+
+namespace {
+
+// Rounded to `digits` decimals so that the output stays short: dividing by an exact power of
+// ten gives the double nearest to, say, 0.8723, whose shortest round-trip form is "0.8723".
+double round_to(double v, int digits) {
+  const double scale = std::pow(10.0, digits);
+  return std::round(v * scale) / scale;
+}
+
+// The characters of a text, or its bytes when it is not valid UTF-8 (ground truth files may not be).
+std::vector<std::string> chars_of(const std::string& text) {
+  try {
+    return nn::utf8_chars(text);
+  } catch (const Error&) {
+    std::vector<std::string> bytes;
+    for (char c : text) bytes.emplace_back(1, c);
+    return bytes;
+  }
+}
+
+std::string tsv_field(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\t') out += "\\t";
+    else if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\\') out += "\\\\";
+    else out += c;
+  }
+  return out;
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace
+
+Format parse_format(const std::string& name) {
+  if (name == "text") return Format::text;
+  if (name == "tsv") return Format::tsv;
+  if (name == "jsonl") return Format::jsonl;
+  fail("unknown output format '", name, "' (expected text, tsv or jsonl)");
+}
+
+std::string format_line(const LineResult& r, const FormatOptions& o, const Scored* scored) {
+  switch (o.format) {
+    case Format::text:
+      return r.text + "\n";
+    case Format::tsv: {
+      std::string line = tsv_field(r.name) + "\t" + tsv_field(r.text) + "\t" + (r.ok() ? fixed(r.confidence, 4) : "") +
+                         "\t" + tsv_field(r.error);
+      if (o.positions) {
+        std::string xs;
+        for (const auto& c : r.chars) {
+          if (!xs.empty()) xs += ' ';
+          xs += fixed(c.x, 1);
+        }
+        line += "\t" + xs;
+      }
+      return line + "\n";
+    }
+    case Format::jsonl: {
+      Json j = Json::object();
+      j.set("path", r.name);
+      if (r.ok()) {
+        j.set("text", r.text);
+        j.set("confidence", round_to(r.confidence, 4));
+        if (o.positions) {
+          Json chars = Json::array();
+          for (const auto& c : r.chars) {
+            Json e = Json::object();
+            e.set("c", c.ch);
+            e.set("frame", c.frame);
+            e.set("x", round_to(c.x, 1));
+            chars.push_back(std::move(e));
+          }
+          j.set("chars", std::move(chars));
+        }
+      }
+      if (scored) {
+        j.set("truth", scored->truth);
+        j.set("distance", scored->distance);
+        j.set("cer", scored->truth_chars ? round_to((double)scored->distance / (double)scored->truth_chars, 4)
+                                         : (scored->distance ? 1.0 : 0.0));
+      }
+      if (!r.ok()) j.set("error", r.error);
+      return j.dump() + "\n";
+    }
+  }
+  return "";
+}
+
+int64_t char_count(const std::string& text) { return (int64_t)chars_of(text).size(); }
+
+int64_t char_edit_distance(const std::string& a_text, const std::string& b_text) {
+  return nn::edit_distance(chars_of(a_text), chars_of(b_text));
+}
+
+Scored Evaluation::add(const LineResult& r, const std::string& truth) {
+  Scored s;
+  s.truth = truth;
+  s.truth_chars = char_count(truth);
+  s.distance = r.ok() ? char_edit_distance(r.text, truth) : s.truth_chars;
+  failed_ += !r.ok();
+  exact_ += r.ok() && s.distance == 0 && r.text == truth;
+  distance_ += s.distance;
+  truth_chars_ += s.truth_chars;
+  lines_.push_back({r.name, truth, r.text, r.error, s.distance, s.truth_chars});
+  return s;
+}
+
+double Evaluation::cer() const { return truth_chars_ ? (double)distance_ / (double)truth_chars_ : 0.0; }
+
+double Evaluation::line_accuracy() const { return lines_.empty() ? 0.0 : (double)exact_ / (double)lines_.size(); }
+
+Json Evaluation::summary() const {
+  Json j = Json::object();
+  j.set("lines", lines());
+  j.set("failed", failed_);
+  j.set("cer", round_to(cer(), 6));
+  j.set("line_accuracy", round_to(line_accuracy(), 6));
+  j.set("distance", distance_);
+  j.set("truth_chars", truth_chars_);
+  return j;
+}
+
+std::string Evaluation::report(int64_t worst) const {
+  std::ostringstream os;
+  os << "lines          " << lines() << (failed_ ? " (" + std::to_string(failed_) + " failed)" : "") << "\n"
+     << "CER            " << fixed(100.0 * cer(), 2) << "% (" << distance_ << " edits / " << truth_chars_
+     << " characters)\n"
+     << "line accuracy  " << fixed(100.0 * line_accuracy(), 2) << "% (" << exact_ << " of " << lines()
+     << " exactly right)\n";
+  // The worst lines: highest per-line CER, then most edits; lines read exactly right are left out.
+  std::vector<const Line*> order;
+  for (const auto& l : lines_)
+    if (l.distance > 0 || !l.error.empty()) order.push_back(&l);
+  auto line_cer = [](const Line* l) { return l->truth_chars ? (double)l->distance / (double)l->truth_chars : 1.0; };
+  std::stable_sort(order.begin(), order.end(), [&](const Line* a, const Line* b) {
+    if (line_cer(a) != line_cer(b)) return line_cer(a) > line_cer(b);
+    return a->distance > b->distance;
+  });
+  if (order.size() > (size_t)std::max<int64_t>(0, worst)) order.resize((size_t)std::max<int64_t>(0, worst));
+  if (!order.empty()) {
+    os << "worst lines (CER, edits, path):\n";
+    for (const Line* l : order) {
+      os << "  " << fixed(100.0 * line_cer(l), 1) << "%  " << l->distance << "  " << l->name << "\n";
+      os << "      truth: " << l->truth << "\n";
+      if (l->error.empty()) os << "      read:  " << l->text << "\n";
+      else os << "      error: " << l->error << "\n";
+    }
+  }
+  return os.str();
+}
+
+void write_logits_file(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& logits,
+                       const nn::Charset& charset) {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  std::map<std::string, int64_t> seen;
+  for (const auto& [name, t] : logits) {
+    // safetensors names must be unique and not "__metadata__": repeats get " #2", " #3", ...
+    std::string key = name;
+    const int64_t k = ++seen[name];
+    if (k > 1 || name == "__metadata__") key += " #" + std::to_string(k);
+    tensors.emplace_back(key, t);
+  }
+  Json chars = Json::array();
+  for (const auto& c : charset.chars()) chars.push_back(c);
+  save_safetensors(path, tensors, {{"format", "ocrt-logits-1"}, {"charset", chars.dump()}, {"blank", "0"}});
+}
+
+}  // namespace ocrt::infer

@@ -1,0 +1,74 @@
+// What ocrt-infer writes: one line of output per input line (text, TSV or JSON lines), the
+// evaluation against ground truth (--eval: CER, line accuracy, the worst lines), and the
+// per-line logits file (--logits-out). Kept apart from the binary so that tests can check the
+// exact formats (docs/cli.md documents them).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "infer/predictor.h"
+#include "runtime/json.h"
+
+namespace ocrt::infer {
+
+enum class Format { text, tsv, jsonl };
+Format parse_format(const std::string& name);  // "text", "tsv" or "jsonl"; throws otherwise
+
+// Truth and its comparison with the recognised text, for --eval.
+struct Scored {
+  std::string truth;
+  int64_t distance = 0;      // edit distance in characters (code points)
+  int64_t truth_chars = 0;   // characters of the truth
+};
+
+struct FormatOptions {
+  Format format = Format::text;
+  bool positions = false;  // jsonl: per-character frame and x; tsv: a fifth column of x positions
+};
+
+// One output line, '\n' included:
+//   text   the recognised text (an empty line for a failed one; its error goes to stderr)
+//   tsv    path<TAB>text<TAB>confidence<TAB>error   (confidence empty and error set on failure;
+//          tabs, newlines and backslashes in fields are written as \t, \n and \\)
+//   jsonl  {"path":..., "text":..., "confidence":..., ["chars":[{"c":..,"frame":..,"x":..}],]
+//           ["truth":..., "distance":..., "cer":...,] ["error":...]}
+std::string format_line(const LineResult& r, const FormatOptions& o, const Scored* scored = nullptr);
+
+// Levenshtein distance between two texts, counted in Unicode code points (bytes when a text is
+// not valid UTF-8).
+int64_t char_edit_distance(const std::string& a, const std::string& b);
+int64_t char_count(const std::string& text);
+
+// --eval: collects every line's score and reports CER, line accuracy and the worst lines.
+// A failed line counts as all of its truth lost (distance = its length).
+class Evaluation {
+ public:
+  Scored add(const LineResult& r, const std::string& truth);
+
+  int64_t lines() const { return (int64_t)lines_.size(); }
+  int64_t failed() const { return failed_; }
+  double cer() const;            // total distance / total truth characters
+  double line_accuracy() const;  // lines read exactly right / lines
+  // A readable report: the numbers, then the `worst` lines with the highest per-line CER.
+  std::string report(int64_t worst = 10) const;
+  Json summary() const;  // {"lines", "failed", "cer", "line_accuracy", "distance", "truth_chars"}
+
+ private:
+  struct Line {
+    std::string name, truth, text, error;
+    int64_t distance, truth_chars;
+  };
+  std::vector<Line> lines_;
+  int64_t failed_ = 0, distance_ = 0, truth_chars_ = 0, exact_ = 0;
+};
+
+// --logits-out: each recognised line's (T, C) logits under its input path (a path that comes
+// again gets " #2", " #3", ...), with metadata {"format": "ocrt-logits-1", "charset": [...],
+// "blank": "0"}. Written atomically.
+void write_logits_file(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& logits,
+                       const nn::Charset& charset);
+
+}  // namespace ocrt::infer

@@ -1,0 +1,394 @@
+// The predictor and ocrt-infer's pieces, with a small randomly initialised crnn-s saved as a
+// model file and tiny line images written as PNGs: results in input order with several
+// workers; the same text and logits from one worker and two; batching by width changes no
+// line's logits; bad lines get their own errors while the others are read; bad model files
+// fail at construction; the TSV and JSON-lines formats; --eval's numbers; the logits file;
+// the input readers. Kept small: CI has two cores.
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "infer/inputs.h"
+#include "infer/predictor.h"
+#include "infer/report.h"
+#include "runtime/safetensors.h"
+
+using namespace ocrt;
+using namespace ocrt::infer;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path temp_dir() {
+  // One folder per process: ctest runs test cases as separate processes in parallel.
+  const fs::path dir = fs::temp_directory_path() / ("ocrt_test_infer_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string temp(const std::string& name) { return (temp_dir() / name).string(); }
+
+void write_bytes(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+
+const std::vector<std::string> kChars{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"};
+
+// A random crnn-s for the ten characters a..j, as a self-contained model file (written once).
+const std::string& model_file() {
+  static const std::string path = [] {
+    Generator gen(11);
+    nn::CRNN model(nn::CRNNConfig::preset("crnn-s", (int64_t)kChars.size() + 1), gen);
+    nn::ModelInfo info;
+    info.arch = "crnn-s";
+    info.config = model.config.to_json();
+    info.charset = kChars;
+    info.input = nn::default_input_spec();
+    const std::string p = temp("crnn-s.safetensors");
+    nn::save_model_file(p, model, info);
+    return p;
+  }();
+  return path;
+}
+
+// A gray "line": dark blobs on white, different for every seed.
+GrayImage line_image(int64_t width, int64_t height, uint32_t seed) {
+  GrayImage img;
+  img.width = width, img.height = height;
+  img.pixels.assign((size_t)(width * height), 255);
+  uint32_t s = seed * 2654435761u + 1;
+  for (int64_t x = 0; x < width; ++x) {
+    s = s * 1664525u + 1013904223u;
+    if ((s >> 28) < 7) continue;  // a gap between strokes
+    const int64_t top = height / 4 + (int64_t)((s >> 8) % (uint32_t)(height / 4 + 1));
+    for (int64_t y = top; y < height - height / 4; ++y) img.pixels[(size_t)(y * width + x)] = (uint8_t)(s >> 20);
+  }
+  return img;
+}
+
+// Writes line images of the given widths (32 high, a few 48 high to exercise resizing).
+std::vector<std::string> write_lines(const std::string& prefix, const std::vector<int64_t>& widths) {
+  std::vector<std::string> paths;
+  for (size_t i = 0; i < widths.size(); ++i) {
+    const std::string p = temp(prefix + std::to_string(i) + ".png");
+    save_gray_png(p, line_image(widths[i], i % 3 == 2 ? 48 : 32, (uint32_t)i + 1));
+    paths.push_back(p);
+  }
+  return paths;
+}
+
+PredictorOptions options(std::vector<Device> devices, int64_t batch) {
+  PredictorOptions o;
+  o.devices = std::move(devices);
+  o.batch = batch;
+  o.threads = 2;
+  o.keep_logits = true;
+  return o;
+}
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  const auto x = a.to_vector<float>(), y = b.to_vector<float>();
+  double d = 0;
+  for (size_t i = 0; i < x.size(); ++i) d = std::max(d, (double)std::abs(x[i] - y[i]));
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("results come back in input order with two workers", "[infer]") {
+  const std::vector<int64_t> widths{90, 20, 64, 33, 120, 12, 48, 75, 28};
+  const auto paths = write_lines("order", widths);
+  Predictor p(model_file(), options({Device::cpu(), Device::cpu()}, 2));
+  std::vector<int64_t> indices;
+  std::vector<LineResult> results;
+  size_t next = 0;
+  RunStats stats = p.run(
+      [&](LineInput& in) {
+        if (next == paths.size()) return false;
+        in.name = paths[next++];
+        return true;
+      },
+      [&](int64_t i, LineResult&& r) {
+        indices.push_back(i);
+        results.push_back(std::move(r));
+      });
+  REQUIRE(results.size() == paths.size());
+  for (size_t i = 0; i < paths.size(); ++i) {
+    CHECK(indices[i] == (int64_t)i);
+    CHECK(results[i].name == paths[i]);
+    CHECK(results[i].ok());
+    CHECK((results[i].worker == 0 || results[i].worker == 1));
+    CHECK(results[i].logits.size(0) == nn::CRNN::frames_for_width(results[i].width));
+  }
+  CHECK(stats.lines == (int64_t)paths.size());
+  CHECK(stats.failed == 0);
+  REQUIRE(stats.workers.size() == 2);
+  CHECK(stats.workers[0].lines + stats.workers[1].lines == (int64_t)paths.size());
+  CHECK(stats.workers[0].batches + stats.workers[1].batches == 5);  // 9 lines in batches of 2
+  CHECK_THAT(stats.summary(), Catch::Contains("9 lines (0 failed)") && Catch::Contains("worker 1 (cpu)"));
+}
+
+TEST_CASE("one worker and two workers read every line the same", "[infer]") {
+  const auto paths = write_lines("workers", {40, 72, 16, 100, 56, 24});
+  Predictor one(model_file(), options({Device::cpu()}, 2));
+  Predictor two(model_file(), options({Device::cpu(), Device::cpu()}, 2));
+  const auto a = one.recognize(paths), b = two.recognize(paths);
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("line " << i);
+    REQUIRE(a[i].ok());
+    REQUIRE(b[i].ok());
+    CHECK(a[i].text == b[i].text);
+    CHECK(a[i].confidence == Approx(b[i].confidence).margin(1e-6));
+    CHECK(max_abs_diff(a[i].logits, b[i].logits) <= 1e-5);
+  }
+}
+
+TEST_CASE("batching lines by width changes no line's result", "[infer]") {
+  // Widths far apart, so that a narrow line shares its batch with much wider ones.
+  const auto paths = write_lines("batching", {16, 200, 44, 28, 136, 60, 12, 84});
+  Predictor single(model_file(), options({Device::cpu()}, 1));
+  Predictor batched(model_file(), options({Device::cpu()}, 8));
+  const auto a = single.recognize(paths), b = batched.recognize(paths);
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("line " << i << " width " << a[i].width);
+    REQUIRE(a[i].ok());
+    CHECK(a[i].text == b[i].text);
+    CHECK(max_abs_diff(a[i].logits, b[i].logits) <= 1e-5);
+  }
+  // The margin past the widest line is what makes this hold: the same line alone, padded by
+  // hand with far more white, gives the same logits.
+  nn::ModelFile f = nn::load_model_file(model_file());
+  Generator gen(0);
+  nn::CRNN model(nn::CRNNConfig::from_json(f.info->config), gen);
+  model.load_state_dict(f.weights);
+  model.eval();
+  NoGradGuard no_grad;
+  GrayImage img = resize_to_height(load_gray_image(paths[2]), 32);
+  std::vector<int64_t> w;
+  Tensor x = pack_batch({img}, BatchSpec{}, &w);
+  Tensor wide = Tensor::ones({1, 1, 32, w[0] + 400});  // white is 1.0 after normalisation
+  wide.narrow(3, 0, w[0]).copy_(x);
+  const Tensor ref = model.forward(wide, w).select(1, 0).narrow(0, 0, nn::CRNN::frames_for_width(w[0]));
+  CHECK(max_abs_diff(ref, a[2].logits) <= 1e-5);
+}
+
+TEST_CASE("a bad line gets its own error and the others are still read", "[infer]") {
+  const auto good = write_lines("bad_neighbours", {40, 64});
+  const std::string empty = temp("empty.png"), corrupt = temp("corrupt.png"), tiny = temp("tiny.png");
+  write_bytes(empty, "");
+  write_bytes(corrupt, "\x89PNG\r\n\x1a\nthis is not really a png");
+  save_gray_png(tiny, line_image(1, 1, 3));
+  std::vector<LineInput> in{{good[0], {}},
+                            {temp("missing.png"), {}},
+                            {empty, {}},
+                            {corrupt, {}},
+                            {tiny, {}},
+                            {"wide", line_image(100000, 32, 4)},
+                            {"tall", line_image(32, 100000, 5)},
+                            {"zero", GrayImage{}},
+                            {good[1], {}}};
+  Predictor p(model_file(), options({Device::cpu(), Device::cpu()}, 4));
+  const auto r = p.recognize(in);
+  REQUIRE(r.size() == in.size());
+  CHECK(r[0].ok());
+  CHECK(r[8].ok());
+  CHECK_THAT(r[1].error, Catch::Contains("missing.png") && Catch::Contains("no such file"));
+  CHECK_THAT(r[2].error, Catch::Contains("empty"));
+  CHECK_THAT(r[3].error, Catch::Contains("corrupt.png"));
+  CHECK_THAT(r[4].error, Catch::Contains("too small") && Catch::Contains("1x1"));
+  CHECK_THAT(r[5].error, Catch::Contains("too wide") && Catch::Contains("100000x32"));
+  CHECK_THAT(r[6].error, Catch::Contains("too narrow") && Catch::Contains("32x100000"));
+  CHECK_THAT(r[7].error, Catch::Contains("empty or inconsistent"));
+  for (int i = 1; i <= 7; ++i) CHECK(r[(size_t)i].text.empty());
+  // The good lines read as they do on their own.
+  const auto alone = p.recognize(good);
+  CHECK(alone[0].text == r[0].text);
+  CHECK(alone[1].text == r[8].text);
+}
+
+TEST_CASE("a bad model file or a mismatched arch fails at construction", "[infer]") {
+  const std::string garbage = temp("garbage.safetensors");
+  write_bytes(garbage, "definitely not safetensors");
+  CHECK_THROWS_WITH(Predictor(garbage), Catch::Contains("cannot load the model file") && Catch::Contains(garbage));
+  // A good file cut short.
+  std::ifstream in(model_file(), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string truncated = temp("truncated.safetensors");
+  write_bytes(truncated, bytes.substr(0, bytes.size() / 2));
+  CHECK_THROWS_WITH(Predictor(truncated), Catch::Contains("cannot load the model file") && Catch::Contains(truncated));
+  CHECK_THROWS_WITH(Predictor(temp("nowhere.safetensors")), Catch::Contains("nowhere.safetensors"));
+
+  PredictorOptions o;
+  o.arch = "crnn";
+  CHECK_THROWS_WITH(Predictor(model_file(), o), Catch::Contains("holds a 'crnn-s' model, but 'crnn' was asked for"));
+  o.arch = "svtr-huge";
+  CHECK_THROWS_WITH(Predictor(model_file(), o), Catch::Contains("unknown architecture 'svtr-huge'"));
+
+  // A weights-only file (as exported from PyTorch) needs the arch and the charset.
+  nn::ModelFile f = nn::load_model_file(model_file());
+  std::vector<std::pair<std::string, Tensor>> tensors(f.weights.begin(), f.weights.end());
+  const std::string weights_only = temp("weights_only.safetensors");
+  save_safetensors(weights_only, tensors);
+  CHECK_THROWS_WITH(Predictor(weights_only), Catch::Contains("weights only") && Catch::Contains("--arch"));
+  const std::string charset = temp("charset.txt");
+  {
+    std::ofstream out(charset);
+    for (const auto& c : kChars) out << c << "\n";
+  }
+  PredictorOptions w;
+  w.arch = "crnn";
+  w.charset_path = charset;
+  CHECK_THROWS_WITH(Predictor(weights_only, w), Catch::Contains("do not fit a 'crnn' model"));
+  w.arch = "crnn-s";
+  w.keep_logits = true;
+  const auto lines = write_lines("weights_only", {36});
+  PredictorOptions m;
+  m.keep_logits = true;
+  const auto a = Predictor(weights_only, w).recognize(lines), b = Predictor(model_file(), m).recognize(lines);
+  CHECK(a[0].text == b[0].text);
+  CHECK(max_abs_diff(a[0].logits, b[0].logits) == 0);
+}
+
+TEST_CASE("beam decoding runs through the predictor", "[infer]") {
+  const auto paths = write_lines("beam", {52, 30});
+  PredictorOptions o = options({Device::cpu()}, 2);
+  o.decoder = parse_decoder("beam");
+  o.beam_width = 4;
+  const auto r = Predictor(model_file(), o).recognize(paths);
+  for (const auto& l : r) {
+    REQUIRE(l.ok());
+    CHECK(l.chars.size() == nn::utf8_chars(l.text).size());
+    CHECK(l.confidence >= 0);
+    CHECK(l.confidence <= 1);
+  }
+  CHECK_THROWS_WITH(parse_decoder("viterbi"), Catch::Contains("unknown decoder 'viterbi'"));
+}
+
+TEST_CASE("tsv and jsonl formats", "[infer]") {
+  LineResult ok;
+  ok.name = "dir/a\tb.png";
+  ok.text = "say \"hi\"";
+  ok.confidence = 0.87654321;
+  ok.chars = {{"s", 2, 9.5}, {"a", 4, 17.5}};
+  LineResult bad;
+  bad.name = "x.png";
+  bad.error = "x.png: no such file";
+  FormatOptions text{Format::text, false}, tsv{Format::tsv, false}, jsonl{Format::jsonl, false};
+  CHECK(format_line(ok, text) == "say \"hi\"\n");
+  CHECK(format_line(bad, text) == "\n");
+  CHECK(format_line(ok, tsv) == "dir/a\\tb.png\tsay \"hi\"\t0.8765\t\n");
+  CHECK(format_line(bad, tsv) == "x.png\t\t\tx.png: no such file\n");
+  CHECK(format_line(ok, jsonl) == "{\"path\":\"dir/a\\tb.png\",\"text\":\"say \\\"hi\\\"\",\"confidence\":0.8765}\n");
+  CHECK(format_line(bad, jsonl) == "{\"path\":\"x.png\",\"error\":\"x.png: no such file\"}\n");
+  FormatOptions positions{Format::jsonl, true};
+  CHECK_THAT(format_line(ok, positions),
+             Catch::Contains("\"chars\":[{\"c\":\"s\",\"frame\":2,\"x\":9.5},{\"c\":\"a\",\"frame\":4,\"x\":17.5}]"));
+  CHECK(format_line(ok, FormatOptions{Format::tsv, true}) == "dir/a\\tb.png\tsay \"hi\"\t0.8765\t\t9.5 17.5\n");
+  Scored s{"say hi", 2, 6};
+  CHECK_THAT(format_line(ok, jsonl, &s), Catch::EndsWith(",\"truth\":\"say hi\",\"distance\":2,\"cer\":0.3333}\n"));
+  // Every jsonl line parses back.
+  CHECK(parse_json(format_line(bad, jsonl, &s)).at("error").as_string() == "x.png: no such file");
+  CHECK_THROWS_WITH(parse_format("xml"), Catch::Contains("unknown output format 'xml'"));
+}
+
+TEST_CASE("eval report: counts CER in characters, line accuracy and the worst lines", "[infer]") {
+  CHECK(char_edit_distance("", "") == 0);
+  CHECK(char_edit_distance("kitten", "sitting") == 3);
+  CHECK(char_edit_distance("caf\xc3\xa9", "cafe") == 1);  // one code point, two bytes
+  CHECK(char_count("caf\xc3\xa9") == 4);
+  Evaluation e;
+  LineResult a, b, c;
+  a.name = "a.png", a.text = "hello";
+  b.name = "b.png", b.text = "wrld";
+  c.name = "c.png", c.error = "c.png: no such file";
+  CHECK(e.add(a, "hello").distance == 0);
+  CHECK(e.add(b, "world").distance == 1);
+  CHECK(e.add(c, "abc").distance == 3);  // a failed line loses all of its characters
+  CHECK(e.lines() == 3);
+  CHECK(e.failed() == 1);
+  CHECK(e.cer() == Approx(4.0 / 13.0));
+  CHECK(e.line_accuracy() == Approx(1.0 / 3.0));
+  const std::string report = e.report(1);
+  CHECK_THAT(report, Catch::Contains("CER            30.77%") && Catch::Contains("line accuracy  33.33%"));
+  CHECK_THAT(report, Catch::Contains("c.png") && !Catch::Contains("b.png"));  // only the worst one
+  CHECK(e.summary().at("failed").as_int() == 1);
+}
+
+TEST_CASE("logits-out: writes a readable safetensors file", "[infer]") {
+  const auto paths = write_lines("logits", {24, 48});
+  Predictor p(model_file(), options({Device::cpu()}, 2));
+  const auto r = p.recognize(std::vector<std::string>{paths[0], paths[1], paths[0]});
+  std::vector<std::pair<std::string, Tensor>> logits;
+  for (const auto& l : r) logits.emplace_back(l.name, l.logits);
+  const std::string out = temp("logits.safetensors");
+  write_logits_file(out, logits, p.charset());
+  SafetensorsFile f = load_safetensors(out);
+  REQUIRE(f.tensors.size() == 3);
+  CHECK(f.tensors[0].first == paths[0]);
+  CHECK(f.tensors[2].first == paths[0] + " #2");
+  CHECK(f.get(paths[1]).shape() == Shape{nn::CRNN::frames_for_width(48), (int64_t)kChars.size() + 1});
+  CHECK(max_abs_diff(f.get(paths[1]), r[1].logits) == 0);
+  CHECK(f.metadata.at("format") == "ocrt-logits-1");
+  CHECK(parse_json(f.metadata.at("charset")).size() == kChars.size());
+}
+
+TEST_CASE("inputs: label files, folders with .gt.txt, lists and stdin, in order", "[infer]") {
+  const fs::path dir = temp_dir() / "inputs";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "folder" / "sub");
+  write_bytes((dir / "folder" / "b.png").string(), "x");
+  write_bytes((dir / "folder" / "b.gt.txt").string(), "bee\n");
+  write_bytes((dir / "folder" / "sub" / "a.jpg").string(), "x");  // no .gt.txt
+  write_bytes((dir / "folder" / "notes.md").string(), "not an image");
+  write_bytes((dir / "labels.txt").string(), "one.png\tfirst line\r\n\n/abs/two.png\tsecond\ttabbed\n");
+  write_bytes((dir / "list").string(), "p1.png\n\np2.png\n");
+  std::istringstream standard_input("s1.png\ns2.png\n");
+
+  InputReader r(false, &standard_input);
+  r.add((dir / "labels.txt").string());
+  r.add("plain.png");
+  r.add_list((dir / "list").string());
+  r.add((dir / "folder").string());
+  r.add("-");
+  std::vector<InputLine> got;
+  InputLine line;
+  while (r.next(line)) got.push_back(line);
+  REQUIRE(got.size() == 9);
+  CHECK(got[0].path == (dir / "one.png").string());
+  CHECK(got[0].truth == std::optional<std::string>("first line"));
+  CHECK(got[1].path == "/abs/two.png");
+  CHECK(got[1].truth == std::optional<std::string>("second\ttabbed"));
+  CHECK(got[2].path == "plain.png");
+  CHECK(!got[2].truth);
+  CHECK(got[3].path == "p1.png");
+  CHECK(got[4].path == "p2.png");
+  CHECK(got[5].path == (dir / "folder" / "b.png").string());
+  CHECK(got[5].truth == std::optional<std::string>("bee"));
+  CHECK(got[6].path == (dir / "folder" / "sub" / "a.jpg").string());
+  CHECK(!got[6].truth);
+  CHECK(got[7].path == "s1.png");
+  CHECK(got[8].path == "s2.png");
+
+  // --eval: only sources with ground truth; a folder's unlabelled images are skipped.
+  InputReader e(true, &standard_input);
+  CHECK_THROWS_WITH(e.add("plain.png"), Catch::Contains("--eval needs the true text"));
+  CHECK_THROWS_WITH(e.add("-"), Catch::Contains("stdin"));
+  CHECK_THROWS_WITH(e.add_list((dir / "list").string()), Catch::Contains("--eval"));
+  e.add((dir / "folder").string());
+  REQUIRE(e.next(line));
+  CHECK(line.truth == std::optional<std::string>("bee"));
+  CHECK(!e.next(line));
+  CHECK(e.skipped_without_truth() == 1);
+
+  write_bytes((dir / "bad.txt").string(), "ok.png\tfine\nno tab here\n");
+  InputReader b;
+  b.add((dir / "bad.txt").string());
+  REQUIRE(b.next(line));
+  CHECK_THROWS_WITH(b.next(line), Catch::Contains("bad.txt line 2") && Catch::Contains("no tab"));
+  CHECK_THROWS_WITH(InputReader().add((dir / "missing.txt").string()), Catch::Contains("no such label file"));
+}
