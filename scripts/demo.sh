@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# The main job, from a fresh Debian machine: install what is needed, build, and run the demo.
-# (Until the recognisers land, the demo trains a tiny network with ocrt's autograd.)
+# The main job, from a fresh Debian machine: install what is needed, build, and recognise the
+# sample lines in samples/lines/ with the shipped model (weights/crnn-en.safetensors), printing
+# what it read and, against the .gt.txt files beside the images, the CER.
+#   scripts/demo.sh [more ocrt-infer flags, e.g. --device cuda:0 or --format jsonl]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh build
-./build/ocrt-demo "$@"
+echo "== ocrt-infer on samples/lines (what it read, then the score)"
+./build/ocrt-infer --weights weights/crnn-en.safetensors --format tsv samples/lines "$@"
+./build/ocrt-infer --weights weights/crnn-en.safetensors --eval samples/lines "$@" > /dev/null
