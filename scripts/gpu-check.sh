@@ -33,7 +33,7 @@ if ! cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DOCRT_CUDA=ON -DOCRT_CU
   log "FAIL: configure (see configure.log)"; tail -20 "$out/configure.log"; exit 1
 fi
 # Only what runs here: the CUDA tests and the GPU benchmark (the CPU suite is CI's job).
-if ! cmake --build build-gpu -j "$jobs" --target ocrt_tests_cuda bench_gpu_ops > "$out/build.log" 2>&1; then
+if ! cmake --build build-gpu -j "$jobs" --target ocrt_tests_cuda bench_gpu_ops ocrt-infer > "$out/build.log" 2>&1; then
   log "FAIL: build (see build.log)"; grep -m 20 -E "error" "$out/build.log"; exit 1
 fi
 log "build: ok (CUDA archs $archs)"
@@ -41,6 +41,22 @@ log "build: ok (CUDA archs $archs)"
 status=0
 (cd build-gpu && ctest -L cuda --output-on-failure --timeout 300 -j 8) > "$out/ctest-cuda.log" 2>&1 || status=1
 tail -5 "$out/ctest-cuda.log" | tee -a "$out/summary.txt"
+
+# The shipped model on the GPU, alone and beside the CPU (one worker per device), on the sample
+# lines: both must read them, and with the same text.
+if [ -f weights/crnn-en.safetensors ]; then
+  build-gpu/ocrt-infer --device cuda:0 --format tsv samples/lines > "$out/infer-cuda.tsv" 2> "$out/infer-cuda.log" \
+    || { log "FAIL: ocrt-infer --device cuda:0 (see infer-cuda.log)"; status=1; }
+  build-gpu/ocrt-infer --devices cuda:0,cpu --batch 4 --format tsv samples/lines > "$out/infer-multi.tsv" \
+    2> "$out/infer-multi.log" || { log "FAIL: ocrt-infer --devices cuda:0,cpu (see infer-multi.log)"; status=1; }
+  build-gpu/ocrt-infer --device cpu --format tsv samples/lines > "$out/infer-cpu.tsv" 2> /dev/null
+  if cmp -s <(cut -f1,2 "$out/infer-cuda.tsv") <(cut -f1,2 "$out/infer-cpu.tsv") &&
+     cmp -s <(cut -f1,2 "$out/infer-multi.tsv") <(cut -f1,2 "$out/infer-cpu.tsv"); then
+    log "ocrt-infer: cuda:0, cuda:0+cpu and cpu read the samples identically; $(tail -1 "$out/infer-multi.log")"
+  else
+    log "FAIL: ocrt-infer text differs between cuda:0, cuda:0+cpu and cpu (see infer-*.tsv)"; status=1
+  fi
+fi
 
 if [ $tests_only -eq 1 ]; then
   log "gpu-check (tests only): $([ $status -eq 0 ] && echo PASS || echo FAIL)"
