@@ -9,4 +9,5 @@ scripts/install-deps.sh
 scripts/build.sh build
 echo "== ocrt-infer on samples/lines (what it read, then the score)"
 ./build/ocrt-infer --weights weights/crnn-en.safetensors --format tsv samples/lines "$@"
-./build/ocrt-infer --weights weights/crnn-en.safetensors --eval samples/lines "$@" > /dev/null
+echo "== the score against the .gt.txt files"
+./build/ocrt-infer --weights weights/crnn-en.safetensors --eval samples/lines "$@"
