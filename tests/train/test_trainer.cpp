@@ -4,8 +4,11 @@
 #include <catch2/catch.hpp>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "models/crnn.h"
 #include "models/ctc_decode.h"
@@ -180,4 +183,63 @@ TEST_CASE("edit distance", "[trainer]") {
   REQUIRE(edit_distance({1, 2, 3}, {1, 3}) == 1);
   REQUIRE(edit_distance({}, {4, 5}) == 2);
   REQUIRE(edit_distance({1, 2}, {2, 1}) == 2);
+}
+
+TEST_CASE("SIGINT saves a checkpoint and stops; --resume finishes the run", "[trainer]") {
+  TempDir data("signal-data"), out("signal-out");
+  if (!write_lines(data.path, {"stop", "here"})) {
+    WARN("no Debian font installed: skipped");
+    return;
+  }
+  TrainConfig c = small_config(data.path, out.path);
+  c.val.clear();
+  c.steps = 100000;  // far more than the test waits for
+  c.log_every = 1;
+  c.save_every = 100000;
+  // The handler is in place once the first "train" event is in metrics.jsonl (it is installed
+  // before the loop starts); only then is the signal sent, so the default action (exit) can
+  // never run.
+  std::thread sender([&] {
+    const fs::path metrics = out.path / "metrics.jsonl";
+    for (int i = 0; i < 6000; ++i) {
+      std::ifstream in(metrics);
+      std::string line;
+      if (std::getline(in, line) && line.find("\"train\"") != std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::raise(SIGINT);
+  });
+  TrainResult r = run_training(c);
+  sender.join();
+  REQUIRE(r.interrupted);
+  REQUIRE(r.steps >= 1);
+  REQUIRE(r.steps < 100000);
+  auto ckpts = list_checkpoints(out.path.string());
+  REQUIRE(ckpts.size() == 1);
+  REQUIRE(ckpts.back() == checkpoint_path(out.path.string(), r.steps));
+  // Resume and finish a few steps later.
+  TrainConfig c2 = c;
+  c2.resume = true;
+  c2.steps = r.steps + 3;
+  TrainResult r2 = run_training(c2);
+  REQUIRE_FALSE(r2.interrupted);
+  REQUIRE(r2.steps == r.steps + 3);
+}
+
+TEST_CASE("non-finite steps are skipped and too many in a row stop the run with a clear message", "[trainer]") {
+  TempDir data("nan-data"), out("nan-out");
+  if (!write_lines(data.path, {"blow", "up"})) {
+    WARN("no Debian font installed: skipped");
+    return;
+  }
+  TrainConfig c = small_config(data.path, out.path);
+  c.val.clear();
+  c.optimizer = "sgd";
+  c.momentum = 0;
+  c.lr = 1e12;  // the first update overflows the weights; every later loss is NaN
+  c.clip_grad = 0;
+  c.schedule = "constant";
+  c.steps = 50;
+  c.max_bad_steps = 4;
+  REQUIRE_THROWS_WITH(run_training(c), Catch::Contains("4 steps in a row") && Catch::Contains("non-finite"));
 }
