@@ -18,6 +18,7 @@
 #include "infer/inputs.h"
 #include "infer/predictor.h"
 #include "infer/report.h"
+#include "runtime/cli.h"
 #include "runtime/error.h"
 
 using namespace ocrt;
@@ -78,10 +79,7 @@ struct Args {
 };
 
 int64_t parse_int(const std::string& flag, const std::string& v, int64_t min) {
-  char* end = nullptr;
-  errno = 0;
-  const long long x = std::strtoll(v.c_str(), &end, 10);
-  OCRT_CHECK(!v.empty() && *end == '\0' && errno == 0, flag, ": expected an integer, got '", v, "'");
+  const int64_t x = cli::parse_int(flag, v);
   OCRT_CHECK(x >= min, flag, ": must be >= ", min, ", got ", x);
   return x;
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "models/charset.h"
+#include "runtime/cli.h"
 #include "runtime/error.h"
 #include "runtime/image.h"
 #include "train/augment.h"
@@ -65,40 +66,14 @@ struct SynthConfig {
 };
 
 std::vector<std::string> split_list(const std::string& flag, const std::string& v) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= v.size()) {
-    const size_t comma = std::min(v.find(',', start), v.size());
-    if (comma > start) out.push_back(v.substr(start, comma - start));
-    start = comma + 1;
-  }
+  std::vector<std::string> out = cli::split_list(v);
   OCRT_CHECK(!out.empty(), flag, ": expected one or more paths separated by commas, got '", v, "'");
   return out;
 }
 
-int64_t parse_int(const std::string& flag, const std::string& v) {
-  char* end = nullptr;
-  errno = 0;
-  const long long x = std::strtoll(v.c_str(), &end, 10);
-  OCRT_CHECK(!v.empty() && *end == '\0' && errno == 0, flag, ": expected an integer, got '", v, "'");
-  return x;
-}
-
-uint64_t parse_seed(const std::string& flag, const std::string& v) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
-  OCRT_CHECK(!v.empty() && v[0] != '-' && *end == '\0' && errno == 0, flag,
-             ": expected an integer in [0, 2^64 - 1], got '", v, "'");
-  return x;
-}
-
-double parse_double(const std::string& flag, const std::string& v) {
-  char* end = nullptr;
-  const double x = std::strtod(v.c_str(), &end);
-  OCRT_CHECK(!v.empty() && *end == '\0', flag, ": expected a number, got '", v, "'");
-  return x;
-}
+using cli::parse_double;
+using cli::parse_int;
+const auto parse_seed = cli::parse_u64;
 
 SynthConfig parse_args(int argc, char** argv) {
   SynthConfig c;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cli.h"
 #include "runtime/error.h"
 #include "train/trainer.h"
 
@@ -54,29 +55,9 @@ Run
   --max-bad-steps N      stop after N steps in a row with a non-finite loss or gradient (20)
 )";
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-int64_t parse_int(const std::string& flag, const std::string& v) {
-  char* end = nullptr;
-  errno = 0;
-  long long x = std::strtoll(v.c_str(), &end, 10);
-  OCRT_CHECK(!v.empty() && *end == '\0' && errno == 0, flag, ": expected an integer, got '", v, "'");
-  return x;
-}
-
-double parse_double(const std::string& flag, const std::string& v) {
-  char* end = nullptr;
-  double x = std::strtod(v.c_str(), &end);
-  OCRT_CHECK(!v.empty() && *end == '\0', flag, ": expected a number, got '", v, "'");
-  return x;
-}
+using cli::parse_double;
+using cli::parse_int;
+using cli::split_list;
 
 TrainConfig parse_args(int argc, char** argv) {
   TrainConfig c;

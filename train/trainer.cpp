@@ -166,7 +166,7 @@ EvalResult evaluate(nn::CRNN& model, const Dataset& data, const LoaderOptions& b
     for (int64_t w : b.widths) frames.push_back(frames_for_width(w));
     auto decoded = nn::ctc_greedy_decode(logits, frames);
     for (size_t i = 0; i < decoded.size() && seen < data.size(); ++i, ++seen) {
-      const int64_t e = edit_distance(decoded[i].labels, b.targets[i]);
+      const int64_t e = nn::edit_distance(decoded[i].labels, b.targets[i]);
       edits += e;
       chars += (int64_t)b.targets[i].size();
       exact += e == 0;
@@ -195,8 +195,6 @@ void print_progress(bool tty, int64_t step, int64_t total, double loss, double l
 }
 
 }  // namespace
-
-int64_t edit_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b) { return nn::edit_distance(a, b); }
 
 void TrainConfig::validate() const {
   OCRT_CHECK(arch == "crnn" || arch == "crnn-s", "--arch: expected crnn or crnn-s, got '", arch, "'");

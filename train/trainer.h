@@ -78,7 +78,4 @@ struct TrainResult {
 // CER; the last one when there is no validation) to OUT/best.safetensors.
 TrainResult run_training(const TrainConfig& cfg);
 
-// Character error rate pieces: the edit distance between two label sequences.
-int64_t edit_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
-
 }  // namespace ocrt::train

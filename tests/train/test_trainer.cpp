@@ -12,6 +12,7 @@
 
 #include "models/crnn.h"
 #include "models/ctc_decode.h"
+#include "models/edit_distance.h"
 #include "models/model_file.h"
 #include "runtime/cuda/cuda_glue.h"
 #include "runtime/image.h"
@@ -178,11 +179,12 @@ TEST_CASE("ocrt-train settings are validated with the flag's name", "[trainer]")
 }
 
 TEST_CASE("edit distance", "[trainer]") {
-  REQUIRE(edit_distance({}, {}) == 0);
-  REQUIRE(edit_distance({1, 2, 3}, {1, 2, 3}) == 0);
-  REQUIRE(edit_distance({1, 2, 3}, {1, 3}) == 1);
-  REQUIRE(edit_distance({}, {4, 5}) == 2);
-  REQUIRE(edit_distance({1, 2}, {2, 1}) == 2);
+  using V = std::vector<int64_t>;
+  REQUIRE(nn::edit_distance(V{}, V{}) == 0);
+  REQUIRE(nn::edit_distance(V{1, 2, 3}, V{1, 2, 3}) == 0);
+  REQUIRE(nn::edit_distance(V{1, 2, 3}, V{1, 3}) == 1);
+  REQUIRE(nn::edit_distance(V{}, V{4, 5}) == 2);
+  REQUIRE(nn::edit_distance(V{1, 2}, V{2, 1}) == 2);
 }
 
 TEST_CASE("SIGINT saves a checkpoint and stops; --resume finishes the run", "[trainer]") {
