@@ -80,7 +80,7 @@ Json run_arch(const Settings& s) {
   ao.lr = 1e-3, ao.weight_decay = 1e-4;
   train::Adam optim(model.parameters(), ao, /*decoupled_weight_decay=*/true);
 
-  const int64_t N = s.batch, W = s.width, T = nn::CRNN::frames_for_width(W);
+  const int64_t N = s.batch, W = s.width, T = nn::CRNN::frames(W);
   const Tensor x = uniform({N, 1, 32, W}, -1.0, 1.0, gen);
   const std::vector<int64_t> widths((size_t)N, W), input_lengths((size_t)N, T);
   std::vector<int64_t> targets, target_lengths;

@@ -25,9 +25,7 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-bool is_crnn_arch(const std::string& arch) { return arch == "crnn" || arch == "crnn-s"; }
-
-// The model's input spec (models/model_file.h) as a BatchSpec, checked against what CRNN takes.
+// The model's input spec (models/model_file.h) as a BatchSpec, checked against what the models take.
 BatchSpec input_spec(const Json& input, const std::string& path, int64_t& height) {
   auto number = [&](const char* key) {
     const Json* v = input.find(key);
@@ -41,18 +39,18 @@ BatchSpec input_spec(const Json& input, const std::string& path, int64_t& height
   spec.offset = number("offset");
   spec.width_multiple = (int64_t)number("width_multiple");
   OCRT_CHECK(height == 32 && channels == 1 && spec.width_multiple == 4, path,
-             ": CRNN reads 32-pixel-high gray lines padded to a multiple of 4, but the model's input spec says ",
+             ": ocrt's recognisers read 32-pixel-high gray lines padded to a multiple of 4, but the model's input spec says ",
              input.dump());
   OCRT_CHECK(std::isfinite(spec.scale) && spec.scale != 0 && std::isfinite(spec.offset), path,
              ": the model's input spec has a bad scale or offset: ", input.dump());
   return spec;
 }
 
-// A CRNN with the given weights, in eval mode, on the CPU. load_state_dict is strict: a missing,
-// unexpected or misshapen tensor is an error that lists them all.
-std::unique_ptr<nn::CRNN> build_model(const nn::CRNNConfig& config, const nn::StateDict& weights) {
+// A recogniser with the given weights, in eval mode, on the CPU. load_state_dict is strict: a
+// missing, unexpected or misshapen tensor is an error that lists them all.
+std::shared_ptr<nn::Recognizer> build_model(const std::string& arch, const Json& config, const nn::StateDict& weights) {
   Generator gen(0);  // the initial values are overwritten at once
-  auto model = std::make_unique<nn::CRNN>(config, gen);
+  auto model = nn::make_recognizer(arch, config, gen);
   model->load_state_dict(weights);
   model->eval();
   return model;
@@ -109,7 +107,7 @@ struct Batch {
 struct Worker {
   int index = 0;
   Device device;
-  std::unique_ptr<nn::CRNN> model;  // the checked CPU model, handed to the first CPU worker
+  std::shared_ptr<nn::Recognizer> model;  // the checked CPU model, handed to the first CPU worker
   std::thread thread;
   bool ready = false;       // setup finished (guarded by mu)
   std::string setup_error;  // why setup failed
@@ -153,7 +151,7 @@ struct Predictor::Impl {
 
   std::vector<Batch> prepare(Chunk& chunk) const;
   void worker_main(Worker& w);
-  void run_batch(Worker& w, nn::CRNN& model, Batch& b);
+  void run_batch(Worker& w, nn::Recognizer& model, Batch& b);
 };
 
 Predictor::Predictor(const std::string& model_path, PredictorOptions options)
@@ -174,8 +172,8 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
   OCRT_CHECK(opt_.threads >= 0, "thread count must be >= 1 (or 0 for the default), got ", opt_.threads);
   OCRT_CHECK(opt_.min_source_height >= 1 && opt_.min_width >= 1 && opt_.max_width >= opt_.min_width,
              "line limits must satisfy min_source_height >= 1 and 1 <= min_width <= max_width");
-  OCRT_CHECK(opt_.arch.empty() || is_crnn_arch(opt_.arch), "unknown architecture '", opt_.arch,
-             "' (the predictor runs crnn and crnn-s)");
+  OCRT_CHECK(opt_.arch.empty() || nn::is_known_arch(opt_.arch), "unknown architecture '", opt_.arch,
+             "' (expected one of ", nn::known_archs_str(), ")");
 
   // ---- the model file
   nn::ModelFile file;
@@ -187,13 +185,13 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
   Json input = nn::default_input_spec();
   if (file.info) {
     arch_ = file.info->arch;
-    OCRT_CHECK(is_crnn_arch(arch_), model_path, ": the model's architecture is '", arch_,
-               "', which the predictor cannot run yet (it runs crnn and crnn-s)");
+    OCRT_CHECK(nn::is_known_arch(arch_), model_path, ": the model's architecture is '", arch_,
+               "', which this build does not know (it runs ", nn::known_archs_str(), ")");
     OCRT_CHECK(opt_.arch.empty() || opt_.arch == arch_, model_path, " holds a '", arch_, "' model, but '", opt_.arch,
                "' was asked for");
     try {
       charset_ = nn::Charset::from_chars(file.info->charset);
-      config_ = nn::CRNNConfig::from_json(file.info->config);
+      config_ = file.info->config;
     } catch (const Error& e) {
       fail(model_path, ": ", e.what());
     }
@@ -201,26 +199,29 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
       OCRT_CHECK(nn::Charset::from_file(opt_.charset_path).chars() == charset_.chars(), "the charset ",
                  opt_.charset_path, " differs from the one stored in ", model_path,
                  " (a model file carries its own charset; leave --charset out)");
-    OCRT_CHECK(config_.num_classes == charset_.num_classes(), model_path, ": the model has ", config_.num_classes,
+    const Json* classes = config_.find("num_classes");
+    OCRT_CHECK(classes && classes->is_number(), model_path, ": the model's config has no 'num_classes'");
+    OCRT_CHECK(classes->as_int() == charset_.num_classes(), model_path, ": the model has ", classes->as_int(),
                " classes but its charset ", charset_.size(), " characters (expected characters + 1 for the blank)");
     input = file.info->input;
   } else {
     OCRT_CHECK(!opt_.arch.empty() && !opt_.charset_path.empty(), model_path,
-               " holds weights only (no ocrt metadata): give the architecture (--arch crnn|crnn-s) and the "
+               " holds weights only (no ocrt metadata): give the architecture (--arch ", nn::known_archs_str(), ") and the "
                "charset file (--charset FILE)");
     arch_ = opt_.arch;
     charset_ = nn::Charset::from_file(opt_.charset_path);
-    config_ = nn::CRNNConfig::preset(arch_, charset_.num_classes());
+    Generator gen(0);
+    config_ = nn::make_recognizer(arch_, charset_.num_classes(), gen)->config_json();
   }
   impl_ = std::make_unique<Impl>(*this);
   Impl& s = *impl_;
   s.spec = input_spec(input, model_path, s.height);
   s.weights = std::move(file.weights);
-  std::unique_ptr<nn::CRNN> checked;
+  std::shared_ptr<nn::Recognizer> checked;
   try {
-    checked = build_model(config_, s.weights);
+    checked = build_model(arch_, config_, s.weights);
   } catch (const Error& e) {
-    fail(model_path, ": the weights do not fit a '", arch_, "' model with ", config_.num_classes, " classes: ",
+    fail(model_path, ": the weights do not fit a '", arch_, "' model with ", charset_.num_classes(), " classes: ",
          e.what());
   }
 
@@ -260,13 +261,13 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
 Predictor::~Predictor() = default;
 
 void Predictor::Impl::worker_main(Worker& w) {
-  std::unique_ptr<nn::CRNN> model;
+  std::shared_ptr<nn::Recognizer> model;
   try {
     if (w.device.is_cpu()) {
       std::lock_guard<std::mutex> lock(g_thread_count_mu);
       set_num_threads(cpu_share);
     }
-    model = w.model ? std::move(w.model) : build_model(p.config_, weights);
+    model = w.model ? std::move(w.model) : build_model(p.arch_, p.config_, weights);
     model->to(w.device);  // the first CUDA call for this GPU happens here, in its own thread
     if (w.device.is_cuda()) cuda_synchronize(w.device.index);
   } catch (const std::exception& e) {
@@ -303,7 +304,7 @@ void Predictor::Impl::worker_main(Worker& w) {
   }
 }
 
-void Predictor::Impl::run_batch(Worker& w, nn::CRNN& model, Batch& b) {
+void Predictor::Impl::run_batch(Worker& w, nn::Recognizer& model, Batch& b) {
   Chunk& chunk = *b.chunk;
   try {
     std::vector<GrayImage> images;
@@ -317,7 +318,7 @@ void Predictor::Impl::run_batch(Worker& w, nn::CRNN& model, Batch& b) {
     x.narrow(3, 0, W).copy_(packed);
     const Tensor logits = model.forward(x.to(w.device), widths);  // (T, N, C)
     std::vector<int64_t> lengths;
-    for (int64_t width : widths) lengths.push_back(nn::CRNN::frames_for_width(width));
+    for (int64_t width : widths) lengths.push_back(model.frames_for_width(width));
     const std::vector<nn::Decoded> decoded = p.opt_.decoder == Decoder::beam
                                                  ? nn::ctc_beam_decode(logits, p.opt_.beam_width, lengths)
                                                  : nn::ctc_greedy_decode(logits, lengths);
@@ -329,11 +330,11 @@ void Predictor::Impl::run_batch(Worker& w, nn::CRNN& model, Batch& b) {
       r.confidence = d.confidence;
       r.width = widths[(size_t)n];
       r.worker = w.index;
-      // Frame t of CRNN is centred on input column 4t + 1.5 (four columns per frame), which
-      // maps back to the source image by its resize factor.
+      // Frame t is centred on an input column that the model knows (frame_center), which maps
+      // back to the source image by its resize factor.
       const double to_source = (double)chunk.source_widths[(size_t)line] / (double)images[(size_t)n].width;
       for (size_t k = 0; k < d.labels.size(); ++k) {
-        const double x_in = std::min(4.0 * (double)d.frames[k] + 1.5, (double)images[(size_t)n].width);
+        const double x_in = std::min(model.frame_center(d.frames[k]), (double)images[(size_t)n].width);
         r.chars.push_back({p.charset_.chars()[(size_t)d.labels[k] - 1], d.frames[k], x_in * to_source});
       }
       if (p.opt_.keep_logits)

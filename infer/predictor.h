@@ -46,7 +46,7 @@
 #include <vector>
 
 #include "models/charset.h"
-#include "models/crnn.h"
+#include "models/recognizer.h"
 #include "models/model_file.h"
 #include "runtime/device.h"
 #include "runtime/image.h"
@@ -71,7 +71,7 @@ struct PredictorOptions {
   int64_t beam_width = 10;  // for Decoder::beam
   bool keep_logits = false; // return each line's (T, C) logits in LineResult::logits
 
-  // For a weights-only file (no ocrt metadata): the architecture ("crnn" or "crnn-s") and a
+  // For a weights-only file (no ocrt metadata): the architecture (e.g. "crnn") and a
   // charset file, both required. For a file with metadata, arch (when given) must match the
   // file's and charset_path (when given) must hold the file's charset.
   std::string arch;
@@ -146,7 +146,7 @@ class Predictor {
                const std::function<void(int64_t, LineResult&&)>& sink);
 
   const std::string& arch() const { return arch_; }
-  const nn::CRNNConfig& config() const { return config_; }
+  const Json& config() const { return config_; }  // the architecture config (model file "config")
   const nn::Charset& charset() const { return charset_; }
   const std::string& model_path() const { return model_path_; }
   const PredictorOptions& options() const { return opt_; }
@@ -156,7 +156,7 @@ class Predictor {
 
   PredictorOptions opt_;
   std::string model_path_, arch_;
-  nn::CRNNConfig config_;
+  Json config_;
   nn::Charset charset_;
   std::unique_ptr<Impl> impl_;
 };

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "models/layers.h"
+#include "models/recognizer.h"
 #include "runtime/json.h"
 
 namespace ocrt::nn {
@@ -25,16 +26,21 @@ struct CRNNConfig {
   static CRNNConfig from_json(const Json& j);  // throws naming the missing or bad field
 };
 
-class CRNN : public Module {
+class CRNN : public Recognizer {
  public:
   CRNN(const CRNNConfig& config, Generator& gen);
   // x (N, 1, 32, W), W a multiple of 4 -> logits (T, N, num_classes). widths: each line's true
   // width in pixels (a multiple of 4, at most W); the LSTM then stops at each line's own last
   // frame, so the padding a batch adds does not change a line's result. Empty: all W.
-  Tensor forward(const Tensor& x, const std::vector<int64_t>& widths);
-  Tensor forward(const Tensor& x) override { return forward(x, {}); }
+  Tensor forward(const Tensor& x, const std::vector<int64_t>& widths) override;
+  using Recognizer::forward;
   // Frames the model emits for a line of width W: W / 4 + 1.
-  static int64_t frames_for_width(int64_t width) { return width / 4 + 1; }
+  static int64_t frames(int64_t width) { return width / 4 + 1; }
+  int64_t frames_for_width(int64_t width) const override { return frames(width); }
+  // Four input columns per frame; the pools' padding puts frame t's centre near column 4t + 1.5.
+  double frame_center(int64_t t) const override { return 4.0 * (double)t + 1.5; }
+  int64_t num_classes() const override { return config.num_classes; }
+  Json config_json() const override { return config.to_json(); }
 
   const CRNNConfig config;
   std::shared_ptr<Sequential> cnn;

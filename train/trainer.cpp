@@ -14,7 +14,7 @@
 #include <memory>
 #include <optional>
 
-#include "models/crnn.h"
+#include "models/recognizer.h"
 #include "models/ctc_decode.h"
 #include "models/edit_distance.h"
 #include "models/model_file.h"
@@ -127,11 +127,11 @@ Schedule make_schedule(const TrainConfig& cfg) {
 }
 
 // The CTC loss of a batch on the model's device.
-Tensor batch_loss(nn::CRNN& model, const Batch& b, Device device) {
+Tensor batch_loss(nn::Recognizer& model, const Batch& b, Device device) {
   Tensor logits = model.forward(b.images.to(device), b.widths);
   std::vector<int64_t> frames, lengths, flat;
   for (size_t i = 0; i < b.widths.size(); ++i) {
-    frames.push_back(frames_for_width(b.widths[i]));
+    frames.push_back(model.frames_for_width(b.widths[i]));
     lengths.push_back((int64_t)b.targets[i].size());
     flat.insert(flat.end(), b.targets[i].begin(), b.targets[i].end());
   }
@@ -148,7 +148,7 @@ struct EvalResult {
 };
 
 // Greedy-decodes every validation line (each exactly once) in eval mode.
-EvalResult evaluate(nn::CRNN& model, const Dataset& data, const LoaderOptions& base, Device device,
+EvalResult evaluate(nn::Recognizer& model, const Dataset& data, const LoaderOptions& base, Device device,
                     const nn::Charset& charset) {
   LoaderOptions o = base;
   o.shuffle = false;
@@ -163,7 +163,7 @@ EvalResult evaluate(nn::CRNN& model, const Dataset& data, const LoaderOptions& b
     Batch b = loader.next();
     Tensor logits = model.forward(b.images.to(device), b.widths);
     std::vector<int64_t> frames;
-    for (int64_t w : b.widths) frames.push_back(frames_for_width(w));
+    for (int64_t w : b.widths) frames.push_back(model.frames_for_width(w));
     auto decoded = nn::ctc_greedy_decode(logits, frames);
     for (size_t i = 0; i < decoded.size() && seen < data.size(); ++i, ++seen) {
       const int64_t e = nn::edit_distance(decoded[i].labels, b.targets[i]);
@@ -197,7 +197,7 @@ void print_progress(bool tty, int64_t step, int64_t total, double loss, double l
 }  // namespace
 
 void TrainConfig::validate() const {
-  OCRT_CHECK(arch == "crnn" || arch == "crnn-s", "--arch: expected crnn or crnn-s, got '", arch, "'");
+  OCRT_CHECK(nn::is_known_arch(arch), "--arch: expected one of ", nn::known_archs_str(), ", got '", arch, "'");
   OCRT_CHECK(!train.empty(), "--train: give label files, folders of .gt.txt pairs, or 'synth'");
   OCRT_CHECK(batch >= 1, "--batch: must be >= 1, got ", batch);
   OCRT_CHECK(steps >= 1, "--steps: must be >= 1, got ", steps);
@@ -286,10 +286,10 @@ TrainResult run_training(const TrainConfig& config) {
 
   // The model, on the CPU, initialised from the seed; then --init or a checkpoint; then moved.
   Generator gen(cfg.seed);
-  auto model = std::make_shared<nn::CRNN>(nn::CRNNConfig::preset(cfg.arch, charset.num_classes()), gen);
+  std::shared_ptr<nn::Recognizer> model = nn::make_recognizer(cfg.arch, charset.num_classes(), gen);
   nn::ModelInfo info;
   info.arch = cfg.arch;
-  info.config = model->config.to_json();
+  info.config = model->config_json();
   info.charset = charset.chars();
   info.input = nn::default_input_spec();
 

@@ -15,6 +15,7 @@
 
 #include "infer/inputs.h"
 #include "infer/predictor.h"
+#include "models/crnn.h"
 #include "infer/report.h"
 #include "runtime/safetensors.h"
 
@@ -122,7 +123,7 @@ TEST_CASE("results come back in input order with two workers", "[infer]") {
     CHECK(results[i].name == paths[i]);
     CHECK(results[i].ok());
     CHECK((results[i].worker == 0 || results[i].worker == 1));
-    CHECK(results[i].logits.size(0) == nn::CRNN::frames_for_width(results[i].width));
+    CHECK(results[i].logits.size(0) == nn::CRNN::frames(results[i].width));
   }
   CHECK(stats.lines == (int64_t)paths.size());
   CHECK(stats.failed == 0);
@@ -173,7 +174,7 @@ TEST_CASE("batching lines by width changes no line's result", "[infer]") {
   Tensor x = pack_batch({img}, BatchSpec{}, &w);
   Tensor wide = Tensor::ones({1, 1, 32, w[0] + 400});  // white is 1.0 after normalisation
   wide.narrow(3, 0, w[0]).copy_(x);
-  const Tensor ref = model.forward(wide, w).select(1, 0).narrow(0, 0, nn::CRNN::frames_for_width(w[0]));
+  const Tensor ref = model.forward(wide, w).select(1, 0).narrow(0, 0, nn::CRNN::frames(w[0]));
   CHECK(max_abs_diff(ref, a[2].logits) <= 1e-5);
 }
 
@@ -331,7 +332,7 @@ TEST_CASE("logits-out: writes a readable safetensors file", "[infer]") {
   REQUIRE(f.tensors.size() == 3);
   CHECK(f.tensors[0].first == paths[0]);
   CHECK(f.tensors[2].first == paths[0] + " #2");
-  CHECK(f.get(paths[1]).shape() == Shape{nn::CRNN::frames_for_width(48), (int64_t)kChars.size() + 1});
+  CHECK(f.get(paths[1]).shape() == Shape{nn::CRNN::frames(48), (int64_t)kChars.size() + 1});
   CHECK(max_abs_diff(f.get(paths[1]), r[1].logits) == 0);
   CHECK(f.metadata.at("format") == "ocrt-logits-1");
   CHECK(parse_json(f.metadata.at("charset")).size() == kChars.size());

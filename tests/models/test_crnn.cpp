@@ -59,7 +59,7 @@ TEST_CASE("CRNN matches the PyTorch reference: a training step, gradients and ev
   Tensor logits = model->forward(x, widths);
   require_close(logits, f.get("train.logits"), 1e-9, 1e-11, "training-mode logits");
   std::vector<int64_t> input_lengths;
-  for (int64_t w : widths) input_lengths.push_back(CRNN::frames_for_width(w));
+  for (int64_t w : widths) input_lengths.push_back(CRNN::frames(w));
   Tensor loss = ctc_loss_from_logits(logits, f.get("targets"), input_lengths, f.get("target_lengths").to_vector<int64_t>());
   CHECK(loss.item() == Approx(f.get("train.loss").item()).epsilon(1e-10));
   loss.backward();
@@ -94,7 +94,7 @@ TEST_CASE("a line's result does not depend on how much padding its batch adds", 
     p.narrow(3, 0, 24).copy_(line);
     return p;
   };
-  const int64_t T = CRNN::frames_for_width(24);
+  const int64_t T = CRNN::frames(24);
   const Tensor narrow_batch = model.forward(padded_to(48), {24}).narrow(0, 0, T);
   const Tensor wide_batch = model.forward(padded_to(96), {24}).narrow(0, 0, T);
   require_close(wide_batch, narrow_batch, 1e-5, 1e-6, "same line, batches of different widths");

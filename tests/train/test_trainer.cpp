@@ -112,7 +112,7 @@ TEST_CASE("overfit: a handful of lines are learnt exactly and read back from the
   NoGradGuard ng;
   Tensor logits = model.forward(x, widths);
   std::vector<int64_t> frames;
-  for (int64_t w : widths) frames.push_back(nn::CRNN::frames_for_width(w));
+  for (int64_t w : widths) frames.push_back(nn::CRNN::frames(w));
   auto decoded = nn::ctc_greedy_decode(logits, frames);
   for (size_t i = 0; i < texts.size(); ++i) CHECK(cs.decode(decoded[i].labels) == texts[i]);
 }

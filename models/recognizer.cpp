@@ -1,0 +1,42 @@
+// The architecture registry: one branch per model family (see recognizer.h).
+#include "models/recognizer.h"
+
+#include "models/crnn.h"
+#include "runtime/error.h"
+
+namespace ocrt::nn {
+
+namespace {
+bool is_crnn(const std::string& arch) { return arch == "crnn" || arch == "crnn-s"; }
+}  // namespace
+
+std::vector<std::string> known_archs() { return {"crnn", "crnn-s"}; }
+
+bool is_known_arch(const std::string& arch) {
+  for (const auto& a : known_archs())
+    if (a == arch) return true;
+  return false;
+}
+
+std::string known_archs_str() {
+  std::string s;
+  for (const auto& a : known_archs()) s += (s.empty() ? "" : ", ") + a;
+  return s;
+}
+
+std::shared_ptr<Recognizer> make_recognizer(const std::string& arch, int64_t num_classes, Generator& gen) {
+  if (is_crnn(arch)) return std::make_shared<CRNN>(CRNNConfig::preset(arch, num_classes), gen);
+  fail("unknown architecture '", arch, "' (expected one of ", known_archs_str(), ")");
+}
+
+std::shared_ptr<Recognizer> make_recognizer(const std::string& arch, const Json& config, Generator& gen) {
+  if (is_crnn(arch)) return std::make_shared<CRNN>(CRNNConfig::from_json(config), gen);
+  fail("unknown architecture '", arch, "' (expected one of ", known_archs_str(), ")");
+}
+
+int64_t frames_for_width(const std::string& arch, int64_t width) {
+  if (is_crnn(arch)) return CRNN::frames(width);
+  fail("unknown architecture '", arch, "' (expected one of ", known_archs_str(), ")");
+}
+
+}  // namespace ocrt::nn
