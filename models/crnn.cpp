@@ -26,6 +26,7 @@ Json CRNNConfig::to_json() const {
   j.set("channels", ch);
   j.set("hidden", hidden);
   j.set("num_classes", num_classes);
+  if (!batch_norm) j.set("batch_norm", false);
   return j;
 }
 
@@ -42,6 +43,10 @@ CRNNConfig CRNNConfig::from_json(const Json& j) {
   c.hidden = j.at("hidden").as_int();
   c.num_classes = j.at("num_classes").as_int();
   OCRT_CHECK(c.hidden >= 1 && c.num_classes >= 2, "CRNN config: hidden must be >= 1 and num_classes >= 2");
+  if (const Json* bn = j.find("batch_norm")) {
+    OCRT_CHECK(bn->is_bool(), "CRNN config: 'batch_norm' must be true or false");
+    c.batch_norm = bn->as_bool();
+  }
   return c;
 }
 
@@ -57,6 +62,11 @@ CRNN::CRNN(const CRNNConfig& cfg, Generator& gen) : config(cfg) {
     o.kernel = {2, 2}, o.stride = stride, o.padding = padding;
     return std::make_shared<MaxPool2d>(o);
   };
+  const bool bn = cfg.batch_norm;
+  auto norm = [&](int64_t channels) -> std::shared_ptr<Module> {
+    if (bn) return std::make_shared<BatchNorm2d>(channels);
+    return std::make_shared<Identity>();
+  };
   cnn = register_module("cnn", std::make_shared<Sequential>());
   cnn->add(conv(1, c[0], 3, 1, true));      // 0
   cnn->add(std::make_shared<ReLU>());       // 1
@@ -64,20 +74,20 @@ CRNN::CRNN(const CRNNConfig& cfg, Generator& gen) : config(cfg) {
   cnn->add(conv(c[0], c[1], 3, 1, true));   // 3
   cnn->add(std::make_shared<ReLU>());       // 4
   cnn->add(pool({2, 2}, {0, 0}));           // 5
-  cnn->add(conv(c[1], c[2], 3, 1, false));  // 6
-  cnn->add(std::make_shared<BatchNorm2d>(c[2]));
+  cnn->add(conv(c[1], c[2], 3, 1, !bn));    // 6
+  cnn->add(norm(c[2]));                     // 7
   cnn->add(std::make_shared<ReLU>());       // 8
   cnn->add(conv(c[2], c[3], 3, 1, true));   // 9
   cnn->add(std::make_shared<ReLU>());       // 10
   cnn->add(pool({2, 1}, {0, 1}));           // 11
-  cnn->add(conv(c[3], c[4], 3, 1, false));  // 12
-  cnn->add(std::make_shared<BatchNorm2d>(c[4]));
+  cnn->add(conv(c[3], c[4], 3, 1, !bn));    // 12
+  cnn->add(norm(c[4]));                     // 13
   cnn->add(std::make_shared<ReLU>());       // 14
   cnn->add(conv(c[4], c[5], 3, 1, true));   // 15
   cnn->add(std::make_shared<ReLU>());       // 16
   cnn->add(pool({2, 1}, {0, 1}));           // 17
-  cnn->add(conv(c[5], c[6], 2, 0, false));  // 18
-  cnn->add(std::make_shared<BatchNorm2d>(c[6]));
+  cnn->add(conv(c[5], c[6], 2, 0, !bn));    // 18
+  cnn->add(norm(c[6]));                     // 19
   cnn->add(std::make_shared<ReLU>());       // 20
   LSTMOptions lo;
   lo.num_layers = 2, lo.bidirectional = true;

@@ -19,6 +19,10 @@ struct CRNNConfig {
   std::array<int64_t, 7> channels{64, 128, 256, 256, 512, 512, 512};
   int64_t hidden = 256;
   int64_t num_classes = 96;  // blank + the charset
+  // false: no BatchNorm (Identity in its place, and the three convs before it get a bias), so
+  // that a line's result never depends on the rest of its batch; data-parallel equivalence
+  // tests use it (docs/distributed.md). Stored in the config only when false.
+  bool batch_norm = true;
 
   // "crnn" or "crnn-s" (DESIGN.md's presets) for a charset of num_classes - 1 characters.
   static CRNNConfig preset(const std::string& name, int64_t num_classes);

@@ -50,6 +50,15 @@ class ReLU : public Module {
  protected:
   const char* type_name() const override { return "ReLU"; }
 };
+// Passes its input through: holds a place in a Sequential (e.g. CRNN without BatchNorm keeps
+// the indices, and so the tensor names, of the layers after it).
+class Identity : public Module {
+ public:
+  Tensor forward(const Tensor& x) override { return x; }
+
+ protected:
+  const char* type_name() const override { return "Identity"; }
+};
 class GELU : public Module {
  public:
   explicit GELU(GeluApprox approximate = GeluApprox::none) : approximate_(approximate) {}

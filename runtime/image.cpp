@@ -129,11 +129,12 @@ GrayImage resize_to_height(const GrayImage& src, int64_t height) {
   return out;
 }
 
-Tensor pack_batch(const std::vector<GrayImage>& lines, const BatchSpec& spec, std::vector<int64_t>* widths) {
+Tensor pack_batch(const std::vector<GrayImage>& lines, const BatchSpec& spec, std::vector<int64_t>* widths,
+                  int64_t min_width) {
   OCRT_CHECK(!lines.empty(), "pack_batch: no lines");
   OCRT_CHECK(spec.width_multiple >= 1, "pack_batch: width multiple must be >= 1");
   const int64_t H = lines[0].height;
-  int64_t W = 0;
+  int64_t W = min_width;
   std::vector<int64_t> padded;
   for (size_t i = 0; i < lines.size(); ++i) {
     OCRT_CHECK(lines[i].height == H, "pack_batch: line ", i, " is ", lines[i].height, " pixels high, line 0 is ", H);

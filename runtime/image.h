@@ -49,8 +49,10 @@ struct BatchSpec {
   uint8_t pad_value = 255;  // white
 };
 
-// Lines of equal height -> (N, 1, H, W) float32, W = the widest padded width; `widths` receives
-// each line's padded width (what the model's frame count follows).
-Tensor pack_batch(const std::vector<GrayImage>& lines, const BatchSpec& spec, std::vector<int64_t>* widths = nullptr);
+// Lines of equal height -> (N, 1, H, W) float32, W = the widest padded width (or min_width when
+// that is wider); `widths` receives each line's padded width (what the model's frame count
+// follows).
+Tensor pack_batch(const std::vector<GrayImage>& lines, const BatchSpec& spec, std::vector<int64_t>* widths = nullptr,
+                  int64_t min_width = 0);
 
 }  // namespace ocrt

@@ -44,9 +44,9 @@ std::string current_error() {
   }
 }
 
-// True when CTC can align the label to the frames the padded width gives.
-bool ctc_feasible(const GrayImage& image, const std::vector<int64_t>& classes) {
-  return frames_for_width(padded_width(image.width)) >= frames_needed(classes);
+// True when CTC can align the label to the frames the model gives for the padded width.
+bool ctc_feasible(const GrayImage& image, const std::vector<int64_t>& classes, const FrameRule& rule) {
+  return frames_for_width(rule, padded_width(image.width)) >= frames_needed(classes);
 }
 
 }  // namespace
@@ -115,9 +115,9 @@ LineSample SynthDataset::get(int64_t index, uint64_t seed) const {
     const int64_t margin = rng.integer(1, 4);
     const uint8_t ink = (uint8_t)rng.integer(0, 90), paper = (uint8_t)rng.integer(165, 255);
     GrayImage image = resize_to_height(font->render(text, pixel_height, margin, ink, paper), height_);
-    if (!ctc_feasible(image, classes)) {
+    if (!ctc_feasible(image, classes, opt_.frames)) {
       // A label needs at least one frame per character: this width's frames bound the next try.
-      const int64_t frames = frames_for_width(padded_width(image.width));
+      const int64_t frames = frames_for_width(opt_.frames, padded_width(image.width));
       last_reason = "too narrow for CTC (" + std::to_string(frames) + " frames)";
       max_chars = std::max<int64_t>(1, std::min<int64_t>((int64_t)nn::utf8_chars(text).size() - 1, frames));
       continue;
@@ -152,6 +152,10 @@ Loader::Loader(std::shared_ptr<const Dataset> data, LoaderOptions opt, int64_t f
   OCRT_CHECK(opt_.prefetch >= 0, "Loader: prefetch must be >= 0, got ", opt_.prefetch);
   OCRT_CHECK(opt_.bucket_window >= 0, "Loader: bucket_window must be >= 0, got ", opt_.bucket_window);
   OCRT_CHECK(first_step >= 0, "Loader: first step must be >= 0, got ", first_step);
+  OCRT_CHECK(opt_.shard_count >= 1 && opt_.shard_index >= 0 && opt_.shard_index < opt_.shard_count,
+             "Loader: shard ", opt_.shard_index, " of ", opt_.shard_count, " is out of range");
+  OCRT_CHECK(opt_.batch >= opt_.shard_count, "Loader: a batch of ", opt_.batch, " lines cannot be shared by ",
+             opt_.shard_count, " replicas (each needs at least one line)");
   if (opt_.augment) opt_.augment_options.validate();
   try {
     for (int i = 0; i < opt_.workers; ++i) threads_.emplace_back([this] { work(); });
@@ -259,7 +263,7 @@ LineSample Loader::make_sample(int64_t position) const {
       // Augmentation may change the height (rotation, padding): back to the model height. The
       // copy is used only if its label still fits for CTC (shrinking a taller copy narrows it).
       GrayImage image = resize_to_height(augment(s.image, opt_.augment_options, rng), s.image.height);
-      if (ctc_feasible(image, s.classes)) s.image = std::move(image);
+      if (ctc_feasible(image, s.classes, opt_.frames)) s.image = std::move(image);
     }
     return s;
   } catch (...) {
@@ -363,13 +367,19 @@ Batch Loader::make_batch(int64_t step) const {
   Batch b;
   b.step = step;
   std::vector<GrayImage> images;
-  for (auto& s : samples) {
+  const int64_t n = (int64_t)samples.size();
+  const int64_t lo = n * opt_.shard_index / opt_.shard_count, hi = n * (opt_.shard_index + 1) / opt_.shard_count;
+  int64_t batch_width = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    LineSample& s = samples[(size_t)i];
+    batch_width = std::max(batch_width, padded_width(s.image.width, opt_.spec.width_multiple));
+    if (i < lo || i >= hi) continue;
     images.push_back(std::move(s.image));
     b.targets.push_back(std::move(s.classes));
     b.texts.push_back(std::move(s.text));
     b.ids.push_back(std::move(s.id));
   }
-  b.images = pack_batch(images, opt_.spec, &b.widths);
+  b.images = pack_batch(images, opt_.spec, &b.widths, batch_width);
   return b;
 }
 

@@ -61,6 +61,7 @@ struct SynthOptions {
   int64_t min_chars = 3, max_chars = 28;
   double min_pixel_height = 22, max_pixel_height = 40;  // glyph height before resizing to 32
   int64_t size = 100000;  // samples per "epoch" (the sequence is endless; this sets epoch length)
+  FrameRule frames;       // the model's frames for a width, for the CTC check (empty: CRNN's)
 };
 
 // Lines rendered on the fly: sample i draws its text, font, size and colours from the seed.
@@ -101,6 +102,14 @@ struct LoaderOptions {
   // less; 0 turns it off. Deterministic like everything else here.
   int64_t bucket_window = 0;
   BatchSpec spec;
+  // The model's frames for a width (empty: CRNN's): an augmented line too narrow for its label
+  // under this rule keeps its unaugmented image.
+  FrameRule frames;
+  // Data-parallel training: replica shard_index of shard_count gets lines
+  // [B * i / n, B * (i + 1) / n) of every global batch of B lines, padded to the width of the
+  // whole batch, so each line's input is exactly what a single replica would see. The batch
+  // composition (order, bucketing, augmentation) does not depend on the shard.
+  int shard_index = 0, shard_count = 1;
 };
 
 class Loader {

@@ -53,6 +53,16 @@ Run
   --max-minutes M        evaluate, save and stop after M minutes of wall time
   --bucket-window N      batch lines of similar width: sort within N batches (8; 0: off)
   --max-bad-steps N      stop after N steps in a row with a non-finite loss or gradient (20)
+
+Data parallel (docs/distributed.md)
+  --devices LIST         one replica per device in this process, e.g. cuda:0,cuda:1 (NCCL)
+                         or cpu,cpu (shared memory); the global --batch is split between them
+  mpirun -np N ocrt-train ...   one replica per process (MPI; NCCL between GPUs); there
+                         --device cuda picks cuda:<local rank mod GPUs>
+  --comm-timeout S       a collective waiting longer than S seconds for the slowest replica
+                         ends the run with an error naming the rank (300)
+  --no-batch-norm        crnn/crnn-s without BatchNorm: a replica's lines never affect another's
+  --fault R:S:WHAT       testing only: replica R hangs|exit|kill|throw at the start of step S
 )";
 
 using cli::parse_double;
@@ -101,7 +111,17 @@ TrainConfig parse_args(int argc, char** argv) {
     else if (a == "--warmup") c.warmup = parse_int(a, value());
     else if (a == "--clip-grad") c.clip_grad = parse_double(a, value());
     else if (a == "--seed") c.seed = (uint64_t)parse_int(a, value());
-    else if (a == "--device") c.device = Device::parse(value());
+    else if (a == "--device") {
+      const std::string v = value();
+      c.device_from_local_rank = v == "cuda";
+      c.device = c.device_from_local_rank ? Device::cuda(0) : Device::parse(v);
+    } else if (a == "--devices") {
+      c.devices.clear();
+      for (const auto& d : split_list(value())) c.devices.push_back(Device::parse(d));
+      OCRT_CHECK(!c.devices.empty(), "--devices: give at least one device");
+    } else if (a == "--comm-timeout") c.comm_timeout = parse_double(a, value());
+    else if (a == "--fault") c.fault = value();
+    else if (a == "--no-batch-norm") c.batch_norm = false;
     else if (a == "--threads") c.threads = (int)parse_int(a, value());
     else if (a == "--workers") c.workers = (int)parse_int(a, value());
     else if (a == "--out") c.out = value();
@@ -126,7 +146,7 @@ int main(int argc, char** argv) {
     TrainConfig cfg = parse_args(argc, argv);
     cfg.validate();
     TrainResult r = run_training(cfg);
-    std::printf("%s\n", r.to_json().dump().c_str());
+    if (r.rank == 0) std::printf("%s\n", r.to_json().dump().c_str());  // one summary per job
     return r.interrupted ? 130 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ocrt-train: %s\n", e.what());

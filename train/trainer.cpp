@@ -12,15 +12,23 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include "models/recognizer.h"
 #include "models/ctc_decode.h"
 #include "models/edit_distance.h"
 #include "models/model_file.h"
 #include "ops/ctc.h"
+#include "ops/elementwise.h"
+#include "runtime/comm.h"
+#include "runtime/cuda/cuda_glue.h"
+#include "runtime/mpi_comm.h"
+#include "runtime/nccl_comm.h"
 #include "runtime/threading.h"
 #include "train/checkpoint.h"
+#include "train/grad_sync.h"
 #include "train/optim.h"
 #include "train/schedule.h"
 
@@ -38,6 +46,15 @@ double peak_rss_mb() {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   return ru.ru_maxrss / 1024.0;  // Linux reports KiB
+}
+
+std::string join_devices(const std::vector<Device>& devices) {
+  std::string s;
+  for (const Device& d : devices) {
+    if (!s.empty()) s += ',';
+    s += d.str();
+  }
+  return s;
 }
 
 double now_seconds() {
@@ -74,9 +91,14 @@ std::vector<std::shared_ptr<Font>> fonts_or_default(const std::vector<std::strin
   return fonts;
 }
 
+// The architecture's frames for a width, for the data pipeline's CTC checks.
+FrameRule frame_rule(const std::string& arch) {
+  return [arch](int64_t width) { return nn::frames_for_width(arch, width); };
+}
+
 // A dataset from --train / --val sources: "synth", or label files and folders (checked).
 std::shared_ptr<const Dataset> make_dataset(const std::vector<std::string>& sources, const TrainConfig& cfg,
-                                            const nn::Charset& charset, bool is_val) {
+                                            const nn::Charset& charset, bool is_val, bool verbose) {
   const char* flag = is_val ? "--val" : "--train";
   if (sources.size() == 1 && sources[0] == "synth") {
     auto words = std::make_shared<const TextSource>(TextSource::read_words(cfg.words), charset);
@@ -84,16 +106,19 @@ std::shared_ptr<const Dataset> make_dataset(const std::vector<std::string>& sour
                                   is_val ? "--val-fonts" : "--fonts");
     SynthOptions o = cfg.synth;
     if (is_val) o.size = cfg.val_size;
-    std::fprintf(stderr, "%s: synthetic lines from %zu fonts, %zu words\n", flag, fonts.size(), words->num_words());
+    o.frames = frame_rule(cfg.arch);
+    if (verbose)
+      std::fprintf(stderr, "%s: synthetic lines from %zu fonts, %zu words\n", flag, fonts.size(), words->num_words());
     return std::make_shared<SynthDataset>(fonts, words, charset, o);
   }
   for (const auto& s : sources)
     OCRT_CHECK(s != "synth", flag, ": 'synth' cannot be mixed with files (got ", sources.size(), " sources)");
-  ValidationReport report = validate_samples(read_sources(sources), charset);
-  std::fprintf(stderr, "%s: %lld samples, %lld usable\n", flag, (long long)report.total,
-               (long long)report.good.size());
+  ValidationReport report = validate_samples(read_sources(sources), charset, 32, frame_rule(cfg.arch));
+  if (verbose)
+    std::fprintf(stderr, "%s: %lld samples, %lld usable\n", flag, (long long)report.total,
+                 (long long)report.good.size());
   if (report.bad() > 0) {
-    std::fprintf(stderr, "%s", report.summary().c_str());
+    if (verbose) std::fprintf(stderr, "%s", report.summary().c_str());
     OCRT_CHECK(cfg.on_bad_sample != "fail", flag, ": ", report.bad(), " bad samples and --on-bad-sample fail");
   }
   OCRT_CHECK(!report.good.empty(), flag, ": no usable sample");
@@ -147,9 +172,10 @@ struct EvalResult {
   std::vector<std::pair<std::string, std::string>> examples;  // (label, prediction)
 };
 
-// Greedy-decodes every validation line (each exactly once) in eval mode.
+// Greedy-decodes every validation line (each exactly once) in eval mode. With several
+// replicas each decodes its shard of every batch, and the counts are summed over replicas.
 EvalResult evaluate(nn::Recognizer& model, const Dataset& data, const LoaderOptions& base, Device device,
-                    const nn::Charset& charset) {
+                    const nn::Charset& charset, Communicator& comm) {
   LoaderOptions o = base;
   o.shuffle = false;
   o.augment = false;
@@ -157,26 +183,30 @@ EvalResult evaluate(nn::Recognizer& model, const Dataset& data, const LoaderOpti
   Loader loader(std::shared_ptr<const Dataset>(&data, [](const Dataset*) {}), o);
   model.train(false);
   NoGradGuard no_grad;
-  int64_t edits = 0, chars = 0, exact = 0, seen = 0;
+  double edits = 0, chars = 0, exact = 0, seen = 0;
   EvalResult r;
-  for (int64_t step = 0; seen < data.size(); ++step) {
+  const int64_t total = data.size(), B = o.batch;
+  const int64_t first = B * o.shard_index / o.shard_count;  // this shard's first line in a batch
+  for (int64_t step = 0; step * B < total; ++step) {
     Batch b = loader.next();
     Tensor logits = model.forward(b.images.to(device), b.widths);
     std::vector<int64_t> frames;
     for (int64_t w : b.widths) frames.push_back(model.frames_for_width(w));
     auto decoded = nn::ctc_greedy_decode(logits, frames);
-    for (size_t i = 0; i < decoded.size() && seen < data.size(); ++i, ++seen) {
+    for (size_t i = 0; i < decoded.size() && step * B + first + (int64_t)i < total; ++i) {
       const int64_t e = nn::edit_distance(decoded[i].labels, b.targets[i]);
-      edits += e;
-      chars += (int64_t)b.targets[i].size();
+      edits += (double)e;
+      chars += (double)b.targets[i].size();
       exact += e == 0;
+      seen += 1;
       if (r.examples.size() < 4) r.examples.emplace_back(b.texts[i], charset.decode(decoded[i].labels));
     }
   }
   model.train(true);
-  r.lines = seen;
-  r.cer = chars > 0 ? (double)edits / (double)chars : 0;
-  r.line_accuracy = seen > 0 ? (double)exact / (double)seen : 0;
+  const std::vector<double> sums = comm.all_reduce_values({edits, chars, exact, seen}, ReduceOp::sum, device);
+  r.lines = (int64_t)sums[3];
+  r.cer = sums[1] > 0 ? sums[0] / sums[1] : 0;
+  r.line_accuracy = sums[3] > 0 ? sums[2] / sums[3] : 0;
   return r;
 }
 
@@ -224,7 +254,24 @@ void TrainConfig::validate() const {
   OCRT_CHECK(synth.min_chars >= 1 && synth.max_chars >= synth.min_chars, "--synth-chars: need 1 <= min <= max, got ",
              synth.min_chars, ":", synth.max_chars);
   if (!init.empty()) OCRT_CHECK(fs::exists(init), "--init: ", init, " does not exist");
-  ocrt::validate(device);
+  OCRT_CHECK(std::isfinite(comm_timeout) && comm_timeout > 0, "--comm-timeout: must be > 0 seconds, got ", comm_timeout);
+  if (!fault.empty()) {
+    const size_t a = fault.find(':'), b = a == std::string::npos ? a : fault.find(':', a + 1);
+    const std::string what = b == std::string::npos ? "" : fault.substr(b + 1);
+    OCRT_CHECK(b != std::string::npos && (what == "hang" || what == "exit" || what == "kill" || what == "throw"),
+               "--fault: expected RANK:STEP:hang|exit|kill|throw, got '", fault, "'");
+  }
+  if (!device_from_local_rank) ocrt::validate(device);
+  for (size_t i = 0; i < devices.size(); ++i) {
+    ocrt::validate(devices[i]);
+    OCRT_CHECK(devices[i].kind == devices[0].kind, "--devices: all cpu or all cuda; ", devices[0].str(), " and ",
+               devices[i].str(), " cannot train together (their speeds differ too much for synchronous steps)");
+    for (size_t j = 0; j < i; ++j)
+      OCRT_CHECK(!(devices[i].is_cuda() && devices[i] == devices[j]), "--devices: ", devices[i].str(),
+                 " is listed twice (one replica per GPU)");
+  }
+  OCRT_CHECK(devices.size() <= 1 || batch >= (int64_t)devices.size(), "--batch ", batch, " is smaller than the ",
+             devices.size(), " replicas of --devices");
 }
 
 Json TrainConfig::to_json() const {
@@ -252,6 +299,8 @@ Json TrainConfig::to_json() const {
   j.set("seed", std::to_string(seed));
   j.set("augment", augment);
   j.set("init", init);
+  if (!batch_norm) j.set("batch_norm", false);
+  if (!devices.empty()) j.set("devices", join_devices(devices));
   return j;
 }
 
@@ -267,26 +316,56 @@ Json TrainResult::to_json() const {
   return j;
 }
 
-TrainResult run_training(const TrainConfig& config) {
-  config.validate();
-  TrainConfig cfg = config;
-  if (cfg.threads > 0) set_num_threads(cfg.threads);
+namespace {
+
+// Test hook (TrainConfig::fault): this replica hangs, exits, kills itself or throws at `step`.
+void maybe_inject_fault(const std::string& fault, int rank, int64_t step) {
+  if (fault.empty()) return;
+  const size_t a = fault.find(':'), b = fault.find(':', a + 1);
+  if (std::stoi(fault.substr(0, a)) != rank || std::stoll(fault.substr(a + 1, b - a - 1)) != step) return;
+  const std::string what = fault.substr(b + 1);
+  std::fprintf(stderr, "rank %d: injected fault '%s' at step %lld\n", rank, what.c_str(), (long long)step);
+  if (what == "hang")
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  if (what == "exit") std::_Exit(7);
+  if (what == "kill") std::raise(SIGKILL);
+  fail("rank ", rank, ": injected fault at step ", step);
+}
+
+// One replica's whole run: for a single replica `comm` is the no-op communicator, and every
+// collective below does nothing.
+TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device device) {
+  const int rank = comm.rank(), replicas = comm.size();
+  const bool lead = rank == 0;  // writes progress, metrics and checkpoints
   fs::create_directories(cfg.out);
   const nn::Charset charset = load_charset(cfg.charset_path);
+  OCRT_CHECK(cfg.batch >= replicas, "--batch ", cfg.batch, " is smaller than the number of replicas (", replicas,
+             "): every replica needs at least one line of each batch");
 
   // Data first: a bad sample or a missing font fails here, before any model is built.
-  auto train_data = make_dataset(cfg.train, cfg, charset, false);
+  auto train_data = make_dataset(cfg.train, cfg, charset, false, lead);
+  int64_t steps = cfg.steps;
   if (cfg.epochs > 0) {
-    cfg.steps = std::max<int64_t>(1, (int64_t)std::ceil(cfg.epochs * (double)train_data->size() / (double)cfg.batch));
-    std::fprintf(stderr, "--epochs %g: %lld steps of %lld samples\n", cfg.epochs, (long long)cfg.steps,
-                 (long long)cfg.batch);
+    steps = std::max<int64_t>(1, (int64_t)std::ceil(cfg.epochs * (double)train_data->size() / (double)cfg.batch));
+    if (lead)
+      std::fprintf(stderr, "--epochs %g: %lld steps of %lld samples\n", cfg.epochs, (long long)steps,
+                   (long long)cfg.batch);
   }
   std::shared_ptr<const Dataset> val_data;
-  if (!cfg.val.empty()) val_data = make_dataset(cfg.val, cfg, charset, true);
+  if (!cfg.val.empty()) val_data = make_dataset(cfg.val, cfg, charset, true, lead);
 
   // The model, on the CPU, initialised from the seed; then --init or a checkpoint; then moved.
   Generator gen(cfg.seed);
-  std::shared_ptr<nn::Recognizer> model = nn::make_recognizer(cfg.arch, charset.num_classes(), gen);
+  std::shared_ptr<nn::Recognizer> model;
+  if (cfg.batch_norm) {
+    model = nn::make_recognizer(cfg.arch, charset.num_classes(), gen);
+  } else {
+    OCRT_CHECK(cfg.arch == "crnn" || cfg.arch == "crnn-s", "--no-batch-norm: only crnn and crnn-s have the option");
+    Generator scratch(0);
+    Json conf = nn::make_recognizer(cfg.arch, charset.num_classes(), scratch)->config_json();
+    conf.set("batch_norm", false);
+    model = nn::make_recognizer(cfg.arch, conf, gen);
+  }
   nn::ModelInfo info;
   info.arch = cfg.arch;
   info.config = model->config_json();
@@ -311,7 +390,7 @@ TrainResult run_training(const TrainConfig& config) {
     model->load_state_dict(resume_from->model);
     state = resume_from->state;
     state.settings = cfg.to_json();
-    std::fprintf(stderr, "resuming from %s at step %lld\n", resume_from->path.c_str(), (long long)state.step);
+    if (lead) std::fprintf(stderr, "resuming from %s at step %lld\n", resume_from->path.c_str(), (long long)state.step);
   } else if (!cfg.init.empty()) {
     nn::ModelFile f = nn::load_model_file(cfg.init);
     if (f.info) {
@@ -321,12 +400,28 @@ TrainResult run_training(const TrainConfig& config) {
     }
     model->load_state_dict(f.weights);
   }
-  model->to(cfg.device);
+  model->to(device);
   model->train(true);
+  if (replicas > 1) {
+    // Every replica must start from the same step (a resume reads --out, which must then be a
+    // folder every replica sees) and from rank 0's weights and buffers.
+    const double step = (double)state.step;
+    const auto hi = comm.all_reduce_values({step, -step}, ReduceOp::max, device);
+    OCRT_CHECK(hi[0] == -hi[1], "rank ", rank, ": the replicas would start at different steps (", -hi[1], " to ",
+               hi[0], "): with --resume, every replica must see the same checkpoints in ", cfg.out,
+               " (a shared folder across machines)");
+    std::vector<Tensor> all;
+    for (auto& [name, t] : model->named_parameters()) all.push_back(t);
+    for (auto& [name, t] : model->named_buffers()) all.push_back(t);
+    broadcast_tensors(comm, all, 0);
+  }
 
   auto optim = make_optimizer(cfg, model->parameters());
   if (resume_from && !resume_from->optim.empty()) optim->load_state_dict(resume_from->optim);
-  const Schedule schedule = make_schedule(cfg);
+  TrainConfig sched_cfg = cfg;
+  sched_cfg.steps = steps;
+  const Schedule schedule = make_schedule(sched_cfg);
+  GradSync grad_sync(optim->params());
 
   LoaderOptions lo;
   lo.batch = cfg.batch;
@@ -336,33 +431,40 @@ TrainResult run_training(const TrainConfig& config) {
   lo.shuffle = cfg.shuffle;
   lo.augment = cfg.augment;
   lo.bucket_window = cfg.bucket_window;
+  lo.frames = frame_rule(cfg.arch);
+  lo.shard_index = rank;
+  lo.shard_count = replicas;
   Loader loader(train_data, lo, state.step);
   LoaderOptions val_lo = lo;
   val_lo.seed = cfg.seed ^ 0x5eed0fa1u;  // validation lines differ from training lines
 
-  MetricsLog metrics((fs::path(cfg.out) / "metrics.jsonl").string());
+  std::optional<MetricsLog> metrics;
+  if (lead) metrics.emplace((fs::path(cfg.out) / "metrics.jsonl").string());
+  auto log_event = [&](const Json& j) {
+    if (metrics) metrics->write(j);
+  };
   const std::string best_path = (fs::path(cfg.out) / "best.safetensors").string();
-  const bool tty = isatty(2);
-  auto prev_int = std::signal(SIGINT, on_signal);
-  auto prev_term = std::signal(SIGTERM, on_signal);
-  g_signal = 0;
+  const bool tty = lead && isatty(2);
 
   auto save = [&](const char* why) {
+    if (!lead) return;
     save_checkpoint(checkpoint_path(cfg.out, state.step), *model, *optim, state, info);
     prune_checkpoints(cfg.out, cfg.keep);
     Json j = Json::object();
     j.set("event", "checkpoint");
     j.set("step", state.step);
     j.set("why", why);
-    metrics.write(j);
+    log_event(j);
   };
   auto save_best = [&](double cer) {
+    if (!lead) return;
     nn::ModelInfo i = info;
     i.training = Json::object();
     i.training.set("data", state.settings.at("train"));
     i.training.set("steps", state.step);
     i.training.set("val_cer", cer);
-    i.training.set("device", cfg.device.str());
+    i.training.set("device", device.str());
+    if (replicas > 1) i.training.set("replicas", replicas);
     nn::save_model_file(best_path, *model, i);
   };
 
@@ -372,14 +474,23 @@ TrainResult run_training(const TrainConfig& config) {
   const int64_t first_step = state.step;
   const double run_start = now_seconds();
   bool out_of_time = false;
-  while (state.step < cfg.steps) {
+  while (state.step < steps) {
+    maybe_inject_fault(cfg.fault, rank, state.step);
     Batch b = loader.next();
     OCRT_CHECK(b.step == state.step, "loader returned batch ", b.step, " for step ", state.step);
-    Tensor loss = batch_loss(*model, b, cfg.device);
-    const double loss_v = loss.item();
+    // This replica's share of the batch's mean loss: summed over replicas, the gradients are
+    // those of the whole batch's mean.
+    const double share = (double)b.widths.size() / (double)cfg.batch;
+    Tensor loss = batch_loss(*model, b, device);
+    if (replicas > 1) loss = loss * share;
+    double loss_v = loss.item();
+    // Skipping a step must be decided by all replicas together: the sum is non-finite as soon
+    // as one replica's loss is.
+    if (replicas > 1) loss_v = comm.all_reduce_values({loss_v}, ReduceOp::sum, device)[0];
     bool ok = std::isfinite(loss_v);
     if (ok) {
       loss.backward();
+      grad_sync.all_reduce(comm);  // every replica now holds the whole batch's gradient
       const double norm = cfg.clip_grad > 0 ? clip_grad_norm(optim->params(), cfg.clip_grad)
                                             : grad_norm(optim->params());
       ok = std::isfinite(norm);
@@ -393,8 +504,9 @@ TrainResult run_training(const TrainConfig& config) {
     } else {
       state.skipped_steps++;
       bad_in_row++;
-      std::fprintf(stderr, "\nwarning: step %lld: non-finite loss or gradient (loss %g); step skipped\n",
-                   (long long)state.step, loss_v);
+      if (lead)
+        std::fprintf(stderr, "\nwarning: step %lld: non-finite loss or gradient (loss %g); step skipped\n",
+                     (long long)state.step, loss_v);
       OCRT_CHECK(bad_in_row < cfg.max_bad_steps, "stopping: ", bad_in_row,
                  " steps in a row had a non-finite loss or gradient; the last good checkpoint is in ", cfg.out);
     }
@@ -407,9 +519,9 @@ TrainResult run_training(const TrainConfig& config) {
     const double elapsed = t_start > 0 ? now_seconds() - t_start : 0;
     const double sps = elapsed > 0 ? timed_samples / elapsed : 0;
 
-    if (state.step % cfg.log_every == 0 || state.step == cfg.steps) {
-      const double eta = sps > 0 ? (cfg.steps - state.step) * cfg.batch / sps : 0;
-      print_progress(tty, state.step, cfg.steps, loss_avg, optim->lr(), sps, eta);
+    if (state.step % cfg.log_every == 0 || state.step == steps) {
+      const double eta = sps > 0 ? (steps - state.step) * cfg.batch / sps : 0;
+      if (lead) print_progress(tty, state.step, steps, loss_avg, optim->lr(), sps, eta);
       Json j = Json::object();
       j.set("event", "train");
       j.set("step", state.step);
@@ -417,54 +529,66 @@ TrainResult run_training(const TrainConfig& config) {
       j.set("lr", optim->lr());
       j.set("samples_per_sec", sps);
       j.set("skipped_steps", state.skipped_steps);
-      metrics.write(j);
+      log_event(j);
     }
+    // Stopping early is decided together too: a signal or the clock may reach the replicas
+    // at different steps, and one replica leaving alone would leave the others waiting.
     out_of_time = cfg.max_minutes > 0 && now_seconds() - run_start > cfg.max_minutes * 60;
-    if (val_data && (state.step % cfg.eval_every == 0 || state.step == cfg.steps || out_of_time)) {
-      EvalResult r = evaluate(*model, *val_data, val_lo, cfg.device, charset);
-      if (tty) std::fprintf(stderr, "\n");
-      std::fprintf(stderr, "eval step %lld: CER %.4f, line accuracy %.4f on %lld lines\n", (long long)state.step,
-                   r.cer, r.line_accuracy, (long long)r.lines);
-      for (auto& [label, pred] : r.examples)
-        std::fprintf(stderr, "  label: %-40s read: %s\n", label.c_str(), pred.c_str());
+    bool signalled = g_signal != 0;
+    if (replicas > 1) {
+      const auto any = comm.all_reduce_values({out_of_time ? 1.0 : 0.0, signalled ? 1.0 : 0.0}, ReduceOp::max, device);
+      out_of_time = any[0] > 0;
+      signalled = any[1] > 0;
+    }
+    if (val_data && (state.step % cfg.eval_every == 0 || state.step == steps || out_of_time)) {
+      EvalResult r = evaluate(*model, *val_data, val_lo, device, charset, comm);
+      if (lead) {
+        if (tty) std::fprintf(stderr, "\n");
+        std::fprintf(stderr, "eval step %lld: CER %.4f, line accuracy %.4f on %lld lines\n", (long long)state.step,
+                     r.cer, r.line_accuracy, (long long)r.lines);
+        for (auto& [label, pred] : r.examples)
+          std::fprintf(stderr, "  label: %-40s read: %s\n", label.c_str(), pred.c_str());
+      }
       Json j = Json::object();
       j.set("event", "eval");
       j.set("step", state.step);
       j.set("cer", r.cer);
       j.set("line_accuracy", r.line_accuracy);
       j.set("lines", r.lines);
-      metrics.write(j);
+      log_event(j);
       if (state.best_cer < 0 || r.cer < state.best_cer) {
         state.best_cer = r.cer;
         state.best_step = state.step;
         save_best(r.cer);
       }
     }
-    if (state.step % cfg.save_every == 0 || state.step == cfg.steps) save("schedule");
-    if (out_of_time && state.step < cfg.steps) {
-      std::fprintf(stderr, "\n--max-minutes %g reached at step %lld: saved, stopping\n", cfg.max_minutes,
-                   (long long)state.step);
+    if (state.step % cfg.save_every == 0 || state.step == steps) save("schedule");
+    if (out_of_time && state.step < steps) {
+      if (lead)
+        std::fprintf(stderr, "\n--max-minutes %g reached at step %lld: saved, stopping\n", cfg.max_minutes,
+                     (long long)state.step);
       if (state.step % cfg.save_every != 0) save("max_minutes");
       break;
     }
-    if (cfg.stop_at > 0 && state.step >= cfg.stop_at && state.step < cfg.steps) {
+    if (cfg.stop_at > 0 && state.step >= cfg.stop_at && state.step < steps) {
       if (state.step % cfg.save_every != 0) save("stop_at");
       break;
     }
-    if (g_signal != 0) {
-      std::fprintf(stderr, "\nsignal %d: saving a checkpoint at step %lld and stopping\n", (int)g_signal,
-                   (long long)state.step);
-      if (state.step % cfg.save_every != 0 && state.step != cfg.steps) save("signal");
+    if (signalled) {
+      if (lead)
+        std::fprintf(stderr, "\nsignal %d: saving a checkpoint at step %lld and stopping\n", (int)g_signal,
+                     (long long)state.step);
+      if (state.step % cfg.save_every != 0 && state.step != steps) save("signal");
       result.interrupted = true;
       break;
     }
   }
   if (tty) std::fprintf(stderr, "\n");
-  std::signal(SIGINT, prev_int);
-  std::signal(SIGTERM, prev_term);
   if (!val_data && !result.interrupted) save_best(-1);
+  comm.barrier();  // the files rank 0 writes are complete before any replica reports them
 
   result.steps = state.step;
+  result.rank = rank;
   const double elapsed = t_start > 0 ? now_seconds() - t_start : 0;
   result.samples_per_sec = elapsed > 0 ? timed_samples / elapsed : 0;
   result.peak_rss_mb = peak_rss_mb();
@@ -473,8 +597,108 @@ TrainResult run_training(const TrainConfig& config) {
   result.best_model = fs::exists(best_path) ? best_path : "";
   Json j = result.to_json();
   j.set("event", "summary");
-  metrics.write(j);
+  if (replicas > 1) j.set("replicas", replicas);
+  log_event(j);
   return result;
+}
+
+// Several replicas in this process, one thread each: NCCL between GPUs, shared memory between
+// CPU replicas. The first failure aborts the communicators so that no thread waits forever.
+TrainResult run_threads(const TrainConfig& cfg) {
+  const auto& devices = cfg.devices;
+  const int n = (int)devices.size();
+  std::vector<std::unique_ptr<Communicator>> comms;
+  if (devices[0].is_cuda()) {
+    std::vector<int> gpus;
+    for (const Device& d : devices) gpus.push_back(d.index);
+    std::fprintf(stderr, "data parallel: %d replicas on %s, NCCL %s\n", n, join_devices(devices).c_str(),
+                 nccl_version().c_str());
+    comms = make_nccl_communicators(gpus, cfg.comm_timeout);
+  } else {
+    std::fprintf(stderr, "data parallel: %d CPU replicas in threads\n", n);
+    comms = make_thread_communicators(n, cfg.comm_timeout);
+  }
+  const int threads = cfg.threads > 0 ? cfg.threads : default_num_threads();
+  std::vector<TrainResult> results((size_t)n);
+  std::mutex error_mu;
+  int first_failed = -1;  // the replica that failed first: the cause (the others fail after it)
+  std::string first_error;
+  std::vector<std::thread> pool;
+  for (int r = 0; r < n; ++r) {
+    pool.emplace_back([&, r] {
+      try {
+        if (devices[(size_t)r].is_cpu()) set_num_threads(std::max(1, threads / n));
+        results[(size_t)r] = run_replica(cfg, *comms[(size_t)r], devices[(size_t)r]);
+      } catch (const std::exception& e) {
+        {
+          std::lock_guard<std::mutex> lock(error_mu);
+          if (first_failed < 0) first_failed = r, first_error = e.what();
+        }
+        comms[(size_t)r]->abort();
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  if (first_failed >= 0)
+    fail("replica ", first_failed, " (", devices[(size_t)first_failed].str(), ") failed: ", first_error);
+  return results[0];
+}
+
+// This process's replica of an MPI job. Errors end the whole job at once (MPI_Abort), naming
+// the rank, rather than leaving the other ranks to time out.
+TrainResult run_mpi(const TrainConfig& config) {
+  MpiSession mpi;
+  TrainConfig cfg = config;
+  Device device = cfg.device;
+  if (cfg.device_from_local_rank) {
+    const int gpus = cuda_device_count();
+    OCRT_CHECK(gpus > 0, "rank ", mpi.rank(), " on ", mpi.host(), ": --device cuda, but no GPU is visible",
+               cuda_status_note());
+    device = Device::cuda(mpi.local_rank() % gpus);
+  }
+  try {
+    OCRT_CHECK(cfg.devices.size() <= 1, "under mpirun every process is one replica: use --device, not --devices");
+    std::unique_ptr<Communicator> comm;
+    if (device.is_cuda() && nccl_built()) {
+      const std::string id = mpi.broadcast_bytes(mpi.rank() == 0 ? nccl_unique_id() : std::string(), 0);
+      comm = make_nccl_communicator(device.index, mpi.rank(), mpi.size(), id, cfg.comm_timeout);
+    } else {
+      comm = make_mpi_communicator(mpi, cfg.comm_timeout);
+    }
+    if (mpi.rank() == 0)
+      std::fprintf(stderr, "data parallel: %d MPI ranks, gradients through %s\n", mpi.size(), comm->kind().c_str());
+    std::fprintf(stderr, "rank %d of %d on %s: %s\n", mpi.rank(), mpi.size(), mpi.host().c_str(),
+                 device.str().c_str());
+    TrainResult r = run_replica(cfg, *comm, device);
+    return r;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ocrt-train: rank %d (of %d, on %s, %s) failed: %s; aborting the job\n", mpi.rank(),
+                 mpi.size(), mpi.host().c_str(), device.str().c_str(), e.what());
+    mpi.abort_job(1);
+  }
+}
+
+}  // namespace
+
+TrainResult run_training(const TrainConfig& config) {
+  config.validate();
+  TrainConfig cfg = config;
+  if (cfg.threads > 0) set_num_threads(cfg.threads);
+  if (cfg.devices.size() == 1) cfg.device = cfg.devices[0];
+  auto prev_int = std::signal(SIGINT, on_signal);
+  auto prev_term = std::signal(SIGTERM, on_signal);
+  g_signal = 0;
+  struct RestoreSignals {
+    void (*i)(int), (*t)(int);
+    ~RestoreSignals() {
+      std::signal(SIGINT, i);
+      std::signal(SIGTERM, t);
+    }
+  } restore{prev_int, prev_term};
+  if (mpi_launched()) return run_mpi(cfg);
+  if (cfg.devices.size() > 1) return run_threads(cfg);
+  auto single = make_single_communicator();
+  return run_replica(cfg, *single, cfg.device);
 }
 
 }  // namespace ocrt::train

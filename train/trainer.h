@@ -56,6 +56,18 @@ struct TrainConfig {
   bool shuffle = true;
   std::string on_bad_sample = "skip";        // skip | fail
   int64_t max_bad_steps = 20;                // non-finite steps in a row before giving up
+  bool batch_norm = true;                    // false: CRNN without BatchNorm (--no-batch-norm)
+
+  // Data parallelism (docs/distributed.md). devices: one replica per device in this process,
+  // each in its own thread (cuda:0,cuda:1 through NCCL; cpu,cpu through shared memory); empty
+  // or one device: `device` alone. Under mpirun every process is one replica instead; then
+  // device_from_local_rank picks cuda:<local rank mod GPUs> (--device cuda).
+  std::vector<Device> devices;
+  bool device_from_local_rank = false;
+  double comm_timeout = 300;                 // seconds a collective may wait for the slowest rank
+  // For tests of failure handling: "RANK:STEP:hang|exit|kill|throw" makes that replica hang,
+  // exit, kill itself or throw at the start of that step.
+  std::string fault;
 
   // Checks every field; throws naming the flag (--batch, --lr, ...) and what was expected.
   void validate() const;
@@ -70,10 +82,13 @@ struct TrainResult {
   double best_cer = -1;
   std::string best_model;
   bool interrupted = false;    // stopped by SIGINT/SIGTERM after saving a checkpoint
+  int rank = 0;                // this process's replica (MPI); 0 otherwise
   Json to_json() const;
 };
 
-// Runs the whole training. Progress goes to stderr (a bar on a terminal, log lines otherwise),
+// Runs the whole training: one replica, several in threads (devices), or this process's replica
+// of an MPI job (started by mpirun). Only replica 0 writes progress, metrics and checkpoints;
+// every replica returns the same steps, losses and CERs. Progress goes to stderr (a bar on a terminal, log lines otherwise),
 // events to OUT/metrics.jsonl, checkpoints to OUT/ckpt-*.safetensors, the best model (by val
 // CER; the last one when there is no validation) to OUT/best.safetensors.
 TrainResult run_training(const TrainConfig& cfg);

@@ -1,0 +1,421 @@
+// Data-parallel training on the CPU: the communicators (threads, and MPI through mpirun when it
+// is installed), gradient buckets, the equivalence of sharded and whole-batch gradients and
+// training runs, and what happens when a replica fails, hangs or dies.
+#include <catch2/catch.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "models/crnn.h"
+#include "models/model_file.h"
+#include "ops/ctc.h"
+#include "ops/elementwise.h"
+#include "runtime/comm.h"
+#include "runtime/image.h"
+#include "runtime/mpi_comm.h"
+#include "temp_dir.h"
+#include "train/grad_sync.h"
+#include "train/loader.h"
+#include "train/synth.h"
+#include "train/trainer.h"
+
+using namespace ocrt;
+using namespace ocrt::train;
+using ocrt::testing::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Short lines rendered with a Debian font into dir (name.png + name.gt.txt); false without fonts.
+bool write_short_lines(const fs::path& dir, int count) {
+  auto dirs = default_font_dirs();
+  if (dirs.empty()) return false;
+  auto fonts = load_fonts(dirs);
+  if (fonts.empty()) return false;
+  const char* words[] = {"ab", "cat", "dog", "x1", "ocr", "zip", "07", "hi", "tea", "sun", "map", "ink"};
+  for (int i = 0; i < count; ++i) {
+    const std::string text = words[i % 12];
+    const std::string name = "l" + std::to_string(i);
+    save_gray_png((dir / (name + ".png")).string(), fonts[(size_t)i % fonts.size()]->render(text, 26 + i % 5));
+    std::ofstream(dir / (name + ".gt.txt")) << text << "\n";
+  }
+  return true;
+}
+
+// Runs fn(rank, comm) on `size` threads with thread communicators; rethrows the error of the
+// rank that failed first (the others then fail because it aborted the communicator).
+void on_threads(int size, double timeout_s, const std::function<void(int, Communicator&)>& fn) {
+  auto comms = make_thread_communicators(size, timeout_s);
+  std::mutex mu;
+  std::string first_error;
+  std::vector<std::thread> pool;
+  for (int r = 0; r < size; ++r)
+    pool.emplace_back([&, r] {
+      try {
+        fn(r, *comms[(size_t)r]);
+      } catch (const std::exception& e) {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          if (first_error.empty()) first_error = e.what();
+        }
+        comms[(size_t)r]->abort();
+      }
+    });
+  for (auto& t : pool) t.join();
+  if (!first_error.empty()) throw std::runtime_error(first_error);
+}
+
+double max_rel_diff(const Tensor& a, const Tensor& b) {
+  const auto x = a.to(DType::f64).to_vector<double>(), y = b.to(DType::f64).to_vector<double>();
+  REQUIRE(x.size() == y.size());
+  double scale = 1e-6, diff = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    scale = std::max(scale, std::abs(x[i]));
+    diff = std::max(diff, std::abs(x[i] - y[i]));
+  }
+  return diff / scale;
+}
+
+nn::CRNNConfig tiny_crnn(int64_t classes) {
+  nn::CRNNConfig c;
+  c.channels = {8, 8, 16, 16, 16, 16, 16};
+  c.hidden = 12;
+  c.num_classes = classes;
+  c.batch_norm = false;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("thread communicators: sum, mean and max in rank order, broadcast, barrier", "[distributed]") {
+  const int n = 3;
+  std::vector<std::vector<float>> got(n);
+  on_threads(n, 30, [&](int r, Communicator& c) {
+    CHECK(c.size() == n);
+    CHECK(c.rank() == r);
+    Tensor a = Tensor::from_vector(std::vector<float>{(float)r, 1.0f, -(float)r, 10.0f * (float)r, 0.5f});
+    Tensor m = a.clone(), x = a.clone();
+    c.all_reduce({a}, ReduceOp::sum);
+    c.all_reduce({m}, ReduceOp::mean);
+    c.all_reduce({x}, ReduceOp::max);
+    CHECK(a.to_vector<float>() == std::vector<float>{3, 3, -3, 30, 1.5f});
+    CHECK(m.to_vector<float>() == std::vector<float>{1, 1, -1, 10, 0.5f});
+    CHECK(x.to_vector<float>() == std::vector<float>{2, 1, 0, 20, 0.5f});
+    Tensor b = Tensor::full({4}, (double)(r + 1), DType::f64);
+    c.broadcast({b}, 2);
+    CHECK(b.to_vector<double>() == std::vector<double>(4, 3.0));
+    c.barrier();
+    CHECK(c.all_reduce_values({1.0, (double)r}, ReduceOp::sum, Device::cpu()) == std::vector<double>{3.0, 3.0});
+  });
+}
+
+TEST_CASE("thread communicators: a rank that never joins makes the others fail within the timeout", "[distributed]") {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string what;
+  try {
+    on_threads(2, 1.0, [&](int r, Communicator& c) {
+      if (r == 1) return;  // never joins the collective
+      Tensor a = Tensor::ones({3});
+      c.all_reduce({a}, ReduceOp::sum);
+    });
+  } catch (const std::exception& e) {
+    what = e.what();
+  }
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK_THAT(what, Catch::Contains("rank 0") && Catch::Contains("did not complete within 1 s"));
+  CHECK(waited < 10);
+  // Mismatched sizes are an error too, not a silent partial sum.
+  CHECK_THROWS_WITH(on_threads(2, 5,
+                               [&](int r, Communicator& c) {
+                                 Tensor a = Tensor::ones({r == 0 ? 3 : 4});
+                                 c.all_reduce({a}, ReduceOp::sum);
+                               }),
+                    Catch::Contains("differ between ranks"));
+}
+
+TEST_CASE("gradient buckets cover every parameter exactly once, in reverse order, within the size", "[distributed]") {
+  Generator gen(3);
+  nn::CRNN model(nn::CRNNConfig::preset("crnn-s", 40), gen);
+  const auto params = model.parameters();
+  for (int64_t bytes : {int64_t(1), int64_t(64 << 10), int64_t(1 << 20), int64_t(4 << 20), int64_t(1) << 40}) {
+    GradSync sync(params, bytes);
+    std::vector<size_t> order;
+    for (const auto& b : sync.buckets()) {
+      int64_t numel = 0;
+      for (size_t k : b.params) {
+        order.push_back(k);
+        numel += params[k].numel();
+      }
+      CHECK(b.numel == numel);
+      // A bucket over the limit holds a single parameter that is larger than the limit alone.
+      if (numel * 4 > bytes) CHECK(b.params.size() == 1);
+    }
+    REQUIRE(order.size() == params.size());
+    for (size_t i = 0; i < order.size(); ++i) CHECK(order[i] == params.size() - 1 - i);
+    if (bytes == 1) CHECK(sync.buckets().size() == params.size());
+    if (bytes == (int64_t(1) << 40)) CHECK(sync.buckets().size() == 1);
+  }
+}
+
+TEST_CASE("gradient sync: parameters without a gradient on some replica still get the sum", "[distributed]") {
+  std::vector<std::vector<float>> a_after(2), b_after(2);
+  on_threads(2, 30, [&](int r, Communicator& c) {
+    Tensor a = Tensor::zeros({5}), b = Tensor::zeros({2, 3});
+    a.set_requires_grad(true);
+    b.set_requires_grad(true);
+    a.set_grad(Tensor::full({5}, (double)(r + 1)));
+    if (r == 1) b.set_grad(Tensor::full({2, 3}, 4.0));  // rank 0 has none for b
+    GradSync sync({a, b}, 16);                           // one bucket per parameter
+    CHECK(sync.buckets().size() == 2);
+    sync.all_reduce(c);
+    a_after[(size_t)r] = a.grad().to_vector<float>();
+    REQUIRE(b.grad().defined());
+    b_after[(size_t)r] = b.grad().to_vector<float>();
+  });
+  for (int r = 0; r < 2; ++r) {
+    CHECK(a_after[(size_t)r] == std::vector<float>(5, 3.0f));
+    CHECK(b_after[(size_t)r] == std::vector<float>(6, 4.0f));
+  }
+}
+
+TEST_CASE("sharded gradients, scaled by each shard's share and summed, equal the whole batch's", "[distributed]") {
+  TempDir data("dp-grad");
+  if (!write_short_lines(data.path, 5)) {
+    WARN("no Debian font installed: skipped");
+    return;
+  }
+  const nn::Charset charset = nn::Charset::ascii();
+  auto report = validate_samples(read_sources({data.path.string()}), charset);
+  REQUIRE(report.good.size() == 5);
+  auto dataset = std::make_shared<FileDataset>(report.good);
+  LoaderOptions lo;
+  lo.batch = 5;  // does not divide by 2: shards of 2 and 3 lines
+  lo.workers = 1;
+  lo.shuffle = false;
+
+  auto loss_of = [](nn::CRNN& model, const Batch& b) {
+    std::vector<int64_t> frames, lengths, flat;
+    for (size_t i = 0; i < b.widths.size(); ++i) {
+      frames.push_back(nn::CRNN::frames(b.widths[i]));
+      lengths.push_back((int64_t)b.targets[i].size());
+      flat.insert(flat.end(), b.targets[i].begin(), b.targets[i].end());
+    }
+    CTCLossOptions o;
+    o.reduction = Reduction::mean;
+    o.zero_infinity = true;
+    return ctc_loss_from_logits(model.forward(b.images, b.widths), Tensor::from_vector(flat), frames, lengths, o);
+  };
+
+  // The whole batch on one replica.
+  Generator gen(11);
+  nn::CRNN whole(tiny_crnn(charset.num_classes()), gen);
+  Loader full_loader(dataset, lo);
+  const Batch full = full_loader.next();
+  loss_of(whole, full).backward();
+  const nn::StateDict init = whole.state_dict();
+
+  // Two replicas, each with its shard, through the thread communicator.
+  std::vector<std::vector<Tensor>> grads(2);
+  std::vector<Shape> image_shapes(2);
+  on_threads(2, 60, [&](int r, Communicator& c) {
+    Generator g(99 + r);  // different initial weights: the broadcast must fix them
+    nn::CRNN model(tiny_crnn(charset.num_classes()), g);
+    if (r == 0) model.load_state_dict(init);
+    std::vector<Tensor> all;
+    for (auto& [name, t] : model.named_parameters()) all.push_back(t);
+    broadcast_tensors(c, all, 0);
+    LoaderOptions so = lo;
+    so.shard_index = r;
+    so.shard_count = 2;
+    Loader loader(dataset, so);
+    const Batch b = loader.next();
+    image_shapes[(size_t)r] = b.images.shape();
+    (loss_of(model, b) * ((double)b.widths.size() / 5.0)).backward();
+    GradSync sync(model.parameters(), 1 << 12);
+    sync.all_reduce(c);
+    for (const Tensor& p : model.parameters()) grads[(size_t)r].push_back(p.grad().clone());
+  });
+  CHECK(image_shapes[0] == Shape{2, 1, 32, full.images.size(3)});  // padded like the whole batch
+  CHECK(image_shapes[1] == Shape{3, 1, 32, full.images.size(3)});
+  const auto params = whole.parameters();
+  REQUIRE(grads[0].size() == params.size());
+  for (size_t k = 0; k < params.size(); ++k) {
+    INFO("parameter " << k);
+    CHECK(max_rel_diff(grads[0][k], params[k].grad()) < 1e-4);
+    CHECK(max_rel_diff(grads[1][k], grads[0][k]) == 0);  // every replica holds the same sum
+  }
+}
+
+namespace {
+
+TrainConfig dp_config(const fs::path& data, const fs::path& out) {
+  TrainConfig c;
+  c.arch = "crnn-s";
+  c.batch_norm = false;
+  c.train = {data.string()};
+  c.out = out.string();
+  c.batch = 6;
+  c.steps = 4;
+  c.workers = 1;
+  c.bucket_window = 0;
+  c.augment = false;
+  c.shuffle = true;
+  c.optimizer = "sgd";
+  c.momentum = 0.9;
+  c.lr = 0.02;
+  c.schedule = "constant";
+  c.clip_grad = 5;
+  c.log_every = 1000;
+  c.save_every = 1000;
+  c.seed = 5;
+  return c;
+}
+
+void check_same_weights(const std::string& a, const std::string& b, double tol) {
+  nn::ModelFile fa = nn::load_model_file(a), fb = nn::load_model_file(b);
+  REQUIRE(fa.weights.size() == fb.weights.size());
+  double worst = 0;
+  for (auto& [name, t] : fa.weights) {
+    REQUIRE(fb.weights.count(name));
+    worst = std::max(worst, max_rel_diff(t, fb.weights.at(name)));
+  }
+  INFO(a << " vs " << b);
+  CHECK(worst < tol);
+}
+
+// Runs a shell command; returns its exit status (or -1) and what it printed.
+int run_command(const std::string& cmd, std::string* output) {
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  std::string out;
+  while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int st = ::pclose(p);
+  if (output) *output = out;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+bool have_mpirun() { return mpi_built() && run_command("command -v mpirun", nullptr) == 0; }
+
+std::string mpirun(int np) {
+  // --oversubscribe: CI machines have 2 cores; root is allowed (CI containers run as root).
+  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 timeout 300 "
+         "mpirun -np " + std::to_string(np) + " ";
+}
+
+std::string train_flags(const fs::path& data, const fs::path& out) {
+  return std::string(OCRT_BINARY_DIR) + "/ocrt-train --train " + data.string() + " --out " + out.string() +
+         " --arch crnn-s --no-batch-norm --batch 6 --steps 4 --workers 1 --bucket-window 0 --no-augment"
+         " --optimizer sgd --momentum 0.9 --lr 0.02 --schedule constant --clip-grad 5 --seed 5 --threads 1"
+         " --log-every 1000";
+}
+
+}  // namespace
+
+TEST_CASE("two CPU replicas in threads train to the same weights as one replica with the whole batch",
+          "[distributed]") {
+  TempDir data("dp-data"), one("dp-one"), two("dp-two");
+  if (!write_short_lines(data.path, 12)) {
+    WARN("no Debian font installed: skipped");
+    return;
+  }
+  TrainResult a = run_training(dp_config(data.path, one.path));
+  TrainConfig c2 = dp_config(data.path, two.path);
+  c2.devices = {Device::cpu(), Device::cpu()};
+  TrainResult b = run_training(c2);
+  CHECK(a.steps == 4);
+  CHECK(b.steps == 4);
+  CHECK(std::abs(a.final_loss - b.final_loss) < 1e-4 * std::abs(a.final_loss));
+  check_same_weights(a.best_model, b.best_model, 1e-4);
+  // The summary line of the replicated run counts the whole global batch.
+  std::ifstream m(two.path / "metrics.jsonl");
+  std::string line, last;
+  while (std::getline(m, line)) last = line;
+  CHECK_THAT(last, Catch::Contains("\"replicas\":2"));
+
+  // Stopped after step 2 and resumed with the same command: the same weights again (the data
+  // order and the shards depend only on the seed and the step).
+  TempDir three("dp-three");
+  TrainConfig c3 = c2;
+  c3.out = three.path.string();
+  c3.stop_at = 2;
+  CHECK(run_training(c3).steps == 2);
+  c3.stop_at = 0;
+  c3.resume = true;
+  TrainResult r3 = run_training(c3);
+  CHECK(r3.steps == 4);
+  check_same_weights(b.best_model, r3.best_model, 1e-6);
+}
+
+TEST_CASE("a failing replica thread ends the whole run with an error naming it", "[distributed]") {
+  TempDir data("dp-fail-data"), out("dp-fail-out");
+  if (!write_short_lines(data.path, 6)) {
+    WARN("no Debian font installed: skipped");
+    return;
+  }
+  TrainConfig c = dp_config(data.path, out.path);
+  c.devices = {Device::cpu(), Device::cpu()};
+  c.fault = "1:2:throw";
+  c.comm_timeout = 20;
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH(run_training(c), Catch::Contains("replica") && Catch::Contains("injected fault at step 2"));
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 60);
+  c.fault = "0:1:throw";
+  CHECK_THROWS_WITH(run_training(c), Catch::Contains("replica 0") && Catch::Contains("injected fault at step 1"));
+  // A batch smaller than the replicas is refused up front.
+  c.fault.clear();
+  c.batch = 1;
+  CHECK_THROWS_WITH(run_training(c), Catch::Contains("--batch 1 is smaller than the 2 replicas"));
+}
+
+TEST_CASE("mpirun -np 2: the same weights as one process, and a hung or killed rank ends the job", "[distributed][mpi]") {
+  if (!have_mpirun()) {
+    WARN("mpirun or an MPI build is missing: skipped");
+    return;
+  }
+  TempDir data("mpi-data"), one("mpi-one"), two("mpi-two"), hang("mpi-hang"), kill("mpi-kill");
+  if (!write_short_lines(data.path, 12)) {
+    WARN("no Debian font installed: skipped");
+    return;
+  }
+  std::string out;
+  REQUIRE(run_command(train_flags(data.path, one.path), &out) == 0);
+  INFO(out);
+  int rc = run_command(mpirun(2) + train_flags(data.path, two.path), &out);
+  INFO(out);
+  REQUIRE(rc == 0);
+  CHECK_THAT(out, Catch::Contains("2 MPI ranks"));
+  // Only rank 0 prints the summary.
+  size_t summaries = 0;
+  for (size_t at = out.find("\"steps\":4"); at != std::string::npos; at = out.find("\"steps\":4", at + 1)) ++summaries;
+  CHECK(summaries == 1);
+  check_same_weights((one.path / "best.safetensors").string(), (two.path / "best.safetensors").string(), 1e-4);
+
+  // Rank 1 hangs at step 2: rank 0's all-reduce times out, names itself, and the job ends.
+  auto t0 = std::chrono::steady_clock::now();
+  rc = run_command(mpirun(2) + train_flags(data.path, hang.path) + " --comm-timeout 3 --fault 1:2:hang", &out);
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO(out);
+  CHECK(rc != 0);
+  CHECK(rc != 124);  // not ended by the outer `timeout`
+  CHECK_THAT(out, Catch::Contains("rank 0") && Catch::Contains("did not complete within 3 s"));
+  CHECK(waited < 120);
+
+  // Rank 1 is killed (SIGKILL) at step 2: the job ends with an error, within the timeout.
+  t0 = std::chrono::steady_clock::now();
+  rc = run_command(mpirun(2) + train_flags(data.path, kill.path) + " --comm-timeout 10 --fault 1:2:kill", &out);
+  waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO(out);
+  CHECK(rc != 0);
+  CHECK(rc != 124);
+  CHECK_THAT(out, Catch::Contains("rank 1") || Catch::Contains("rank 0"));
+  CHECK(waited < 120);
+}
