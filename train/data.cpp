@@ -118,7 +118,8 @@ std::string ValidationReport::summary() const {
   return os.str();
 }
 
-ValidationReport validate_samples(const std::vector<Sample>& samples, const nn::Charset& charset, int64_t height) {
+ValidationReport validate_samples(const std::vector<Sample>& samples, const nn::Charset& charset, int64_t height,
+                                  const FrameRule& frames) {
   const int64_t n = (int64_t)samples.size();
   struct Outcome {
     bool ok = false;
@@ -166,7 +167,7 @@ ValidationReport validate_samples(const std::vector<Sample>& samples, const nn::
       continue;
     }
     const int64_t width = padded_width(img.width);
-    const int64_t need = frames_needed(classes), have = frames_for_width(width);
+    const int64_t need = frames_needed(classes), have = frames_for_width(frames, width);
     if (need > have) {
       problem(Problem::too_long_for_image, "label of " + std::to_string(classes.size()) + " characters needs " +
                                                std::to_string(need) + " frames, the image (width " +

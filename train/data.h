@@ -8,6 +8,7 @@
 //    (one trailing newline stripped), the ocropus / calamari / tesstrain convention.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -46,15 +47,26 @@ struct ValidationReport {
   std::string summary() const;  // one line per kind of problem, with examples
 };
 
+// The frames a model emits for a line of a given padded width: the trainer passes its
+// architecture's rule, nn::frames_for_width(arch, width) (models/recognizer.h). An empty rule
+// means CRNN's, frames_for_width() below.
+using FrameRule = std::function<int64_t(int64_t padded_width)>;
+
+// Frames CRNN emits for a padded width (W / 4 + 1); the rule used where none is given.
+inline int64_t frames_for_width(int64_t padded_width) { return padded_width / 4 + 1; }
+// Frames `rule` gives (CRNN's when it is empty).
+inline int64_t frames_for_width(const FrameRule& rule, int64_t padded_width) {
+  return rule ? rule(padded_width) : frames_for_width(padded_width);
+}
+// Frames CTC needs for a label: its length plus one per pair of equal neighbours.
+int64_t frames_needed(const std::vector<int64_t>& classes);
+
 // Checks every sample once: the image exists and decodes, the label is non-empty valid UTF-8,
 // every character is in the charset (unknown ones are reported, never dropped), and the label
-// fits the image for CTC: frames = padded_width / 4 + 1 must be at least the label length plus
-// one per pair of equal neighbours. Runs on the OpenMP threads; the order of `good` follows the
-// input.
-ValidationReport validate_samples(const std::vector<Sample>& samples, const nn::Charset& charset, int64_t height = 32);
-
-// Frames CRNN emits for a padded width, and frames CTC needs for a label.
-inline int64_t frames_for_width(int64_t padded_width) { return padded_width / 4 + 1; }
-int64_t frames_needed(const std::vector<int64_t>& classes);
+// fits the image for CTC: the model's frames for the padded width (`frames`; CRNN's W / 4 + 1
+// when empty) must be at least frames_needed(label). Runs on the OpenMP threads; the order of
+// `good` follows the input.
+ValidationReport validate_samples(const std::vector<Sample>& samples, const nn::Charset& charset, int64_t height = 32,
+                                  const FrameRule& frames = {});
 
 }  // namespace ocrt::train
