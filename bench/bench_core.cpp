@@ -99,6 +99,30 @@ void bench_matmul(int reps, Generator& gen, std::vector<Result>& results) {
     results.push_back(measure("matmul_f32", std::to_string(n), "GFLOP/s", 2.0 * n * n * n, reps,
                               [&] { matmul(a, b); }));
   }
+  // The three GEMMs of a CRNN 3x3 convolution at batch 32 (ops/cpu/conv.cpp), with the same
+  // operand layouts: a chunk of k = S * Ho * Wo >= 2048 columns, CK = Cin * 9 rows, and
+  //   fwd: y (Cout, k) = w (Cout, CK) @ col (CK, k)
+  //   dw:  dw^T (CK, Cout) = col (CK, k) @ dy^T (k, Cout)     (dy^T read through its strides)
+  //   dx:  dcol (CK, k) = w^T (CK, Cout) @ dy (Cout, k)       (w^T read through its strides)
+  // These are the shapes that decide the speed of CRNN training on the CPU; square products
+  // above them are the textbook figure.
+  struct Conv {
+    const char* name;
+    int64_t cout, ck, k;
+  };
+  for (const Conv& c : {Conv{"conv3", 128, 64 * 9, 2 * 1024}, Conv{"conv9", 256, 256 * 9, 8 * 256},
+                        Conv{"conv15", 512, 512 * 9, 16 * 132}}) {
+    Tensor w = uniform({c.cout, c.ck}, -1, 1, gen), col = uniform({c.ck, c.k}, -1, 1, gen),
+           dy = uniform({c.cout, c.k}, -1, 1, gen);
+    const double flop = 2.0 * c.cout * c.ck * c.k;
+    const std::string name = c.name;
+    auto mnk = [](int64_t m, int64_t n, int64_t k) {  // the size column: the GEMM's M x N x K
+      return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+    };
+    results.push_back(measure(name + ".fwd", mnk(c.cout, c.k, c.ck), "GFLOP/s", flop, reps, [&] { matmul(w, col); }));
+    results.push_back(measure(name + ".dw", mnk(c.ck, c.cout, c.k), "GFLOP/s", flop, reps, [&] { matmul(col, dy.t()); }));
+    results.push_back(measure(name + ".dx", mnk(c.ck, c.k, c.cout), "GFLOP/s", flop, reps, [&] { matmul(w.t(), dy); }));
+  }
 }
 
 void bench_elementwise(int reps, Generator& gen, std::vector<Result>& results) {

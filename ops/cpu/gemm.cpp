@@ -1,10 +1,10 @@
-// Packed float32 GEMM with an AVX-512 micro-kernel, in the style of BLIS (Van Zee & van de Geijn,
-// "BLIS: A Framework for Rapidly Instantiating BLAS Functionality", 2015) and GotoBLAS (Goto &
-// van de Geijn, "Anatomy of High-Performance Matrix Multiplication", 2008).
+// Packed float32 GEMM with an AVX-512 or an AVX2 + FMA micro-kernel, in the style of BLIS (Van
+// Zee & van de Geijn, "BLIS: A Framework for Rapidly Instantiating BLAS Functionality", 2015) and
+// GotoBLAS (Goto & van de Geijn, "Anatomy of High-Performance Matrix Multiplication", 2008).
 //
-// Why ocrt has its own: Eigen 3.4's AVX-512 kernel keeps only 12 of the 32 vector registers as
-// accumulators and reaches about 70% of a hand-written kernel on this project's machines
-// (bench/results/core.md has the figures).
+// Why ocrt has its own: Eigen 3.4's kernels keep too few of the vector registers as accumulators.
+// Its AVX-512 kernel reaches about 70% of a hand-written one on the project's Zen 5 machines, its
+// AVX2 kernel about 60% of OpenBLAS's on the Zen 3 ones (bench/results/core.md has the figures).
 //
 // C = A @ B is computed as a sum of small outer products. Five loops cut the work so that each
 // operand is read from the cache level it fits in:
@@ -20,11 +20,11 @@
 // column after another; B: NR values of one row after another), so the kernel only ever streams
 // through contiguous memory, whatever the strides of the operands; edges are padded with zeros.
 //
-// The micro-kernel keeps an MR x NR = 14 x 32 tile of C in 28 of the 32 zmm registers. Per
-// step of k it loads two vectors of B (32 floats) and broadcasts 14 values of A, for 28 FMAs:
-// the two FMA pipes stay busy while the loads (16 per 28 FMAs) fit in the load ports; taller
-// tiles would run out of registers. Called in a loop on L1-resident panels it runs at
-// 215-227 GFLOP/s on one Zen 5 core, close to the 2 x 16-wide FMA peak.
+// The micro-kernel keeps an MR x NR tile of C in vector registers. Per step of k it loads the
+// NR values of B's row (NV vectors), broadcasts the MR values of A's column one at a time, and
+// does MR x NV FMAs. The tile shape is the one thing that differs between the instruction sets
+// (with the block sizes that follow from it); both are set in the block below, the rest of the
+// file is shared.
 //
 // Threads split the rows of C (whole MR panels), and each packs its own A blocks; the packed B
 // block is packed by all threads together and then read by all, so B is packed once per product,
@@ -45,7 +45,24 @@ namespace ocrt::cpu {
 
 namespace {
 
-// Register tile: see the header comment.
+#if defined(__AVX512F__)
+
+// AVX-512: 32 zmm registers of 16 floats, two FMA pipes (Zen 5).
+//
+// Tile 14 x 32 in 28 of the 32 registers. Per step of k: two loads of B (32 floats) and 14
+// broadcasts of A for 28 FMAs: the two FMA pipes stay busy while the loads (16 per 28 FMAs) fit
+// in the load ports; taller tiles would run out of registers. Called in a loop on L1-resident
+// panels it runs at 215-227 GFLOP/s on one Zen 5 core, close to the 2 x 16-wide FMA peak.
+using Vec = __m512;
+constexpr int64_t kLanes = 16;
+inline Vec vzero() { return _mm512_setzero_ps(); }
+inline Vec vload(const float* p) { return _mm512_load_ps(p); }  // packed panels: 64-byte aligned
+inline Vec vloadu(const float* p) { return _mm512_loadu_ps(p); }
+inline void vstoreu(float* p, Vec v) { _mm512_storeu_ps(p, v); }
+inline Vec vbroadcast(const float* p) { return _mm512_set1_ps(*p); }
+inline Vec vfma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+inline Vec vadd(Vec a, Vec b) { return _mm512_add_ps(a, b); }
+
 constexpr int64_t MR = 14, NR = 32;
 // The three block sizes, tuned on the project's 2-vCPU Zen 5 machine (L1d 48 KiB, L2 1 MiB per
 // core, L3 32 MiB shared; bench/results/core.md has the measurements):
@@ -61,6 +78,46 @@ constexpr int64_t MC = 9 * MR;
 // NC: columns of B packed at once (a multiple of NR). KC x NC floats = 8 MiB lives in the L3 and
 // is shared by the threads; 4096 measured no faster.
 constexpr int64_t NC = 2048;
+
+#else  // AVX2 + FMA
+
+// AVX2 + FMA: 16 ymm registers of 8 floats, two FMA pipes with a 4-cycle latency (Zen 3).
+//
+// Tile 6 x 16 in 12 of the 16 registers, the other 4 for the two B vectors and the broadcast
+// A value. Per step of k: 2 loads of B and 6 broadcasts of A (all plain loads on Zen 3) for 12
+// FMAs. 12 independent accumulators cover the 2 pipes x 4 cycles of FMA latency with room to
+// spare, and the 8 loads per 6 cycles of FMAs stay under the 2 loads per cycle the core does.
+// What else would fit in 16 registers, and why not (measured: see below): 4 x 24 (12 FMAs on 3
+// B loads + 4 broadcasts) needs the same work per FMA but a wider, less often full B panel;
+// 8 x 8 has only 8 accumulators, 3 x 32 needs 4 B registers plus 12 accumulators and a
+// broadcast, i.e. all 16, and edges of 32 columns waste more.
+using Vec = __m256;
+constexpr int64_t kLanes = 8;
+inline Vec vzero() { return _mm256_setzero_ps(); }
+inline Vec vload(const float* p) { return _mm256_load_ps(p); }  // packed panels: 32-byte aligned
+inline Vec vloadu(const float* p) { return _mm256_loadu_ps(p); }
+inline void vstoreu(float* p, Vec v) { _mm256_storeu_ps(p, v); }
+inline Vec vbroadcast(const float* p) { return _mm256_broadcast_ss(p); }
+inline Vec vfma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+inline Vec vadd(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+
+constexpr int64_t MR = 6, NR = 16;
+// Block sizes for the 2-vCPU Zen 3 VM (L1d 32 KiB, L2 512 KiB per core, L3 32 MiB shared), by
+// the same reasoning as for AVX-512 above:
+// KC: a long KC amortises the C tile's loads and stores. The B micro-panel (KC x NR, 32 KiB at
+// 512) then no longer stays in L1 beside the A panels, but the L2 supplies its 64 bytes per k
+// step (one step per 6 cycles) easily.
+constexpr int64_t KC = 512;
+// MC: MC x KC floats = 240 KiB, half of the L2.
+constexpr int64_t MC = 20 * MR;
+// NC: KC x NC floats = 4 MiB in the L3, shared by the threads.
+constexpr int64_t NC = 2048;
+
+#endif
+
+constexpr int64_t NV = NR / kLanes;  // vectors per row of the tile
+static_assert(NR % kLanes == 0 && MC % MR == 0 && NC % NR == 0, "blocks must hold whole tiles");
+
 // Below this many multiply-adds a product runs on one thread (starting threads would cost more).
 constexpr double kParallelWork = 1 << 20;
 
@@ -84,28 +141,27 @@ float* scratch(int slot, int64_t floats) {
 // C tile (MR x NR, row stride ldc) = (accumulate ? C : 0) + a @ b, where a is a packed A
 // micro-panel (kc columns of MR values) and b a packed B micro-panel (kc rows of NR values).
 void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool accumulate) {
-  __m512 lo[MR], hi[MR];  // row i of the tile: columns 0-15 and 16-31; the compiler keeps them in zmm
-  for (int i = 0; i < MR; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
+  Vec acc[MR][NV];  // the tile, row by row; fully unrolled loops keep it in registers
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NV; ++v) acc[i][v] = vzero();
   for (int i = 0; i < MR; ++i) {  // the C tile is needed only after the loop: fetch it meanwhile
     _mm_prefetch((const char*)(c + i * ldc), _MM_HINT_T0);
-    _mm_prefetch((const char*)(c + i * ldc + 16), _MM_HINT_T0);
+    _mm_prefetch((const char*)(c + i * ldc + NR - 1), _MM_HINT_T0);
   }
   for (int64_t k = 0; k < kc; ++k, a += MR, b += NR) {
-    const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+    Vec bv[NV];
+    for (int v = 0; v < NV; ++v) bv[v] = vload(b + v * kLanes);
     for (int i = 0; i < MR; ++i) {
-      const __m512 ai = _mm512_set1_ps(a[i]);
-      lo[i] = _mm512_fmadd_ps(ai, b0, lo[i]);
-      hi[i] = _mm512_fmadd_ps(ai, b1, hi[i]);
+      const Vec ai = vbroadcast(a + i);
+      for (int v = 0; v < NV; ++v) acc[i][v] = vfma(ai, bv[v], acc[i][v]);
     }
   }
   for (int i = 0; i < MR; ++i) {
     float* row = c + i * ldc;
-    if (accumulate) {
-      lo[i] = _mm512_add_ps(_mm512_loadu_ps(row), lo[i]);
-      hi[i] = _mm512_add_ps(_mm512_loadu_ps(row + 16), hi[i]);
+    for (int v = 0; v < NV; ++v) {
+      if (accumulate) acc[i][v] = vadd(vloadu(row + v * kLanes), acc[i][v]);
+      vstoreu(row + v * kLanes, acc[i][v]);
     }
-    _mm512_storeu_ps(row, lo[i]);
-    _mm512_storeu_ps(row + 16, hi[i]);
   }
 }
 
@@ -152,6 +208,8 @@ void pack_b_panel(int64_t p, int64_t kc, int64_t nc, const float* b, int64_t rs,
 }
 
 }  // namespace
+
+SgemmBlocking sgemm_blocking() { return {MR, NR, KC, MC, NC}; }
 
 void sgemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda_row, int64_t lda_col, const float* B,
            int64_t ldb_row, int64_t ldb_col, float* C, int64_t ldc, bool accumulate_c) {

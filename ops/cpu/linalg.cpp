@@ -26,13 +26,13 @@
 // Results are deterministic for a given thread count: every output element is computed by
 // one GEMM call with a fixed order of operations.
 //
-// float32 on a build with AVX-512 (OCRT_CPU_SGEMM, ops/cpu/gemm.h) does not use Eigen but
-// ocrt's own packed GEMM, about 1.5x faster there (bench/results/core.md). It reads any strides
-// through its packing, so no operand is ever copied, and it shares one product among the threads
-// itself (its threads share the packed B blocks). Several products are instead given out whole,
-// one per thread, when they divide evenly among the threads (or are many): then nothing is
-// shared and the threads never wait for each other. Its results do not depend on the thread
-// count at all.
+// float32 on a build with AVX-512 or AVX2 + FMA (OCRT_CPU_SGEMM, ops/cpu/gemm.h) does not use
+// Eigen but ocrt's own packed GEMM, faster than Eigen's on both (bench/results/core.md). It reads
+// any strides through its packing, so no operand is ever copied, and it shares one product among
+// the threads itself (its threads share the packed B blocks). Several products are instead given
+// out whole, one per thread, when they divide evenly among the threads (or are many): then
+// nothing is shared and the threads never wait for each other. Its results do not depend on the
+// thread count at all.
 #include <omp.h>
 
 #include <Eigen/Core>

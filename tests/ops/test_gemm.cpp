@@ -1,7 +1,8 @@
-// ocrt's packed float32 GEMM (ops/cpu/gemm.cpp) against a plain double-precision loop: sizes on
-// and off every block boundary (MR = 14, NR = 32, MC = 126, KC = 1024, NC = 2048), K = 0,
-// transposed and broadcast operands, padded rows, and bit-identical results on 1 and 2 threads.
-// Only built where the GEMM is (AVX-512); ops/cpu/linalg.cpp uses Eigen elsewhere.
+// ocrt's packed GEMM (ops/cpu/gemm.cpp) against a plain double-precision loop: sizes on and off
+// every block boundary of the kernel this build compiled (AVX-512 or AVX2 + FMA: the tile and
+// block sizes come from sgemm_blocking()), K = 0, transposed, padded and broadcast (stride 0)
+// operands, accumulation into C, and bit-identical results on 1, 2 and 3 threads.
+// Only built where the GEMM is; ops/cpu/linalg.cpp uses Eigen elsewhere.
 #include <catch2/catch.hpp>
 
 #include "ops/cpu/gemm.h"
@@ -18,6 +19,8 @@ using ocrt::cpu::sgemm;
 
 namespace {
 
+const ocrt::cpu::SgemmBlocking blk = ocrt::cpu::sgemm_blocking();
+
 struct ThreadCountGuard {
   int saved = ocrt::num_threads();
   ~ThreadCountGuard() { ocrt::set_num_threads(saved); }
@@ -33,79 +36,120 @@ std::vector<float> values(int64_t n, uint32_t seed) {
   return v;
 }
 
-// One product: A (M,K) and B (K,N) stored with the given layouts, C with row stride ldc > N
-// where `pad` is set (the padding must stay untouched).
-struct Case {
-  int64_t M, N, K;
-  bool a_transposed = false, b_transposed = false, pad = false;
+// How an operand (rows x cols) is laid out in memory.
+enum class Layout {
+  plain,       // row-major, strides (ld, 1)
+  transposed,  // stored as its transpose (cols x rows): strides (1, ld)
+  rows_same,   // one row repeated: strides (0, 1), as an expanded (1, cols) tensor
+  cols_same,   // one column repeated: strides (1, 0), as an expanded (rows, 1) tensor
 };
 
-// Runs sgemm on the case and returns C (M rows of ldc floats).
-std::vector<float> run(const Case& c, const std::vector<float>& a, const std::vector<float>& b, int64_t ldc) {
-  // A stored (M,K) has strides (lda, 1); stored transposed, i.e. as (K,M), strides (1, lda).
-  const int64_t lda = (c.a_transposed ? c.M : c.K) + (c.pad ? 3 : 0);
-  const int64_t ldb = (c.b_transposed ? c.K : c.N) + (c.pad ? 5 : 0);
-  std::vector<float> out(c.M * ldc, 7.f);
-  sgemm(c.M, c.N, c.K, a.data(), c.a_transposed ? 1 : lda, c.a_transposed ? lda : 1, b.data(),
-        c.b_transposed ? 1 : ldb, c.b_transposed ? ldb : 1, out.data(), ldc);
-  return out;
+// An operand's strides and the floats its storage needs; `pad` lengthens its leading dimension.
+struct Strides {
+  int64_t row, col, storage;
+};
+Strides strides_of(Layout l, int64_t rows, int64_t cols, int64_t pad) {
+  switch (l) {
+    case Layout::plain: return {cols + pad, 1, rows * (cols + pad)};
+    case Layout::transposed: return {1, rows + pad, cols * (rows + pad)};
+    case Layout::rows_same: return {0, 1, cols};
+    case Layout::cols_same: return {1, 0, rows};
+  }
+  return {};
 }
 
-void check(const Case& c) {
-  INFO("M " << c.M << " N " << c.N << " K " << c.K << " a_t " << c.a_transposed << " b_t " << c.b_transposed
-            << " pad " << c.pad);
-  const int64_t lda = (c.a_transposed ? c.M : c.K) + (c.pad ? 3 : 0);
-  const int64_t ldb = (c.b_transposed ? c.K : c.N) + (c.pad ? 5 : 0);
-  const int64_t ldc = c.N + (c.pad ? 2 : 0);
-  const std::vector<float> a = values((c.a_transposed ? c.K : c.M) * lda, 1 + (uint32_t)c.M);
-  const std::vector<float> b = values((c.b_transposed ? c.N : c.K) * ldb, 2 + (uint32_t)c.N);
-  auto A = [&](int64_t i, int64_t k) { return (double)(c.a_transposed ? a[k * lda + i] : a[i * lda + k]); };
-  auto B = [&](int64_t k, int64_t j) { return (double)(c.b_transposed ? b[j * ldb + k] : b[k * ldb + j]); };
+// One product: A (M,K) and B (K,N) with the given layouts; C with row stride ldc = N + 2 where
+// `pad` is set (the padding must stay untouched), and C's old values kept where `accumulate`.
+struct Case {
+  int64_t M, N, K;
+  Layout a = Layout::plain, b = Layout::plain;
+  bool pad = false, accumulate = false;
+};
 
+void check(const Case& c) {
+  INFO("M " << c.M << " N " << c.N << " K " << c.K << " a " << (int)c.a << " b " << (int)c.b << " pad " << c.pad
+            << " accumulate " << c.accumulate);
+  const Strides sa = strides_of(c.a, c.M, c.K, c.pad ? 3 : 0), sb = strides_of(c.b, c.K, c.N, c.pad ? 5 : 0);
+  const int64_t ldc = c.N + (c.pad ? 2 : 0);
+  const std::vector<float> a = values(sa.storage, 1 + (uint32_t)c.M), b = values(sb.storage, 2 + (uint32_t)c.N);
+  const std::vector<float> c0 = values(c.M * ldc, 3 + (uint32_t)c.K);  // C before the call
+  auto A = [&](int64_t i, int64_t k) { return (double)a[i * sa.row + k * sa.col]; };
+  auto B = [&](int64_t k, int64_t j) { return (double)b[k * sb.row + j * sb.col]; };
+
+  auto run = [&](int threads) {
+    ocrt::set_num_threads(threads);
+    std::vector<float> out = c0;
+    sgemm(c.M, c.N, c.K, a.data(), sa.row, sa.col, b.data(), sb.row, sb.col, out.data(), ldc, c.accumulate);
+    return out;
+  };
   ThreadCountGuard guard;
-  ocrt::set_num_threads(1);
-  const std::vector<float> one = run(c, a, b, ldc);
-  ocrt::set_num_threads(2);
-  const std::vector<float> two = run(c, a, b, ldc);
-  REQUIRE(one == two);  // bit-identical, padding included
+  const std::vector<float> one = run(1);
+  REQUIRE(one == run(2));  // bit-identical, padding included
+  REQUIRE(one == run(3));  // threads get unequal shares of the tiles
 
   int64_t bad = 0;
   for (int64_t i = 0; i < c.M; ++i) {
     for (int64_t j = 0; j < c.N; ++j) {
-      double sum = 0, abs_sum = 0;
+      double sum = c.accumulate ? c0[i * ldc + j] : 0, abs_sum = std::abs(sum);
       for (int64_t k = 0; k < c.K; ++k) sum += A(i, k) * B(k, j), abs_sum += std::abs(A(i, k) * B(k, j));
       const double got = one[i * ldc + j];
       if (std::abs(got - sum) > 1e-5 * abs_sum + 1e-6 && bad++ < 5)
         FAIL_CHECK("C(" << i << "," << j << ") = " << got << ", expected " << sum);
     }
     for (int64_t j = c.N; j < ldc; ++j)
-      if (one[i * ldc + j] != 7.f && bad++ < 5) FAIL_CHECK("padding C(" << i << "," << j << ") was written");
+      if (one[i * ldc + j] != c0[i * ldc + j] && bad++ < 5) FAIL_CHECK("padding C(" << i << "," << j << ") was written");
   }
   REQUIRE(bad == 0);
 }
 
 }  // namespace
 
-TEST_CASE("sgemm matches a double loop on sizes around the block edges", "[gemm]") {
-  const int64_t sizes[] = {1, 2, 13, 31, 33, 97, 257, 515};
-  for (int64_t M : sizes)
-    for (int64_t N : sizes)
-      for (int64_t K : {1, 13, 257}) check({M, N, K});
+TEST_CASE("sgemm blocks hold whole register tiles", "[gemm]") {
+  INFO("mr " << blk.mr << " nr " << blk.nr << " kc " << blk.kc << " mc " << blk.mc << " nc " << blk.nc);
+  REQUIRE(blk.mr > 0);
+  REQUIRE(blk.nr > 0);
+  REQUIRE(blk.kc > 0);
+  REQUIRE(blk.mc % blk.mr == 0);
+  REQUIRE(blk.nc % blk.nr == 0);
+}
+
+TEST_CASE("sgemm matches a double loop on sizes around the tile edges", "[gemm]") {
+  const int64_t ms[] = {1, 2, blk.mr - 1, blk.mr, blk.mr + 1, 2 * blk.mr + 3, 97};
+  const int64_t ns[] = {1, 2, blk.nr - 1, blk.nr, blk.nr + 1, 3 * blk.nr + 5, 97};
+  for (int64_t M : ms)
+    for (int64_t N : ns)
+      for (int64_t K : {1, 2, 13, 257}) check({M, N, K});
+  // Larger, odd sizes: several tiles of both kinds of edge at once.
+  for (int64_t M : {257, 515})
+    for (int64_t N : {33, 257, 515}) check({M, N, 13});
 }
 
 TEST_CASE("sgemm across KC, MC and NC blocks", "[gemm]") {
-  check({3, 5, 1030});     // two KC blocks, the second short
-  check({29, 40, 2049});   // three KC blocks
-  check({300, 33, 1025});  // several MC blocks per thread, and two KC blocks
-  check({5, 2100, 7});     // two NC blocks
-  check({14, 32, 1024});   // exactly one tile, one KC block
-  check({28, 64, 2048});
+  check({3, 5, blk.kc + 6});              // two KC blocks, the second short
+  check({29, 40, 2 * blk.kc + 1});        // three KC blocks, the last of depth 1
+  check({blk.mr, blk.nr, blk.kc});        // exactly one tile, one KC block
+  check({2 * blk.mr, 2 * blk.nr, 2 * blk.kc});
+  check({blk.mc - 1, 17, 9});             // one MC block, one row short
+  check({blk.mc + 1, 17, 9});             // one row into the second MC block
+  check({2 * blk.mc + blk.mr + 3, 33, blk.kc + 1});  // several MC blocks per thread and two KC blocks
+  check({5, blk.nc + 7, 7});              // two NC blocks, the second short
+  check({blk.mr + 1, 2 * blk.nc + blk.nr - 1, 3});  // three NC blocks and edges in both directions
 }
 
-TEST_CASE("sgemm with K = 0 writes zeros", "[gemm]") {
+TEST_CASE("sgemm accumulates into C", "[gemm]") {
+  for (int64_t M : {int64_t(1), blk.mr + 1, int64_t(97)})
+    for (int64_t N : {int64_t(3), blk.nr, 2 * blk.nr + 1}) {
+      check({M, N, 13, Layout::plain, Layout::plain, true, true});
+      check({M, N, blk.kc + 3, Layout::transposed, Layout::plain, false, true});  // two KC blocks
+    }
+}
+
+TEST_CASE("sgemm with K = 0 writes zeros, or leaves C alone when accumulating", "[gemm]") {
   for (int64_t M : {1, 15})
     for (int64_t N : {1, 40}) {
       std::vector<float> c(M * N, 7.f);
+      sgemm(M, N, 0, nullptr, 0, 1, nullptr, N, 1, c.data(), N, true);
+      REQUIRE(c == std::vector<float>(M * N, 7.f));
       sgemm(M, N, 0, nullptr, 0, 1, nullptr, N, 1, c.data(), N);
       REQUIRE(c == std::vector<float>(M * N, 0.f));
     }
@@ -115,21 +159,25 @@ TEST_CASE("sgemm reads transposed operands and padded rows through its packing",
   for (int64_t M : {1, 31, 97})
     for (int64_t N : {1, 33, 97})
       for (int64_t K : {2, 257})
-        for (int layout = 0; layout < 8; ++layout) check({M, N, K, (layout & 1) != 0, (layout & 2) != 0, (layout & 4) != 0});
-  check({515, 257, 1030, true, true, true});
+        for (int l = 0; l < 8; ++l)
+          check({M, N, K, (l & 1) ? Layout::transposed : Layout::plain, (l & 2) ? Layout::transposed : Layout::plain,
+                 (l & 4) != 0});
+  check({515, 257, 2 * blk.kc + 6, Layout::transposed, Layout::transposed, true});
 }
 
-TEST_CASE("sgemm reads a broadcast operand (stride 0)", "[gemm]") {
-  // Every row of A is the same vector, read with row stride 0; so every row of C is equal.
-  const int64_t M = 40, N = 70, K = 50;
-  const std::vector<float> a = values(K, 3), b = values(K * N, 4);
-  std::vector<float> c(M * N);
-  sgemm(M, N, K, a.data(), 0, 1, b.data(), N, 1, c.data(), N);
-  for (int64_t j = 0; j < N; ++j) {
-    double sum = 0;
-    for (int64_t k = 0; k < K; ++k) sum += (double)a[k] * b[k * N + j];
-    for (int64_t i = 0; i < M; ++i) REQUIRE(std::abs(c[i * N + j] - sum) < 1e-4);
-  }
+TEST_CASE("sgemm reads broadcast operands (stride 0)", "[gemm]") {
+  // An expanded operand: every row (or column) is the same vector, read with stride 0.
+  for (Layout a : {Layout::plain, Layout::rows_same, Layout::cols_same})
+    for (Layout b : {Layout::plain, Layout::rows_same, Layout::cols_same})
+      for (int64_t K : {int64_t(1), int64_t(50), blk.kc + 1}) check({40, 70, K, a, b, true, K == 50});
+}
+
+TEST_CASE("sgemm results do not depend on the thread count at conv-like sizes", "[gemm]") {
+  // The shapes of a deep CRNN convolution's three GEMMs, scaled down (ops/cpu/conv.cpp): check()
+  // compares 1, 2 and 3 threads bit for bit, and all against the double loop.
+  check({128, 264, 576});                                             // forward
+  check({576, 128, 264, Layout::plain, Layout::transposed, false, true});  // dw^T += col @ dy^T
+  check({576, 264, 128, Layout::transposed, Layout::plain});          // dcol = w^T @ dy
 }
 
 #endif  // OCRT_CPU_SGEMM
