@@ -354,18 +354,39 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
   std::shared_ptr<const Dataset> val_data;
   if (!cfg.val.empty()) val_data = make_dataset(cfg.val, cfg, charset, true, lead);
 
-  // The model, on the CPU, initialised from the seed; then --init or a checkpoint; then moved.
-  Generator gen(cfg.seed);
-  std::shared_ptr<nn::Recognizer> model;
-  if (cfg.batch_norm) {
-    model = nn::make_recognizer(cfg.arch, charset.num_classes(), gen);
-  } else {
-    OCRT_CHECK(cfg.arch == "crnn" || cfg.arch == "crnn-s", "--no-batch-norm: only crnn and crnn-s have the option");
-    Generator scratch(0);
-    Json conf = nn::make_recognizer(cfg.arch, charset.num_classes(), scratch)->config_json();
-    conf.set("batch_norm", false);
-    model = nn::make_recognizer(cfg.arch, conf, gen);
+  // What to start from: the newest checkpoint (--resume), else the --init weights, else the seed.
+  std::optional<Checkpoint> resume_from;
+  if (cfg.resume) {
+    auto all = list_checkpoints(cfg.out);
+    if (!all.empty()) resume_from = load_checkpoint(all.back());
   }
+  std::optional<nn::ModelFile> init_file;
+  if (!resume_from && !cfg.init.empty()) init_file = nn::load_model_file(cfg.init);
+
+  // The architecture config: the checkpoint's or the --init file's when they carry one (a model
+  // of any config of the arch can be resumed or fine-tuned), else the arch's preset.
+  Json conf;
+  if (resume_from) {
+    OCRT_CHECK(resume_from->info.arch == cfg.arch, "--resume: ", resume_from->path, " is a ", resume_from->info.arch,
+               " checkpoint, but --arch is ", cfg.arch);
+    conf = resume_from->info.config;
+  } else if (init_file && init_file->info) {
+    OCRT_CHECK(init_file->info->arch == cfg.arch, "--init: ", cfg.init, " holds a ", init_file->info->arch,
+               " model, but --arch is ", cfg.arch);
+    conf = init_file->info->config;
+  } else {
+    Generator scratch(0);
+    conf = nn::make_recognizer(cfg.arch, charset.num_classes(), scratch)->config_json();
+  }
+  if (!cfg.batch_norm) {
+    OCRT_CHECK(cfg.arch == "crnn" || cfg.arch == "crnn-s", "--no-batch-norm: only crnn and crnn-s have the option");
+    conf.set("batch_norm", false);
+  }
+  // The model, on the CPU, initialised from the seed; then the checkpoint or --init; then moved.
+  Generator gen(cfg.seed);
+  std::shared_ptr<nn::Recognizer> model = nn::make_recognizer(cfg.arch, conf, gen);
+  OCRT_CHECK(model->num_classes() == charset.num_classes(), "the model has ", model->num_classes(),
+             " classes but the charset ", charset.size(), " characters (expected characters + 1)");
   nn::ModelInfo info;
   info.arch = cfg.arch;
   info.config = model->config_json();
@@ -375,11 +396,6 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
   TrainState state;
   state.seed = cfg.seed;
   state.settings = cfg.to_json();
-  std::optional<Checkpoint> resume_from;
-  if (cfg.resume) {
-    auto all = list_checkpoints(cfg.out);
-    if (!all.empty()) resume_from = load_checkpoint(all.back());
-  }
   if (resume_from) {
     OCRT_CHECK(resume_from->info.arch == cfg.arch, "--resume: ", resume_from->path, " is a ", resume_from->info.arch,
                " checkpoint, but --arch is ", cfg.arch);
@@ -391,14 +407,10 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
     state = resume_from->state;
     state.settings = cfg.to_json();
     if (lead) std::fprintf(stderr, "resuming from %s at step %lld\n", resume_from->path.c_str(), (long long)state.step);
-  } else if (!cfg.init.empty()) {
-    nn::ModelFile f = nn::load_model_file(cfg.init);
-    if (f.info) {
-      OCRT_CHECK(f.info->arch == cfg.arch, "--init: ", cfg.init, " holds a ", f.info->arch, " model, but --arch is ",
-                 cfg.arch);
-      OCRT_CHECK(f.info->charset == charset.chars(), "--init: ", cfg.init, " was trained with another charset");
-    }
-    model->load_state_dict(f.weights);
+  } else if (init_file) {
+    if (init_file->info)
+      OCRT_CHECK(init_file->info->charset == charset.chars(), "--init: ", cfg.init, " was trained with another charset");
+    model->load_state_dict(init_file->weights);
   }
   model->to(device);
   model->train(true);
