@@ -67,6 +67,13 @@ Decoder parse_decoder(const std::string& name) {
   fail("unknown decoder '", name, "' (expected greedy or beam)");
 }
 
+int64_t lines_to_take(int64_t lines, double mine, double fastest) {
+  if (lines <= 1 || !(mine > 0) || !(fastest > 0)) return lines;  // nothing to split, or no measure
+  const double allowed = std::max(fastest, kMinPieceSeconds);
+  if (mine <= 2 * allowed) return lines;
+  return std::clamp<int64_t>((int64_t)std::floor((double)lines * allowed / mine), 1, lines);
+}
+
 std::string RunStats::summary() const {
   char buf[160];
   std::snprintf(buf, sizeof buf, "%lld lines (%lld failed) in %.2f s, %.1f lines/s", (long long)lines,
@@ -102,6 +109,8 @@ struct Batch {
   Chunk* chunk = nullptr;
   std::vector<int64_t> lines;  // indices into the chunk, narrowest first
   int64_t width = 0;           // the widest line's padded width
+  // What it costs: columns of the packed input (what a worker's speed is measured in).
+  double columns() const { return (double)lines.size() * (double)(width + kRightMargin); }
 };
 
 struct Worker {
@@ -112,6 +121,7 @@ struct Worker {
   bool ready = false;       // setup finished (guarded by mu)
   std::string setup_error;  // why setup failed
   WorkerStats stats;        // guarded by mu
+  double speed = 0;         // columns a second on its latest batch; 0 until one is done (guarded by mu)
 };
 
 }  // namespace
@@ -132,6 +142,7 @@ struct Predictor::Impl {
   std::condition_variable done_cv;  // a batch finished, or a worker finished its setup
   std::deque<Batch> queue;
   bool stop = false;
+  bool mixed = false;  // GPU and CPU workers together (see lines_to_take in predictor.h)
   std::mutex run_mu;  // one run() at a time
 
   explicit Impl(const Predictor& owner) : p(owner) {}
@@ -150,6 +161,7 @@ struct Predictor::Impl {
   }
 
   std::vector<Batch> prepare(Chunk& chunk) const;
+  Batch take(const Worker& w);
   void worker_main(Worker& w);
   void run_batch(Worker& w, nn::Recognizer& model, Batch& b);
 };
@@ -232,6 +244,7 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
     std::lock_guard<std::mutex> lock(g_thread_count_mu);
     s.saved_eigen_threads = Eigen::nbThreads();
   }
+  s.mixed = cpu_workers > 0 && cpu_workers < (int)opt_.devices.size();
   s.max_batch_columns = opt_.max_batch_columns > 0 ? opt_.max_batch_columns : opt_.batch * 2048;
   s.chunk_lines =
       opt_.chunk_lines > 0 ? opt_.chunk_lines : std::max<int64_t>(1024, 8 * opt_.batch * (int64_t)opt_.devices.size());
@@ -287,9 +300,9 @@ void Predictor::Impl::worker_main(Worker& w) {
       std::unique_lock<std::mutex> lock(mu);
       work_cv.wait(lock, [&] { return stop || !queue.empty(); });
       if (stop) return;
-      b = std::move(queue.front());
-      queue.pop_front();
+      b = take(w);
     }
+    const double columns = b.columns();
     const auto t0 = Clock::now();
     run_batch(w, *model, b);
     const double busy = seconds_since(t0);
@@ -298,10 +311,42 @@ void Predictor::Impl::worker_main(Worker& w) {
       w.stats.lines += (int64_t)b.lines.size();
       w.stats.batches += 1;
       w.stats.busy_seconds += busy;
+      if (busy > 0) w.speed = columns / busy;
       b.chunk->pending -= 1;
     }
     done_cv.notify_all();
   }
+}
+
+// The front batch of the queue, or its first lines when this worker is too slow to take all of
+// it (lines_to_take in predictor.h). Called with mu held.
+Batch Predictor::Impl::take(const Worker& w) {
+  Batch& front = queue.front();
+  const int64_t n = (int64_t)front.lines.size();
+  int64_t k = n;
+  if (workers.size() > 1 && n > 1) {
+    double fastest = 0;
+    bool gpu_measured = false;
+    for (const auto& o : workers) {
+      fastest = std::max(fastest, o->speed);
+      gpu_measured = gpu_measured || (o->device.is_cuda() && o->speed > 0);
+    }
+    if (mixed && w.device.is_cpu() && (w.speed == 0 || !gpu_measured))
+      k = std::min(n, std::max<int64_t>(1, p.opt_.batch / 8));  // a first, small piece
+    else if (w.speed > 0)
+      k = lines_to_take(n, front.columns() / w.speed, front.columns() / fastest);
+  }
+  if (k >= n) {
+    Batch b = std::move(front);
+    queue.pop_front();
+    return b;
+  }
+  // The narrowest k lines (a batch holds its lines narrowest first); the rest stays in front.
+  Batch piece{front.chunk, std::vector<int64_t>(front.lines.begin(), front.lines.begin() + k), 0};
+  piece.width = padded_width(front.chunk->images[(size_t)front.lines[(size_t)k - 1]].width, spec.width_multiple);
+  front.lines.erase(front.lines.begin(), front.lines.begin() + k);
+  front.chunk->pending += 1;  // one batch more for this chunk
+  return piece;
 }
 
 void Predictor::Impl::run_batch(Worker& w, nn::Recognizer& model, Batch& b) {

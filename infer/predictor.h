@@ -13,6 +13,10 @@
 //  3. Batches go to a shared queue. One worker thread per device takes them one at a time: it
 //     packs the batch (white padding, p * scale + offset from the model's input spec), runs
 //     the forward pass under no-grad on its device and decodes (greedy or prefix beam).
+//     A worker much slower than the fastest takes only the first lines of a batch and leaves
+//     the rest queued (lines_to_take below), so that it never holds the end of a run long
+//     after the fast workers are done (a CPU beside a GPU would otherwise take a whole GPU-sized
+//     batch at the end and the run would wait for it).
 //  4. Results come back in input order, chunk after chunk; the next chunk is decoded while the
 //     workers run the current one.
 //
@@ -59,6 +63,19 @@ namespace ocrt::infer {
 // conv); the last frame of a line of width w is t = w / 4, so 27 columns, rounded up to 28
 // to keep the batch width a multiple of 4. tests/infer checks that more padding changes nothing.
 constexpr int64_t kRightMargin = 28;
+
+// Sharing batches between workers of different speeds. Each worker measures its speed on its
+// latest batch (columns a second: lines x (padded width + kRightMargin)). A worker expected to
+// need `mine` seconds for a whole queued batch of `lines` lines, where the fastest worker would
+// need `fastest`, takes all of it when mine <= 2 * max(fastest, kMinPieceSeconds); otherwise it
+// takes the batch's first (narrowest) floor(lines * max(fastest, kMinPieceSeconds) / mine)
+// lines, at least one, and the rest stays at the front of the queue. Workers of about the same
+// speed (within 2x), or batches that take any worker less than half a second, are never split.
+// Until a worker has finished a batch its speed is unknown: it takes whole batches, except that
+// in a run that mixes GPU and CPU workers a CPU worker starts with pieces of batch / 8 lines
+// until it and a GPU worker have each finished one (a GPU is usually many times faster).
+constexpr double kMinPieceSeconds = 0.25;
+int64_t lines_to_take(int64_t lines, double mine, double fastest);
 
 enum class Decoder { greedy, beam };
 Decoder parse_decoder(const std::string& name);  // "greedy" or "beam"; throws otherwise
@@ -112,7 +129,7 @@ struct LineResult {
 
 struct WorkerStats {
   Device device;
-  int64_t lines = 0, batches = 0;
+  int64_t lines = 0, batches = 0;  // batches: what it ran, split pieces included
   double busy_seconds = 0;  // time spent packing, running and decoding batches
 };
 
