@@ -41,7 +41,8 @@ Inputs (any mix, read in order)
 
 Model
   --weights FILE         model file (default: weights/crnn-en.safetensors, the shipped model)
-  --arch crnn|crnn-s     architecture of a weights-only file (checked against a model file's own)
+  --arch A               crnn, crnn-s or svtr-lite: architecture of a weights-only file
+                         (checked against a model file's own)
   --charset FILE         charset of a weights-only file (one character per line)
 
 Devices and batching

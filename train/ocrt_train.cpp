@@ -35,7 +35,7 @@ Data
   --no-shuffle           keep the file order
 
 Model and optimisation
-  --arch crnn|crnn-s     (crnn-s)
+  --arch A               crnn, crnn-s or svtr-lite (crnn-s; docs/models.md)
   --init FILE            start from these weights (a model file)
   --batch N              (32)        --steps N (1000)        --epochs E (instead of --steps)
   --lr LR                (1e-3)      --optimizer sgd|adam|adamw (adamw)

@@ -245,3 +245,62 @@ TEST_CASE("non-finite steps are skipped and too many in a row stop the run with 
   c.max_bad_steps = 4;
   REQUIRE_THROWS_WITH(run_training(c), Catch::Contains("4 steps in a row") && Catch::Contains("non-finite"));
 }
+
+TEST_CASE("resume: svtr-lite (dropout active) resumes bit-identical to one run", "[trainer][svtr]") {
+  TempDir data("svtr-resume-data"), a("svtr-resume-a"), b("svtr-resume-b");
+  if (!write_lines(data.path, {"abc", "svtr", "x y", "bits"})) {
+    WARN("no Debian font installed: skipped");
+    return;
+  }
+  set_num_threads(2);
+  TrainConfig c = small_config(data.path, a.path);
+  c.arch = "svtr-lite";  // the preset: dropout 0.1 after the combining projection
+  c.val.clear();
+  c.steps = 4;
+  c.save_every = 2;
+  c.augment = true;
+  run_training(c);
+
+  TrainConfig c1 = c;
+  c1.out = b.path.string();
+  c1.stop_at = 2;
+  run_training(c1);
+  TrainConfig c2 = c;
+  c2.out = b.path.string();
+  c2.resume = true;
+  run_training(c2);
+
+  Checkpoint ca = load_checkpoint(checkpoint_path(a.path.string(), 4));
+  Checkpoint cb = load_checkpoint(checkpoint_path(b.path.string(), 4));
+  REQUIRE(ca.info.arch == "svtr-lite");
+  REQUIRE(ca.model.size() == cb.model.size());
+  for (auto& [name, t] : ca.model) {
+    INFO(name);
+    REQUIRE(cb.model.count(name));
+    CHECK(t.to_vector<float>() == cb.model.at(name).to_vector<float>());
+  }
+  REQUIRE(ca.optim.size() == cb.optim.size());
+  for (auto& [name, t] : ca.optim) {
+    INFO(name);
+    CHECK(t.to_vector<double>() == cb.optim.at(name).to_vector<double>());
+  }
+}
+
+TEST_CASE("the data pipeline checks CTC feasibility with the trained architecture's frame rule", "[trainer][svtr]") {
+  TempDir data("svtr-frames-data"), out("svtr-frames-out");
+  // "aaaa" needs 7 frames (4 characters + 3 repeats). Rendered small it is about 24-28 pixels
+  // wide: CRNN's W/4 + 1 may fit it where svtr-lite's W/4 does not; the rule must be the model's.
+  if (!write_lines(data.path, {"aaaa"})) {
+    WARN("no Debian font installed: skipped");
+    return;
+  }
+  std::vector<Sample> samples = read_source(data.path.string());
+  REQUIRE(samples.size() == 1);
+  const int64_t width = validate_samples(samples, nn::Charset::ascii()).good.at(0).width;
+  auto report = validate_samples(samples, nn::Charset::ascii(), 32,
+                                 [](int64_t w) { return nn::frames_for_width("svtr-lite", w); });
+  CHECK(report.good.size() == (width / 4 >= 7 ? 1u : 0u));
+  auto never = validate_samples(samples, nn::Charset::ascii(), 32, [](int64_t) { return int64_t{1}; });
+  CHECK(never.good.empty());
+  CHECK(never.counts[Problem::too_long_for_image] == 1);
+}
