@@ -90,14 +90,19 @@ struct ThreadGroup {
 template <class T>
 void reduce_slice(const std::vector<const Tensor*>& src, T* out, int64_t begin, int64_t end, ReduceOp op) {
   const int n = (int)src.size();
-  for (int64_t i = begin; i < end; ++i) {
-    T acc = src[0]->data<T>()[i];
-    for (int r = 1; r < n; ++r) {  // rank order: the same sum on every run
-      const T v = src[(size_t)r]->data<T>()[i];
-      acc = op == ReduceOp::max ? std::max(acc, v) : acc + v;
-    }
-    out[i] = op == ReduceOp::mean ? acc / (T)n : acc;
+  std::vector<const T*> in;
+  for (const Tensor* t : src) in.push_back(t->data<T>());
+  // Rank order, element by element: the same sums on every run, whatever the timing.
+  std::copy(in[0] + begin, in[0] + end, out + begin);
+  for (int r = 1; r < n; ++r) {
+    const T* x = in[(size_t)r];
+    if (op == ReduceOp::max)
+      for (int64_t i = begin; i < end; ++i) out[i] = std::max(out[i], x[i]);
+    else
+      for (int64_t i = begin; i < end; ++i) out[i] += x[i];
   }
+  if (op == ReduceOp::mean)
+    for (int64_t i = begin; i < end; ++i) out[i] /= (T)n;
 }
 
 class ThreadCommunicator : public Communicator {
