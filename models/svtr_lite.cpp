@@ -13,7 +13,8 @@ namespace {
 constexpr double kLayerNormEps = 1e-6;  // SVTR's LayerNorm epsilon
 // The position table's amplitude: small beside the stem's features (BatchNorm + GELU, spread
 // about 0.6), as SVTR's learned table starts small. At 1.0 the positions swamp the content and
-// training leaves the blank-only plateau much later (the overfit test: about 2x the steps).
+// training leaves CTC's blank-only plateau later (the overfit test's model read 2 of its 4
+// lines after 300 steps; at 0.1 all 4 after about 190).
 constexpr double kPositionScale = 0.1;
 
 }  // namespace
