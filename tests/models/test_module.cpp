@@ -100,7 +100,7 @@ TEST_CASE("load_state_dict lists every missing, unexpected and mis-shaped tensor
   CHECK(toy.state_dict().at("body.0.bias").to_vector<double>() == std::vector<double>(4, 3.0));
 }
 
-TEST_CASE("train/eval reaches every child; to(dtype) converts floats and keeps integer buffers", "[module]") {
+TEST_CASE("train/eval reaches every child, to(dtype) converts floats and keeps integer buffers", "[module]") {
   Generator gen(1);
   Toy toy(gen);
   CHECK(toy.is_training());

@@ -94,7 +94,7 @@ TEST_CASE("rand follows the counter convention of rng.h", "[random]") {
   }
 }
 
-TEST_CASE("same seed and offset give the same numbers; new draws and seeds differ", "[random]") {
+TEST_CASE("same seed and offset give the same numbers, new draws and seeds differ", "[random]") {
   for (DType dt : {DType::f32, DType::f64}) {
     Generator a(42), b(42), c(43);
     Tensor a1 = rand({1000}, a, dt), a2 = rand({1000}, a, dt);

@@ -213,7 +213,7 @@ TEST_CASE("paper_value: the median of the border, for dark-on-light and light-on
   for (auto [w, h] : kSizes) CHECK_NOTHROW(paper_value(test_image(w, h)));
 }
 
-TEST_CASE("augment: every size survives every step at its limit; output is a function of the seed", "[augment]") {
+TEST_CASE("augment: every size survives every step at its limit, output is a function of the seed", "[augment]") {
   const AugmentOptions extreme = extreme_options();
   for (auto [w, h] : kSizes) {
     const GrayImage img = test_image(w, h);

@@ -31,7 +31,7 @@ void image(const fs::path& p, int64_t w, int64_t h) {
 
 }  // namespace
 
-TEST_CASE("label files: paths relative to the file, CRLF, empty lines; malformed lines fail", "[data]") {
+TEST_CASE("label files: paths relative to the file, CRLF, empty lines, malformed lines fail", "[data]") {
   const fs::path d = fresh_dir("labels");
   fs::create_directories(d / "img");
   write(d / "train.tsv", "img/a.png\thello\r\n\nimg/b.png\tworld wide\n");

@@ -134,7 +134,7 @@ TEST_CASE("render and covers: missing glyphs, bad sizes and bad text are errors"
   CHECK_THROWS(font->covers("bad\xff"));
 }
 
-TEST_CASE("font loading: every default font renders; symbol fonts and broken files are rejected", "[synth]") {
+TEST_CASE("font loading: every default font renders, symbol fonts and broken files are rejected", "[synth]") {
   const auto dirs = default_font_dirs();
   if (dirs.empty()) {
     WARN("no Debian font folder installed (scripts/install-deps.sh); skipping");
@@ -221,7 +221,7 @@ TEST_CASE("TextSource keeps only words in the charset and respects the length bo
   CHECK_THROWS_WITH(ascii.sample(1, 6, 5), Catch::Contains("need 1 <= min_chars <= max_chars"));
 }
 
-TEST_CASE("TextSource: every charset character shows up; no space without one in the charset", "[synth]") {
+TEST_CASE("TextSource: every charset character shows up, no space without one in the charset", "[synth]") {
   const nn::Charset charset = nn::Charset::ascii();
   const TextSource src({"alpha", "beta", "gamma"}, charset);
   std::set<std::string> seen;

@@ -187,7 +187,7 @@ TEST_CASE("edit distance", "[trainer]") {
   REQUIRE(nn::edit_distance(V{1, 2}, V{2, 1}) == 2);
 }
 
-TEST_CASE("SIGINT saves a checkpoint and stops; --resume finishes the run", "[trainer]") {
+TEST_CASE("SIGINT saves a checkpoint and stops, --resume finishes the run", "[trainer]") {
   TempDir data("signal-data"), out("signal-out");
   if (!write_lines(data.path, {"stop", "here"})) {
     WARN("no Debian font installed: skipped");
