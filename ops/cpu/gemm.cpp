@@ -87,10 +87,10 @@ constexpr int64_t NC = 2048;
 // A value. Per step of k: 2 loads of B and 6 broadcasts of A (all plain loads on Zen 3) for 12
 // FMAs. 12 independent accumulators cover the 2 pipes x 4 cycles of FMA latency with room to
 // spare, and the 8 loads per 6 cycles of FMAs stay under the 2 loads per cycle the core does.
-// What else would fit in 16 registers, and why not (measured: see below): 4 x 24 (12 FMAs on 3
-// B loads + 4 broadcasts) needs the same work per FMA but a wider, less often full B panel;
-// 8 x 8 has only 8 accumulators, 3 x 32 needs 4 B registers plus 12 accumulators and a
-// broadcast, i.e. all 16, and edges of 32 columns waste more.
+// Other shapes that fit in 16 registers measured slower on one Zen 3 core (bench/results/core.md):
+// 4 x 24 and 3 x 32 (12 FMAs on 3 B loads + 4 broadcasts, or 4 + 3, and a wider B panel whose
+// right edge is more often partial) by 15-30%, 8 x 8 (8 accumulators) at a third. On 2 threads
+// the whole GEMM runs at 130-160 GFLOP/s on CRNN's conv shapes, 1.2-1.9x Eigen's AVX2 kernel.
 using Vec = __m256;
 constexpr int64_t kLanes = 8;
 inline Vec vzero() { return _mm256_setzero_ps(); }
@@ -106,7 +106,8 @@ constexpr int64_t MR = 6, NR = 16;
 // the same reasoning as for AVX-512 above:
 // KC: a long KC amortises the C tile's loads and stores. The B micro-panel (KC x NR, 32 KiB at
 // 512) then no longer stays in L1 beside the A panels, but the L2 supplies its 64 bytes per k
-// step (one step per 6 cycles) easily.
+// step (one step per 6 cycles) easily. KC 256-1024, MC 60-240 and NC 1024-4096 measured the same
+// within the noise of a busy machine; these follow from the cache sizes.
 constexpr int64_t KC = 512;
 // MC: MC x KC floats = 240 KiB, half of the L2.
 constexpr int64_t MC = 20 * MR;
