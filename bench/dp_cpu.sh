@@ -15,7 +15,12 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 common=(--train synth --arch "${ARCH:-crnn-s}" --batch 32 --steps "${STEPS:-12}" --no-augment --bucket-window 0
         --optimizer sgd --momentum 0.9 --lr 0.01 --schedule constant --seed 3 --workers 1
         --log-every 1000 --save-every 100000 --synth-chars 8:20)
-summary() { grep '^{"steps"' | python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print(f"{d[\"samples_per_sec\"]:.1f} samples/s, peak RSS {d[\"peak_rss_mb\"]:.0f} MiB")'; }
+summary() {
+  grep '^{"steps"' | python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+print("%.1f samples/s, peak RSS %.0f MiB" % (d["samples_per_sec"], d["peak_rss_mb"]))'
+}
 for r in $(seq "$repeats"); do
   echo "round $r: 1 process x 1 thread:    $("$build/ocrt-train" "${common[@]}" --threads 1 --out "$out/a$r" 2>/dev/null | summary)"
   echo "round $r: mpirun -np 2 x 1 thread: $(mpirun -np 2 --bind-to core "$build/ocrt-train" "${common[@]}" --threads 1 --out "$out/b$r" 2>/dev/null | summary)"
