@@ -1,10 +1,11 @@
-// CRNN training throughput on the CPU: samples/s and peak RSS of whole training steps, as the
-// CRNN issue asks (batch 32, 32 x 128 lines, 2 threads). bench/torch_train.py runs the same
+// CRNN training throughput: samples/s and peak RSS of whole training steps, as the CRNN issue
+// asks (on the CPU: batch 32, 32 x 128 lines, 2 threads; on a GPU with --device cuda:0: batch
+// 256, each phase timed after a device synchronisation). bench/torch_train.py runs the same
 // steps with the PyTorch reference module (tools/reference/crnn.py); its --compare prints the
 // side-by-side table (bench/README.md, results in bench/results/train-cpu.md).
 //
 //   bench_train [--arch crnn|crnn-s|both] [--batch 32] [--width 128] [--threads 2]
-//               [--steps 20] [--warmup 3] [--seed 1] [--phases] [--json FILE]
+//               [--steps 20] [--warmup 3] [--seed 1] [--phases] [--json FILE] [--device cpu|cuda:N]
 //
 // One step is what train/trainer.cpp does per batch: forward in train mode (every line's width
 // = --width), ctc_loss_from_logits (mean, zero_infinity), backward, clip_grad_norm(5), AdamW
@@ -33,6 +34,7 @@
 #include "ops/random.h"
 #include "runtime/cpu_allocator.h"
 #include "runtime/json.h"
+#include "runtime/cuda/cuda_glue.h"
 #include "runtime/threading.h"
 #include "train/optim.h"
 
@@ -47,6 +49,7 @@ struct Settings {
   uint64_t seed = 1;
   bool phases = false;
   std::string json;
+  Device device = Device::cpu();  // cuda:N: the GPU comparison (batch 256 in the CRNN issue)
 };
 
 // The phases of one step, in seconds.
@@ -75,13 +78,18 @@ Json run_arch(const Settings& s) {
   Generator gen(s.seed);
   const int64_t classes = 96;  // blank + 95 characters, as the English charset
   nn::CRNN model(nn::CRNNConfig::preset(s.arch, classes), gen);
+  model.to(s.device);
   model.train(true);
   train::AdamOptions ao;
   ao.lr = 1e-3, ao.weight_decay = 1e-4;
   train::Adam optim(model.parameters(), ao, /*decoupled_weight_decay=*/true);
 
   const int64_t N = s.batch, W = s.width, T = nn::CRNN::frames(W);
-  const Tensor x = uniform({N, 1, 32, W}, -1.0, 1.0, gen);
+  const Tensor x = uniform({N, 1, 32, W}, -1.0, 1.0, gen).to(s.device);
+  // GPU work is asynchronous: each phase waits for it before reading the clock.
+  auto sync = [&] {
+    if (s.device.is_cuda()) cuda_synchronize(s.device.index);
+  };
   const std::vector<int64_t> widths((size_t)N, W), input_lengths((size_t)N, T);
   std::vector<int64_t> targets, target_lengths;
   const int64_t mid = std::max<int64_t>(3, T / 3);
@@ -100,17 +108,21 @@ Json run_arch(const Settings& s) {
     Phases p;
     double t0 = now();
     Tensor logits = model.forward(x, widths);
+    sync();
     double t1 = now();
     p.forward = t1 - t0;
     Tensor loss = ctc_loss_from_logits(logits, tg, input_lengths, target_lengths, co);
     last_loss = loss.item();
     t0 = now(), p.loss = t0 - t1;
     loss.backward();
+    sync();
     t1 = now(), p.backward = t1 - t0;
     train::clip_grad_norm(optim.params(), 5.0);
+    sync();
     t0 = now(), p.clip = t0 - t1;
     optim.step();
     optim.zero_grad();
+    sync();
     p.optim = now() - t0;
     if (i >= s.warmup) timed.push_back(p);
   }
@@ -131,6 +143,7 @@ Json run_arch(const Settings& s) {
   ph.set("optim", med(&Phases::optim));
   Json r = Json::object();
   r.set("arch", s.arch);
+  r.set("device", s.device.str());
   r.set("params", model.num_parameters());
   r.set("ms_median", step_ms);
   r.set("ms_min", *std::min_element(ms.begin(), ms.end()));
@@ -239,6 +252,8 @@ int main(int argc, char** argv) {
       s.seed = std::strtoull(argv[++i], nullptr, 10);
     } else if (a == "--json" && next) {
       s.json = argv[++i];
+    } else if (a == "--device" && next) {
+      s.device = Device::parse(argv[++i]);
     } else if (a == "--phases") {
       s.phases = true;
     } else if (a == "--quiet") {

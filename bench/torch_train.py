@@ -50,7 +50,8 @@ def run_arch(args):
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     rss_import = peak_rss_mib()
-    model = CRNN(96, **PRESETS[args.arch])  # blank + 95 characters
+    dev = torch.device(args.device)
+    model = CRNN(96, **PRESETS[args.arch]).to(dev)  # blank + 95 characters
     model.train()
     params = list(model.parameters())
     opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=1e-4)
@@ -64,23 +65,32 @@ def run_arch(args):
     target_lengths = torch.randint(mid - 2, mid + 3, (N,), generator=gen)
     targets = torch.randint(1, 96, (int(target_lengths.sum()),), generator=gen)
     input_lengths = torch.full((N,), T, dtype=torch.long)
+    x, targets = x.to(dev), targets.to(dev)
+
+    def sync():  # GPU work is asynchronous: wait for it before reading the clock
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
 
     timed = []
     loss_v = 0.0
     for i in range(args.warmup + args.steps):
         t0 = time.perf_counter()
         logits = model(x, widths) if args.packed else model(x)
+        sync()
         t1 = time.perf_counter()
         loss = F.ctc_loss(logits.log_softmax(2), targets, input_lengths, target_lengths, blank=0,
                           reduction="mean", zero_infinity=True)
         loss_v = loss.item()
         t2 = time.perf_counter()
         loss.backward()
+        sync()
         t3 = time.perf_counter()
         torch.nn.utils.clip_grad_norm_(params, 5.0)
+        sync()
         t4 = time.perf_counter()
         opt.step()
         opt.zero_grad(set_to_none=True)
+        sync()
         t5 = time.perf_counter()
         if i >= args.warmup:
             timed.append({"forward": t1 - t0, "loss": t2 - t1, "backward": t3 - t2, "clip": t4 - t3,
@@ -92,6 +102,7 @@ def run_arch(args):
             "ms_min": min(ms), "ms_max": max(ms), "samples_per_s": 1e3 * N / step_ms,
             "peak_rss_mib": peak_rss_mib(), "rss_before_model_mib": rss_import, "rss_before_torch_mib": rss_start,
             "steps": args.steps, "warmup": args.warmup, "last_loss": loss_v, "packed": args.packed,
+            "device": args.device,
             "phases_ms": {k: statistics.median(1e3 * p[k] for p in timed) for k in timed[0]}}, torch.__version__
 
 
@@ -116,7 +127,8 @@ def run(args):
                 out = os.path.join(d, "r.json")
                 cmd = [sys.executable, os.path.abspath(__file__), "--arch", arch, "--batch", str(args.batch),
                        "--width", str(args.width), "--threads", str(args.threads), "--steps", str(args.steps),
-                       "--warmup", str(args.warmup), "--seed", str(args.seed), "--json", out, "--quiet"]
+                       "--warmup", str(args.warmup), "--seed", str(args.seed), "--json", out, "--quiet",
+                       "--device", args.device]
                 if args.packed:
                     cmd.append("--packed")
                 subprocess.run(cmd, check=True)
@@ -187,6 +199,7 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--phases", action="store_true", help="print the median time of each phase of a step")
     p.add_argument("--packed", action="store_true", help="pass the widths: packed sequences in the LSTM")
+    p.add_argument("--device", default="cpu", help="cpu or cuda:N (the GPU comparison at batch 256)")
     p.add_argument("--json")
     p.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--compare", nargs=2, metavar=("OCRT_JSONS", "TORCH_JSONS"))

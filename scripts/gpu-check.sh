@@ -33,7 +33,8 @@ if ! cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DOCRT_CUDA=ON -DOCRT_CU
   log "FAIL: configure (see configure.log)"; tail -20 "$out/configure.log"; exit 1
 fi
 # Only what runs here: the CUDA tests and the GPU benchmark (the CPU suite is CI's job).
-if ! cmake --build build-gpu -j "$jobs" --target ocrt_tests_cuda bench_gpu_ops ocrt-infer > "$out/build.log" 2>&1; then
+if ! cmake --build build-gpu -j "$jobs" --target ocrt_tests_cuda bench_gpu_ops bench_train bench_allreduce ocrt-infer \
+      > "$out/build.log" 2>&1; then
   log "FAIL: build (see build.log)"; grep -m 20 -E "error" "$out/build.log"; exit 1
 fi
 log "build: ok (CUDA archs $archs)"
@@ -72,12 +73,25 @@ for b in build-gpu/bench_*; do
     log "bench $name: see $name.log"
   fi
 done
+# Whole CRNN training steps (forward, CTC, backward, clipping, AdamW) at batch 256, and one
+# gradient sync through NCCL over the visible GPUs (one GPU: a one-rank communicator).
+timeout 240 build-gpu/bench_train --device cuda:0 --arch both --batch 256 --width 100 --steps 20 --warmup 3 \
+  --phases --json "$out/bench_train_gpu.json" > "$out/bench_train_gpu.log" 2>&1 || { log "bench_train failed"; status=1; }
+log "bench bench_train --device cuda:0 --batch 256: see bench_train_gpu.log"
+timeout 120 build-gpu/bench_allreduce --comm nccl --arch crnn > "$out/bench_allreduce.log" 2>&1 \
+  || { log "bench_allreduce (nccl) failed"; status=1; }
+log "bench bench_allreduce --comm nccl: $(tail -1 "$out/bench_allreduce.log")"
 # Their PyTorch peer, where this machine's python3 has torch (a failure is logged, not counted:
 # it says nothing about ocrt).
 if python3 -c "import torch" > /dev/null 2>&1; then
   timeout 180 python3 bench/torch_gpu_ops.py --device cuda:0 > "$out/torch_gpu_ops.log" 2>&1 \
     || log "bench torch_gpu_ops.py failed (see torch_gpu_ops.log)"
   log "bench torch_gpu_ops.py: see torch_gpu_ops.log"
+  timeout 240 python3 bench/torch_train.py --device cuda:0 --arch both --batch 256 --width 100 --steps 20 \
+    --warmup 3 --phases --json "$out/torch_train_gpu.json" > "$out/torch_train_gpu.log" 2>&1 \
+    && python3 bench/torch_train.py --compare "$out/bench_train_gpu.json" "$out/torch_train_gpu.json" \
+       > "$out/train_gpu_compare.log" 2>&1
+  log "bench torch_train.py --device cuda:0: see torch_train_gpu.log, train_gpu_compare.log"
 else
   log "bench torch_gpu_ops.py: skipped (python3 cannot import torch)"
 fi
