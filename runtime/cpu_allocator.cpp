@@ -14,6 +14,7 @@ namespace ocrt {
 namespace {
 
 constexpr size_t kCacheMinBytes = 128 * 1024;  // below this, malloc recycles well by itself
+constexpr size_t kCacheMinBound = 64 << 20;     // the cache may always hold this much
 
 struct Cache {
   std::mutex mu;
@@ -86,7 +87,11 @@ void cpu_free(void* ptr, size_t nbytes) {
   {
     std::lock_guard<std::mutex> lock(c.mu);
     c.allocated -= nbytes;
-    if (size >= kCacheMinBytes && c.cached + size <= c.limit) {
+    // The cache never holds more than the largest working set seen (`peak`): that is what a
+    // training step or a batch needs back, and without this bound, lines of ever-new widths
+    // would fill it with blocks of sizes that never come again (RSS = live + the whole limit).
+    const size_t bound = std::min(c.limit, std::max(kCacheMinBound, c.peak));
+    if (size >= kCacheMinBytes && c.cached + size <= bound) {
       c.free_blocks[size].push_back(ptr);
       c.cached += size;
       return;

@@ -9,7 +9,8 @@
 //
 // Sizes of cached blocks are rounded up to 4 steps per power of two (at most 25% slack), so
 // tensors of slightly different widths (text lines!) still reuse each other's blocks. The cache
-// holds at most a fixed number of bytes (cpu_set_cache_limit) and can be emptied.
+// holds at most the peak of live tensor bytes so far (at least 64 MiB) and at most a fixed
+// limit (cpu_set_cache_limit), and can be emptied.
 #pragma once
 #include <cstddef>
 
