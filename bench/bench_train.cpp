@@ -4,7 +4,7 @@
 // steps with the PyTorch reference module (tools/reference/crnn.py); its --compare prints the
 // side-by-side table (bench/README.md, results in bench/results/train-cpu.md).
 //
-//   bench_train [--arch crnn|crnn-s|both] [--batch 32] [--width 128] [--threads 2]
+//   bench_train [--arch crnn|crnn-s|svtr-lite|both] [--batch 32] [--width 128] [--threads 2]
 //               [--steps 20] [--warmup 3] [--seed 1] [--phases] [--json FILE] [--device cpu|cuda:N]
 //
 // One step is what train/trainer.cpp does per batch: forward in train mode (every line's width
@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "models/crnn.h"
+#include "models/recognizer.h"
 #include "ops/ctc.h"
 #include "ops/random.h"
 #include "runtime/cpu_allocator.h"
@@ -77,14 +78,15 @@ Json run_arch(const Settings& s) {
   const double rss_start = peak_rss_mib();
   Generator gen(s.seed);
   const int64_t classes = 96;  // blank + 95 characters, as the English charset
-  nn::CRNN model(nn::CRNNConfig::preset(s.arch, classes), gen);
+  std::shared_ptr<nn::Recognizer> net = nn::make_recognizer(s.arch, classes, gen);
+  nn::Recognizer& model = *net;
   model.to(s.device);
   model.train(true);
   train::AdamOptions ao;
   ao.lr = 1e-3, ao.weight_decay = 1e-4;
   train::Adam optim(model.parameters(), ao, /*decoupled_weight_decay=*/true);
 
-  const int64_t N = s.batch, W = s.width, T = nn::CRNN::frames(W);
+  const int64_t N = s.batch, W = s.width, T = model.frames_for_width(W);
   const Tensor x = uniform({N, 1, 32, W}, -1.0, 1.0, gen).to(s.device);
   // GPU work is asynchronous: each phase waits for it before reading the clock.
   auto sync = [&] {
@@ -263,7 +265,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (s.arch != "crnn" && s.arch != "crnn-s" && s.arch != "both") {
+  if (s.arch != "crnn" && s.arch != "crnn-s" && s.arch != "svtr-lite" && s.arch != "both") {
     std::fprintf(stderr, "bench_train: --arch must be crnn, crnn-s or both, got '%s'\n", s.arch.c_str());
     return 2;
   }

@@ -46,18 +46,22 @@ def run_arch(args):
     import torch.nn.functional as F
     sys.path.insert(0, os.path.join(HERE, "..", "tools", "reference"))
     from crnn import CRNN, PRESETS
+    from svtr_lite import PRESETS as SVTR_PRESETS, SVTRLite
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     rss_import = peak_rss_mib()
     dev = torch.device(args.device)
-    model = CRNN(96, **PRESETS[args.arch]).to(dev)  # blank + 95 characters
+    if args.arch == "svtr-lite":
+        model = SVTRLite(96, **SVTR_PRESETS[args.arch]).to(dev)  # blank + 95 characters
+    else:
+        model = CRNN(96, **PRESETS[args.arch]).to(dev)
     model.train()
     params = list(model.parameters())
     opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=1e-4)
 
     N, W = args.batch, args.width
-    T = W // 4 + 1
+    T = W // 4 if args.arch == "svtr-lite" else W // 4 + 1
     gen = torch.Generator().manual_seed(args.seed)
     x = torch.rand(N, 1, 32, W, generator=gen) * 2 - 1
     widths = torch.full((N,), W, dtype=torch.long)
@@ -190,7 +194,7 @@ def compare(ocrt_paths, torch_paths):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--arch", default="both", choices=["crnn", "crnn-s", "both"])
+    p.add_argument("--arch", default="both", choices=["crnn", "crnn-s", "svtr-lite", "both"])
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--width", type=int, default=128)
     p.add_argument("--threads", type=int, default=2)
