@@ -20,23 +20,14 @@
 #include "train/checkpoint.h"
 #include "train/synth.h"
 #include "train/trainer.h"
+#include "temp_dir.h"
 
 using namespace ocrt;
 using namespace ocrt::train;
 namespace fs = std::filesystem;
+using ocrt::testing::TempDir;
 
 namespace {
-
-// A fresh folder under the system temp dir, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name) {
-    path = fs::temp_directory_path() / ("ocrt-test-" + name + "-" + std::to_string(::getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 // Renders `texts` with the first Debian font into dir as name.png + name.gt.txt pairs; false
 // when no font is installed.
