@@ -47,6 +47,21 @@ bool write_lines(const fs::path& dir, const std::vector<std::string>& texts) {
   return true;
 }
 
+// Two checkpoints hold bit-identical weights, buffers and optimizer state.
+void require_bit_identical(const Checkpoint& ca, const Checkpoint& cb) {
+  REQUIRE(ca.model.size() == cb.model.size());
+  for (auto& [name, t] : ca.model) {
+    INFO(name);
+    REQUIRE(cb.model.count(name));
+    CHECK(t.to_vector<float>() == cb.model.at(name).to_vector<float>());
+  }
+  REQUIRE(ca.optim.size() == cb.optim.size());
+  for (auto& [name, t] : ca.optim) {
+    INFO(name);
+    CHECK(t.to_vector<double>() == cb.optim.at(name).to_vector<double>());
+  }
+}
+
 TrainConfig small_config(const fs::path& data, const fs::path& out) {
   TrainConfig c;
   c.arch = "crnn-s";
@@ -134,17 +149,7 @@ TEST_CASE("resume: stopping at a checkpoint and resuming is bit-identical to one
 
   Checkpoint ca = load_checkpoint(checkpoint_path(a.path.string(), 12));
   Checkpoint cb = load_checkpoint(checkpoint_path(b.path.string(), 12));
-  REQUIRE(ca.model.size() == cb.model.size());
-  for (auto& [name, t] : ca.model) {
-    INFO(name);
-    REQUIRE(cb.model.count(name));
-    CHECK(t.to_vector<float>() == cb.model.at(name).to_vector<float>());
-  }
-  REQUIRE(ca.optim.size() == cb.optim.size());
-  for (auto& [name, t] : ca.optim) {
-    INFO(name);
-    CHECK(t.to_vector<double>() == cb.optim.at(name).to_vector<double>());
-  }
+  require_bit_identical(ca, cb);
 }
 
 TEST_CASE("ocrt-train settings are validated with the flag's name", "[trainer]") {
@@ -264,17 +269,7 @@ TEST_CASE("resume: svtr-lite (dropout active) resumes bit-identical to one run",
   Checkpoint ca = load_checkpoint(checkpoint_path(a.path.string(), 4));
   Checkpoint cb = load_checkpoint(checkpoint_path(b.path.string(), 4));
   REQUIRE(ca.info.arch == "svtr-lite");
-  REQUIRE(ca.model.size() == cb.model.size());
-  for (auto& [name, t] : ca.model) {
-    INFO(name);
-    REQUIRE(cb.model.count(name));
-    CHECK(t.to_vector<float>() == cb.model.at(name).to_vector<float>());
-  }
-  REQUIRE(ca.optim.size() == cb.optim.size());
-  for (auto& [name, t] : ca.optim) {
-    INFO(name);
-    CHECK(t.to_vector<double>() == cb.optim.at(name).to_vector<double>());
-  }
+  require_bit_identical(ca, cb);
 }
 
 TEST_CASE("the data pipeline checks CTC feasibility with the trained architecture's frame rule", "[trainer][svtr]") {
