@@ -5,7 +5,10 @@
 #pragma once
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
+#include <map>
 #include <string>
 
 #include "gradcheck.h"
@@ -54,6 +57,27 @@ inline void run_golden_case(const SafetensorsFile& f, const std::string& name,
     require_close(inputs[k].grad(), expected, f64 ? tol.rtol64 : tol.rtol32, f64 ? tol.atol64 : tol.atol32,
                   name + ": gradient of input " + std::to_string(k));
   }
+}
+
+// The fixture's tensors whose names start with `prefix`, keyed by the rest of the name: with
+// "init." a state_dict of a model's initial weights.
+inline std::map<std::string, Tensor> tensors_with_prefix(const SafetensorsFile& f, const std::string& prefix) {
+  std::map<std::string, Tensor> out;
+  for (const auto& [name, t] : f.tensors)
+    if (name.rfind(prefix, 0) == 0) out[name.substr(prefix.size())] = t;
+  return out;
+}
+
+// max |got - want| / max(floor, max |want|): one relative error for a whole tensor, any dtype.
+inline double max_rel_diff(const Tensor& got, const Tensor& want, double floor) {
+  const auto x = got.to(DType::f64).to_vector<double>(), y = want.to(DType::f64).to_vector<double>();
+  REQUIRE(x.size() == y.size());
+  double scale = floor, diff = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    scale = std::max(scale, std::abs(y[i]));
+    diff = std::max(diff, std::abs(x[i] - y[i]));
+  }
+  return diff / scale;
 }
 
 }  // namespace ocrt::testing

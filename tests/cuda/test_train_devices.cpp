@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "golden_runner.h"
 #include "models/model_file.h"
 #include "runtime/image.h"
 #include "train/synth.h"
@@ -57,15 +58,8 @@ TEST_CASE("a CPU run and a CUDA run of ocrt-train see the same batches and end a
   CHECK(gpu.final_loss == Approx(cpu.final_loss).epsilon(1e-3));
   const nn::ModelFile a = nn::load_model_file(cpu.best_model), b = nn::load_model_file(gpu.best_model);
   double worst = 0;
-  for (const auto& [name, t] : a.weights) {
-    const auto x = t.to(DType::f64).to_vector<double>(), y = b.weights.at(name).to(DType::f64).to_vector<double>();
-    double scale = 1e-3, diff = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-      scale = std::max(scale, std::abs(x[i]));
-      diff = std::max(diff, std::abs(x[i] - y[i]));
-    }
-    worst = std::max(worst, diff / scale);
-  }
+  for (const auto& [name, t] : a.weights)
+    worst = std::max(worst, ocrt::testing::max_rel_diff(b.weights.at(name), t, 1e-3));  // relative to the CPU run
   CHECK(worst < 1e-3);
   fs::remove_all(root);
 }

@@ -27,10 +27,7 @@ std::unique_ptr<CRNN> tiny_model() {
   Generator gen(1);
   auto m = std::make_unique<CRNN>(c, gen);
   m->to(DType::f64);
-  StateDict init;
-  for (const auto& [name, t] : fixture().tensors)
-    if (name.rfind("init.", 0) == 0) init[name.substr(5)] = t;
-  m->load_state_dict(init);  // strict: every name and shape must match the PyTorch module
+  m->load_state_dict(tensors_with_prefix(fixture(), "init."));  // strict: every name and shape must match the PyTorch module
   return m;
 }
 

@@ -21,6 +21,7 @@
 #include "runtime/comm.h"
 #include "runtime/image.h"
 #include "runtime/mpi_comm.h"
+#include "golden_runner.h"
 #include "temp_dir.h"
 #include "train/grad_sync.h"
 #include "train/loader.h"
@@ -29,6 +30,7 @@
 
 using namespace ocrt;
 using namespace ocrt::train;
+using ocrt::testing::max_rel_diff;
 using ocrt::testing::TempDir;
 namespace fs = std::filesystem;
 
@@ -71,17 +73,6 @@ void on_threads(int size, double timeout_s, const std::function<void(int, Commun
     });
   for (auto& t : pool) t.join();
   if (!first_error.empty()) throw std::runtime_error(first_error);
-}
-
-double max_rel_diff(const Tensor& a, const Tensor& b) {
-  const auto x = a.to(DType::f64).to_vector<double>(), y = b.to(DType::f64).to_vector<double>();
-  REQUIRE(x.size() == y.size());
-  double scale = 1e-6, diff = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    scale = std::max(scale, std::abs(x[i]));
-    diff = std::max(diff, std::abs(x[i] - y[i]));
-  }
-  return diff / scale;
 }
 
 nn::CRNNConfig tiny_crnn(int64_t classes) {
@@ -249,8 +240,8 @@ TEST_CASE("sharded gradients, scaled by each shard's share and summed, equal the
   REQUIRE(grads[0].size() == params.size());
   for (size_t k = 0; k < params.size(); ++k) {
     INFO("parameter " << k);
-    CHECK(max_rel_diff(grads[0][k], params[k].grad()) < 1e-4);
-    CHECK(max_rel_diff(grads[1][k], grads[0][k]) == 0);  // every replica holds the same sum
+    CHECK(max_rel_diff(params[k].grad(), grads[0][k], 1e-6) < 1e-4);
+    CHECK(max_rel_diff(grads[1][k], grads[0][k], 1e-6) == 0);  // every replica holds the same sum
   }
 }
 
@@ -285,7 +276,7 @@ void check_same_weights(const std::string& a, const std::string& b, double tol) 
   double worst = 0;
   for (auto& [name, t] : fa.weights) {
     REQUIRE(fb.weights.count(name));
-    worst = std::max(worst, max_rel_diff(t, fb.weights.at(name)));
+    worst = std::max(worst, max_rel_diff(fb.weights.at(name), t, 1e-6));
   }
   INFO(a << " vs " << b);
   CHECK(worst < tol);

@@ -14,6 +14,7 @@
 #include "models/model_file.h"
 #include "runtime/image.h"
 #include "runtime/safetensors.h"
+#include "golden_runner.h"
 #include "temp_dir.h"
 #include "train/trainer.h"
 
@@ -65,9 +66,7 @@ TEST_CASE("one ocrt-train step from --init matches PyTorch's loss and weights", 
   config.num_classes = (int64_t)charset.size() + 1;
   Generator gen(0);
   nn::CRNN init_model(config, gen);
-  nn::StateDict init;
-  for (const auto& [name, t] : f.tensors)
-    if (name.rfind("init.", 0) == 0) init[name.substr(5)] = t;
+  const nn::StateDict init = ocrt::testing::tensors_with_prefix(f, "init.");
   init_model.load_state_dict(init);
   nn::ModelInfo info;
   info.arch = "crnn-s";
@@ -105,28 +104,14 @@ TEST_CASE("one ocrt-train step from --init matches PyTorch's loss and weights", 
 
   const nn::ModelFile trained = nn::load_model_file(r.best_model);
   int compared = 0;
-  for (const auto& [name, want] : f.tensors) {
-    if (name.rfind("after.", 0) != 0) continue;
-    const std::string key = name.substr(6);
+  for (const auto& [key, want] : ocrt::testing::tensors_with_prefix(f, "after.")) {
     INFO(key);
     REQUIRE(trained.weights.count(key));
-    const auto got = trained.weights.at(key).to(DType::f64).to_vector<double>();
-    const auto ref = want.to(DType::f64).to_vector<double>();
-    REQUIRE(got.size() == ref.size());
-    double scale = 1e-3, worst = 0;
-    for (size_t i = 0; i < ref.size(); ++i) {
-      scale = std::max(scale, std::abs(ref[i]));
-      worst = std::max(worst, std::abs(got[i] - ref[i]));
-    }
-    CHECK(worst / scale < 2e-5);
+    CHECK(ocrt::testing::max_rel_diff(trained.weights.at(key), want, 1e-3) < 2e-5);
     // The step moved the parameters (a no-op step would also "match" a stale fixture).
     if (key.find("running") == std::string::npos && key.find("num_batches") == std::string::npos &&
-        init.count(key)) {
-      const auto before = init.at(key).to(DType::f64).to_vector<double>();
-      double moved = 0;
-      for (size_t i = 0; i < ref.size(); ++i) moved = std::max(moved, std::abs(ref[i] - before[i]));
-      CHECK(moved > 0);
-    }
+        init.count(key))
+      CHECK(ocrt::testing::max_rel_diff(want, init.at(key), 1.0) > 0);
     ++compared;
   }
   CHECK(compared == (int)trained.weights.size());
