@@ -3,11 +3,12 @@
 // on a fixed thread count. bench/torch_ops.py runs the same cases in PyTorch; its --compare
 // prints the side-by-side table (bench/README.md).
 //
-//   bench_ops [--threads N] [--reps R] [--only SUBSTRING] [--json FILE] [--device cpu]
+//   bench_ops [--threads N] [--reps R] [--only SUBSTRING] [--json FILE] [--device cpu] [--forward]
 //
 // One repetition = forward, then backward from a fixed upstream gradient, with every input and
 // parameter requiring grad (as in training). 2 warm-up repetitions, then R timed ones; the
-// median and the min-max spread are reported, in milliseconds.
+// median and the min-max spread are reported, in milliseconds. With --forward, one repetition
+// is the forward pass alone under no-grad (what inference runs).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -50,8 +51,17 @@ Tensor param(const Shape& s, Generator& gen, double scale = 0.1) {
   return t;
 }
 
-// Forward + backward with a random upstream gradient of the output's shape.
+// Set by --forward: time the forward pass alone, under no-grad, as inference runs it.
+bool forward_only = false;
+
+// Forward + backward with a random upstream gradient of the output's shape (or the forward
+// alone under no-grad, with --forward).
 std::function<void()> fwd_bwd(std::function<Tensor()> forward, Generator& gen) {
+  if (forward_only)
+    return [forward] {
+      NoGradGuard no_grad;
+      forward();
+    };
   Tensor probe;
   {
     NoGradGuard no_grad;
@@ -197,8 +207,9 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     const char* next = i + 1 < argc ? argv[i + 1] : nullptr;
     if (a == "--help" || a == "-h") {
-      std::printf("usage: bench_ops [--threads N] [--reps R] [--only SUBSTRING] [--json FILE] [--device cpu]\n"
-                  "Forward + backward milliseconds of the OCR operators at CRNN and SVTR-lite shapes.\n");
+      std::printf("usage: bench_ops [--threads N] [--reps R] [--only SUBSTRING] [--json FILE] [--device cpu] [--forward]\n"
+                  "Forward + backward milliseconds of the OCR operators at CRNN and SVTR-lite shapes\n"
+                  "(--forward: the forward pass alone, under no-grad).\n");
       return 0;
     } else if (a == "--threads" && next) {
       threads = std::atoi(argv[++i]);
@@ -206,6 +217,8 @@ int main(int argc, char** argv) {
       reps = std::max(5, std::atoi(argv[++i]));
     } else if (a == "--only" && next) {
       only = argv[++i];
+    } else if (a == "--forward") {
+      forward_only = true;
     } else if (a == "--json" && next) {
       json = argv[++i];
     } else if (a == "--device" && next) {
@@ -226,8 +239,8 @@ int main(int argc, char** argv) {
   set_num_threads(threads);
   Generator gen(1);
   std::vector<Result> results;
-  std::printf("ocrt, %d thread%s: forward + backward, ms\n%-22s %-26s %9s %21s\n", threads, threads == 1 ? "" : "s",
-              "case", "size", "median", "min - max");
+  std::printf("ocrt, %d thread%s: %s, ms\n%-22s %-26s %9s %21s\n", threads, threads == 1 ? "" : "s",
+              forward_only ? "forward (no-grad)" : "forward + backward", "case", "size", "median", "min - max");
   for (const Case& c : all_cases()) {
     if (!only.empty() && c.name.find(only) == std::string::npos) continue;
     std::function<void()> step = c.make(gen);
@@ -242,7 +255,8 @@ int main(int argc, char** argv) {
   }
   if (!json.empty()) {
     std::ofstream out(json);
-    out << "{\"impl\": \"ocrt\", \"threads\": " << threads << ", \"unit\": \"ms\", \"results\": [\n";
+    out << "{\"impl\": \"ocrt\", \"threads\": " << threads << ", \"forward_only\": " << (forward_only ? "true" : "false")
+        << ", \"unit\": \"ms\", \"results\": [\n";
     for (size_t i = 0; i < results.size(); ++i) {
       const auto& r = results[i];
       out << "  {\"name\": \"" << r.name << "\", \"size\": \"" << r.size << "\", \"median\": " << r.median

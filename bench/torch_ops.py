@@ -18,11 +18,16 @@ import statistics
 import time
 
 
-def cases(torch, F):
+def cases(torch, F, forward_only=False):
     def param(*shape, scale=0.1):
         return ((torch.rand(*shape) * 2 - 1) * scale).requires_grad_()
 
     def fwd_bwd(forward):
+        if forward_only:
+            def run_forward():
+                with torch.no_grad():
+                    forward()
+            return run_forward
         with torch.no_grad():
             g = torch.rand_like(forward()) * 2 - 1
         return lambda: forward().backward(g)
@@ -125,9 +130,10 @@ def run(args):
     torch.set_num_threads(args.threads)
     torch.manual_seed(1234)
     results = []
-    print(f"torch {torch.__version__}, {args.threads} threads: forward + backward, ms")
+    what = "forward (no-grad)" if args.forward else "forward + backward"
+    print(f"torch {torch.__version__}, {args.threads} threads: {what}, ms")
     print(f"{'case':<22} {'size':<26} {'median':>9} {'min - max':>21}")
-    for name, size, make in cases(torch, F):
+    for name, size, make in cases(torch, F, args.forward):
         if args.only and args.only not in name:
             continue
         step = make()
@@ -144,7 +150,8 @@ def run(args):
         print(f"{name:<22} {size:<26} {r['median']:9.2f} {r['min']:10.2f} - {r['max']:8.2f}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"impl": f"torch {torch.__version__}", "threads": args.threads, "unit": "ms",
+            json.dump({"impl": f"torch {torch.__version__}", "threads": args.threads,
+                       "forward_only": args.forward, "unit": "ms",
                        "results": results}, f, indent=1)
 
 
@@ -176,6 +183,7 @@ def main():
     p.add_argument("--reps", type=int, default=7)
     p.add_argument("--only")
     p.add_argument("--json")
+    p.add_argument("--forward", action="store_true", help="time the forward pass alone, under no-grad")
     p.add_argument("--compare", nargs=2, metavar=("OCRT_JSONS", "TORCH_JSONS"))
     args = p.parse_args()
     if args.compare:

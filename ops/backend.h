@@ -97,7 +97,8 @@ struct Backend {
   void (*conv2d_backward)(const Tensor& x, const Tensor& w, const Tensor& dy, const Conv2dParams& p,
                           const Tensor& dx, const Tensor& dw, const Tensor& db);
   // y (N,C,Ho,Wo) = window maxima of x (N,C,H,W); indices (i64, y's shape) = h * W + w of each
-  // maximum within its (H,W) plane, as PyTorch. Padding never wins. x contiguous.
+  // maximum within its (H,W) plane, as PyTorch. Padding never wins. x contiguous. indices is
+  // undefined when nothing will be differentiated (inference): then only y is written.
   void (*max_pool2d)(const Tensor& x, const Pool2dParams& p, const Tensor& y, const Tensor& indices);
   // dx (N,C,H,W) = dy scattered to the saved indices (dx is overwritten).
   void (*max_pool2d_backward)(const Tensor& dy, const Tensor& indices, const Tensor& dx);

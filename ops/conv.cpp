@@ -127,9 +127,11 @@ Tensor max_pool2d(const Tensor& x, const MaxPool2dOptions& opt) {
   const Pool2dParams p = pool_params(op, x, opt.kernel, opt.stride, opt.padding, opt.dilation);
   const Tensor xc = x.detach().contiguous();
   Tensor y = Tensor::empty(pool_out_shape(op, x, p, opt.ceil_mode), x.dtype(), x.device());
-  Tensor indices = Tensor::empty(y.shape(), DType::i64, x.device());
+  // The argmax of each window is kept only for a backward pass.
+  const bool grad = any_requires_grad({x});
+  Tensor indices = grad ? Tensor::empty(y.shape(), DType::i64, x.device()) : Tensor();
   if (y.numel() > 0) kernel(x.device(), &Backend::max_pool2d, op)(xc, p, y, indices);
-  if (any_requires_grad({x})) {
+  if (grad) {
     const Shape shape_x = x.shape();
     record(op, {x}, {y}, [=](const TensorList& grads) {
       Tensor dx = Tensor::empty(shape_x, grads[0].dtype(), grads[0].device());

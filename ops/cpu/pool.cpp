@@ -18,36 +18,103 @@ int64_t adaptive_end(int64_t o, int64_t in, int64_t out) { return ((o + 1) * in 
 
 bool parallel_planes(int64_t planes, int64_t work) { return planes > 1 && work > 16384; }
 
+// Whether v takes the place of best in a window scanned in order: the first maximum wins, and a
+// NaN wins over everything (it propagates, as in PyTorch).
+template <class T>
+inline bool beats(T v, T best) {
+  return v > best || (v != v && best == best);
+}
+
+// One plane through the general window: any kernel, stride, padding and dilation.
+template <class T>
+void max_pool_plane(const T* in, int64_t H, int64_t W, const Pool2dParams& p, int64_t Ho, int64_t Wo, T* out,
+                    int64_t* idx) {
+  for (int64_t oh = 0; oh < Ho; ++oh)
+    for (int64_t ow = 0; ow < Wo; ++ow) {
+      T best = -std::numeric_limits<T>::infinity();
+      int64_t best_i = -1;
+      for (int64_t i = 0; i < p.kernel_h; ++i) {
+        const int64_t ih = oh * p.stride_h - p.pad_h + i * p.dilation_h;
+        if (ih < 0 || ih >= H) continue;
+        for (int64_t j = 0; j < p.kernel_w; ++j) {
+          const int64_t iw = ow * p.stride_w - p.pad_w + j * p.dilation_w;
+          if (iw < 0 || iw >= W) continue;
+          const T v = in[ih * W + iw];
+          if (best_i < 0 || beats(v, best)) {
+            best = v;
+            best_i = ih * W + iw;
+          }
+        }
+      }
+      out[oh * Wo + ow] = best;
+      if (idx) idx[oh * Wo + ow] = best_i;
+    }
+}
+
+// One plane through a 2x2 window without dilation or row padding, stride 2 down the rows: every
+// pooling layer of CRNN. Output row oh reads input rows 2oh and 2oh+1 only, and inside the
+// columns where both window columns exist the loop has no bounds checks; the edge columns (at
+// most one on each side, from the column padding) go through the general loop. Same order of
+// comparisons as the general loop, so the same maxima and indices.
+template <class T>
+void max_pool_plane_2x2(const T* in, int64_t H, int64_t W, const Pool2dParams& p, int64_t Ho, int64_t Wo, T* out,
+                        int64_t* idx) {
+  const int64_t sw = p.stride_w, pw = p.pad_w;
+  // Interior columns: ow*sw - pw >= 0 and ow*sw - pw + 1 <= W - 1.
+  const int64_t lo = std::min(Wo, (pw + sw - 1) / sw);
+  const int64_t hi = std::max(lo, std::min(Wo, W - 2 + pw >= 0 ? (W - 2 + pw) / sw + 1 : 0));
+  for (int64_t oh = 0; oh < Ho; ++oh) {
+    const T* r0 = in + 2 * oh * W;
+    const T* r1 = r0 + W;
+    T* o = out + oh * Wo;
+    for (int64_t ow = lo; ow < hi; ++ow) {
+      const int64_t c = ow * sw - pw;
+      T best = r0[c];
+      int64_t at = 0;
+      if (beats(r0[c + 1], best)) best = r0[c + 1], at = 1;
+      if (beats(r1[c], best)) best = r1[c], at = 2;
+      if (beats(r1[c + 1], best)) best = r1[c + 1], at = 3;
+      o[ow] = best;
+      if (idx) idx[oh * Wo + ow] = (2 * oh + (at >> 1)) * W + c + (at & 1);
+    }
+  }
+  // The edge columns, through the general loop on a window of one output column each.
+  auto edge = [&](int64_t ow) {
+    for (int64_t oh = 0; oh < Ho; ++oh) {
+      T best = -std::numeric_limits<T>::infinity();
+      int64_t best_i = -1;
+      for (int64_t i = 0; i < 2; ++i)
+        for (int64_t j = 0; j < 2; ++j) {
+          const int64_t ih = 2 * oh + i, iw = ow * sw - pw + j;
+          if (iw < 0 || iw >= W) continue;
+          const T v = in[ih * W + iw];
+          if (best_i < 0 || beats(v, best)) best = v, best_i = ih * W + iw;
+        }
+      out[oh * Wo + ow] = best;
+      if (idx) idx[oh * Wo + ow] = best_i;
+    }
+  };
+  for (int64_t ow = 0; ow < lo; ++ow) edge(ow);
+  for (int64_t ow = hi; ow < Wo; ++ow) edge(ow);
+  (void)H;
+}
+
+// indices may be undefined (nothing will be differentiated): then only the maxima are written.
 template <class T>
 void max_pool_typed(const Tensor& x, const Pool2dParams& p, const Tensor& y, const Tensor& indices) {
   const int64_t planes = x.size(0) * x.size(1), H = x.size(2), W = x.size(3), Ho = y.size(2), Wo = y.size(3);
   const T* xp = x.data<T>();
   T* yp = y.data<T>();
-  int64_t* ip = indices.data<int64_t>();
+  int64_t* ip = indices.defined() ? indices.data<int64_t>() : nullptr;
+  const bool two_by_two = p.kernel_h == 2 && p.kernel_w == 2 && p.dilation_h == 1 && p.dilation_w == 1 &&
+                          p.pad_h == 0 && p.stride_h == 2 && 2 * Ho <= H;
 #pragma omp parallel for schedule(static) if (parallel_planes(planes, planes * Ho * Wo * p.kernel_h * p.kernel_w))
   for (int64_t pl = 0; pl < planes; ++pl) {
     const T* in = xp + pl * H * W;
-    for (int64_t oh = 0; oh < Ho; ++oh)
-      for (int64_t ow = 0; ow < Wo; ++ow) {
-        T best = -std::numeric_limits<T>::infinity();
-        int64_t best_i = -1;
-        for (int64_t i = 0; i < p.kernel_h; ++i) {
-          const int64_t ih = oh * p.stride_h - p.pad_h + i * p.dilation_h;
-          if (ih < 0 || ih >= H) continue;
-          for (int64_t j = 0; j < p.kernel_w; ++j) {
-            const int64_t iw = ow * p.stride_w - p.pad_w + j * p.dilation_w;
-            if (iw < 0 || iw >= W) continue;
-            const T v = in[ih * W + iw];
-            // The first maximum wins; a NaN wins over everything (it propagates, as in PyTorch).
-            if (best_i < 0 || v > best || (v != v && best == best)) {
-              best = v;
-              best_i = ih * W + iw;
-            }
-          }
-        }
-        yp[(pl * Ho + oh) * Wo + ow] = best;
-        ip[(pl * Ho + oh) * Wo + ow] = best_i;
-      }
+    T* out = yp + pl * Ho * Wo;
+    int64_t* idx = ip ? ip + pl * Ho * Wo : nullptr;
+    if (two_by_two) max_pool_plane_2x2(in, H, W, p, Ho, Wo, out, idx);
+    else max_pool_plane(in, H, W, p, Ho, Wo, out, idx);
   }
 }
 

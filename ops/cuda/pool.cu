@@ -63,7 +63,7 @@ __global__ void max_pool_kernel(const T* __restrict__ x, Pool2dParams p, Planes 
       }
     }
     y[t] = best;
-    indices[t] = best_i;
+    if (indices) indices[t] = best_i;
   }
 }
 
@@ -193,8 +193,8 @@ template <class T>
 void max_pool_typed(const Tensor& x, const Pool2dParams& p, const Tensor& y, const Tensor& indices) {
   const DeviceScope ds(x);
   const Planes s = planes_of(x, y);
-  max_pool_kernel<T><<<grid_for(y.numel()), kThreads, 0, ds.stream>>>(x.data<T>(), p, s, y.data<T>(),
-                                                                        indices.data<int64_t>());
+  max_pool_kernel<T><<<grid_for(y.numel()), kThreads, 0, ds.stream>>>(
+      x.data<T>(), p, s, y.data<T>(), indices.defined() ? indices.data<int64_t>() : nullptr);
   OCRT_CUDA_LAUNCH_CHECK("max_pool2d", ds.device);
 }
 

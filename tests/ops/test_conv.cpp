@@ -3,6 +3,8 @@
 // (both thread regimes), and argument errors.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "golden_runner.h"
 #include "ops/conv.h"
 #include "ops/cpu/conv_reference.h"
@@ -128,6 +130,76 @@ TEST_CASE("conv2d's im2col path equals the plain-loop reference on many geometri
       require_close(b.grad(), rdb, 1e-5, 1e-5, "db");
     }
   }
+}
+
+TEST_CASE("max_pool2d's 2x2 path equals a plain window scan: values, argmax, ties, NaN, with and without grad",
+          "[pool]") {
+  // The plain scan, written out here: windows scanned row by row, the first maximum wins, a NaN
+  // wins over everything; -1 where a window lies entirely in the padding.
+  auto scan = [](const std::vector<float>& x, int64_t H, int64_t W, Pair stride, Pair pad, int64_t Ho, int64_t Wo,
+                 std::vector<float>& y, std::vector<int64_t>& at) {
+    for (int64_t oh = 0; oh < Ho; ++oh)
+      for (int64_t ow = 0; ow < Wo; ++ow) {
+        float best = 0;
+        int64_t best_i = -1;
+        for (int64_t i = 0; i < 2; ++i)
+          for (int64_t j = 0; j < 2; ++j) {
+            const int64_t ih = oh * stride[0] - pad[0] + i, iw = ow * stride[1] - pad[1] + j;
+            if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+            const float v = x[ih * W + iw];
+            if (best_i < 0 || v > best || (std::isnan(v) && !std::isnan(best))) best = v, best_i = ih * W + iw;
+          }
+        y.push_back(best), at.push_back(best_i);
+      }
+  };
+  ThreadCountGuard guard;
+  int checked = 0;
+  for (int threads : {1, 2})
+    for (int64_t H : {2, 3, 4, 5})
+      for (int64_t W : {1, 2, 3, 4, 7, 9})
+        for (Pair stride : {Pair{2, 2}, Pair{2, 1}})
+          for (Pair pad : {Pair{0, 0}, Pair{0, 1}}) {
+            if (W == 1 && pad[1] == 0) continue;  // no window fits
+            set_num_threads(threads);
+            INFO("H " << H << " W " << W << " stride " << stride[1] << " pad " << pad[1] << ", " << threads
+                      << " threads");
+            // Small integers make ties common; a few NaNs, never two in one window's scan order
+            // mattering differently from the plain scan (both take the first NaN).
+            std::vector<float> v((size_t)(3 * H * W));
+            for (size_t i = 0; i < v.size(); ++i) v[i] = (float)((i * 7 + H * 3 + W) % 5) - 2.0f;
+            if (v.size() > 5) v[5] = NAN;
+            if (v.size() > 17) v[17] = NAN;
+            MaxPool2dOptions o;
+            o.kernel = {2, 2}, o.stride = stride, o.padding = pad;
+            for (bool grad : {false, true}) {
+              Tensor x = Tensor::from_vector(v).reshape({1, 3, H, W});
+              if (grad) x.set_requires_grad(true);
+              Tensor y = max_pool2d(x, o);
+              const int64_t Ho = y.size(2), Wo = y.size(3);
+              const std::vector<float> got = y.to_vector<float>();
+              std::vector<float> want_dx(v.size(), 0.0f);
+              for (int64_t c = 0; c < 3; ++c) {
+                std::vector<float> plane(v.begin() + c * H * W, v.begin() + (c + 1) * H * W), want;
+                std::vector<int64_t> at;
+                scan(plane, H, W, stride, pad, Ho, Wo, want, at);
+                for (int64_t k = 0; k < Ho * Wo; ++k) {
+                  const float g = got[(size_t)(c * Ho * Wo + k)];
+                  REQUIRE((std::isnan(want[k]) ? std::isnan(g) : g == want[k]));
+                  // The backward sends output k's gradient (k + 1) to its argmax.
+                  if (at[k] >= 0) want_dx[(size_t)(c * H * W + at[k])] += (float)(k + 1);
+                }
+                ++checked;
+              }
+              if (grad) {
+                std::vector<float> dy;
+                for (int64_t c = 0; c < 3; ++c)
+                  for (int64_t k = 0; k < Ho * Wo; ++k) dy.push_back((float)(k + 1));
+                y.backward(Tensor::from_vector(dy).reshape(y.shape()));
+                REQUIRE(x.grad().to_vector<float>() == want_dx);
+              }
+            }
+          }
+  CHECK(checked > 500);
 }
 
 TEST_CASE("conv2d is bit-identical across runs for a fixed thread count", "[conv]") {
