@@ -35,6 +35,9 @@ enum class ReduceOp { sum, mean, max, min };
 // Geometry of a 2-D convolution (PyTorch's conv2d arguments; all already validated).
 struct Conv2dParams {
   int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1, groups = 1;
+  // No backward pass will follow (inference): the backend may use a faster algorithm whose
+  // rounding differs from the direct sum (the CPU's Winograd convolution, ops/cpu/winograd.h).
+  bool inference = false;
 };
 // Geometry of a 2-D pooling window (max_pool2d / avg_pool2d arguments, validated).
 struct Pool2dParams {

@@ -68,7 +68,9 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
     OCRT_CHECK(bias.device() == x.device() && bias.dtype() == x.dtype(), op, ": bias must be ", dtype_name(x.dtype()),
                " on ", x.device().str(), " like the input");
   }
-  const Conv2dParams p{opt.stride[0], opt.stride[1], opt.padding[0], opt.padding[1], opt.dilation[0], opt.dilation[1], g};
+  const bool grad = any_requires_grad({x, weight, bias});
+  const Conv2dParams p{opt.stride[0], opt.stride[1], opt.padding[0], opt.padding[1], opt.dilation[0], opt.dilation[1], g,
+                       !grad};
   const int64_t Ho = out_size(H, kh, p.stride_h, p.pad_h, p.dilation_h, false);
   const int64_t Wo = out_size(W, kw, p.stride_w, p.pad_w, p.dilation_w, false);
 
@@ -77,7 +79,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
   Tensor y = Tensor::empty({N, Cout, Ho, Wo}, x.dtype(), x.device());
   if (y.numel() > 0) kernel(x.device(), &Backend::conv2d, op)(xc, wc, bc, p, y);
 
-  if (any_requires_grad({x, weight, bias})) {
+  if (grad) {
     const bool need_x = x.requires_grad(), need_w = weight.requires_grad();
     const bool need_b = bias.defined() && bias.requires_grad();
     record(op, {x, weight, bias}, {y}, [=](const TensorList& grads) {

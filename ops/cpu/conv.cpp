@@ -28,6 +28,7 @@
 
 #include "ops/backend.h"
 #include "ops/cpu/gemm.h"
+#include "ops/cpu/winograd.h"
 
 namespace ocrt {
 
@@ -154,6 +155,15 @@ void conv2d_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Co
   const T* wp = w.data<T>();
   const T* bp = bias.defined() ? bias.data<T>() : nullptr;
   T* yp = y.data<T>();
+#if defined(OCRT_CPU_WINOGRAD)
+  // Inference through 3x3 layers: Winograd's F(4x4, 3x3), 4x fewer multiply-adds (winograd.h).
+  if constexpr (std::is_same_v<T, float>) {
+    if (params.inference && cpu::winograd_applies(g.C, g.Cout, g.kh, g.kw, params)) {
+      cpu::winograd_conv2d(xp, wp, bp, yp, g.N, g.C, g.H, g.W, g.Cout, params.pad_h, params.pad_w);
+      return;
+    }
+  }
+#endif
   const int64_t S = g.chunk();
   Tensor cols_mem, yc_mem;
   T* cols = scratch<T>(cols_mem, g.CK * S * g.HoWo);

@@ -8,6 +8,7 @@
 #include "golden_runner.h"
 #include "ops/conv.h"
 #include "ops/cpu/conv_reference.h"
+#include "ops/cpu/winograd.h"
 #include "runtime/threading.h"
 
 using namespace ocrt;
@@ -131,6 +132,81 @@ TEST_CASE("conv2d's im2col path equals the plain-loop reference on many geometri
     }
   }
 }
+
+#if defined(OCRT_CPU_WINOGRAD)
+TEST_CASE("inference through 3x3 layers: Winograd F(4x4,3x3) against the plain-loop reference", "[conv][winograd]") {
+  ThreadCountGuard guard;
+  struct Geo {
+    int64_t N, C, H, W, Cout, ph, pw;
+    bool bias;
+  };
+  const std::vector<Geo> geos = {
+      {2, 16, 5, 7, 16, 1, 1, true},    // partial tiles down and across
+      {1, 24, 4, 33, 20, 1, 1, false},  // a CRNN row of tiles (H 4), odd channel counts
+      {3, 16, 8, 9, 32, 0, 0, true},    // no padding
+      {2, 17, 3, 3, 16, 2, 2, true},    // padding wider than the kernel's reach
+      {1, 32, 1, 12, 16, 1, 1, false},  // one input row
+      {2, 16, 6, 1, 16, 1, 1, true},    // one input column
+      {2, 64, 16, 40, 48, 1, 1, true},  // several tile rows and columns per image
+  };
+  for (size_t gi = 0; gi < geos.size(); ++gi) {
+    const Geo& g = geos[gi];
+    INFO("geometry " << gi);
+    Tensor x = det_uniform({g.N, g.C, g.H, g.W}, 50 + gi, -1, 1, DType::f32);
+    Tensor w = det_uniform({g.Cout, g.C, 3, 3}, 60 + gi, -0.3, 0.3, DType::f32);
+    Tensor b = g.bias ? det_uniform({g.Cout}, 70 + gi, -1, 1, DType::f32) : Tensor();
+    const Conv2dOptions opt = conv_opt({1, 1}, {g.ph, g.pw});
+    const Conv2dParams p{1, 1, g.ph, g.pw, 1, 1, 1, true};
+    REQUIRE(cpu::winograd_applies(g.C, g.Cout, 3, 3, p));
+    std::vector<std::vector<float>> runs;
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      NoGradGuard no_grad;
+      runs.push_back(conv2d(x, w, b, opt).to_vector<float>());
+    }
+    // The thread count changes nothing, and no-grad conv2d is the Winograd path (bit for bit).
+    REQUIRE(runs[0] == runs[1]);
+    const int64_t Ho = g.H + 2 * g.ph - 2, Wo = g.W + 2 * g.pw - 2;
+    std::vector<float> direct((size_t)(g.N * g.Cout * Ho * Wo)), chunked(direct.size());
+    cpu::winograd_conv2d(x.data<float>(), w.data<float>(), g.bias ? b.data<float>() : nullptr, direct.data(), g.N, g.C,
+                         g.H, g.W, g.Cout, g.ph, g.pw);
+    REQUIRE(direct == runs[0]);
+    // Chunks of one row of tiles (many chunk boundaries) give the same result.
+    cpu::winograd_conv2d(x.data<float>(), w.data<float>(), g.bias ? b.data<float>() : nullptr, chunked.data(), g.N,
+                         g.C, g.H, g.W, g.Cout, g.ph, g.pw, 1);
+    REQUIRE(chunked == direct);
+
+    std::vector<float> ref(direct.size());
+    reference::conv2d(x.data<float>(), w.data<float>(), g.bias ? b.data<float>() : nullptr, ref.data(), g.N, g.C, g.H,
+                      g.W, g.Cout, 3, 3, Ho, Wo, p);
+    double worst = 0;
+    for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::abs((double)direct[i] - ref[i]) / (1 + std::abs(ref[i])));
+    // F(4x4,3x3) rounds more than a direct sum: its transforms scale values by up to 8 and
+    // 1/24 before they cancel. The error grows like the square root of the terms summed
+    // (bench: about 3e-5 for 576 terms); a wrong transform coefficient gives errors of order 1.
+    const double tolerance = 5e-6 * std::sqrt(9.0 * g.C);
+    INFO("largest error relative to 1 + |y|: " << worst << ", tolerance " << tolerance);
+    CHECK(worst < tolerance);
+  }
+}
+
+TEST_CASE("a no-grad 3x3 conv2d with grad-free inputs matches the training path within rounding", "[conv][winograd]") {
+  // CRNN's deepest 3x3 layer at a small width: the inference and training paths agree to
+  // Winograd's rounding (outputs here are about 0.5 in size, differences about 2e-5).
+  Tensor x = det_uniform({2, 512, 4, 10}, 80, -1, 1, DType::f32);
+  Tensor w = det_uniform({512, 512, 3, 3}, 81, -0.02, 0.02, DType::f32);
+  Tensor b = det_uniform({512}, 82, -0.1, 0.1, DType::f32);
+  Tensor y_infer;
+  {
+    NoGradGuard no_grad;
+    y_infer = conv2d(x, w, b, conv_opt({1, 1}, {1, 1}));
+  }
+  Tensor wg = w.clone();
+  wg.set_requires_grad(true);
+  Tensor y_train = conv2d(x, wg, b, conv_opt({1, 1}, {1, 1}));
+  require_close(y_infer, y_train.detach(), 1e-4, 1e-4, "inference vs training conv2d");
+}
+#endif
 
 TEST_CASE("max_pool2d's 2x2 path equals a plain window scan: values, argmax, ties, NaN, with and without grad",
           "[pool]") {

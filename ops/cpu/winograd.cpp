@@ -1,0 +1,271 @@
+// 3x3 convolution by Winograd's minimal filtering algorithm F(4x4, 3x3) (Lavin and Gray, "Fast
+// Algorithms for Convolutional Neural Networks", 2016), used by inference on the CPU.
+//
+// The idea, in one dimension: four outputs of a 3-tap filter g over six inputs d,
+//   y[a] = sum_k d[a + k] g[k],  a = 0..3,
+// take 12 multiplications done directly. Evaluating the polynomials d(x) and g(x) at six points
+// (0, 1, -1, 2, -2 and infinity), multiplying pointwise and interpolating back takes 6:
+//   y = A^T [ (G g) * (B^T d) ]
+// with the fixed matrices below. In two dimensions the same is done along rows and columns: a
+// 6x6 input tile d and a 3x3 filter g give a 4x4 output tile
+//   Y = A^T [ (G g G^T) * (B^T d B) ] A
+// with 36 multiplications instead of 144. A convolution layer sums such products over the input
+// channels c, and the sum can be moved inside the transforms:
+//   M[xi](k, tile) = sum_c U[xi](k, c) V[xi](c, tile),   xi = 0..35
+// with U[xi] = (G g_kc G^T)[xi] (the transformed weights) and V[xi] = (B^T d_c,tile B)[xi] (the
+// transformed input tiles). That is 36 independent matrix products (ops/cpu/gemm.h), each of
+// (Cout x C) by (C x tiles); then every output tile is A^T M A. The products hold 4x fewer
+// multiply-adds than im2col's single product ((4x4 outputs x 9 taps) / 36 per tile and channel
+// pair), less what partial tiles at the edges waste. The transforms add work proportional to
+// C + Cout rather than to C x Cout, so for a layer of CRNN (64 to 512 channels) the products
+// still dominate.
+//
+// The price is rounding: the transforms add and subtract values of different sizes (up to 8x
+// and 1/24), so results differ from the direct sum by about 1e-6 relative in float32. Training
+// keeps im2col, whose results the golden tests and gradient checks pin down.
+//
+// Layout. Tiles are numbered image by image, row of tiles by row of tiles: tile p = (n * th +
+// ty) * tw + tx for th x tw tiles per image. The work goes in chunks of whole rows of tiles (a
+// few hundred tiles, a few tens of MB of V and M) so that memory does not grow with the batch:
+//   V[xi] (C x P) and M[xi] (Cout x P), row stride P, for the chunk's P tiles.
+// Threads share out channels (input transform), the 36 products (one thread each, so each
+// product's sums have a fixed order) and output channels (output transform): the result does not
+// depend on the thread count.
+#include "ops/cpu/winograd.h"
+
+#if defined(OCRT_CPU_WINOGRAD)
+
+#include <omp.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "runtime/tensor.h"
+
+namespace ocrt::cpu {
+
+namespace {
+
+constexpr int64_t kOut = 4;      // output tile side (m)
+constexpr int64_t kIn = 6;       // input tile side (m + 3 - 1)
+constexpr int64_t kPoints = 36;  // kIn * kIn products per tile and channel pair
+
+// Chunks hold at least this many tiles (the products' column count) and, beyond that, at most
+// kChunkBytes of V and M together.
+constexpr int64_t kMinChunkTiles = 256;
+constexpr int64_t kChunkBytes = int64_t(32) << 20;
+
+// U[xi] (Cout x C) = G g G^T for every filter g = w[k, c] (3x3).
+//   G = [ 1/4     0     0  ]
+//       [ -1/6  -1/6  -1/6 ]
+//       [ -1/6   1/6  -1/6 ]
+//       [ 1/24  1/12   1/6 ]
+//       [ 1/24 -1/12   1/6 ]
+//       [  0      0     1  ]
+// One output channel k at a time: its C filters are transposed to nine rows of C taps, so that
+// every step below is a loop over c that the compiler vectorizes, and each of U's 36 planes gets
+// one contiguous row of C values.
+void transform_weights(const float* w, int64_t Cout, int64_t C, float* U) {
+  // u[0..5] = G (g0, g1, g2)^T, for n values of each at once.
+  auto filter_1d = [](int64_t n, const float* g0, const float* g1, const float* g2, float* const* u) {
+    constexpr float sixth = 1.0f / 6, twelfth = 1.0f / 12, twenty_fourth = 1.0f / 24;
+    for (int64_t c = 0; c < n; ++c) {
+      const float even = g0[c] + g2[c];
+      u[0][c] = 0.25f * g0[c];
+      u[1][c] = -sixth * (even + g1[c]);
+      u[2][c] = -sixth * (even - g1[c]);
+      u[3][c] = twenty_fourth * g0[c] + twelfth * g1[c] + sixth * g2[c];
+      u[4][c] = twenty_fourth * g0[c] - twelfth * g1[c] + sixth * g2[c];
+      u[5][c] = g2[c];
+    }
+  };
+#pragma omp parallel
+  {
+    // taps: 9 rows of C (tap t of every filter); cols: 18 rows, G applied to each filter column.
+    std::vector<float> taps((size_t)(9 * C)), cols((size_t)(3 * kIn * C));
+#pragma omp for schedule(static)
+    for (int64_t k = 0; k < Cout; ++k) {
+      const float* wk = w + k * C * 9;
+      for (int64_t c = 0; c < C; ++c)
+        for (int t = 0; t < 9; ++t) taps[(size_t)(t * C + c)] = wk[c * 9 + t];
+      for (int j = 0; j < 3; ++j) {  // column j of every g: taps j, 3 + j, 6 + j
+        float* out[kIn];
+        for (int i = 0; i < kIn; ++i) out[i] = cols.data() + (j * kIn + i) * C;
+        filter_1d(C, taps.data() + j * C, taps.data() + (3 + j) * C, taps.data() + (6 + j) * C, out);
+      }
+      for (int i = 0; i < kIn; ++i) {  // row i of (G g), times G^T, into U[i*6 + j] row k
+        float* out[kIn];
+        for (int j = 0; j < kIn; ++j) out[j] = U + ((i * kIn + j) * Cout + k) * C;
+        filter_1d(C, cols.data() + (0 * kIn + i) * C, cols.data() + (1 * kIn + i) * C, cols.data() + (2 * kIn + i) * C,
+                  out);
+      }
+    }
+  }
+}
+
+// The input transform B^T d B, along one axis: v = B^T d for six values d.
+//   B^T = [ 4  0 -5  0  1  0 ]
+//         [ 0 -4 -4  1  1  0 ]
+//         [ 0  4 -4 -1  1  0 ]
+//         [ 0 -2 -1  2  1  0 ]
+//         [ 0  2 -1 -2  1  0 ]
+//         [ 0  4  0 -5  0  1 ]
+// Written for one element of six arrays at a time, so that loops over many tiles vectorize.
+#define OCRT_WINOGRAD_INPUT_1D(d0, d1, d2, d3, d4, d5, v0, v1, v2, v3, v4, v5) \
+  do {                                                                          \
+    v0 = 4 * (d0) - 5 * (d2) + (d4);                                            \
+    v1 = -4 * (d1) - 4 * (d2) + (d3) + (d4);                                    \
+    v2 = 4 * (d1) - 4 * (d2) - (d3) + (d4);                                     \
+    v3 = -2 * (d1) - (d2) + 2 * (d3) + (d4);                                    \
+    v4 = 2 * (d1) - (d2) - 2 * (d3) + (d4);                                     \
+    v5 = 4 * (d1) - 5 * (d3) + (d5);                                            \
+  } while (0)
+
+// The output transform A^T m A, along one axis: o = A^T m for six values m.
+//   A^T = [ 1  1  1  1  1  0 ]
+//         [ 0  1 -1  2 -2  0 ]
+//         [ 0  1  1  4  4  0 ]
+//         [ 0  1 -1  8 -8  1 ]
+#define OCRT_WINOGRAD_OUTPUT_1D(m0, m1, m2, m3, m4, m5, o0, o1, o2, o3) \
+  do {                                                                   \
+    const float s12 = (m1) + (m2), d12 = (m1) - (m2);                    \
+    const float s34 = (m3) + (m4), d34 = (m3) - (m4);                    \
+    o0 = (m0) + s12 + s34;                                               \
+    o1 = d12 + 2 * d34;                                                  \
+    o2 = s12 + 4 * s34;                                                  \
+    o3 = d12 + 8 * d34 + (m5);                                           \
+  } while (0)
+
+struct Geometry {
+  int64_t N, C, H, W, Cout, ph, pw;
+  int64_t Ho, Wo, th, tw, Wp;  // output size, tiles per image (th x tw), padded row length
+};
+
+// V for channel c and one row of tiles (image n, tile row ty): the six input rows under the
+// tiles, zero-padded to Wp = 4 tw + 2 columns, go through B^T down the columns (whole rows at a
+// time), then through B along each tile's six columns. rows and t are scratch of 6 * Wp floats.
+void input_row(const float* x, const Geometry& g, int64_t c, int64_t n, int64_t ty, float* V, int64_t P,
+               int64_t p0, float* rows, float* t) {
+  const float* plane = x + (n * g.C + c) * g.H * g.W;
+  for (int64_t i = 0; i < kIn; ++i) {
+    float* r = rows + i * g.Wp;
+    const int64_t ih = kOut * ty - g.ph + i;
+    if (ih < 0 || ih >= g.H) {
+      std::fill(r, r + g.Wp, 0.0f);
+      continue;
+    }
+    std::fill(r, r + g.pw, 0.0f);
+    std::copy(plane + ih * g.W, plane + (ih + 1) * g.W, r + g.pw);
+    std::fill(r + g.pw + g.W, r + g.Wp, 0.0f);
+  }
+  {
+    const float *r0 = rows, *r1 = rows + g.Wp, *r2 = rows + 2 * g.Wp, *r3 = rows + 3 * g.Wp, *r4 = rows + 4 * g.Wp,
+                *r5 = rows + 5 * g.Wp;
+    float *t0 = t, *t1 = t + g.Wp, *t2 = t + 2 * g.Wp, *t3 = t + 3 * g.Wp, *t4 = t + 4 * g.Wp, *t5 = t + 5 * g.Wp;
+    for (int64_t q = 0; q < g.Wp; ++q)
+      OCRT_WINOGRAD_INPUT_1D(r0[q], r1[q], r2[q], r3[q], r4[q], r5[q], t0[q], t1[q], t2[q], t3[q], t4[q], t5[q]);
+  }
+  for (int64_t i = 0; i < kIn; ++i) {
+    const float* ti = t + i * g.Wp;
+    float* out[kIn];
+    for (int64_t j = 0; j < kIn; ++j) out[j] = V + ((i * kIn + j) * g.C + c) * P + p0;
+    for (int64_t tx = 0; tx < g.tw; ++tx) {
+      const float* d = ti + kOut * tx;
+      OCRT_WINOGRAD_INPUT_1D(d[0], d[1], d[2], d[3], d[4], d[5], out[0][tx], out[1][tx], out[2][tx], out[3][tx],
+                             out[4][tx], out[5][tx]);
+    }
+  }
+}
+
+// y for output channel k and one row of tiles: A^T M A for each tile, plus the bias, written
+// where the 4x4 tile lies inside the output. q is scratch of 4 * 6 * tw floats.
+void output_row(const float* M, const Geometry& g, int64_t k, int64_t n, int64_t ty, int64_t P, int64_t p0,
+                float bias, float* y, float* q) {
+  // q[a][j][tx] = sum_i A^T[a][i] M[i*6+j], down the columns of each tile.
+  for (int64_t j = 0; j < kIn; ++j) {
+    const float* m[kIn];
+    for (int64_t i = 0; i < kIn; ++i) m[i] = M + ((i * kIn + j) * g.Cout + k) * P + p0;
+    float *q0 = q + (0 * kIn + j) * g.tw, *q1 = q + (1 * kIn + j) * g.tw, *q2 = q + (2 * kIn + j) * g.tw,
+          *q3 = q + (3 * kIn + j) * g.tw;
+    for (int64_t tx = 0; tx < g.tw; ++tx)
+      OCRT_WINOGRAD_OUTPUT_1D(m[0][tx], m[1][tx], m[2][tx], m[3][tx], m[4][tx], m[5][tx], q0[tx], q1[tx], q2[tx],
+                              q3[tx]);
+  }
+  // Along the rows of each tile, then out.
+  float* plane = y + (n * g.Cout + k) * g.Ho * g.Wo;
+  const int64_t full = g.Wo / kOut;  // tiles whose four columns all lie inside the output
+  for (int64_t a = 0; a < kOut; ++a) {
+    const int64_t oh = kOut * ty + a;
+    if (oh >= g.Ho) break;
+    const float* qa = q + a * kIn * g.tw;
+    float* row = plane + oh * g.Wo;
+    for (int64_t tx = 0; tx < g.tw; ++tx) {
+      float o[kOut];
+      OCRT_WINOGRAD_OUTPUT_1D(qa[tx], qa[g.tw + tx], qa[2 * g.tw + tx], qa[3 * g.tw + tx], qa[4 * g.tw + tx],
+                              qa[5 * g.tw + tx], o[0], o[1], o[2], o[3]);
+      float* dst = row + kOut * tx;
+      if (tx < full) {
+        dst[0] = o[0] + bias, dst[1] = o[1] + bias, dst[2] = o[2] + bias, dst[3] = o[3] + bias;
+      } else {
+        for (int64_t b = 0; b < g.Wo - kOut * tx; ++b) dst[b] = o[b] + bias;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool winograd_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p) {
+  return kh == 3 && kw == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 && p.dilation_w == 1 &&
+         p.groups == 1 && C >= 16 && Cout >= 16;
+}
+
+void winograd_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
+                     int64_t W, int64_t Cout, int64_t pad_h, int64_t pad_w, int64_t chunk_tiles) {
+  Geometry g{N, C, H, W, Cout, pad_h, pad_w, 0, 0, 0, 0, 0};
+  g.Ho = H + 2 * pad_h - 2, g.Wo = W + 2 * pad_w - 2;
+  g.th = (g.Ho + kOut - 1) / kOut, g.tw = (g.Wo + kOut - 1) / kOut;
+  g.Wp = kOut * g.tw + 2;  // >= Wo + 2 = W + 2 pad_w: every input column fits
+
+  const int64_t tile_rows = N * g.th;
+  const int64_t bytes_per_tile = kPoints * (C + Cout) * (int64_t)sizeof(float);
+  if (chunk_tiles <= 0) chunk_tiles = std::max(kMinChunkTiles, kChunkBytes / bytes_per_tile);
+  const int64_t rows_per_chunk = std::clamp<int64_t>(chunk_tiles / g.tw, 1, tile_rows);
+  const int64_t max_tiles = rows_per_chunk * g.tw;
+
+  // Scratch from the caching allocator (runtime/cpu_allocator.h), reused from call to call.
+  Tensor U_mem = Tensor::empty({kPoints * Cout * C}), V_mem = Tensor::empty({kPoints * C * max_tiles}),
+         M_mem = Tensor::empty({kPoints * Cout * max_tiles});
+  float *U = U_mem.data<float>(), *V = V_mem.data<float>(), *M = M_mem.data<float>();
+  transform_weights(w, Cout, C, U);
+
+  for (int64_t r0 = 0; r0 < tile_rows; r0 += rows_per_chunk) {
+    const int64_t rows = std::min(rows_per_chunk, tile_rows - r0), P = rows * g.tw;
+#pragma omp parallel
+    {
+      std::vector<float> scratch((size_t)(2 * kIn * g.Wp));
+#pragma omp for schedule(static)
+      for (int64_t cr = 0; cr < C * rows; ++cr) {
+        const int64_t c = cr / rows, r = r0 + cr % rows;
+        input_row(x, g, c, r / g.th, r % g.th, V, P, (r - r0) * g.tw, scratch.data(), scratch.data() + kIn * g.Wp);
+      }
+    }
+    // The 36 products, one thread each (sgemm runs on the calling thread inside a parallel region).
+#pragma omp parallel for schedule(static)
+    for (int64_t xi = 0; xi < kPoints; ++xi)
+      sgemm(Cout, P, C, U + xi * Cout * C, C, 1, V + xi * C * P, P, 1, M + xi * Cout * P, P, false);
+#pragma omp parallel
+    {
+      std::vector<float> q((size_t)(kOut * kIn * g.tw));
+#pragma omp for schedule(static)
+      for (int64_t kr = 0; kr < Cout * rows; ++kr) {
+        const int64_t k = kr / rows, r = r0 + kr % rows;
+        output_row(M, g, k, r / g.th, r % g.th, P, (r - r0) * g.tw, bias ? bias[k] : 0.0f, y, q.data());
+      }
+    }
+  }
+}
+
+}  // namespace ocrt::cpu
+
+#endif

@@ -1,0 +1,33 @@
+// 3x3 convolution by Winograd's minimal filtering, F(4x4, 3x3), for inference on the CPU
+// (ops/cpu/winograd.cpp explains the method). ops/cpu/conv.cpp calls it for float32 forward
+// passes that no backward pass will follow; training keeps im2col + GEMM, whose rounding the
+// gradient checks and golden tests pin down.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/backend.h"
+#include "ops/cpu/gemm.h"
+
+#if defined(OCRT_CPU_SGEMM)
+#define OCRT_CPU_WINOGRAD 1
+
+namespace ocrt::cpu {
+
+// Whether winograd_conv2d computes this convolution: a 3x3 kernel, stride 1, no dilation, one
+// group, and enough channels on both sides for the transforms to pay for themselves.
+bool winograd_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p);
+
+// y (N, Cout, Ho, Wo) = conv2d(x (N, C, H, W), w (Cout, C, 3, 3)) + bias (Cout, or null), with
+// padding (pad_h, pad_w); Ho = H + 2 pad_h - 2, Wo = W + 2 pad_w - 2. Contiguous NCHW.
+// The result equals the direct convolution up to float32 rounding (about 1e-6 relative), does
+// not depend on the thread count, and an output pixel depends only on the 6x6 input tile that
+// holds its 4x4 output tile (tiles start at output row 0, column 0 of every image).
+// chunk_tiles > 0 caps the tiles per chunk (tests use it to cross chunk boundaries on small
+// inputs); 0 picks the size from the channel counts.
+void winograd_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
+                     int64_t W, int64_t Cout, int64_t pad_h, int64_t pad_w, int64_t chunk_tiles = 0);
+
+}  // namespace ocrt::cpu
+
+#endif
