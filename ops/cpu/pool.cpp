@@ -25,37 +25,44 @@ inline bool beats(T v, T best) {
   return v > best || (v != v && best == best);
 }
 
-// One plane through the general window: any kernel, stride, padding and dilation.
+// The maximum of output (oh, ow)'s window in one plane, and its index h * W + w (-1 if the window
+// lies entirely in the padding): any kernel, stride, padding and dilation.
 template <class T>
-void max_pool_plane(const T* in, int64_t H, int64_t W, const Pool2dParams& p, int64_t Ho, int64_t Wo, T* out,
-                    int64_t* idx) {
-  for (int64_t oh = 0; oh < Ho; ++oh)
-    for (int64_t ow = 0; ow < Wo; ++ow) {
-      T best = -std::numeric_limits<T>::infinity();
-      int64_t best_i = -1;
-      for (int64_t i = 0; i < p.kernel_h; ++i) {
-        const int64_t ih = oh * p.stride_h - p.pad_h + i * p.dilation_h;
-        if (ih < 0 || ih >= H) continue;
-        for (int64_t j = 0; j < p.kernel_w; ++j) {
-          const int64_t iw = ow * p.stride_w - p.pad_w + j * p.dilation_w;
-          if (iw < 0 || iw >= W) continue;
-          const T v = in[ih * W + iw];
-          if (best_i < 0 || beats(v, best)) {
-            best = v;
-            best_i = ih * W + iw;
-          }
-        }
+T window_max(const T* in, int64_t H, int64_t W, const Pool2dParams& p, int64_t oh, int64_t ow, int64_t& best_i) {
+  T best = -std::numeric_limits<T>::infinity();
+  best_i = -1;
+  for (int64_t i = 0; i < p.kernel_h; ++i) {
+    const int64_t ih = oh * p.stride_h - p.pad_h + i * p.dilation_h;
+    if (ih < 0 || ih >= H) continue;
+    for (int64_t j = 0; j < p.kernel_w; ++j) {
+      const int64_t iw = ow * p.stride_w - p.pad_w + j * p.dilation_w;
+      if (iw < 0 || iw >= W) continue;
+      const T v = in[ih * W + iw];
+      if (best_i < 0 || beats(v, best)) {
+        best = v;
+        best_i = ih * W + iw;
       }
-      out[oh * Wo + ow] = best;
-      if (idx) idx[oh * Wo + ow] = best_i;
     }
+  }
+  return best;
+}
+
+// Output column ow of one plane through the general window.
+template <class T>
+void max_pool_column(const T* in, int64_t H, int64_t W, const Pool2dParams& p, int64_t Ho, int64_t Wo, int64_t ow,
+                     T* out, int64_t* idx) {
+  for (int64_t oh = 0; oh < Ho; ++oh) {
+    int64_t best_i;
+    out[oh * Wo + ow] = window_max(in, H, W, p, oh, ow, best_i);
+    if (idx) idx[oh * Wo + ow] = best_i;
+  }
 }
 
 // One plane through a 2x2 window without dilation or row padding, stride 2 down the rows: every
 // pooling layer of CRNN. Output row oh reads input rows 2oh and 2oh+1 only, and inside the
 // columns where both window columns exist the loop has no bounds checks; the edge columns (at
-// most one on each side, from the column padding) go through the general loop. Same order of
-// comparisons as the general loop, so the same maxima and indices.
+// most one on each side, from the column padding) go through the general window. Same order of
+// comparisons as the general window, so the same maxima and indices.
 template <class T>
 void max_pool_plane_2x2(const T* in, int64_t H, int64_t W, const Pool2dParams& p, int64_t Ho, int64_t Wo, T* out,
                         int64_t* idx) {
@@ -78,25 +85,8 @@ void max_pool_plane_2x2(const T* in, int64_t H, int64_t W, const Pool2dParams& p
       if (idx) idx[oh * Wo + ow] = (2 * oh + (at >> 1)) * W + c + (at & 1);
     }
   }
-  // The edge columns, through the general loop on a window of one output column each.
-  auto edge = [&](int64_t ow) {
-    for (int64_t oh = 0; oh < Ho; ++oh) {
-      T best = -std::numeric_limits<T>::infinity();
-      int64_t best_i = -1;
-      for (int64_t i = 0; i < 2; ++i)
-        for (int64_t j = 0; j < 2; ++j) {
-          const int64_t ih = 2 * oh + i, iw = ow * sw - pw + j;
-          if (iw < 0 || iw >= W) continue;
-          const T v = in[ih * W + iw];
-          if (best_i < 0 || beats(v, best)) best = v, best_i = ih * W + iw;
-        }
-      out[oh * Wo + ow] = best;
-      if (idx) idx[oh * Wo + ow] = best_i;
-    }
-  };
-  for (int64_t ow = 0; ow < lo; ++ow) edge(ow);
-  for (int64_t ow = hi; ow < Wo; ++ow) edge(ow);
-  (void)H;
+  for (int64_t ow = 0; ow < lo; ++ow) max_pool_column(in, H, W, p, Ho, Wo, ow, out, idx);
+  for (int64_t ow = hi; ow < Wo; ++ow) max_pool_column(in, H, W, p, Ho, Wo, ow, out, idx);
 }
 
 // indices may be undefined (nothing will be differentiated): then only the maxima are written.
@@ -113,8 +103,16 @@ void max_pool_typed(const Tensor& x, const Pool2dParams& p, const Tensor& y, con
     const T* in = xp + pl * H * W;
     T* out = yp + pl * Ho * Wo;
     int64_t* idx = ip ? ip + pl * Ho * Wo : nullptr;
-    if (two_by_two) max_pool_plane_2x2(in, H, W, p, Ho, Wo, out, idx);
-    else max_pool_plane(in, H, W, p, Ho, Wo, out, idx);
+    if (two_by_two) {
+      max_pool_plane_2x2(in, H, W, p, Ho, Wo, out, idx);
+    } else {
+      for (int64_t oh = 0; oh < Ho; ++oh)
+        for (int64_t ow = 0; ow < Wo; ++ow) {
+          int64_t best_i;
+          out[oh * Wo + ow] = window_max(in, H, W, p, oh, ow, best_i);
+          if (idx) idx[oh * Wo + ow] = best_i;
+        }
+    }
   }
 }
 
