@@ -61,11 +61,21 @@ BatchNorm2d::BatchNorm2d(int64_t num_features, double eps, double momentum) : ep
   register_buffer("num_batches_tracked", &num_batches_tracked);
 }
 
+namespace {
+thread_local Communicator* sync_bn_comm = nullptr;
+}  // namespace
+
+SyncBatchNormScope::SyncBatchNormScope(Communicator& comm) : previous_(sync_bn_comm) { sync_bn_comm = &comm; }
+SyncBatchNormScope::~SyncBatchNormScope() { sync_bn_comm = previous_; }
+Communicator* SyncBatchNormScope::current() { return sync_bn_comm; }
+
 Tensor BatchNorm2d::forward(const Tensor& x) {
   if (is_training()) {
     NoGradGuard no_grad;
     add_(num_batches_tracked, Tensor::ones({}, DType::i64, num_batches_tracked.device()));
   }
+  if (is_training() && sync_bn_comm)
+    return sync_batch_norm(x, running_mean, running_var, weight, bias, *sync_bn_comm, momentum, eps);
   return batch_norm(x, running_mean, running_var, weight, bias, is_training(), momentum, eps);
 }
 

@@ -10,6 +10,7 @@
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/rnn.h"
+#include "runtime/comm.h"
 
 namespace ocrt::nn {
 
@@ -102,6 +103,21 @@ class BatchNorm2d : public Module {
 
  protected:
   const char* type_name() const override { return "BatchNorm2d"; }
+};
+
+// While a SyncBatchNormScope lives on this thread, every BatchNorm2d in training mode on this
+// thread uses sync_batch_norm over comm (ops/norm.h): the statistics of the whole global batch
+// instead of this replica's shard. The trainer opens one per replica under --sync-batch-norm.
+class SyncBatchNormScope {
+ public:
+  explicit SyncBatchNormScope(Communicator& comm);
+  ~SyncBatchNormScope();
+  SyncBatchNormScope(const SyncBatchNormScope&) = delete;
+  SyncBatchNormScope& operator=(const SyncBatchNormScope&) = delete;
+  static Communicator* current();  // this thread's, or null
+
+ private:
+  Communicator* previous_;
 };
 
 // torch.nn.LayerNorm over the last dims.

@@ -30,7 +30,7 @@ struct UnaryParams {
 enum class BinaryOp { add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge };
 inline bool is_comparison(BinaryOp op) { return op >= BinaryOp::eq; }
 
-enum class ReduceOp { sum, mean, max, min };
+enum class ReduceKind { sum, mean, max, min };
 
 // Geometry of a 2-D convolution (PyTorch's conv2d arguments; all already validated).
 struct Conv2dParams {
@@ -64,7 +64,7 @@ struct Backend {
 
   // ---- reductions and softmax (ops/reduce.cpp)
   // out has x's rank with size 1 in every reduced dim (keepdim layout), contiguous.
-  void (*reduce)(ReduceOp op, const Tensor& x, const Tensor& out);
+  void (*reduce)(ReduceKind op, const Tensor& x, const Tensor& out);
   // max/min along one dim: values (x's dtype) and indices (i64), both keepdim, contiguous. The
   // first index wins a tie; a NaN wins over everything (as PyTorch).
   void (*arg_reduce)(bool is_max, const Tensor& x, int64_t dim, const Tensor& values, const Tensor& indices);

@@ -6,7 +6,9 @@
 
 #include "ops/backend.h"
 #include "ops/elementwise.h"
+#include "ops/reduce.h"
 #include "runtime/autograd.h"
+#include "runtime/comm.h"
 
 namespace ocrt {
 
@@ -22,9 +24,12 @@ void check_param(const Tensor& t, const char* what, int64_t C, const Tensor& x, 
 
 }  // namespace
 
-Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
-                  const Tensor& bias, bool training, double momentum, double eps) {
-  const char* op = "batch_norm";
+namespace {
+
+// Both forms; comm (more than one rank) makes the statistics those of the whole global batch.
+Tensor batch_norm_impl(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                       const Tensor& bias, bool training, double momentum, double eps, Communicator* comm) {
+  const char* op = comm ? "sync_batch_norm" : "batch_norm";
   OCRT_CHECK(x.defined() && x.dim() >= 2, op, ": expected an input (N, C, ...), got ",
              x.defined() ? shape_str(x.shape()) : std::string("undefined"));
   OCRT_CHECK(is_floating(x.dtype()), op, ": expected a float input, got ", dtype_name(x.dtype()));
@@ -36,19 +41,44 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     check_param(t, what, C, x, op);
   OCRT_CHECK(running_mean.defined() == running_var.defined(), op, ": give both running_mean and running_var, or neither");
   OCRT_CHECK(training || running_mean.defined(), op, ": eval mode needs running_mean and running_var");
-  const int64_t count = N * S;  // values per channel
+  const int64_t local_count = N * S;  // values per channel here
+  const Device dev = x.device();
+  const Tensor x3 = x.detach().contiguous().view({N, C, S});
+  Tensor mean, var;
+  if (training) {
+    mean = Tensor::empty({C}, x.dtype(), dev);
+    var = Tensor::empty({C}, x.dtype(), dev);
+    if (local_count > 0) {
+      kernel(dev, &Backend::batch_norm_stats, op)(x3, mean, var);
+    } else {
+      mean.zero_();
+      var.zero_();
+    }
+  }
+  // Synchronised: this replica's mean and variance are combined with the others' exactly, in two
+  // sums (Chan et al.'s pairwise formula): first sum(n_r * mean_r) and sum(n_r) give the global
+  // mean, then sum(n_r * (var_r + (mean_r - mean)^2)) the global (biased) variance.
+  int64_t count = local_count;
+  if (training && comm) {
+    Tensor first = Tensor::empty({C + 1}, x.dtype(), dev);
+    first.narrow(0, 0, C).copy_(mul(mean, (double)local_count));
+    first.narrow(0, C, 1).fill_((double)local_count);
+    comm->all_reduce({first}, ReduceOp::sum);
+    count = (int64_t)std::llround(first.narrow(0, C, 1).item());
+    OCRT_CHECK(count > 1, op, ": expected more than 1 value per channel in the global batch, got ", count);
+    const Tensor global_mean = div(first.narrow(0, 0, C), (double)count);
+    Tensor second = mul(add(var, pow(sub(mean, global_mean), 2.0)), (double)local_count).contiguous();
+    comm->all_reduce({second}, ReduceOp::sum);
+    mean = global_mean.contiguous();
+    var = div(second, (double)count);
+  }
   OCRT_CHECK(!training || count > 1, op, ": expected more than 1 value per channel when training, got input ",
              shape_str(x.shape()));
   OCRT_CHECK(!running_mean.defined() || (!running_mean.requires_grad() && !running_var.requires_grad()), op,
              ": running statistics must not require grad");
 
-  const Device dev = x.device();
-  const Tensor x3 = x.detach().contiguous().view({N, C, S});
-  Tensor mean, invstd;
+  Tensor invstd;
   if (training) {
-    mean = Tensor::empty({C}, x.dtype(), dev);
-    Tensor var = Tensor::empty({C}, x.dtype(), dev);
-    if (count > 0) kernel(dev, &Backend::batch_norm_stats, op)(x3, mean, var);
     invstd = div(Tensor::ones({C}, x.dtype(), dev), sqrt(add(var, eps)));
     if (running_mean.defined()) {
       NoGradGuard no_grad;
@@ -70,6 +100,31 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     const bool need_x = x.requires_grad(), need_w = weight.defined() && weight.requires_grad();
     const bool need_b = bias.defined() && bias.requires_grad();
     const Shape shape_x = x.shape();
+    if (comm && training) {
+      // dx = w * invstd * (dy - mean(dy) - xhat * mean(dy * xhat)), the means over the whole
+      // global batch: this replica's sums, summed over the replicas. The gradients of weight and
+      // bias stay this replica's own sums (the gradient sync adds them up with the others).
+      record(op, {x, weight, bias}, {y}, [=](const TensorList& grads) {
+        const Tensor dy = grads[0].contiguous().view({N, C, S});
+        const Tensor xhat = mul(sub(x3, mean.view({1, C, 1})), invstd.view({1, C, 1}));
+        Tensor sums = Tensor::empty({2 * C}, x3.dtype(), x3.device());
+        sums.narrow(0, 0, C).copy_(sum(dy, {0, 2}));
+        sums.narrow(0, C, C).copy_(sum(mul(dy, xhat), {0, 2}));
+        const Tensor db = need_b ? sums.narrow(0, 0, C).clone() : Tensor();
+        const Tensor dw = need_w ? sums.narrow(0, C, C).clone() : Tensor();
+        comm->all_reduce({sums}, ReduceOp::sum);
+        Tensor dx;
+        if (need_x) {
+          const Tensor mean_dy = div(sums.narrow(0, 0, C), (double)count).view({1, C, 1});
+          const Tensor mean_dyx = div(sums.narrow(0, C, C), (double)count).view({1, C, 1});
+          Tensor scale = invstd;
+          if (w.defined()) scale = mul(scale, w);
+          dx = mul(sub(sub(dy, mean_dy), mul(xhat, mean_dyx)), scale.view({1, C, 1})).view(shape_x);
+        }
+        return TensorList{dx, dw, db};
+      });
+      return y;
+    }
     record(op, {x, weight, bias}, {y}, [=](const TensorList& grads) {
       const Tensor dy = grads[0].contiguous().view({N, C, S});
       Tensor dx = need_x ? Tensor::empty(shape_x, x3.dtype(), x3.device()) : Tensor();
@@ -81,6 +136,19 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     });
   }
   return y;
+}
+
+}  // namespace
+
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, double momentum, double eps) {
+  return batch_norm_impl(x, running_mean, running_var, weight, bias, training, momentum, eps, nullptr);
+}
+
+Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                       const Tensor& bias, Communicator& comm, double momentum, double eps) {
+  return batch_norm_impl(x, running_mean, running_var, weight, bias, true, momentum, eps,
+                         comm.size() > 1 ? &comm : nullptr);
 }
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {

@@ -43,10 +43,10 @@ Shape squeezed_shape(const Shape& shape, const std::vector<int64_t>& dims) {
 }
 
 // Runs the reduce kernel; returns the keepdim-shaped result (no autograd).
-Tensor reduce_raw(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, const char* name) {
+Tensor reduce_raw(ReduceKind op, const Tensor& x, const std::vector<int64_t>& dims, const char* name) {
   OCRT_CHECK(x.defined(), name, ": input is an undefined tensor");
-  if (op == ReduceOp::mean) OCRT_CHECK(is_floating(x.dtype()), name, ": expected a float tensor, got ", dtype_name(x.dtype()));
-  if (op == ReduceOp::max || op == ReduceOp::min)
+  if (op == ReduceKind::mean) OCRT_CHECK(is_floating(x.dtype()), name, ": expected a float tensor, got ", dtype_name(x.dtype()));
+  if (op == ReduceKind::max || op == ReduceKind::min)
     for (int64_t d : dims)
       OCRT_CHECK(x.shape()[d] > 0, name, ": cannot reduce over dim ", d, " of size 0 (shape ", shape_str(x.shape()), ")");
   Tensor out = Tensor::empty(keepdim_shape(x.shape(), dims), x.dtype(), x.device());
@@ -64,7 +64,7 @@ int64_t reduced_count(const Shape& shape, const std::vector<int64_t>& dims) {
 
 Tensor sum(const Tensor& x, const std::vector<int64_t>& dims_in, bool keepdim) {
   auto dims = normalize_dims(dims_in, x.dim(), "sum");
-  Tensor out = reduce_raw(ReduceOp::sum, x, dims, "sum");
+  Tensor out = reduce_raw(ReduceKind::sum, x, dims, "sum");
   Shape keep = out.shape();
   if (!keepdim) out = out.detach().view(squeezed_shape(x.shape(), dims));
   if (any_requires_grad({x})) {
@@ -78,7 +78,7 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& dims_in, bool keepdim) {
 
 Tensor mean(const Tensor& x, const std::vector<int64_t>& dims_in, bool keepdim) {
   auto dims = normalize_dims(dims_in, x.dim(), "mean");
-  Tensor out = reduce_raw(ReduceOp::mean, x, dims, "mean");
+  Tensor out = reduce_raw(ReduceKind::mean, x, dims, "mean");
   Shape keep = out.shape();
   if (!keepdim) out = out.detach().view(squeezed_shape(x.shape(), dims));
   if (any_requires_grad({x})) {
@@ -94,7 +94,7 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& dims_in, bool keepdim) 
 Tensor sum(const Tensor& x) { return sum(x, {}, false); }
 Tensor mean(const Tensor& x) { return mean(x, {}, false); }
 
-static Tensor extremum_all(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims_in, bool keepdim, const char* name) {
+static Tensor extremum_all(ReduceKind op, const Tensor& x, const std::vector<int64_t>& dims_in, bool keepdim, const char* name) {
   auto dims = normalize_dims(dims_in, x.dim(), name);
   Tensor out = reduce_raw(op, x, dims, name);
   Tensor out_keep = out;
@@ -112,10 +112,10 @@ static Tensor extremum_all(ReduceOp op, const Tensor& x, const std::vector<int64
 }
 
 Tensor amax(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
-  return extremum_all(ReduceOp::max, x, dims, keepdim, "amax");
+  return extremum_all(ReduceKind::max, x, dims, keepdim, "amax");
 }
 Tensor amin(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
-  return extremum_all(ReduceOp::min, x, dims, keepdim, "amin");
+  return extremum_all(ReduceKind::min, x, dims, keepdim, "amin");
 }
 
 static std::pair<Tensor, Tensor> arg_extremum(bool is_max, const Tensor& x, int64_t dim, bool keepdim, const char* name) {

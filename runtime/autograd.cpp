@@ -111,6 +111,16 @@ void check_grad_matches(const Tensor& g, const OutputMeta& m, const std::string&
 
 }  // namespace
 
+namespace {
+thread_local LeafGradHook* active_leaf_hook = nullptr;
+}  // namespace
+
+LeafGradHook::LeafGradHook(std::function<void(const TensorImpl*)> fn) : fn_(std::move(fn)), previous_(active_leaf_hook) {
+  active_leaf_hook = this;
+}
+
+LeafGradHook::~LeafGradHook() { active_leaf_hook = previous_; }
+
 void run_backward(const TensorList& roots, const TensorList& grads, bool retain_graph) {
   OCRT_CHECK(roots.size() == grads.size(), "backward: ", roots.size(), " roots but ", grads.size(), " gradients");
   NoGradGuard no_grad;  // gradients are computed without recording (no higher-order grads)
@@ -118,6 +128,7 @@ void run_backward(const TensorList& roots, const TensorList& grads, bool retain_
   // Seed: leaves accumulate at once, other roots go into their node's input buffer.
   std::unordered_map<Node*, TensorList> buffers;
   std::vector<std::shared_ptr<Node>> root_nodes;
+  std::vector<TensorImpl*> leaf_roots;
   for (size_t i = 0; i < roots.size(); ++i) {
     const Tensor& r = roots[i];
     OCRT_CHECK(r.requires_grad(), "backward: tensor ", i, " (shape ", shape_str(r.shape()),
@@ -125,6 +136,7 @@ void run_backward(const TensorList& roots, const TensorList& grads, bool retain_
     check_grad_matches(grads[i], {r.shape(), r.dtype(), r.device()}, "backward");
     if (!r.grad_fn()) {
       accumulate_into_leaf(r.impl(), grads[i]);
+      leaf_roots.push_back(r.impl());
       continue;
     }
     Node* n = r.grad_fn().get();
@@ -136,7 +148,11 @@ void run_backward(const TensorList& roots, const TensorList& grads, bool retain_
   }
 
   // Count, for every reachable node, how many edges point at it (iterative DFS).
+  // For the leaf hook: how many AccumulateGrad nodes of each leaf the pass will run (one per
+  // op that took the leaf as an input).
   std::unordered_map<Node*, int> deps;
+  std::unordered_map<const TensorImpl*, int> leaf_uses;
+  LeafGradHook* const hook = active_leaf_hook;
   std::unordered_set<Node*> seen;
   std::vector<Node*> stack;
   for (auto& n : root_nodes)
@@ -147,12 +163,16 @@ void run_backward(const TensorList& roots, const TensorList& grads, bool retain_
     OCRT_CHECK(!n->released, "backward through '", n->name,
                "' a second time: its graph was freed by the first backward() (pass retain_graph=true "
                "to the first call if you need to backpropagate twice)");
+    if (hook && n->leaf) leaf_uses[n->leaf.get()]++;
     for (auto& e : n->next) {
       if (!e.node) continue;
       deps[e.node.get()]++;
       if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
     }
   }
+  if (hook)
+    for (TensorImpl* leaf : leaf_roots)
+      if (!leaf_uses.count(leaf)) hook->fn_(leaf);  // a root that is a leaf and nothing else
 
   // Kahn's algorithm: a node runs once every edge into it has delivered its gradient. The
   // queue holds owning pointers: releasing a node drops its edges, which may be the last
@@ -172,6 +192,7 @@ void run_backward(const TensorList& roots, const TensorList& grads, bool retain_
 
     if (n->leaf) {
       if (grad_out[0].defined()) accumulate_into_leaf(n->leaf.get(), grad_out[0]);
+      if (hook && --leaf_uses[n->leaf.get()] == 0) hook->fn_(n->leaf.get());
       continue;
     }
     TensorList grad_in;

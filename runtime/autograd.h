@@ -61,4 +61,24 @@ void record(const char* name, const TensorList& inputs, const TensorList& output
 // Tensor::backward; exposed for multi-root uses such as summing several losses.
 void run_backward(const TensorList& roots, const TensorList& grads, bool retain_graph);
 
+// While a LeafGradHook lives, every backward pass run on this thread calls fn(leaf) as soon as
+// that leaf's gradient for the pass is complete: every path from the roots to the leaf has
+// delivered (a leaf used by several ops is reported once, after the last), while the rest of
+// the graph is still being walked. Leaves the pass does not reach are not reported. The hook
+// may throw; the pass then stops with that error. Data-parallel training uses it to start
+// summing a bucket of gradients across replicas during the backward pass (train/grad_sync.h).
+// Hooks nest: the newest one is active, and its destruction restores the previous one.
+class LeafGradHook {
+ public:
+  explicit LeafGradHook(std::function<void(const TensorImpl* leaf)> fn);
+  ~LeafGradHook();
+  LeafGradHook(const LeafGradHook&) = delete;
+  LeafGradHook& operator=(const LeafGradHook&) = delete;
+
+ private:
+  friend void run_backward(const TensorList&, const TensorList&, bool);
+  std::function<void(const TensorImpl*)> fn_;
+  LeafGradHook* previous_;
+};
+
 }  // namespace ocrt

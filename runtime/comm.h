@@ -26,6 +26,17 @@ namespace ocrt {
 
 enum class ReduceOp { sum, mean, max };
 
+// A collective in flight (Communicator::start_all_reduce). poll() lets the transport make
+// progress and says whether it has completed; wait() returns once it has, or fails the way the
+// blocking call would (timeout, a dead rank). Until wait() returns, the tensor must not be read
+// or written.
+class PendingCollective {
+ public:
+  virtual ~PendingCollective() = default;
+  virtual bool poll() { return true; }
+  virtual void wait() {}
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -37,6 +48,12 @@ class Communicator {
   // tensor over all ranks. Tensors must be contiguous, float32 or float64, on a device this
   // communicator serves, and in the same order with the same shapes on every rank.
   virtual void all_reduce(const std::vector<Tensor>& tensors, ReduceOp op) = 0;
+  // Starts an all-reduce of one tensor and returns while it runs, so that work can go on
+  // meanwhile (the backward pass, for gradient buckets). Collectives started this way must be
+  // started in the same order on every rank, and each must be waited for before the tensor is
+  // used. The default runs the blocking all_reduce at once (threads, single); MPI and NCCL
+  // override it with non-blocking collectives.
+  virtual std::unique_ptr<PendingCollective> start_all_reduce(const Tensor& t, ReduceOp op);
   // In place: every rank's tensors get root's values.
   virtual void broadcast(const std::vector<Tensor>& tensors, int root) = 0;
   virtual void barrier() = 0;

@@ -115,24 +115,20 @@ class MpiCommunicator : public Communicator {
     check_collective_tensors(tensors, "all_reduce", false);
     for (const Tensor& t : tensors) {
       Tensor host = t.device().is_cpu() ? t : t.to(Device::cpu());
-      MPI_Request req;
-      check_mpi(MPI_Iallreduce(MPI_IN_PLACE, host.raw_data(), (int)host.numel(), mpi_type(host.dtype()),
-                               op == ReduceOp::max ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD, &req),
-                rank(), "MPI_Iallreduce");
+      MPI_Request req = start(host, op);
       wait(req, "all_reduce");
-      if (op == ReduceOp::mean) {
-        if (host.dtype() == DType::f32) {
-          float* p = host.data<float>();
-          for (int64_t i = 0; i < host.numel(); ++i) p[i] /= (float)size();
-        } else {
-          double* p = host.data<double>();
-          for (int64_t i = 0; i < host.numel(); ++i) p[i] /= (double)size();
-        }
-      }
+      finish(host, op);
       if (!t.device().is_cpu()) const_cast<Tensor&>(t).copy_(host);
     }
   }
 
+  // CPU tensors get a real non-blocking collective; a GPU tensor (an MPI communicator serving
+  // GPU replicas is unusual: NCCL does that) goes through the blocking path.
+  std::unique_ptr<PendingCollective> start_all_reduce(const Tensor& t, ReduceOp op) override {
+    if (!t.device().is_cpu()) return Communicator::start_all_reduce(t, op);
+    check_collective_tensors({t}, "all_reduce", true);
+    return std::make_unique<Pending>(*this, t, op, start(t, op));
+  }
   void broadcast(const std::vector<Tensor>& tensors, int root) override {
     OCRT_CHECK(root >= 0 && root < size(), "broadcast: root ", root, " out of range for ", size(), " ranks");
     check_collective_tensors(tensors, "broadcast", false);
@@ -153,6 +149,52 @@ class MpiCommunicator : public Communicator {
   }
 
  private:
+  class Pending : public PendingCollective {
+   public:
+    Pending(MpiCommunicator& c, Tensor t, ReduceOp op, MPI_Request req) : c_(c), t_(std::move(t)), op_(op), req_(req) {}
+    bool poll() override {
+      if (!done_) {
+        int flag = 0;
+        check_mpi(MPI_Test(&req_, &flag, MPI_STATUS_IGNORE), c_.rank(), "all_reduce");
+        done_ = flag != 0;
+      }
+      return done_;
+    }
+    void wait() override {
+      if (waited_) return;
+      if (!done_) c_.wait(req_, "all_reduce");
+      done_ = waited_ = true;
+      c_.finish(t_, op_);
+    }
+
+   private:
+    MpiCommunicator& c_;
+    Tensor t_;
+    ReduceOp op_;
+    MPI_Request req_;
+    bool done_ = false, waited_ = false;
+  };
+
+  MPI_Request start(const Tensor& host, ReduceOp op) {
+    MPI_Request req;
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, host.raw_data(), (int)host.numel(), mpi_type(host.dtype()),
+                             op == ReduceOp::max ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD, &req),
+              rank(), "MPI_Iallreduce");
+    return req;
+  }
+
+  // MPI has no mean: the sum divided by the number of ranks.
+  void finish(const Tensor& host, ReduceOp op) {
+    if (op != ReduceOp::mean) return;
+    if (host.dtype() == DType::f32) {
+      float* p = host.data<float>();
+      for (int64_t i = 0; i < host.numel(); ++i) p[i] /= (float)size();
+    } else {
+      double* p = host.data<double>();
+      for (int64_t i = 0; i < host.numel(); ++i) p[i] /= (double)size();
+    }
+  }
+
   // Polls a non-blocking collective. A blocking one would wait forever for a rank that hangs
   // (a dead rank is usually noticed by mpirun, which then ends the job; a hung one is not).
   void wait(MPI_Request& req, const char* op) {

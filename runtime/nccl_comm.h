@@ -1,6 +1,8 @@
-// NCCL: one replica per GPU. Gradients stay on the GPU and are summed by NCCL on each GPU's
-// compute stream (runtime/cuda/cuda_context.cuh), so the all-reduce is ordered after the
-// backward pass that produced them without any extra synchronisation.
+// NCCL: one replica per GPU. Gradients stay on the GPU. A blocking all_reduce runs on the GPU's
+// compute stream (runtime/cuda/cuda_context.cuh), so it is ordered after the kernels that
+// produced its tensors without any extra synchronisation; a started one (start_all_reduce, the
+// gradient buckets during the backward pass) runs on a side stream that first waits for the
+// compute stream's work so far, and the compute stream waits for it in turn in wait().
 //
 // Two ways to make the communicators:
 //   - one process, several GPUs (ocrt-train --devices cuda:0,cuda:1): all at once, here;

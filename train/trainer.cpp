@@ -19,6 +19,7 @@
 #include "models/recognizer.h"
 #include "models/ctc_decode.h"
 #include "models/edit_distance.h"
+#include "models/layers.h"
 #include "models/model_file.h"
 #include "ops/ctc.h"
 #include "ops/elementwise.h"
@@ -300,6 +301,8 @@ Json TrainConfig::to_json() const {
   j.set("augment", augment);
   j.set("init", init);
   if (!batch_norm) j.set("batch_norm", false);
+  if (!overlap_grad_sync) j.set("overlap_grad_sync", false);
+  if (sync_batch_norm) j.set("sync_batch_norm", true);
   if (!devices.empty()) j.set("devices", join_devices(devices));
   return j;
 }
@@ -434,6 +437,10 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
   sched_cfg.steps = steps;
   const Schedule schedule = make_schedule(sched_cfg);
   GradSync grad_sync(optim->params());
+  // --sync-batch-norm: BatchNorm layers of this replica's training steps normalise with the
+  // whole global batch's statistics (validation runs in eval mode, with the running ones).
+  std::optional<nn::SyncBatchNormScope> sync_bn;
+  if (cfg.sync_batch_norm && replicas > 1) sync_bn.emplace(comm);
 
   LoaderOptions lo;
   lo.batch = cfg.batch;
@@ -501,8 +508,12 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
     if (replicas > 1) loss_v = comm.all_reduce_values({loss_v}, ReduceOp::sum, device)[0];
     bool ok = std::isfinite(loss_v);
     if (ok) {
+      // Every replica then holds the whole batch's gradient. Overlapped: each bucket's sum
+      // starts as soon as backward has finished its gradients.
+      if (cfg.overlap_grad_sync) grad_sync.begin(comm);
       loss.backward();
-      grad_sync.all_reduce(comm);  // every replica now holds the whole batch's gradient
+      if (cfg.overlap_grad_sync) grad_sync.finish();
+      else grad_sync.all_reduce(comm);
       const double norm = cfg.clip_grad > 0 ? clip_grad_norm(optim->params(), cfg.clip_grad)
                                             : grad_norm(optim->params());
       ok = std::isfinite(norm);

@@ -74,13 +74,13 @@ void fold_range(const T* x, int64_t base, const ReduceGeometry& g, int64_t k0, i
 }
 
 template <class T>
-void reduce_typed(ReduceOp op, const Tensor& x, const Tensor& out) {
+void reduce_typed(ReduceKind op, const Tensor& x, const Tensor& out) {
   const T* xd = x.data<T>();
   T* od = out.data<T>();
   ReduceGeometry g = geometry(x, out);
   using A = Acc<T>;
-  const bool is_sum = op == ReduceOp::sum || op == ReduceOp::mean;
-  const bool is_max = op == ReduceOp::max;
+  const bool is_sum = op == ReduceKind::sum || op == ReduceKind::mean;
+  const bool is_max = op == ReduceKind::max;
 
   auto reduce_part = [&](int64_t base, int64_t k0, int64_t k1) -> A {
     if (is_sum) {
@@ -104,7 +104,7 @@ void reduce_typed(ReduceOp op, const Tensor& x, const Tensor& out) {
     return is_max ? std::max(a, b) : std::min(a, b);
   };
   auto finish = [&](A acc) -> T {
-    if (op == ReduceOp::mean) return (T)(acc / (A)g.num_red);
+    if (op == ReduceKind::mean) return (T)(acc / (A)g.num_red);
     return (T)acc;
   };
 
@@ -142,7 +142,7 @@ void reduce_typed(ReduceOp op, const Tensor& x, const Tensor& out) {
   }
 }
 
-void cpu_reduce(ReduceOp op, const Tensor& x, const Tensor& out) {
+void cpu_reduce(ReduceKind op, const Tensor& x, const Tensor& out) {
   OCRT_DISPATCH_ALL(x.dtype(), "reduce", [&] { reduce_typed<scalar_t>(op, x, out); });
 }
 

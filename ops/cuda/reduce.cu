@@ -62,15 +62,15 @@ __host__ __device__ T highest_of() {
   else return INT64_MAX;
 }
 
-// How values combine, for one ReduceOp and element type.
-template <class T, ReduceOp op>
+// How values combine, for one ReduceKind and element type.
+template <class T, ReduceKind op>
 struct Combine {
-  static constexpr bool is_sum = op == ReduceOp::sum || op == ReduceOp::mean;
+  static constexpr bool is_sum = op == ReduceKind::sum || op == ReduceKind::mean;
   using A = std::conditional_t<is_sum, typename cuda::AccOf<T>::type, T>;
 
   __host__ __device__ static A identity() {
     if constexpr (is_sum) return A(0);
-    else if constexpr (op == ReduceOp::max) return lowest_of<T>();
+    else if constexpr (op == ReduceKind::max) return lowest_of<T>();
     else return highest_of<T>();
   }
   __device__ static A apply(A a, A b) {
@@ -78,12 +78,12 @@ struct Combine {
     else {
       if (a != a) return a;  // NaN wins
       if (b != b) return b;
-      if constexpr (op == ReduceOp::max) return b > a ? b : a;
+      if constexpr (op == ReduceKind::max) return b > a ? b : a;
       else return b < a ? b : a;
     }
   }
   __device__ static T finish(A a, int64_t count) {
-    if constexpr (op == ReduceOp::mean) return (T)(a / (A)count);
+    if constexpr (op == ReduceKind::mean) return (T)(a / (A)count);
     else return (T)a;
   }
 };
@@ -104,7 +104,7 @@ __device__ A block_combine(A v, A* scratch) {
 }
 
 // One thread per output.
-template <class T, ReduceOp op>
+template <class T, ReduceKind op>
 __global__ void reduce_thread_kernel(const T* x, Dims outd, Dims redd, int64_t num_out, int64_t R, T* out) {
   using C = Combine<T, op>;
   for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < num_out; o += (int64_t)gridDim.x * blockDim.x) {
@@ -117,7 +117,7 @@ __global__ void reduce_thread_kernel(const T* x, Dims outd, Dims redd, int64_t n
 
 // One block per (output, chunk). With one chunk the block writes the output; otherwise its
 // partial result, which reduce_chunks_kernel combines.
-template <class T, ReduceOp op>
+template <class T, ReduceKind op>
 __global__ void reduce_block_kernel(const T* x, Dims outd, Dims redd, int64_t R, int chunks,
                                     typename Combine<T, op>::A* partial, T* out) {
   using C = Combine<T, op>;
@@ -137,7 +137,7 @@ __global__ void reduce_block_kernel(const T* x, Dims outd, Dims redd, int64_t R,
   }
 }
 
-template <class T, ReduceOp op>
+template <class T, ReduceKind op>
 __global__ void reduce_chunks_kernel(const typename Combine<T, op>::A* partial, int64_t num_out, int chunks,
                                      int64_t R, T* out) {
   using C = Combine<T, op>;
@@ -148,7 +148,7 @@ __global__ void reduce_chunks_kernel(const typename Combine<T, op>::A* partial, 
   }
 }
 
-template <class T, ReduceOp op>
+template <class T, ReduceKind op>
 void reduce_typed(const Tensor& x, const Tensor& out, cudaStream_t stream, int device) {
   using A = typename Combine<T, op>::A;
   Dims outd, redd;
@@ -192,15 +192,15 @@ void reduce_typed(const Tensor& x, const Tensor& out, cudaStream_t stream, int d
   }
 }
 
-void cuda_reduce(ReduceOp op, const Tensor& x, const Tensor& out) {
+void cuda_reduce(ReduceKind op, const Tensor& x, const Tensor& out) {
   cuda::DeviceScope ds(out);
   OCRT_DISPATCH_ALL(x.dtype(), "reduce", [&] {
     using T = scalar_t;
     switch (op) {
-      case ReduceOp::sum: return reduce_typed<T, ReduceOp::sum>(x, out, ds.stream, ds.device);
-      case ReduceOp::mean: return reduce_typed<T, ReduceOp::mean>(x, out, ds.stream, ds.device);
-      case ReduceOp::max: return reduce_typed<T, ReduceOp::max>(x, out, ds.stream, ds.device);
-      case ReduceOp::min: return reduce_typed<T, ReduceOp::min>(x, out, ds.stream, ds.device);
+      case ReduceKind::sum: return reduce_typed<T, ReduceKind::sum>(x, out, ds.stream, ds.device);
+      case ReduceKind::mean: return reduce_typed<T, ReduceKind::mean>(x, out, ds.stream, ds.device);
+      case ReduceKind::max: return reduce_typed<T, ReduceKind::max>(x, out, ds.stream, ds.device);
+      case ReduceKind::min: return reduce_typed<T, ReduceKind::min>(x, out, ds.stream, ds.device);
     }
   });
   OCRT_CUDA_LAUNCH_CHECK("reduce", ds.device);

@@ -70,6 +70,8 @@ class NcclCommunicator : public Communicator {
       : comm_(comm), device_(device), rank_(rank), size_(size), timeout_s_(timeout_s) {
     cuda::set_device(device_);
     cuda::check(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming), "cudaEventCreate", device_);
+    cuda::check(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "cudaEventCreate", device_);
+    cuda::check(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking), "cudaStreamCreate", device_);
   }
   ~NcclCommunicator() override {
     cuda::set_device(device_);
@@ -85,31 +87,51 @@ class NcclCommunicator : public Communicator {
       else ncclCommAbort(comm_);
     }
     cudaEventDestroy(done_);
+    cudaEventDestroy(ready_);
+    cudaStreamDestroy(side_);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string kind() const override { return "nccl"; }
 
+  // Every collective runs on one side stream, in the order issued: NCCL needs the operations of
+  // a communicator in the same order on every rank, which two streams could not promise once
+  // started (overlapped) all-reduces and blocking ones (synchronised BatchNorm) interleave. The
+  // side stream first waits for the compute stream's work so far (the kernels that produced the
+  // tensors); the compute stream waits for the collective in turn.
   void all_reduce(const std::vector<Tensor>& tensors, ReduceOp op) override {
     check(tensors, "all_reduce");
-    cudaStream_t s = cuda::stream(device_);
+    follow_compute();
     issue("ncclGroupStart", ncclGroupStart());
     for (const Tensor& t : tensors)
       issue("ncclAllReduce", ncclAllReduce(t.raw_data(), t.raw_data(), (size_t)t.numel(), nccl_type(t.dtype()),
-                                           nccl_op(op), comm_, s));
-    issue("ncclGroupEnd", ncclGroupEnd());
+                                           nccl_op(op), comm_, side_));
+    enqueue("ncclGroupEnd", ncclGroupEnd());
     wait("all_reduce");
+  }
+
+  // Overlap: returns as soon as the collective is queued, so the compute stream goes on with the
+  // rest of the backward pass meanwhile; wait() makes the compute stream wait for it.
+  std::unique_ptr<PendingCollective> start_all_reduce(const Tensor& t, ReduceOp op) override {
+    check({t}, "all_reduce");
+    follow_compute();
+    enqueue("ncclAllReduce", ncclAllReduce(t.raw_data(), t.raw_data(), (size_t)t.numel(), nccl_type(t.dtype()),
+                                           nccl_op(op), comm_, side_));
+    cudaEvent_t done = nullptr;
+    cuda::check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate", device_);
+    cuda::check(cudaEventRecord(done, side_), "cudaEventRecord", device_);
+    return std::make_unique<Pending>(*this, done);
   }
 
   void broadcast(const std::vector<Tensor>& tensors, int root) override {
     OCRT_CHECK(root >= 0 && root < size_, "broadcast: root ", root, " out of range for ", size_, " ranks");
     check(tensors, "broadcast");
-    cudaStream_t s = cuda::stream(device_);
+    follow_compute();
     issue("ncclGroupStart", ncclGroupStart());
     for (const Tensor& t : tensors)
       issue("ncclBroadcast", ncclBroadcast(t.raw_data(), t.raw_data(), (size_t)t.numel(), nccl_type(t.dtype()), root,
-                                           comm_, s));
-    issue("ncclGroupEnd", ncclGroupEnd());
+                                           comm_, side_));
+    enqueue("ncclGroupEnd", ncclGroupEnd());
     wait("broadcast");
   }
 
@@ -141,16 +163,63 @@ class NcclCommunicator : public Communicator {
     fail("rank ", rank_, " (cuda:", device_, "): ", what, " failed: ", reason);
   }
 
-  // Waits for the queued collective: the stream event, and NCCL's error state meanwhile.
+  // A collective of the non-blocking communicator returns ncclInProgress while NCCL is still
+  // enqueueing it; the next NCCL call on this communicator must wait until that is over.
+  void enqueue(const char* what, ncclResult_t r) {
+    issue(what, r);
+    const auto t0 = Clock::now();
+    while (r == ncclInProgress) {
+      if (seconds_since(t0) > timeout_s_) {
+        abort();
+        fail("rank ", rank_, " (cuda:", device_, "): ", what, " was not enqueued within ", timeout_s_, " s");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(10));
+      ncclCommGetAsyncError(comm_, &r);
+      if (r != ncclInProgress) issue(what, r);
+    }
+  }
+
+  class Pending : public PendingCollective {
+   public:
+    Pending(NcclCommunicator& c, cudaEvent_t done) : c_(c), done_(done) {}
+    ~Pending() override { cudaEventDestroy(done_); }
+    bool poll() override { return cudaEventQuery(done_) == cudaSuccess; }
+    void wait() override {
+      if (waited_) return;
+      c_.wait_event(done_, "all_reduce");
+      cuda::check(cudaStreamWaitEvent(cuda::stream(c_.device_), done_, 0), "cudaStreamWaitEvent", c_.device_);
+      waited_ = true;
+    }
+
+   private:
+    NcclCommunicator& c_;
+    cudaEvent_t done_;
+    bool waited_ = false;
+  };
+
+  // The side stream waits for everything queued on the compute stream so far.
+  void follow_compute() {
+    cuda::check(cudaEventRecord(ready_, cuda::stream(device_)), "cudaEventRecord", device_);
+    cuda::check(cudaStreamWaitEvent(side_, ready_, 0), "cudaStreamWaitEvent", device_);
+  }
+
+  // Waits for the queued collective (NCCL's error state meanwhile); then the compute stream
+  // waits for it too.
   void wait(const char* op) {
-    cudaStream_t s = cuda::stream(device_);
-    cuda::check(cudaEventRecord(done_, s), "cudaEventRecord", device_);
+    cuda::check(cudaEventRecord(done_, side_), "cudaEventRecord", device_);
+    wait_event(done_, op);
+    cuda::check(cudaStreamWaitEvent(cuda::stream(device_), done_, 0), "cudaStreamWaitEvent", device_);
+  }
+
+  void wait_event(cudaEvent_t event, const char* op) {
+    cuda::set_device(device_);
     const auto t0 = Clock::now();
     int spins = 0;
     for (;;) {
-      const cudaError_t q = cudaEventQuery(done_);
+      const cudaError_t q = cudaEventQuery(event);
       if (q == cudaSuccess) return;
       if (q != cudaErrorNotReady) cuda::check(q, op, device_);
+      OCRT_CHECK(comm_, "rank ", rank_, " (cuda:", device_, "): ", op, ": the communicator was aborted");
       ncclResult_t st = ncclSuccess;
       ncclCommGetAsyncError(comm_, &st);
       if (st != ncclSuccess && st != ncclInProgress) {
@@ -170,7 +239,8 @@ class NcclCommunicator : public Communicator {
   ncclComm_t comm_;
   int device_, rank_, size_;
   double timeout_s_;
-  cudaEvent_t done_ = nullptr;
+  cudaEvent_t done_ = nullptr, ready_ = nullptr;
+  cudaStream_t side_ = nullptr;  // where every collective runs, in the order issued
 };
 
 ncclConfig_t nonblocking_config() {

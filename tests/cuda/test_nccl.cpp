@@ -55,6 +55,55 @@ TEST_CASE("nccl: all-reduce, broadcast and barrier over every visible GPU", "[cu
   }
 }
 
+TEST_CASE("nccl: started all-reduces on the side stream follow the compute stream and are waited for",
+          "[cuda][nccl]") {
+  if (!nccl_built()) {
+    WARN("built without NCCL: skipped");
+    return;
+  }
+  const int n = cuda_device_count();
+  std::vector<int> gpus;
+  for (int i = 0; i < n; ++i) gpus.push_back(i);
+  auto comms = make_nccl_communicators(gpus, 60);
+  std::vector<std::string> errors((size_t)n);
+  std::vector<std::thread> pool;
+  for (int r = 0; r < n; ++r)
+    pool.emplace_back([&, r] {
+      try {
+        Communicator& c = *comms[(size_t)r];
+        const Device d = Device::cuda(r);
+        // Large buffers written by compute-stream kernels just before the start: the side stream
+        // must see the written values, and a later compute-stream read must see the sum.
+        std::vector<Tensor> bufs;
+        std::vector<std::unique_ptr<PendingCollective>> pending;
+        for (int k = 0; k < 4; ++k) {
+          Tensor t = Tensor::zeros({1 << 20}, DType::f32, d);
+          t.fill_((double)(r + k));
+          bufs.push_back(t);
+          pending.push_back(c.start_all_reduce(t, ReduceOp::sum));
+        }
+        // A blocking collective in between, as synchronised BatchNorm makes during backward.
+        Tensor mid = Tensor::full({3}, 1.0, DType::f32, d);
+        c.all_reduce({mid}, ReduceOp::sum);
+        if (mid.to_vector<float>() != std::vector<float>(3, (float)n)) throw std::runtime_error("blocking sum");
+        for (int k = 0; k < 4; ++k) {
+          pending[(size_t)k]->wait();
+          const double want = n * (n - 1) / 2.0 + (double)n * k;
+          const auto v = bufs[(size_t)k].to_vector<float>();
+          if (v.front() != (float)want || v.back() != (float)want) throw std::runtime_error("started sum");
+          if (!pending[(size_t)k]->poll()) throw std::runtime_error("poll after wait");
+        }
+      } catch (const std::exception& e) {
+        errors[(size_t)r] = e.what();
+      }
+    });
+  for (auto& t : pool) t.join();
+  for (int r = 0; r < n; ++r) {
+    INFO("rank " << r);
+    CHECK(errors[(size_t)r].empty());
+  }
+}
+
 TEST_CASE("nccl: wrong devices are refused and an aborted communicator fails clearly", "[cuda][nccl]") {
   if (!nccl_built()) {
     WARN("built without NCCL: skipped");

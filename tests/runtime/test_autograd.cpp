@@ -50,6 +50,56 @@ TEST_CASE("a tensor used twice gets both gradients", "[autograd]") {
   REQUIRE(a.grad().storage() != b.grad().storage());
 }
 
+TEST_CASE("the leaf hook reports each leaf once, when its gradient is final, nearest the loss first",
+          "[autograd]") {
+  // A chain w1 -> w2 -> w3 -> loss, where w1 is also used a second time near the loss, and an
+  // unused leaf; the hook records, when called, which leaf it is and its gradient then.
+  Tensor x = Tensor::from_vector(std::vector<double>{1, 2});
+  Tensor w1 = Tensor::from_vector(std::vector<double>{0.5, -1}).set_requires_grad();
+  Tensor w2 = Tensor::from_vector(std::vector<double>{2, 3}).set_requires_grad();
+  Tensor w3 = Tensor::from_vector(std::vector<double>{-1, 4}).set_requires_grad();
+  Tensor unused = Tensor::ones({2}, DType::f64).set_requires_grad();
+  std::vector<std::pair<const TensorImpl*, std::vector<double>>> seen;
+  {
+    LeafGradHook hook([&](const TensorImpl* leaf) {
+      Tensor t = leaf == w1.impl() ? w1 : leaf == w2.impl() ? w2 : leaf == w3.impl() ? w3 : unused;
+      seen.push_back({leaf, t.grad().defined() ? t.grad().to_vector<double>() : std::vector<double>{}});
+    });
+    Tensor h = mul(mul(mul(x, w1), w2), w3);        // x*w1*w2*w3
+    sum(add(h, mul(w1, 10.0))).backward();          // + 10*w1
+  }
+  REQUIRE(seen.size() == 3);
+  CHECK(seen[0].first == w3.impl());  // nearest the loss
+  CHECK(seen[1].first == w2.impl());
+  CHECK(seen[2].first == w1.impl());
+  for (const auto& [leaf, g] : seen) {
+    const Tensor& t = leaf == w1.impl() ? w1 : leaf == w2.impl() ? w2 : w3;
+    CHECK(g == t.grad().to_vector<double>());  // nothing was added after the report
+  }
+  CHECK(w1.grad().to_vector<double>() == std::vector<double>{1 * 2 * -1 + 10, 2 * 3 * 4 + 10});
+  CHECK(!unused.grad().defined());
+  // Without a hook (it was destroyed) nothing is reported.
+  const size_t before = seen.size();
+  sum(mul(x, w2)).backward();
+  CHECK(seen.size() == before);
+  // Hooks nest; a leaf that is itself a root is reported too; an exception from the hook stops
+  // the pass with that error.
+  int outer = 0, inner = 0;
+  LeafGradHook a([&](const TensorImpl*) { ++outer; });
+  {
+    LeafGradHook b([&](const TensorImpl*) { ++inner; });
+    w3.backward(Tensor::ones({2}, DType::f64));
+  }
+  CHECK(inner == 1);
+  CHECK(outer == 0);
+  {
+    LeafGradHook c([&](const TensorImpl*) { throw std::runtime_error("bucket failed"); });
+    REQUIRE_THROWS_WITH(sum(mul(x, w2)).backward(), Catch::Contains("bucket failed"));
+  }
+  sum(mul(x, w2)).backward();
+  CHECK(outer == 1);
+}
+
 TEST_CASE("backward needs a gradient for non-scalars", "[autograd]") {
   Tensor x = Tensor::ones({2, 2}).set_requires_grad();
   Tensor y = mul(x, 3.0);

@@ -18,6 +18,9 @@
 #include "models/model_file.h"
 #include "ops/ctc.h"
 #include "ops/elementwise.h"
+#include "ops/norm.h"
+#include "ops/reduce.h"
+#include "gradcheck.h"
 #include "runtime/comm.h"
 #include "runtime/image.h"
 #include "runtime/mpi_comm.h"
@@ -247,6 +250,137 @@ TEST_CASE("sharded gradients, scaled by each shard's share and summed, equal the
 
 namespace {
 
+// Two "ranks" holding the same gradients: every sum is twice the value. It records each started
+// collective and whether `probe` (the first parameter: the stem, which the backward pass
+// reaches last) had its gradient yet at that moment.
+class EchoCommunicator : public Communicator {
+ public:
+  explicit EchoCommunicator(Tensor probe) : probe_(std::move(probe)) {}
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  std::string kind() const override { return "echo"; }
+  void all_reduce(const std::vector<Tensor>& tensors, ReduceOp) override {
+    for (const Tensor& t : tensors) Tensor(t).copy_(mul(t, 2.0));
+  }
+  void broadcast(const std::vector<Tensor>&, int) override {}
+  void barrier() override {}
+  std::unique_ptr<PendingCollective> start_all_reduce(const Tensor& t, ReduceOp op) override {
+    started.push_back({t.numel(), probe_.grad().defined()});
+    return Communicator::start_all_reduce(t, op);
+  }
+  std::vector<std::pair<int64_t, bool>> started;
+
+ private:
+  Tensor probe_;
+};
+
+}  // namespace
+
+TEST_CASE("gradient sync overlapped with backward: buckets start in order, during the pass, same sums",
+          "[distributed]") {
+  const Tensor images = ocrt::testing::det_uniform({2, 1, 32, 40}, 7, 0.0, 1.0).to(DType::f32);
+  const std::vector<int64_t> widths = {40, 28};
+  auto loss_of = [&](nn::CRNN& m) {
+    Tensor out = m.forward(images, widths);
+    return sum(mul(out, out));
+  };
+  Generator g1(21), g2(21);
+  nn::CRNN ref(tiny_crnn(12), g1), model(tiny_crnn(12), g2);
+  loss_of(ref).backward();  // no sync: the reference gradients
+
+  const auto params = model.parameters();
+  // An extra parameter that the pass never reaches, registered first (so in the last bucket).
+  Tensor unused = Tensor::ones({3}).set_requires_grad();
+  std::vector<Tensor> all = {unused};
+  all.insert(all.end(), params.begin(), params.end());
+  GradSync sync(all, 1 << 12);
+  REQUIRE(sync.buckets().size() >= 3);
+  EchoCommunicator comm(params[0]);
+  for (int step = 0; step < 2; ++step) {  // the second step reuses the buffers
+    comm.started.clear();
+    model.zero_grad();
+    unused.zero_grad();
+    sync.begin(comm);
+    loss_of(model).backward();
+    const int early = sync.started_during_backward();
+    sync.finish();
+    // Every bucket but the last (it holds the unused parameter) started inside the pass, the
+    // first ones before backward had reached the stem.
+    CHECK(early == (int)sync.buckets().size() - 1);
+    REQUIRE(comm.started.size() == sync.buckets().size());
+    for (size_t b = 0; b < sync.buckets().size(); ++b) CHECK(comm.started[b].first == sync.buckets()[b].numel);
+    CHECK(!comm.started[0].second);
+    CHECK(comm.started.back().second);
+    const auto rp = ref.parameters();
+    for (size_t k = 0; k < params.size(); ++k) {
+      INFO("parameter " << k);
+      CHECK(max_rel_diff(params[k].grad(), mul(rp[k].grad(), 2.0), 1e-30) == 0);
+    }
+    REQUIRE(unused.grad().defined());
+    CHECK(unused.grad().to_vector<float>() == std::vector<float>(3, 0.f));
+  }
+  // One rank: begin/finish do nothing.
+  auto single = make_single_communicator();
+  model.zero_grad();
+  sync.begin(*single);
+  loss_of(model).backward();
+  sync.finish();
+  CHECK(sync.started_during_backward() == 0);
+  CHECK(max_rel_diff(params[0].grad(), ref.parameters()[0].grad(), 1e-30) == 0);
+}
+
+TEST_CASE("synchronised BatchNorm on shards equals BatchNorm on the whole batch: outputs, gradients, running "
+          "statistics", "[distributed]") {
+  // 5 lines split 2 + 3, as the loader shards them; float64 so that only summation order differs.
+  const Tensor x = ocrt::testing::det_uniform({5, 3, 4, 6}, 31, -2.0, 3.0);
+  const Tensor r = ocrt::testing::det_uniform({5, 3, 4, 6}, 32);  // the loss: sum(y * r)
+  auto fresh = [](int64_t C) {
+    std::vector<Tensor> t = {Tensor::zeros({C}, DType::f64), Tensor::ones({C}, DType::f64),
+                             ocrt::testing::det_uniform({C}, 33, 0.5, 1.5),
+                             ocrt::testing::det_uniform({C}, 34)};
+    t[2].set_requires_grad(true);
+    t[3].set_requires_grad(true);
+    return t;  // running mean, running var, weight, bias
+  };
+  // The whole batch, plain BatchNorm.
+  auto whole = fresh(3);
+  Tensor xw = x.clone().set_requires_grad(true);
+  Tensor yw = batch_norm(xw, whole[0], whole[1], whole[2], whole[3], true, 0.1, 1e-5);
+  sum(mul(yw, r)).backward();
+
+  std::vector<Tensor> y(2), dx(2), dw(2), db(2), rm(2), rv(2);
+  on_threads(2, 30, [&](int rank, Communicator& c) {
+    const int64_t at = rank == 0 ? 0 : 2, n = rank == 0 ? 2 : 3;
+    auto mine = fresh(3);
+    Tensor xs = x.narrow(0, at, n).contiguous().clone().set_requires_grad(true);
+    Tensor ys = sync_batch_norm(xs, mine[0], mine[1], mine[2], mine[3], c, 0.1, 1e-5);
+    sum(mul(ys, r.narrow(0, at, n))).backward();
+    y[(size_t)rank] = ys.detach();
+    dx[(size_t)rank] = xs.grad();
+    dw[(size_t)rank] = mine[2].grad();
+    db[(size_t)rank] = mine[3].grad();
+    rm[(size_t)rank] = mine[0];
+    rv[(size_t)rank] = mine[1];
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    const int64_t at = rank == 0 ? 0 : 2, n = rank == 0 ? 2 : 3;
+    INFO("rank " << rank);
+    CHECK(max_rel_diff(y[(size_t)rank], yw.detach().narrow(0, at, n), 1e-6) < 1e-12);
+    CHECK(max_rel_diff(dx[(size_t)rank], xw.grad().narrow(0, at, n), 1e-6) < 1e-12);
+    CHECK(max_rel_diff(rm[(size_t)rank], whole[0], 1e-6) < 1e-12);  // every replica: the global statistics
+    CHECK(max_rel_diff(rv[(size_t)rank], whole[1], 1e-6) < 1e-12);
+  }
+  // weight and bias: each replica holds its own part; the gradient sync adds them.
+  CHECK(max_rel_diff(add(dw[0], dw[1]), whole[2].grad(), 1e-6) < 1e-12);
+  CHECK(max_rel_diff(add(db[0], db[1]), whole[3].grad(), 1e-6) < 1e-12);
+  // Per-replica BatchNorm (the default) differs: the test above would fail without the sync.
+  auto alone = fresh(3);
+  Tensor y0 = batch_norm(x.narrow(0, 0, 2).contiguous(), alone[0], alone[1], alone[2].detach(), alone[3].detach(), true);
+  CHECK(max_rel_diff(y0, yw.detach().narrow(0, 0, 2), 1e-6) > 1e-3);
+}
+
+namespace {
+
 TrainConfig dp_config(const fs::path& data, const fs::path& out) {
   TrainConfig c;
   c.arch = "crnn-s";
@@ -346,6 +480,34 @@ TEST_CASE("two CPU replicas in threads train to the same weights as one replica 
   check_same_weights(b.best_model, r3.best_model, 1e-6);
 }
 
+TEST_CASE("with BatchNorm, --sync-batch-norm makes two replicas train like one with the whole batch",
+          "[distributed]") {
+  TempDir data("dp-bn-data"), one("dp-bn-one"), two("dp-bn-two"), plain("dp-bn-plain");
+  if (!write_short_lines(data.path, 12)) {
+    WARN("no Debian font installed: skipped");
+    return;
+  }
+  TrainConfig c1 = dp_config(data.path, one.path);
+  c1.batch_norm = true;
+  TrainResult a = run_training(c1);
+  TrainConfig c2 = c1;
+  c2.out = two.path.string();
+  c2.devices = {Device::cpu(), Device::cpu()};
+  c2.sync_batch_norm = true;
+  TrainResult b = run_training(c2);
+  CHECK(std::abs(a.final_loss - b.final_loss) < 1e-4 * std::abs(a.final_loss));
+  check_same_weights(a.best_model, b.best_model, 1e-4);  // weights and running statistics
+  // Without the sync each replica normalises its own 3 lines: a different trajectory.
+  TrainConfig c3 = c2;
+  c3.out = plain.path.string();
+  c3.sync_batch_norm = false;
+  TrainResult p = run_training(c3);
+  nn::ModelFile fa = nn::load_model_file(a.best_model), fp = nn::load_model_file(p.best_model);
+  double worst = 0;
+  for (auto& [name, t] : fa.weights) worst = std::max(worst, max_rel_diff(fp.weights.at(name), t, 1e-6));
+  CHECK(worst > 1e-3);
+}
+
 TEST_CASE("a failing replica thread ends the whole run with an error naming it", "[distributed]") {
   TempDir data("dp-fail-data"), out("dp-fail-out");
   if (!write_short_lines(data.path, 6)) {
@@ -389,6 +551,23 @@ TEST_CASE("mpirun -np 2: the same weights as one process, and a hung or killed r
   for (size_t at = out.find("\"steps\":4"); at != std::string::npos; at = out.find("\"steps\":4", at + 1)) ++summaries;
   CHECK(summaries == 1);
   check_same_weights((one.path / "best.safetensors").string(), (two.path / "best.safetensors").string(), 1e-4);
+  // Summing the buckets after the backward pass instead of during it: the same sums, bit for bit.
+  TempDir after("mpi-after");
+  rc = run_command(mpirun(2) + train_flags(data.path, after.path) + " --no-overlap", &out);
+  INFO(out);
+  REQUIRE(rc == 0);
+  check_same_weights((two.path / "best.safetensors").string(), (after.path / "best.safetensors").string(), 1e-30);
+  // With BatchNorm and --sync-batch-norm: again the same weights as one process.
+  TempDir bn_one("mpi-bn-one"), bn_two("mpi-bn-two");
+  std::string bn_flags = train_flags(data.path, bn_one.path);
+  bn_flags.replace(bn_flags.find(" --no-batch-norm"), 16, "");
+  REQUIRE(run_command(bn_flags, &out) == 0);
+  bn_flags = train_flags(data.path, bn_two.path);
+  bn_flags.replace(bn_flags.find(" --no-batch-norm"), 16, " --sync-batch-norm");
+  rc = run_command(mpirun(2) + bn_flags, &out);
+  INFO(out);
+  REQUIRE(rc == 0);
+  check_same_weights((bn_one.path / "best.safetensors").string(), (bn_two.path / "best.safetensors").string(), 1e-4);
 
   // Rank 1 hangs at step 2: rank 0's all-reduce times out, names itself, and the job ends.
   auto t0 = std::chrono::steady_clock::now();
