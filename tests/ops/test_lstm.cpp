@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "golden_runner.h"
+#include "ops/backend.h"
 #include "ops/rnn.h"
 #include "ops/shape.h"
 
@@ -143,6 +144,57 @@ TEST_CASE("padded positions change neither the valid outputs nor any gradient", 
     REQUIRE(a[i].size() == b[i].size());
     for (size_t j = 0; j < a[i].size(); ++j) CHECK(a[i][j] == Approx(b[i][j]).margin(1e-12));
   }
+}
+
+TEST_CASE("the float32 cell kernels agree with float64 across the activations' range, NaN included", "[lstm]") {
+  // H = 37: four 8-lane blocks of the vectorised path and a scalar tail of 5. Pre-activations
+  // from -40 to 40, plus a row of tiny ones (tanh's small-argument branch), one inactive row.
+  const int64_t N = 4, H = 37;
+  const Backend& cpu = backend_for(Device::cpu());
+  Tensor gx = det_uniform({N, 4 * H}, 51, -20, 20), gh = det_uniform({N, 4 * H}, 52, -20, 20);
+  gx.narrow(0, 2, 1).copy_(det_uniform({1, 4 * H}, 53, -1e-3, 1e-3));
+  gh.narrow(0, 2, 1).zero_();
+  const Tensor hp = det_uniform({N, H}, 54), cp = det_uniform({N, H}, 55, -3, 3);
+  const Tensor active = Tensor::from_vector(std::vector<double>{1, 1, 1, 0}).to(DType::u8);
+  auto forward = [&](DType dt, const Tensor& gxs) {
+    std::vector<Tensor> out = {Tensor::empty({N, 4 * H}, dt), Tensor::empty({N, H}, dt), Tensor::empty({N, H}, dt),
+                               Tensor::empty({N, H}, dt)};
+    cpu.lstm_cell(gxs.to(dt), gh.to(dt), hp.to(dt), cp.to(dt), active, out[0], out[1], out[2], out[3]);
+    return out;  // act, h, c, out
+  };
+  const auto f32 = forward(DType::f32, gx), f64 = forward(DType::f64, gx);
+  for (size_t k = 0; k < 4; ++k) {
+    INFO("forward output " << k);
+    const auto a = f32[k].to_vector<double>(), b = f64[k].to_vector<double>();
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]) / std::max(1.0, std::abs(b[i])));
+    CHECK(worst < 1e-6);
+  }
+  // tanh of the tiny pre-activations (the g gate of row 2): relative accuracy, not just absolute.
+  const auto g32 = f32[0].narrow(0, 2, 1).narrow(1, 2 * H, H).to_vector<double>();
+  const auto g64 = f64[0].narrow(0, 2, 1).narrow(1, 2 * H, H).to_vector<double>();
+  for (size_t j = 0; j < g32.size(); ++j) CHECK(std::abs(g32[j] - g64[j]) <= 1e-6 * std::abs(g64[j]) + 1e-12);
+
+  // Backward on the same state, float32 against float64.
+  const Tensor dh = det_uniform({N, H}, 56), dout = det_uniform({N, H}, 57), dc = det_uniform({N, H}, 58);
+  auto backward = [&](DType dt, const std::vector<Tensor>& fw) {
+    std::vector<Tensor> out = {Tensor::empty({N, 4 * H}, dt), Tensor::empty({N, H}, dt), Tensor::empty({N, H}, dt)};
+    cpu.lstm_cell_backward(fw[0], cp.to(dt), fw[2], dh.to(dt), dout.to(dt), dc.to(dt), active, out[0], out[1], out[2]);
+    return out;
+  };
+  const auto b32 = backward(DType::f32, f32), b64 = backward(DType::f64, f64);
+  for (size_t k = 0; k < 3; ++k) {
+    INFO("backward output " << k);
+    CHECK(max_rel_diff(b32[k], b64[k], 1.0) < 1e-5);
+  }
+
+  // A NaN pre-activation gives NaN in that unit's state, in the vectorised lanes and the tail.
+  Tensor gnan = gx.clone();
+  for (int64_t j : {3, 35}) gnan.narrow(0, 0, 1).narrow(1, 2 * H + j, 1).fill_(std::nan(""));
+  const auto h = forward(DType::f32, gnan)[1].to_vector<float>();
+  CHECK(std::isnan(h[3]));
+  CHECK(std::isnan(h[35]));
+  CHECK(std::isfinite(h[4]));
 }
 
 TEST_CASE("lstm rejects bad arguments", "[lstm]") {
