@@ -3,8 +3,8 @@
 # one process with 1 thread, as `mpirun -np 2` with 1 thread per rank, and, for reference, as
 # one process with 2 threads. Prints one line per run: replicas, threads, samples/s (from
 # ocrt-train's summary, first two steps excluded), peak RSS of rank 0. The MPI run is made
-# twice: gradient buckets summed during the backward pass (the default) and after it
-# (--no-overlap), which shows what the overlap saves.
+# twice: gradient buckets summed after the backward pass (the CPU default) and during it
+# (--overlap on), which shows what overlapping costs or saves.
 #
 #   bench/dp_cpu.sh [BUILD_DIR] [REPEATS]     (defaults: build 3)
 set -euo pipefail
@@ -26,6 +26,6 @@ print("%.1f samples/s, peak RSS %.0f MiB" % (d["samples_per_sec"], d["peak_rss_m
 for r in $(seq "$repeats"); do
   echo "round $r: 1 process x 1 thread:    $("$build/ocrt-train" "${common[@]}" --threads 1 --out "$out/a$r" 2>/dev/null | summary)"
   echo "round $r: mpirun -np 2 x 1 thread: $(mpirun -np 2 --bind-to core "$build/ocrt-train" "${common[@]}" --threads 1 --out "$out/b$r" 2>/dev/null | summary)"
-  echo "round $r: the same, --no-overlap:  $(mpirun -np 2 --bind-to core "$build/ocrt-train" "${common[@]}" --threads 1 --no-overlap --out "$out/d$r" 2>/dev/null | summary)"
+  echo "round $r: the same, --overlap on:  $(mpirun -np 2 --bind-to core "$build/ocrt-train" "${common[@]}" --threads 1 --overlap on --out "$out/d$r" 2>/dev/null | summary)"
   echo "round $r: 1 process x 2 threads:   $("$build/ocrt-train" "${common[@]}" --threads 2 --out "$out/c$r" 2>/dev/null | summary)"
 done

@@ -61,8 +61,8 @@ Data parallel (docs/distributed.md)
                          --device cuda picks cuda:<local rank mod GPUs>
   --comm-timeout S       a collective waiting longer than S seconds for the slowest replica
                          ends the run with an error naming the rank (300)
-  --no-overlap           sum gradient buckets after the backward pass instead of during it
-                         (same result; for measuring what the overlap saves)
+  --overlap auto|on|off  sum gradient buckets during the backward pass (on) or after it (off);
+                         auto: on for GPUs (NCCL), off for CPUs (the same result either way)
   --sync-batch-norm      BatchNorm statistics of the whole global batch, summed over replicas
                          (default: each replica its own shard's)
   --no-batch-norm        crnn/crnn-s without BatchNorm: a replica's lines never affect another's
@@ -126,7 +126,7 @@ TrainConfig parse_args(int argc, char** argv) {
     } else if (a == "--comm-timeout") c.comm_timeout = parse_double(a, value());
     else if (a == "--fault") c.fault = value();
     else if (a == "--no-batch-norm") c.batch_norm = false;
-    else if (a == "--no-overlap") c.overlap_grad_sync = false;
+    else if (a == "--overlap") c.overlap = value();
     else if (a == "--sync-batch-norm") c.sync_batch_norm = true;
     else if (a == "--threads") c.threads = (int)parse_int(a, value());
     else if (a == "--workers") c.workers = (int)parse_int(a, value());

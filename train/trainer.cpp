@@ -230,6 +230,8 @@ void print_progress(bool tty, int64_t step, int64_t total, double loss, double l
 void TrainConfig::validate() const {
   OCRT_CHECK(nn::is_known_arch(arch), "--arch: expected one of ", nn::known_archs_str(), ", got '", arch, "'");
   OCRT_CHECK(!train.empty(), "--train: give label files, folders of .gt.txt pairs, or 'synth'");
+  OCRT_CHECK(overlap == "auto" || overlap == "on" || overlap == "off", "--overlap: expected auto, on or off, got '",
+             overlap, "'");
   OCRT_CHECK(batch >= 1, "--batch: must be >= 1, got ", batch);
   OCRT_CHECK(steps >= 1, "--steps: must be >= 1, got ", steps);
   OCRT_CHECK(std::isfinite(epochs) && epochs >= 0, "--epochs: must be > 0, got ", epochs);
@@ -301,7 +303,7 @@ Json TrainConfig::to_json() const {
   j.set("augment", augment);
   j.set("init", init);
   if (!batch_norm) j.set("batch_norm", false);
-  if (!overlap_grad_sync) j.set("overlap_grad_sync", false);
+  if (overlap != "auto") j.set("overlap", overlap);
   if (sync_batch_norm) j.set("sync_batch_norm", true);
   if (!devices.empty()) j.set("devices", join_devices(devices));
   return j;
@@ -437,6 +439,7 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
   sched_cfg.steps = steps;
   const Schedule schedule = make_schedule(sched_cfg);
   GradSync grad_sync(optim->params());
+  const bool overlap = cfg.overlap == "on" || (cfg.overlap == "auto" && comm.kind() == "nccl");
   // --sync-batch-norm: BatchNorm layers of this replica's training steps normalise with the
   // whole global batch's statistics (validation runs in eval mode, with the running ones).
   std::optional<nn::SyncBatchNormScope> sync_bn;
@@ -508,11 +511,11 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
     if (replicas > 1) loss_v = comm.all_reduce_values({loss_v}, ReduceOp::sum, device)[0];
     bool ok = std::isfinite(loss_v);
     if (ok) {
-      // Every replica then holds the whole batch's gradient. Overlapped: each bucket's sum
-      // starts as soon as backward has finished its gradients.
-      if (cfg.overlap_grad_sync) grad_sync.begin(comm);
+      // Every replica then holds the whole batch's gradient. Overlapped (on GPUs): each
+      // bucket's sum starts as soon as backward has finished its gradients.
+      if (overlap) grad_sync.begin(comm);
       loss.backward();
-      if (cfg.overlap_grad_sync) grad_sync.finish();
+      if (overlap) grad_sync.finish();
       else grad_sync.all_reduce(comm);
       const double norm = cfg.clip_grad > 0 ? clip_grad_norm(optim->params(), cfg.clip_grad)
                                             : grad_norm(optim->params());

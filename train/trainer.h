@@ -65,7 +65,10 @@ struct TrainConfig {
   std::vector<Device> devices;
   bool device_from_local_rank = false;
   double comm_timeout = 300;                 // seconds a collective may wait for the slowest rank
-  bool overlap_grad_sync = true;             // false: sum gradients after backward (--no-overlap)
+  // When gradient buckets are summed (--overlap): "on" during the backward pass, "off" after it,
+  // "auto" during it on GPUs (NCCL runs on its own stream) and after it on CPUs (there MPI's
+  // collectives need the same cores as backward: measured no faster, bench/results/distributed-cpu.md).
+  std::string overlap = "auto";
   bool sync_batch_norm = false;              // BatchNorm statistics over the global batch (--sync-batch-norm)
   // For tests of failure handling: "RANK:STEP:hang|exit|kill|throw" makes that replica hang,
   // exit, kill itself or throw at the start of that step.
