@@ -170,6 +170,9 @@ TEST_CASE("ocrt-train settings are validated with the flag's name", "[trainer]")
   c.train.clear();
   REQUIRE_THROWS_WITH(c.validate(), Catch::Contains("--train"));
   c.train = {"synth"};
+  c.overlap = "sometimes";
+  REQUIRE_THROWS_WITH(c.validate(), Catch::Contains("--overlap"));
+  c.overlap = "auto";
   c.device = Device::cuda(7);
   if (!cuda_built() || cuda_device_count() < 8) REQUIRE_THROWS_WITH(c.validate(), Catch::Contains("cuda:7"));
 }
