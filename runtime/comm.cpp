@@ -166,9 +166,18 @@ class ThreadCommunicator : public Communicator {
       if (rank_ == 0) g_->scratch.resize((size_t)t.numel() * t.itemsize());
     }
     g_->wait_all(rank_, op);
+    // Every rank reads every posted tensor here, so none may leave (and free its tensor) before
+    // all have looked: a second round first, then the verdict, which is the same on every rank
+    // (each finds a mismatch exactly when the posted tensors are not all alike).
+    int64_t other = -1;
     for (const Tensor* p : g_->posted)
-      OCRT_CHECK(p->numel() == t.numel() && p->dtype() == t.dtype(), "rank ", rank_, ": ", op,
-                 ": tensor shapes or dtypes differ between ranks (", p->numel(), " vs ", t.numel(), " elements)");
+      if (p->numel() != t.numel() || p->dtype() != t.dtype()) {
+        other = p->numel();
+        break;
+      }
+    g_->wait_all(rank_, op);
+    OCRT_CHECK(other < 0, "rank ", rank_, ": ", op, ": tensor shapes or dtypes differ between ranks (", other, " vs ",
+               t.numel(), " elements)");
   }
 
   std::shared_ptr<ThreadGroup> g_;
