@@ -14,8 +14,12 @@ using namespace ocrt;
 namespace {
 
 // One NCCL rank per visible GPU, each driven by its own thread running fn(rank, comm); a rank's
-// failure is an exception whose message is reported against that rank.
+// failure is an exception whose message is reported against that rank. Skipped without NCCL.
 void on_every_gpu(const std::function<void(int, Communicator&)>& fn) {
+  if (!nccl_built()) {
+    WARN("built without NCCL: skipped");
+    return;
+  }
   const int n = cuda_device_count();
   std::vector<int> gpus;
   for (int i = 0; i < n; ++i) gpus.push_back(i);
@@ -41,10 +45,6 @@ void on_every_gpu(const std::function<void(int, Communicator&)>& fn) {
 }  // namespace
 
 TEST_CASE("nccl: all-reduce, broadcast and barrier over every visible GPU", "[cuda][nccl]") {
-  if (!nccl_built()) {
-    WARN("built without NCCL: skipped");
-    return;
-  }
   const int n = cuda_device_count();
   on_every_gpu([&](int r, Communicator& c) {
     const Device d = Device::cuda(r);
@@ -70,10 +70,6 @@ TEST_CASE("nccl: all-reduce, broadcast and barrier over every visible GPU", "[cu
 
 TEST_CASE("nccl: started all-reduces on the side stream follow the compute stream and are waited for",
           "[cuda][nccl]") {
-  if (!nccl_built()) {
-    WARN("built without NCCL: skipped");
-    return;
-  }
   const int n = cuda_device_count();
   on_every_gpu([&](int r, Communicator& c) {
     const Device d = Device::cuda(r);
