@@ -18,7 +18,7 @@
 #include "ops/norm.h"
 #include "ops/reduce.h"
 #include "ops/rnn.h"
-#include "runtime/comm.h"
+#include "twin_comm.h"
 // After the ops headers: parity.h calls sum and mul without including their headers.
 #include "cuda/parity.h"
 
@@ -130,28 +130,12 @@ void compare_kernel_outputs(parity::ParityEnv& env, const std::string& name, con
   for (size_t i = 0; i < ref.size(); ++i) parity::expect_close(ref[i], got[i], tol, name + ": " + what[i], env.seed);
 }
 
-// Two "replicas" holding the same lines: every sum is twice this replica's. The batch twice over
-// has the batch's own mean and (biased) variance, so synchronised BatchNorm over the twins must
-// give what batch_norm gives on the batch: this runs sync_batch_norm's GPU path (its
-// collectives, its backward formula) on one GPU.
-class TwinCommunicator : public Communicator {
- public:
-  int rank() const override { return 0; }
-  int size() const override { return 2; }
-  std::string kind() const override { return "twin"; }
-  void all_reduce(const std::vector<Tensor>& tensors, ReduceOp) override {
-    for (const Tensor& t : tensors) Tensor(t).copy_(mul(t, 2.0));
-  }
-  void broadcast(const std::vector<Tensor>&, int) override {}
-  void barrier() override {}
-};
-
 }  // namespace
 
 TEST_CASE("cuda sync_batch_norm over twin replicas matches batch_norm on the CPU", "[cuda]") {
   for (DType dt : {DType::f32, DType::f64}) {
     parity::ParityEnv env;
-    TwinCommunicator twin;
+    ocrt::testing::TwinCommunicator twin;  // sync over the batch twice over = plain batch_norm
     std::vector<Tensor> inputs{add(env.uniform({4, 6, 5, 7}, -2, 2, dt), 3.0), env.uniform({6}, 0.5, 1.5, dt),
                                env.uniform({6}, -0.5, 0.5, dt)};
     parity::check_op(env, dt == DType::f32 ? "sync bn twin f32" : "sync bn twin f64", inputs,

@@ -26,6 +26,7 @@
 #include "runtime/mpi_comm.h"
 #include "golden_runner.h"
 #include "temp_dir.h"
+#include "twin_comm.h"
 #include "train/grad_sync.h"
 #include "train/loader.h"
 #include "train/synth.h"
@@ -250,20 +251,12 @@ TEST_CASE("sharded gradients, scaled by each shard's share and summed, equal the
 
 namespace {
 
-// Two "ranks" holding the same gradients: every sum is twice the value. It records each started
-// collective and whether `probe` (the first parameter: the stem, which the backward pass
-// reaches last) had its gradient yet at that moment.
-class EchoCommunicator : public Communicator {
+// TwinCommunicator (every sum twice the value) that also records each started collective and
+// whether `probe` (the first parameter: the stem, which the backward pass reaches last) had its
+// gradient yet at that moment.
+class EchoCommunicator : public ocrt::testing::TwinCommunicator {
  public:
   explicit EchoCommunicator(Tensor probe) : probe_(std::move(probe)) {}
-  int rank() const override { return 0; }
-  int size() const override { return 2; }
-  std::string kind() const override { return "echo"; }
-  void all_reduce(const std::vector<Tensor>& tensors, ReduceOp) override {
-    for (const Tensor& t : tensors) Tensor(t).copy_(mul(t, 2.0));
-  }
-  void broadcast(const std::vector<Tensor>&, int) override {}
-  void barrier() override {}
   std::unique_ptr<PendingCollective> start_all_reduce(const Tensor& t, ReduceOp op) override {
     started.push_back({t.numel(), probe_.grad().defined()});
     return Communicator::start_all_reduce(t, op);
