@@ -115,9 +115,7 @@ class MpiCommunicator : public Communicator {
     check_collective_tensors(tensors, "all_reduce", false);
     for (const Tensor& t : tensors) {
       Tensor host = t.device().is_cpu() ? t : t.to(Device::cpu());
-      MPI_Request req = start(host, op);
-      wait(req, "all_reduce");
-      finish(host, op);
+      Pending(*this, host, op, start(host, op)).wait();
       if (!t.device().is_cpu()) const_cast<Tensor&>(t).copy_(host);
     }
   }

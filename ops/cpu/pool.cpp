@@ -47,15 +47,16 @@ T window_max(const T* in, int64_t H, int64_t W, const Pool2dParams& p, int64_t o
   return best;
 }
 
-// Output column ow of one plane through the general window.
+// Output columns [ow0, ow1) of one plane through the general window.
 template <class T>
-void max_pool_column(const T* in, int64_t H, int64_t W, const Pool2dParams& p, int64_t Ho, int64_t Wo, int64_t ow,
-                     T* out, int64_t* idx) {
-  for (int64_t oh = 0; oh < Ho; ++oh) {
-    int64_t best_i;
-    out[oh * Wo + ow] = window_max(in, H, W, p, oh, ow, best_i);
-    if (idx) idx[oh * Wo + ow] = best_i;
-  }
+void max_pool_columns(const T* in, int64_t H, int64_t W, const Pool2dParams& p, int64_t Ho, int64_t Wo, int64_t ow0,
+                      int64_t ow1, T* out, int64_t* idx) {
+  for (int64_t oh = 0; oh < Ho; ++oh)
+    for (int64_t ow = ow0; ow < ow1; ++ow) {
+      int64_t best_i;
+      out[oh * Wo + ow] = window_max(in, H, W, p, oh, ow, best_i);
+      if (idx) idx[oh * Wo + ow] = best_i;
+    }
 }
 
 // One plane through a 2x2 window without dilation or row padding, stride 2 down the rows: every
@@ -85,8 +86,8 @@ void max_pool_plane_2x2(const T* in, int64_t H, int64_t W, const Pool2dParams& p
       if (idx) idx[oh * Wo + ow] = (2 * oh + (at >> 1)) * W + c + (at & 1);
     }
   }
-  for (int64_t ow = 0; ow < lo; ++ow) max_pool_column(in, H, W, p, Ho, Wo, ow, out, idx);
-  for (int64_t ow = hi; ow < Wo; ++ow) max_pool_column(in, H, W, p, Ho, Wo, ow, out, idx);
+  max_pool_columns(in, H, W, p, Ho, Wo, 0, lo, out, idx);
+  max_pool_columns(in, H, W, p, Ho, Wo, hi, Wo, out, idx);
 }
 
 // indices may be undefined (nothing will be differentiated): then only the maxima are written.
@@ -103,16 +104,8 @@ void max_pool_typed(const Tensor& x, const Pool2dParams& p, const Tensor& y, con
     const T* in = xp + pl * H * W;
     T* out = yp + pl * Ho * Wo;
     int64_t* idx = ip ? ip + pl * Ho * Wo : nullptr;
-    if (two_by_two) {
-      max_pool_plane_2x2(in, H, W, p, Ho, Wo, out, idx);
-    } else {
-      for (int64_t oh = 0; oh < Ho; ++oh)
-        for (int64_t ow = 0; ow < Wo; ++ow) {
-          int64_t best_i;
-          out[oh * Wo + ow] = window_max(in, H, W, p, oh, ow, best_i);
-          if (idx) idx[oh * Wo + ow] = best_i;
-        }
-    }
+    if (two_by_two) max_pool_plane_2x2(in, H, W, p, Ho, Wo, out, idx);
+    else max_pool_columns(in, H, W, p, Ho, Wo, 0, Wo, out, idx);
   }
 }
 

@@ -21,8 +21,9 @@
 // still dominate.
 //
 // The price is rounding: the transforms add and subtract values of different sizes (up to 8x
-// and 1/24), so results differ from the direct sum by about 1e-6 relative in float32. Training
-// keeps im2col, whose results the golden tests and gradient checks pin down.
+// and 1/24), so results differ from the direct sum by about 1e-5 relative in float32
+// (docs/ops/conv.md). Training keeps im2col, whose results the golden tests and gradient checks
+// pin down.
 //
 // Layout. Tiles are numbered image by image, row of tiles by row of tiles: tile p = (n * th +
 // ty) * tw + tx for th x tw tiles per image. The work goes in chunks of whole rows of tiles (a

@@ -20,7 +20,7 @@ bool winograd_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Con
 
 // y (N, Cout, Ho, Wo) = conv2d(x (N, C, H, W), w (Cout, C, 3, 3)) + bias (Cout, or null), with
 // padding (pad_h, pad_w); Ho = H + 2 pad_h - 2, Wo = W + 2 pad_w - 2. Contiguous NCHW.
-// The result equals the direct convolution up to float32 rounding (about 1e-6 relative), does
+// The result equals the direct convolution up to float32 rounding (about 1e-5 relative), does
 // not depend on the thread count, and an output pixel depends only on the 6x6 input tile that
 // holds its 4x4 output tile (tiles start at output row 0, column 0 of every image).
 // chunk_tiles > 0 caps the tiles per chunk (tests use it to cross chunk boundaries on small

@@ -187,7 +187,6 @@ class NcclCommunicator : public Communicator {
     void wait() override {
       if (waited_) return;
       c_.wait_event(done_, "all_reduce");
-      cuda::check(cudaStreamWaitEvent(cuda::stream(c_.device_), done_, 0), "cudaStreamWaitEvent", c_.device_);
       waited_ = true;
     }
 
@@ -203,21 +202,21 @@ class NcclCommunicator : public Communicator {
     cuda::check(cudaStreamWaitEvent(side_, ready_, 0), "cudaStreamWaitEvent", device_);
   }
 
-  // Waits for the queued collective (NCCL's error state meanwhile); then the compute stream
-  // waits for it too.
+  // Waits for what the side stream has queued so far.
   void wait(const char* op) {
     cuda::check(cudaEventRecord(done_, side_), "cudaEventRecord", device_);
     wait_event(done_, op);
-    cuda::check(cudaStreamWaitEvent(cuda::stream(device_), done_, 0), "cudaStreamWaitEvent", device_);
   }
 
+  // Waits for a side-stream event (NCCL's error state meanwhile); then the compute stream waits
+  // for it too.
   void wait_event(cudaEvent_t event, const char* op) {
     cuda::set_device(device_);
     const auto t0 = Clock::now();
     int spins = 0;
     for (;;) {
       const cudaError_t q = cudaEventQuery(event);
-      if (q == cudaSuccess) return;
+      if (q == cudaSuccess) break;
       if (q != cudaErrorNotReady) cuda::check(q, op, device_);
       OCRT_CHECK(comm_, "rank ", rank_, " (cuda:", device_, "): ", op, ": the communicator was aborted");
       ncclResult_t st = ncclSuccess;
@@ -234,6 +233,7 @@ class NcclCommunicator : public Communicator {
       }
       if (++spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
+    cuda::check(cudaStreamWaitEvent(cuda::stream(device_), event, 0), "cudaStreamWaitEvent", device_);
   }
 
   ncclComm_t comm_;
