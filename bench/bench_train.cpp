@@ -6,6 +6,7 @@
 //
 //   bench_train [--arch crnn|crnn-s|svtr-lite|both] [--batch 32] [--width 128] [--threads 2]
 //               [--steps 20] [--warmup 3] [--seed 1] [--phases] [--json FILE] [--device cpu|cuda:N]
+//               [--conv fast|exact]
 //
 // One step is what train/trainer.cpp does per batch: forward in train mode (every line's width
 // = --width), ctc_loss_from_logits (mean, zero_infinity), backward, clip_grad_norm(5), AdamW
@@ -31,6 +32,7 @@
 
 #include "models/crnn.h"
 #include "models/recognizer.h"
+#include "ops/conv.h"
 #include "ops/ctc.h"
 #include "ops/random.h"
 #include "runtime/cpu_allocator.h"
@@ -232,6 +234,7 @@ int main(int argc, char** argv) {
       std::printf(
           "usage: bench_train [--arch crnn|crnn-s|both] [--batch 32] [--width 128] [--threads 2]\n"
           "                   [--steps 20] [--warmup 3] [--seed 1] [--phases] [--json FILE]\n"
+          "                   [--device cpu|cuda:N] [--conv fast|exact]\n"
           "CRNN training steps on the CPU (forward, CTC from logits, backward, clip_grad_norm 5,\n"
           "AdamW, zero_grad) on one random batch of 32-pixel-high lines: median ms per step,\n"
           "samples/s and peak RSS (each preset in its own process with --arch both).\n"
@@ -256,6 +259,13 @@ int main(int argc, char** argv) {
       s.json = argv[++i];
     } else if (a == "--device" && next) {
       s.device = Device::parse(argv[++i]);
+    } else if (a == "--conv" && next) {
+      const std::string v = argv[++i];
+      if (v != "fast" && v != "exact") {
+        std::fprintf(stderr, "bench_train: --conv must be fast or exact, got '%s'\n", v.c_str());
+        return 2;
+      }
+      set_conv_mode(parse_conv_mode(v));
     } else if (a == "--phases") {
       s.phases = true;
     } else if (a == "--quiet") {
@@ -293,6 +303,7 @@ int main(int argc, char** argv) {
     j.set("threads", s.threads);
     j.set("batch", s.batch);
     j.set("width", s.width);
+    j.set("conv", conv_mode_name(conv_mode()));
     j.set("results", results);
     std::ofstream(s.json) << j.dump(1) << "\n";
   }

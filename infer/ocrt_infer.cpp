@@ -18,6 +18,7 @@
 #include "infer/inputs.h"
 #include "infer/predictor.h"
 #include "infer/report.h"
+#include "ops/conv.h"
 #include "runtime/cli.h"
 #include "runtime/error.h"
 
@@ -50,6 +51,8 @@ Devices and batching
   --devices LIST         one worker per device, e.g. cuda:0,cuda:1 or cuda:0,cpu or cpu,cpu
   --threads N            CPU threads for decoding images and for CPU workers (default: all)
   --batch N              lines per batch, grouped by width (32)
+  --conv fast|exact      CPU 3x3 convolutions through Winograd (fast, the default: about 1e-5
+                         relative rounding) or im2col (exact: about 1e-7); docs/ops/conv.md
 
 Decoding and output
   --decoder greedy|beam  CTC decoding (greedy)
@@ -118,6 +121,11 @@ Args parse_args(int argc, char** argv) {
     else if (arg == "--devices") a.devices = value();
     else if (arg == "--threads") a.options.threads = (int)parse_int(arg, value(), 1);
     else if (arg == "--batch") a.options.batch = parse_int(arg, value(), 1);
+    else if (arg == "--conv") {
+      const std::string v = value();
+      OCRT_CHECK(v == "fast" || v == "exact", "--conv: expected fast or exact, got '", v, "'");
+      set_conv_mode(parse_conv_mode(v));
+    }
     else if (arg == "--decoder") a.options.decoder = parse_decoder(value());
     else if (arg == "--beam-width") a.options.beam_width = parse_int(arg, value(), 1);
     else if (arg == "--format") a.format.format = parse_format(value());

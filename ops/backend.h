@@ -35,9 +35,10 @@ enum class ReduceKind { sum, mean, max, min };
 // Geometry of a 2-D convolution (PyTorch's conv2d arguments; all already validated).
 struct Conv2dParams {
   int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1, groups = 1;
-  // No backward pass will follow (inference): the backend may use a faster algorithm whose
-  // rounding differs from the direct sum (the CPU's Winograd convolution, ops/cpu/winograd.h).
-  bool inference = false;
+  // The backend may use a faster algorithm whose float32 rounding differs from the direct sum,
+  // for y in the forward pass and for dx in the backward (the CPU's Winograd convolution,
+  // ops/cpu/winograd.h; about 1e-5 relative). Set from conv_mode() (ops/conv.h).
+  bool fast = false;
 };
 // Geometry of a 2-D pooling window (max_pool2d / avg_pool2d arguments, validated).
 struct Pool2dParams {

@@ -7,12 +7,28 @@
 //   avg_pool: dx = dy spread evenly over each window
 #include "ops/conv.h"
 
+#include <atomic>
 #include <cmath>
 
 #include "ops/backend.h"
 #include "runtime/autograd.h"
 
 namespace ocrt {
+
+namespace {
+std::atomic<ConvMode> g_conv_mode{ConvMode::fast};
+}  // namespace
+
+void set_conv_mode(ConvMode mode) { g_conv_mode.store(mode); }
+ConvMode conv_mode() { return g_conv_mode.load(); }
+
+ConvMode parse_conv_mode(const std::string& name) {
+  if (name == "fast") return ConvMode::fast;
+  if (name == "exact") return ConvMode::exact;
+  fail("unknown convolution mode '", name, "': expected fast or exact");
+}
+
+const char* conv_mode_name(ConvMode mode) { return mode == ConvMode::fast ? "fast" : "exact"; }
 
 namespace {
 
@@ -70,7 +86,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
   }
   const bool grad = any_requires_grad({x, weight, bias});
   const Conv2dParams p{opt.stride[0], opt.stride[1], opt.padding[0], opt.padding[1], opt.dilation[0], opt.dilation[1], g,
-                       !grad};
+                       conv_mode() == ConvMode::fast};
   const int64_t Ho = out_size(H, kh, p.stride_h, p.pad_h, p.dilation_h, false);
   const int64_t Wo = out_size(W, kw, p.stride_w, p.pad_w, p.dilation_w, false);
 

@@ -8,6 +8,7 @@
 // backward.
 #pragma once
 #include <array>
+#include <string>
 
 #include "runtime/tensor.h"
 
@@ -18,6 +19,31 @@ using Pair = std::array<int64_t, 2>;  // (h, w)
 struct Conv2dOptions {
   Pair stride{1, 1}, padding{0, 0}, dilation{1, 1};
   int64_t groups = 1;
+};
+
+// How conv2d may compute, for the whole process (every thread):
+//   fast  (the default) lets a backend trade rounding for speed: on the CPU, float32 3x3 layers
+//         with stride 1 run through Winograd's F(4x4, 3x3) in the forward pass and for the
+//         input gradient, within about 1e-5 relative of the direct sum (docs/ops/conv.md);
+//   exact keeps im2col + GEMM, whose sums are ordered as in the direct loop (about 1e-7).
+// Results are deterministic either way. PyTorch makes the same trade on GPUs by default (TF32
+// convolutions); `ocrt-train --conv exact` and `ocrt-infer --conv exact` choose the other.
+enum class ConvMode { fast, exact };
+void set_conv_mode(ConvMode mode);
+ConvMode conv_mode();
+ConvMode parse_conv_mode(const std::string& name);  // "fast" or "exact"; anything else throws
+const char* conv_mode_name(ConvMode mode);
+
+// Sets the mode for a scope and restores the previous one at its end.
+class ConvModeScope {
+ public:
+  explicit ConvModeScope(ConvMode mode) : previous_(conv_mode()) { set_conv_mode(mode); }
+  ~ConvModeScope() { set_conv_mode(previous_); }
+  ConvModeScope(const ConvModeScope&) = delete;
+  ConvModeScope& operator=(const ConvModeScope&) = delete;
+
+ private:
+  ConvMode previous_;
 };
 
 // x (N,Cin,H,W), weight (Cout, Cin/groups, kh, kw), bias (Cout) or undefined -> (N,Cout,Ho,Wo).

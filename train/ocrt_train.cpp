@@ -46,6 +46,8 @@ Model and optimisation
 
 Run
   --device cpu|cuda:N    (cpu)       --threads N (CPU threads)   --workers N (2 loader threads)
+  --conv fast|exact      CPU 3x3 convolutions through Winograd (fast: about 1e-5 relative
+                         rounding) or im2col (exact: about 1e-7); docs/ops/conv.md
   --out DIR              checkpoints, metrics.jsonl, best.safetensors (run)
   --save-every N (1000)  --eval-every N (1000)  --log-every N (50)  --keep K (3 checkpoints)
   --resume               continue from the newest checkpoint in --out (same --seed)
@@ -127,6 +129,7 @@ TrainConfig parse_args(int argc, char** argv) {
     else if (a == "--fault") c.fault = value();
     else if (a == "--no-batch-norm") c.batch_norm = false;
     else if (a == "--overlap") c.overlap = value();
+    else if (a == "--conv") c.conv = value();
     else if (a == "--sync-batch-norm") c.sync_batch_norm = true;
     else if (a == "--threads") c.threads = (int)parse_int(a, value());
     else if (a == "--workers") c.workers = (int)parse_int(a, value());

@@ -21,6 +21,7 @@
 #include "models/edit_distance.h"
 #include "models/layers.h"
 #include "models/model_file.h"
+#include "ops/conv.h"
 #include "ops/ctc.h"
 #include "ops/elementwise.h"
 #include "runtime/comm.h"
@@ -232,6 +233,7 @@ void TrainConfig::validate() const {
   OCRT_CHECK(!train.empty(), "--train: give label files, folders of .gt.txt pairs, or 'synth'");
   OCRT_CHECK(overlap == "auto" || overlap == "on" || overlap == "off", "--overlap: expected auto, on or off, got '",
              overlap, "'");
+  OCRT_CHECK(conv == "fast" || conv == "exact", "--conv: expected fast or exact, got '", conv, "'");
   OCRT_CHECK(batch >= 1, "--batch: must be >= 1, got ", batch);
   OCRT_CHECK(steps >= 1, "--steps: must be >= 1, got ", steps);
   OCRT_CHECK(std::isfinite(epochs) && epochs >= 0, "--epochs: must be > 0, got ", epochs);
@@ -304,6 +306,7 @@ Json TrainConfig::to_json() const {
   j.set("init", init);
   if (!batch_norm) j.set("batch_norm", false);
   if (overlap != "auto") j.set("overlap", overlap);
+  if (conv != "fast") j.set("conv", conv);
   if (sync_batch_norm) j.set("sync_batch_norm", true);
   if (!devices.empty()) j.set("devices", join_devices(devices));
   return j;
@@ -710,6 +713,7 @@ TrainResult run_training(const TrainConfig& config) {
   config.validate();
   TrainConfig cfg = config;
   if (cfg.threads > 0) set_num_threads(cfg.threads);
+  const ConvModeScope conv_mode(parse_conv_mode(cfg.conv));
   if (cfg.devices.size() == 1) cfg.device = cfg.devices[0];
   auto prev_int = std::signal(SIGINT, on_signal);
   auto prev_term = std::signal(SIGTERM, on_signal);

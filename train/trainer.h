@@ -57,6 +57,9 @@ struct TrainConfig {
   std::string on_bad_sample = "skip";        // skip | fail
   int64_t max_bad_steps = 20;                // non-finite steps in a row before giving up
   bool batch_norm = true;                    // false: CRNN without BatchNorm (--no-batch-norm)
+  // --conv: "fast" lets CPU 3x3 layers run through Winograd (about 1e-5 relative rounding),
+  // "exact" keeps im2col (ops/conv.h, ConvMode). Set for the whole process during the run.
+  std::string conv = "fast";
 
   // Data parallelism (docs/distributed.md). devices: one replica per device in this process,
   // each in its own thread (cuda:0,cuda:1 through NCCL; cpu,cpu through shared memory); empty

@@ -156,9 +156,9 @@ void conv2d_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Co
   const T* bp = bias.defined() ? bias.data<T>() : nullptr;
   T* yp = y.data<T>();
 #if defined(OCRT_CPU_WINOGRAD)
-  // Inference through 3x3 layers: Winograd's F(4x4, 3x3), 4x fewer multiply-adds (winograd.h).
+  // 3x3 layers in fast mode: Winograd's F(4x4, 3x3), 4x fewer multiply-adds (winograd.h).
   if constexpr (std::is_same_v<T, float>) {
-    if (params.inference && cpu::winograd_applies(g.C, g.Cout, g.kh, g.kw, params)) {
+    if (params.fast && cpu::winograd_applies(g.C, g.Cout, g.kh, g.kw, params)) {
       cpu::winograd_conv2d(xp, wp, bp, yp, g.N, g.C, g.H, g.W, g.Cout, params.pad_h, params.pad_w);
       return;
     }
@@ -213,6 +213,26 @@ void conv2d_backward_typed(const Tensor& x, const Tensor& w, const Tensor& dy, c
       dbp[co] = (T)acc;
     }
   }
+#if defined(OCRT_CPU_WINOGRAD)
+  // In fast mode, dx of a 3x3 stride-1 layer is itself a 3x3 stride-1 convolution: of dy, padded
+  // by 2 - pad, with every filter turned by 180 degrees and the channel roles swapped,
+  //   dx[n, c, h, w] = sum over k, i, j of dy[n, k, h + pad - i, w + pad - j] w[k, c, i, j]
+  //                  = conv2d(dy, w')[n, c, h, w]   with w'[c, k, i, j] = w[k, c, 2 - i, 2 - j].
+  // So it takes the same Winograd path as the forward (which needs pad <= 2 here).
+  if constexpr (std::is_same_v<T, float>) {
+    if (dxp && params.fast && params.pad_h <= 2 && params.pad_w <= 2 &&
+        cpu::winograd_applies(g.Cout, g.C, g.kh, g.kw, params)) {
+      Tensor turned_mem;
+      T* turned = scratch<T>(turned_mem, g.C * g.Cout * 9);
+      for (int64_t k = 0; k < g.Cout; ++k)
+        for (int64_t c = 0; c < g.C; ++c)
+          for (int64_t i = 0; i < 9; ++i) turned[(c * g.Cout + k) * 9 + i] = wp[(k * g.C + c) * 9 + (8 - i)];
+      cpu::winograd_conv2d(dyp, turned, nullptr, dxp, g.N, g.Cout, g.Ho, g.Wo, g.C, 2 - params.pad_h,
+                           2 - params.pad_w);
+      dxp = nullptr;  // done: the loop below computes dw only
+    }
+  }
+#endif
   if (!dxp && !dwp) return;
 
   const int64_t S = g.chunk();

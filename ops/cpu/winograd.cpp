@@ -1,5 +1,5 @@
 // 3x3 convolution by Winograd's minimal filtering algorithm F(4x4, 3x3) (Lavin and Gray, "Fast
-// Algorithms for Convolutional Neural Networks", 2016), used by inference on the CPU.
+// Algorithms for Convolutional Neural Networks", 2016), used by conv2d's fast mode on the CPU.
 //
 // The idea, in one dimension: four outputs of a 3-tap filter g over six inputs d,
 //   y[a] = sum_k d[a + k] g[k],  a = 0..3,
@@ -22,8 +22,7 @@
 //
 // The price is rounding: the transforms add and subtract values of different sizes (up to 8x
 // and 1/24), so results differ from the direct sum by about 1e-5 relative in float32
-// (docs/ops/conv.md). Training keeps im2col, whose results the golden tests and gradient checks
-// pin down.
+// (docs/ops/conv.md). Exact mode keeps im2col.
 //
 // Layout. Tiles are numbered image by image, row of tiles by row of tiles: tile p = (n * th +
 // ty) * tw + tx for th x tw tiles per image. The work goes in chunks of whole rows of tiles (a

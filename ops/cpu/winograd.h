@@ -1,7 +1,6 @@
-// 3x3 convolution by Winograd's minimal filtering, F(4x4, 3x3), for inference on the CPU
-// (ops/cpu/winograd.cpp explains the method). ops/cpu/conv.cpp calls it for float32 forward
-// passes that no backward pass will follow; training keeps im2col + GEMM, whose rounding the
-// gradient checks and golden tests pin down.
+// 3x3 convolution by Winograd's minimal filtering, F(4x4, 3x3), on the CPU (ops/cpu/winograd.cpp
+// explains the method). In fast mode (ops/conv.h, ConvMode) ops/cpu/conv.cpp calls it for
+// float32 forward passes and for the input gradient; exact mode keeps im2col + GEMM.
 #pragma once
 
 #include <cstdint>

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
@@ -43,6 +44,8 @@ inline uint64_t fresh_seed() {
 struct ParityEnv {
   uint64_t seed;
   Generator gen;
+  // The CPU side is the reference: im2col convolutions, not fast mode's Winograd (ops/conv.h).
+  ConvModeScope exact_conv{ConvMode::exact};
   ParityEnv() : seed(fresh_seed()), gen(seed) { cuda_set_poison(true); }
   ~ParityEnv() { cuda_set_poison(false); }
   Tensor uniform(const Shape& shape, double lo = -1, double hi = 1, DType dtype = DType::f32) {

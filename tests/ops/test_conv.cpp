@@ -134,7 +134,7 @@ TEST_CASE("conv2d's im2col path equals the plain-loop reference on many geometri
 }
 
 #if defined(OCRT_CPU_WINOGRAD)
-TEST_CASE("inference through 3x3 layers: Winograd F(4x4,3x3) against the plain-loop reference", "[conv][winograd]") {
+TEST_CASE("fast mode through 3x3 layers: Winograd F(4x4,3x3) against the plain-loop reference", "[conv][winograd]") {
   ThreadCountGuard guard;
   struct Geo {
     int64_t N, C, H, W, Cout, ph, pw;
@@ -164,7 +164,7 @@ TEST_CASE("inference through 3x3 layers: Winograd F(4x4,3x3) against the plain-l
       NoGradGuard no_grad;
       runs.push_back(conv2d(x, w, b, opt).to_vector<float>());
     }
-    // The thread count changes nothing, and no-grad conv2d is the Winograd path (bit for bit).
+    // The thread count changes nothing, and conv2d in fast mode is the Winograd path (bit for bit).
     REQUIRE(runs[0] == runs[1]);
     const int64_t Ho = g.H + 2 * g.ph - 2, Wo = g.W + 2 * g.pw - 2;
     std::vector<float> direct((size_t)(g.N * g.Cout * Ho * Wo)), chunked(direct.size());
@@ -190,21 +190,76 @@ TEST_CASE("inference through 3x3 layers: Winograd F(4x4,3x3) against the plain-l
   }
 }
 
-TEST_CASE("a no-grad 3x3 conv2d with grad-free inputs matches the training path within rounding", "[conv][winograd]") {
-  // CRNN's deepest 3x3 layer at a small width: the inference and training paths agree to
-  // Winograd's rounding (outputs here are about 0.5 in size, differences about 2e-5).
-  Tensor x = det_uniform({2, 512, 4, 10}, 80, -1, 1, DType::f32);
-  Tensor w = det_uniform({512, 512, 3, 3}, 81, -0.02, 0.02, DType::f32);
-  Tensor b = det_uniform({512}, 82, -0.1, 0.1, DType::f32);
-  Tensor y_infer;
-  {
-    NoGradGuard no_grad;
-    y_infer = conv2d(x, w, b, conv_opt({1, 1}, {1, 1}));
+TEST_CASE("fast and exact modes: y and dx within Winograd's rounding of the reference, dw and db the same",
+          "[conv][winograd]") {
+  struct Geo {
+    int64_t N, C, H, W, Cout, pad;
+  };
+  // dx runs through Winograd with padding 2 - pad: 1, 2 and 0 here.
+  const std::vector<Geo> geos = {{2, 16, 5, 7, 16, 1}, {1, 24, 4, 33, 20, 1}, {3, 16, 8, 9, 32, 0},
+                                 {2, 17, 3, 5, 16, 2}, {1, 32, 1, 12, 16, 1}, {2, 64, 8, 30, 128, 1}};
+  for (size_t gi = 0; gi < geos.size(); ++gi) {
+    const Geo& g = geos[gi];
+    INFO("geometry " << gi);
+    const Conv2dOptions opt = conv_opt({1, 1}, {g.pad, g.pad});
+    Tensor x0 = det_uniform({g.N, g.C, g.H, g.W}, 90 + gi, -1, 1, DType::f32);
+    Tensor w0 = det_uniform({g.Cout, g.C, 3, 3}, 100 + gi, -0.3, 0.3, DType::f32);
+    Tensor b0 = det_uniform({g.Cout}, 110 + gi, -1, 1, DType::f32);
+    const int64_t Ho = g.H + 2 * g.pad - 2, Wo = g.W + 2 * g.pad - 2;
+    Tensor dy = det_uniform({g.N, g.Cout, Ho, Wo}, 120 + gi, -1, 1, DType::f32);
+    struct Run {
+      Tensor y, dx, dw, db;
+    };
+    auto run = [&](ConvMode mode) {
+      ConvModeScope scope(mode);
+      Tensor x = x0.clone(), w = w0.clone(), b = b0.clone();
+      x.set_requires_grad(true), w.set_requires_grad(true), b.set_requires_grad(true);
+      Tensor y = conv2d(x, w, b, opt);
+      y.backward(dy);
+      return Run{y.detach(), x.grad(), w.grad(), b.grad()};
+    };
+    const Run fast = run(ConvMode::fast), exact = run(ConvMode::exact);
+    CHECK(conv_mode() == ConvMode::fast);  // the scope restored the default
+
+    const Conv2dParams p{1, 1, g.pad, g.pad, 1, 1, 1};
+    Tensor ry = Tensor::empty({g.N, g.Cout, Ho, Wo}), rdx = Tensor::empty(x0.shape()), rdw = Tensor::empty(w0.shape()),
+           rdb = Tensor::empty(b0.shape());
+    reference::conv2d(x0.data<float>(), w0.data<float>(), b0.data<float>(), ry.data<float>(), g.N, g.C, g.H, g.W,
+                      g.Cout, 3, 3, Ho, Wo, p);
+    reference::conv2d_backward(x0.data<float>(), w0.data<float>(), dy.data<float>(), rdx.data<float>(),
+                               rdw.data<float>(), rdb.data<float>(), g.N, g.C, g.H, g.W, g.Cout, 3, 3, Ho, Wo, p);
+    // Exact mode: the direct sum's rounding.
+    require_close(exact.y, ry, 1e-5, 1e-5, "exact y");
+    require_close(exact.dx, rdx, 1e-5, 1e-5, "exact dx");
+    // Fast mode: y is Winograd's (bit for bit) and dx took it too (it differs from exact mode's),
+    // both within its rounding; a wrongly turned filter or swapped channel would be off by order 1.
+    std::vector<float> wino((size_t)(g.N * g.Cout * Ho * Wo));
+    cpu::winograd_conv2d(x0.data<float>(), w0.data<float>(), b0.data<float>(), wino.data(), g.N, g.C, g.H, g.W, g.Cout,
+                         g.pad, g.pad);
+    CHECK(fast.y.to_vector<float>() == wino);
+    auto worst = [](const Tensor& got, const Tensor& want) {
+      const auto a = got.to_vector<float>(), b = want.to_vector<float>();
+      double e = 0;
+      for (size_t i = 0; i < a.size(); ++i) e = std::max(e, std::abs((double)a[i] - b[i]) / (1 + std::abs(b[i])));
+      return e;
+    };
+    const double ey = worst(fast.y, ry), edx = worst(fast.dx, rdx);
+    INFO("fast y error " << ey << ", fast dx error " << edx);
+    CHECK(ey < 5e-6 * std::sqrt(9.0 * g.C));
+    CHECK(edx < 5e-6 * std::sqrt(9.0 * g.Cout));
+    CHECK(fast.dx.to_vector<float>() != exact.dx.to_vector<float>());
+    // dw and db come from the same im2col products in both modes.
+    CHECK(fast.dw.to_vector<float>() == exact.dw.to_vector<float>());
+    CHECK(fast.db.to_vector<float>() == exact.db.to_vector<float>());
   }
-  Tensor wg = w.clone();
-  wg.set_requires_grad(true);
-  Tensor y_train = conv2d(x, wg, b, conv_opt({1, 1}, {1, 1}));
-  require_close(y_infer, y_train.detach(), 1e-4, 1e-4, "inference vs training conv2d");
+}
+
+TEST_CASE("conv modes: parsed by name, unknown names refused", "[conv]") {
+  CHECK(parse_conv_mode("fast") == ConvMode::fast);
+  CHECK(parse_conv_mode("exact") == ConvMode::exact);
+  CHECK(std::string(conv_mode_name(ConvMode::exact)) == "exact");
+  CHECK_THROWS_WITH(parse_conv_mode("winograd"), Catch::Contains("unknown convolution mode 'winograd'") &&
+                                                     Catch::Contains("fast or exact"));
 }
 #endif
 

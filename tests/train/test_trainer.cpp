@@ -173,6 +173,9 @@ TEST_CASE("ocrt-train settings are validated with the flag's name", "[trainer]")
   c.overlap = "sometimes";
   REQUIRE_THROWS_WITH(c.validate(), Catch::Contains("--overlap"));
   c.overlap = "auto";
+  c.conv = "winograd";
+  REQUIRE_THROWS_WITH(c.validate(), Catch::Contains("--conv: expected fast or exact"));
+  c.conv = "exact";
   c.device = Device::cuda(7);
   if (!cuda_built() || cuda_device_count() < 8) REQUIRE_THROWS_WITH(c.validate(), Catch::Contains("cuda:7"));
 }
