@@ -41,6 +41,11 @@
 // A 1x1 image is too small, 32 wide by 100000 high too narrow, 100000 wide by 32 high too wide.
 // Batches also hold at most max_batch_columns columns in all (lines x padded width; default
 // batch x 2048), so a batch of very wide lines is cut smaller instead of running out of memory.
+//
+// Memory: batches of other widths reuse the CPU allocator's cached blocks only in part. A
+// program that mostly recognises lines should call cpu_set_cache_trim(true) (runtime/
+// cpu_allocator.h), as ocrt-infer does: peak RSS then stays near one batch's working set
+// instead of twice it.
 #pragma once
 #include <cstdint>
 #include <functional>

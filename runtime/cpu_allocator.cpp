@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <unordered_map>
 #include <mutex>
 #include <vector>
 
@@ -18,9 +19,12 @@ constexpr size_t kCacheMinBound = 64 << 20;     // the cache may always hold thi
 
 struct Cache {
   std::mutex mu;
-  std::map<size_t, std::vector<void*>> free_blocks;  // rounded size -> blocks
+  std::map<size_t, std::vector<void*>> free_blocks;  // block size -> blocks
+  // Blocks handed out for a smaller request (best fit): their real size, for cpu_free.
+  std::unordered_map<void*, size_t> larger;
   size_t cached = 0, allocated = 0, peak = 0;
   size_t limit = size_t(2) << 30;
+  bool trim = false;  // cpu_set_cache_trim
 };
 
 Cache& cache() {
@@ -49,25 +53,50 @@ void* system_alloc(size_t size, size_t requested) {
   return p;
 }
 
+// The smallest cached block of at least `size` bytes and less than twice that, or null.
+void* take_best_fit(Cache& c, size_t size) {
+  for (auto it = c.free_blocks.lower_bound(size); it != c.free_blocks.end() && it->first < 2 * size; ++it) {
+    if (it->second.empty()) continue;
+    void* p = it->second.back();
+    it->second.pop_back();
+    c.cached -= it->first;
+    if (it->first != size) c.larger[p] = it->first;
+    return p;
+  }
+  return nullptr;
+}
+
+// The cache's bound: what the largest working set so far needed back (at least 64 MiB).
+size_t cache_bound(const Cache& c) { return std::min(c.limit, std::max(kCacheMinBound, c.peak)); }
+
 }  // namespace
 
 void* cpu_alloc(size_t nbytes) {
   size_t size = block_size(nbytes);
   Cache& c = cache();
   void* p = nullptr;
+  std::vector<std::pair<void*, size_t>> release;  // freed outside the lock
   {
     std::lock_guard<std::mutex> lock(c.mu);
     c.allocated += nbytes;
     c.peak = std::max(c.peak, c.allocated);
     if (size >= kCacheMinBytes) {
-      auto it = c.free_blocks.find(size);
-      if (it != c.free_blocks.end() && !it->second.empty()) {
-        p = it->second.back();
+      p = take_best_fit(c, size);
+      // With trimming on, a miss first gives back cached blocks (which could not serve it),
+      // largest first, while live and cached bytes together pass the bound.
+      while (c.trim && !p && c.cached > 0 && c.allocated + c.cached > cache_bound(c)) {  // allocated counts this request
+        auto it = std::prev(c.free_blocks.end());
+        if (it->second.empty()) {
+          c.free_blocks.erase(it);
+          continue;
+        }
+        release.emplace_back(it->second.back(), it->first);
         it->second.pop_back();
-        c.cached -= size;
+        c.cached -= it->first;
       }
     }
   }
+  for (auto& [block, bytes] : release) std::free(block);
   if (!p) {
     try {
       p = system_alloc(size, nbytes);
@@ -87,11 +116,17 @@ void cpu_free(void* ptr, size_t nbytes) {
   {
     std::lock_guard<std::mutex> lock(c.mu);
     c.allocated -= nbytes;
+    if (size >= kCacheMinBytes) {
+      auto it = c.larger.find(ptr);
+      if (it != c.larger.end()) {
+        size = it->second;
+        c.larger.erase(it);
+      }
+    }
     // The cache never holds more than the largest working set seen (`peak`): that is what a
     // training step or a batch needs back, and without this bound, lines of ever-new widths
     // would fill it with blocks of sizes that never come again (RSS = live + the whole limit).
-    const size_t bound = std::min(c.limit, std::max(kCacheMinBound, c.peak));
-    if (size >= kCacheMinBytes && c.cached + size <= bound) {
+    if (size >= kCacheMinBytes && c.cached + size <= cache_bound(c)) {
       c.free_blocks[size].push_back(ptr);
       c.cached += size;
       return;
@@ -116,6 +151,11 @@ void cpu_empty_cache() {
   }
   for (auto& [size, list] : blocks)
     for (void* p : list) std::free(p);
+}
+
+void cpu_set_cache_trim(bool on) {
+  std::lock_guard<std::mutex> lock(cache().mu);
+  cache().trim = on;
 }
 
 void cpu_set_cache_limit(size_t bytes) {

@@ -8,9 +8,20 @@
 // already recycles them.
 //
 // Sizes of cached blocks are rounded up to 4 steps per power of two (at most 25% slack), so
-// tensors of slightly different widths (text lines!) still reuse each other's blocks. The cache
-// holds at most the peak of live tensor bytes so far (at least 64 MiB) and at most a fixed
-// limit (cpu_set_cache_limit), and can be emptied.
+// tensors of slightly different widths (text lines!) still reuse each other's blocks, and a
+// request takes the smallest cached block of its size class or larger, up to twice its size.
+// The cache holds at most the peak of live tensor bytes so far (at least 64 MiB) and at most a
+// fixed limit (cpu_set_cache_limit), and can be emptied.
+//
+// So live and cached bytes together can reach twice the largest working set, and do where the
+// sizes keep changing: ocrt-infer's batches of lines of other widths left the last batch's
+// blocks in the cache beside their own (160 lines: 477 MiB of tensors at most, 1078 MiB RSS).
+// cpu_set_cache_trim(true) bounds the sum by the working set instead: a request that no cached
+// block fits first gives cached blocks back, largest first, while the sum is above it (516 MiB
+// RSS there, at the same speed; bench/results/infer-cpu.md). ocrt-infer turns it on. Training
+// leaves it off: a step repeats the last step's sizes, and its natural footprint is above its
+// peak of live bytes (blocks needed at other moments of the step), so trimming gave back blocks
+// the next step allocated again (bench_train crnn: 830 fresh blocks in 12 steps instead of 210).
 #pragma once
 #include <cstddef>
 
@@ -27,5 +38,6 @@ void cpu_free(void* ptr, size_t nbytes);  // nbytes as passed to cpu_alloc
 CpuMemoryStats cpu_memory_stats();
 void cpu_empty_cache();                  // frees every cached block
 void cpu_set_cache_limit(size_t bytes);  // default 2 GiB; 0 disables caching
+void cpu_set_cache_trim(bool on);        // default off; see above
 
 }  // namespace ocrt
