@@ -36,7 +36,7 @@ enum class ReduceKind { sum, mean, max, min };
 struct Conv2dParams {
   int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1, groups = 1;
   // The backend may use a faster algorithm whose float32 rounding differs from the direct sum,
-  // for y in the forward pass and for dx in the backward (the CPU's Winograd convolution,
+  // for y in the forward pass and for dx and dw in the backward (the CPU's Winograd convolution,
   // ops/cpu/winograd.h; about 1e-5 relative). Set from conv_mode() (ops/conv.h).
   bool fast = false;
 };

@@ -23,8 +23,8 @@ struct Conv2dOptions {
 
 // How conv2d may compute, for the whole process (every thread):
 //   fast  (the default) lets a backend trade rounding for speed: on the CPU, float32 3x3 layers
-//         with stride 1 run through Winograd's F(4x4, 3x3) in the forward pass and for the
-//         input gradient, within about 1e-5 relative of the direct sum (docs/ops/conv.md);
+//         with stride 1 run through Winograd's F(4x4, 3x3) in the forward pass and for both
+//         gradients, within about 1e-5 relative of the direct sum (docs/ops/conv.md);
 //   exact keeps im2col + GEMM, whose sums are ordered as in the direct loop (about 1e-7).
 // Results are deterministic either way. PyTorch makes the same trade on GPUs by default (TF32
 // convolutions); `ocrt-train --conv exact` and `ocrt-infer --conv exact` choose the other.

@@ -214,22 +214,28 @@ void conv2d_backward_typed(const Tensor& x, const Tensor& w, const Tensor& dy, c
     }
   }
 #if defined(OCRT_CPU_WINOGRAD)
-  // In fast mode, dx of a 3x3 stride-1 layer is itself a 3x3 stride-1 convolution: of dy, padded
-  // by 2 - pad, with every filter turned by 180 degrees and the channel roles swapped,
+  // In fast mode both gradients of a 3x3 stride-1 layer go through Winograd too (winograd.h).
+  // dx is itself a 3x3 stride-1 convolution: of dy, padded by 2 - pad, with every filter
+  // turned by 180 degrees and the channel roles swapped,
   //   dx[n, c, h, w] = sum over k, i, j of dy[n, k, h + pad - i, w + pad - j] w[k, c, i, j]
-  //                  = conv2d(dy, w')[n, c, h, w]   with w'[c, k, i, j] = w[k, c, 2 - i, 2 - j].
-  // So it takes the same Winograd path as the forward (which needs pad <= 2 here).
+  //                  = conv2d(dy, w')[n, c, h, w]   with w'[c, k, i, j] = w[k, c, 2 - i, 2 - j]
+  // (which needs pad <= 2). dw sums products of dy with the forward's input tiles.
   if constexpr (std::is_same_v<T, float>) {
-    if (dxp && params.fast && params.pad_h <= 2 && params.pad_w <= 2 &&
-        cpu::winograd_applies(g.Cout, g.C, g.kh, g.kw, params)) {
-      Tensor turned_mem;
-      T* turned = scratch<T>(turned_mem, g.C * g.Cout * 9);
-      for (int64_t k = 0; k < g.Cout; ++k)
-        for (int64_t c = 0; c < g.C; ++c)
-          for (int64_t i = 0; i < 9; ++i) turned[(c * g.Cout + k) * 9 + i] = wp[(k * g.C + c) * 9 + (8 - i)];
-      cpu::winograd_conv2d(dyp, turned, nullptr, dxp, g.N, g.Cout, g.Ho, g.Wo, g.C, 2 - params.pad_h,
-                           2 - params.pad_w);
-      dxp = nullptr;  // done: the loop below computes dw only
+    if (params.fast && cpu::winograd_applies(g.C, g.Cout, g.kh, g.kw, params)) {
+      if (dwp) {
+        cpu::winograd_conv2d_weight_grad(xp, dyp, dwp, g.N, g.C, g.H, g.W, g.Cout, params.pad_h, params.pad_w);
+        dwp = nullptr;  // done
+      }
+      if (dxp && params.pad_h <= 2 && params.pad_w <= 2) {
+        Tensor turned_mem;
+        T* turned = scratch<T>(turned_mem, g.C * g.Cout * 9);
+        for (int64_t k = 0; k < g.Cout; ++k)
+          for (int64_t c = 0; c < g.C; ++c)
+            for (int64_t i = 0; i < 9; ++i) turned[(c * g.Cout + k) * 9 + i] = wp[(k * g.C + c) * 9 + (8 - i)];
+        cpu::winograd_conv2d(dyp, turned, nullptr, dxp, g.N, g.Cout, g.Ho, g.Wo, g.C, 2 - params.pad_h,
+                             2 - params.pad_w);
+        dxp = nullptr;  // done
+      }
     }
   }
 #endif

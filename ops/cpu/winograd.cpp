@@ -213,6 +213,112 @@ void output_row(const float* M, const Geometry& g, int64_t k, int64_t n, int64_t
   }
 }
 
+// The tiles of a convolution and the chunks of whole tile rows they go through (see Layout).
+struct Plan {
+  Geometry g;
+  int64_t tile_rows, rows_per_chunk, max_tiles;
+};
+
+Plan make_plan(int64_t N, int64_t C, int64_t H, int64_t W, int64_t Cout, int64_t pad_h, int64_t pad_w,
+               int64_t chunk_tiles) {
+  Plan p;
+  Geometry& g = p.g;
+  g = Geometry{N, C, H, W, Cout, pad_h, pad_w, 0, 0, 0, 0, 0};
+  g.Ho = H + 2 * pad_h - 2, g.Wo = W + 2 * pad_w - 2;
+  g.th = (g.Ho + kOut - 1) / kOut, g.tw = (g.Wo + kOut - 1) / kOut;
+  g.Wp = kOut * g.tw + 2;  // >= Wo + 2 = W + 2 pad_w: every input column fits
+  p.tile_rows = N * g.th;
+  const int64_t bytes_per_tile = kPoints * (C + Cout) * (int64_t)sizeof(float);
+  if (chunk_tiles <= 0) chunk_tiles = std::max(kMinChunkTiles, kChunkBytes / bytes_per_tile);
+  p.rows_per_chunk = std::clamp<int64_t>(chunk_tiles / g.tw, 1, p.tile_rows);
+  p.max_tiles = p.rows_per_chunk * g.tw;
+  return p;
+}
+
+// The weight gradient's transforms (winograd_conv2d_weight_grad). The forward's bilinear form
+//   sum over tiles of dy . A^T [ (G g G^T) * (B^T d B) ] A
+// has as its derivative in g
+//   dw = G^T [ (A dy A^T) * (B^T d B) ] G        summed over tiles,
+// so each 4x4 tile of dy goes through A (6x4, the output transform's transpose), each 6x6 input
+// tile through the forward's own B^T . B, the sum over tiles becomes 36 products of (Cout x
+// tiles) by (tiles x C), and each (k, c) pair's 6x6 sum comes back through G^T . G (3x3).
+//   A = [ 1  0  0  0 ]      G^T = [ 1/4  -1/6  -1/6  1/24   1/24  0 ]
+//       [ 1  1  1  1 ]            [  0   -1/6   1/6  1/12  -1/12  0 ]
+//       [ 1 -1  1 -1 ]            [  0   -1/6  -1/6  1/6    1/6   1 ]
+//       [ 1  2  4  8 ]
+//       [ 1 -2  4 -8 ]
+//       [ 0  0  0  1 ]
+#define OCRT_WINOGRAD_DY_1D(d0, d1, d2, d3, e0, e1, e2, e3, e4, e5) \
+  do {                                                               \
+    const float s02 = (d0) + (d2), s13 = (d1) + (d3);                \
+    const float t02 = (d0) + 4 * (d2), t13 = 2 * (d1) + 8 * (d3);     \
+    e0 = (d0);                                                       \
+    e1 = s02 + s13;                                                  \
+    e2 = s02 - s13;                                                  \
+    e3 = t02 + t13;                                                  \
+    e4 = t02 - t13;                                                  \
+    e5 = (d3);                                                       \
+  } while (0)
+
+// D for output channel k and one row of tiles: the four dy rows of the tile row (zero past Ho
+// and Wo) through A down the columns, then through A along each tile's four columns. rows is
+// scratch of 4 * 4 tw floats, t of 6 * 4 tw.
+void dy_row(const float* dy, const Geometry& g, int64_t k, int64_t n, int64_t ty, float* D, int64_t P, int64_t p0,
+            float* rows, float* t) {
+  const int64_t len = kOut * g.tw;
+  const float* plane = dy + (n * g.Cout + k) * g.Ho * g.Wo;
+  for (int64_t a = 0; a < kOut; ++a) {
+    float* r = rows + a * len;
+    const int64_t oh = kOut * ty + a;
+    if (oh >= g.Ho) {
+      std::fill(r, r + len, 0.0f);
+      continue;
+    }
+    std::copy(plane + oh * g.Wo, plane + (oh + 1) * g.Wo, r);
+    std::fill(r + g.Wo, r + len, 0.0f);
+  }
+  {
+    const float *r0 = rows, *r1 = rows + len, *r2 = rows + 2 * len, *r3 = rows + 3 * len;
+    float *t0 = t, *t1 = t + len, *t2 = t + 2 * len, *t3 = t + 3 * len, *t4 = t + 4 * len, *t5 = t + 5 * len;
+    for (int64_t q = 0; q < len; ++q)
+      OCRT_WINOGRAD_DY_1D(r0[q], r1[q], r2[q], r3[q], t0[q], t1[q], t2[q], t3[q], t4[q], t5[q]);
+  }
+  for (int64_t i = 0; i < kIn; ++i) {
+    const float* ti = t + i * len;
+    float* out[kIn];
+    for (int64_t j = 0; j < kIn; ++j) out[j] = D + ((i * kIn + j) * g.Cout + k) * P + p0;
+    for (int64_t tx = 0; tx < g.tw; ++tx) {
+      const float* d = ti + kOut * tx;
+      OCRT_WINOGRAD_DY_1D(d[0], d[1], d[2], d[3], out[0][tx], out[1][tx], out[2][tx], out[3][tx], out[4][tx],
+                          out[5][tx]);
+    }
+  }
+}
+
+// dw[k, c] (3x3) = G^T S G for the summed 6x6 S of every (k, c) pair of output channel k.
+void weight_grad_out(const float* S, int64_t Cout, int64_t C, int64_t k, float* dw) {
+  constexpr float sixth = 1.0f / 6, twelfth = 1.0f / 12, twenty_fourth = 1.0f / 24;
+  auto gt = [&](const float* s, int64_t stride, float* o) {  // o[0..2] = G^T (s[0], ..., s[5])
+    const float s0 = s[0], s1 = s[stride], s2 = s[2 * stride], s3 = s[3 * stride], s4 = s[4 * stride],
+                s5 = s[5 * stride];
+    o[0] = 0.25f * s0 - sixth * (s1 + s2) + twenty_fourth * (s3 + s4);
+    o[1] = sixth * (s2 - s1) + twelfth * (s3 - s4);
+    o[2] = sixth * (s3 + s4 - s1 - s2) + s5;
+  };
+  const int64_t plane = Cout * C;  // S[xi] is (Cout x C)
+  for (int64_t c = 0; c < C; ++c) {
+    const float* s = S + k * C + c;
+    float half[3][kIn];  // half[r][j] = sum_i G^T[r][i] S[i][j]
+    for (int64_t j = 0; j < kIn; ++j) {
+      float o[3];
+      gt(s + j * plane, kIn * plane, o);
+      half[0][j] = o[0], half[1][j] = o[1], half[2][j] = o[2];
+    }
+    float* out = dw + (k * C + c) * 9;
+    for (int r = 0; r < 3; ++r) gt(half[r], 1, out + 3 * r);
+  }
+}
+
 }  // namespace
 
 bool winograd_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p) {
@@ -222,16 +328,9 @@ bool winograd_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Con
 
 void winograd_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
                      int64_t W, int64_t Cout, int64_t pad_h, int64_t pad_w, int64_t chunk_tiles) {
-  Geometry g{N, C, H, W, Cout, pad_h, pad_w, 0, 0, 0, 0, 0};
-  g.Ho = H + 2 * pad_h - 2, g.Wo = W + 2 * pad_w - 2;
-  g.th = (g.Ho + kOut - 1) / kOut, g.tw = (g.Wo + kOut - 1) / kOut;
-  g.Wp = kOut * g.tw + 2;  // >= Wo + 2 = W + 2 pad_w: every input column fits
-
-  const int64_t tile_rows = N * g.th;
-  const int64_t bytes_per_tile = kPoints * (C + Cout) * (int64_t)sizeof(float);
-  if (chunk_tiles <= 0) chunk_tiles = std::max(kMinChunkTiles, kChunkBytes / bytes_per_tile);
-  const int64_t rows_per_chunk = std::clamp<int64_t>(chunk_tiles / g.tw, 1, tile_rows);
-  const int64_t max_tiles = rows_per_chunk * g.tw;
+  const Plan plan = make_plan(N, C, H, W, Cout, pad_h, pad_w, chunk_tiles);
+  const Geometry& g = plan.g;
+  const int64_t tile_rows = plan.tile_rows, rows_per_chunk = plan.rows_per_chunk, max_tiles = plan.max_tiles;
 
   // Scratch from the caching allocator (runtime/cpu_allocator.h), reused from call to call.
   Tensor U_mem = Tensor::empty({kPoints * Cout * C}), V_mem = Tensor::empty({kPoints * C * max_tiles}),
@@ -264,6 +363,43 @@ void winograd_conv2d(const float* x, const float* w, const float* bias, float* y
       }
     }
   }
+}
+
+void winograd_conv2d_weight_grad(const float* x, const float* dy, float* dw, int64_t N, int64_t C, int64_t H,
+                                 int64_t W, int64_t Cout, int64_t pad_h, int64_t pad_w, int64_t chunk_tiles) {
+  const Plan plan = make_plan(N, C, H, W, Cout, pad_h, pad_w, chunk_tiles);
+  const Geometry& g = plan.g;
+  const int64_t tile_rows = plan.tile_rows, rows_per_chunk = plan.rows_per_chunk, max_tiles = plan.max_tiles;
+
+  Tensor S_mem = Tensor::empty({kPoints * Cout * C}), V_mem = Tensor::empty({kPoints * C * max_tiles}),
+         D_mem = Tensor::empty({kPoints * Cout * max_tiles});
+  float *S = S_mem.data<float>(), *V = V_mem.data<float>(), *D = D_mem.data<float>();
+
+  for (int64_t r0 = 0; r0 < tile_rows; r0 += rows_per_chunk) {
+    const int64_t rows = std::min(rows_per_chunk, tile_rows - r0), P = rows * g.tw;
+#pragma omp parallel
+    {
+      std::vector<float> scratch((size_t)(2 * kIn * g.Wp));
+#pragma omp for schedule(static) nowait
+      for (int64_t cr = 0; cr < C * rows; ++cr) {
+        const int64_t c = cr / rows, r = r0 + cr % rows;
+        input_row(x, g, c, r / g.th, r % g.th, V, P, (r - r0) * g.tw, scratch.data(), scratch.data() + kIn * g.Wp);
+      }
+#pragma omp for schedule(static)
+      for (int64_t kr = 0; kr < Cout * rows; ++kr) {
+        const int64_t k = kr / rows, r = r0 + kr % rows;
+        dy_row(dy, g, k, r / g.th, r % g.th, D, P, (r - r0) * g.tw, scratch.data(),
+               scratch.data() + kOut * kOut * g.tw);
+      }
+    }
+    // S[xi] (Cout x C) (+)= D[xi] (Cout x P) @ V[xi]^T (P x C), one thread per product; the
+    // chunks add up in order, so the sums do not depend on the thread count.
+#pragma omp parallel for schedule(static)
+    for (int64_t xi = 0; xi < kPoints; ++xi)
+      sgemm(Cout, C, P, D + xi * Cout * P, P, 1, V + xi * C * P, 1, P, S + xi * Cout * C, C, r0 > 0);
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < Cout; ++k) weight_grad_out(S, Cout, C, k, dw);
 }
 
 }  // namespace ocrt::cpu

@@ -1,6 +1,6 @@
 // 3x3 convolution by Winograd's minimal filtering, F(4x4, 3x3), on the CPU (ops/cpu/winograd.cpp
 // explains the method). In fast mode (ops/conv.h, ConvMode) ops/cpu/conv.cpp calls it for
-// float32 forward passes and for the input gradient; exact mode keeps im2col + GEMM.
+// float32 forward passes and for both gradients; exact mode keeps im2col + GEMM.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +26,13 @@ bool winograd_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Con
 // inputs); 0 picks the size from the channel counts.
 void winograd_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
                      int64_t W, int64_t Cout, int64_t pad_h, int64_t pad_w, int64_t chunk_tiles = 0);
+
+// dw (Cout, C, 3, 3) = the weight gradient of that convolution for output gradient dy (N,
+// Cout, Ho, Wo): dw[k, c, i, j] = sum over n, h, w of dy[n, k, h, w] x[n, c, h - pad_h + i,
+// w - pad_w + j] (0 in the padding), overwritten. The same tiles, chunks and determinism as
+// winograd_conv2d; within about 1e-5 relative of the direct sum.
+void winograd_conv2d_weight_grad(const float* x, const float* dy, float* dw, int64_t N, int64_t C, int64_t H,
+                                 int64_t W, int64_t Cout, int64_t pad_h, int64_t pad_w, int64_t chunk_tiles = 0);
 
 }  // namespace ocrt::cpu
 
