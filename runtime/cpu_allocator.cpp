@@ -75,7 +75,7 @@ void* cpu_alloc(size_t nbytes) {
   size_t size = block_size(nbytes);
   Cache& c = cache();
   void* p = nullptr;
-  std::vector<std::pair<void*, size_t>> release;  // freed outside the lock
+  std::vector<void*> release;  // freed outside the lock
   {
     std::lock_guard<std::mutex> lock(c.mu);
     c.allocated += nbytes;
@@ -90,13 +90,13 @@ void* cpu_alloc(size_t nbytes) {
           c.free_blocks.erase(it);
           continue;
         }
-        release.emplace_back(it->second.back(), it->first);
+        release.push_back(it->second.back());
         it->second.pop_back();
         c.cached -= it->first;
       }
     }
   }
-  for (auto& [block, bytes] : release) std::free(block);
+  for (void* block : release) std::free(block);
   if (!p) {
     try {
       p = system_alloc(size, nbytes);
