@@ -11,6 +11,9 @@ if [ "${1:-}" = "--tests-only" ]; then tests_only=1; shift; fi
 out="${1:-${OUT:-gpu-check-out}}"
 mkdir -p "$out"
 log() { echo "$@" | tee -a "$out/summary.txt"; }
+# The lent machines hand back at most 8 files: every log also goes into one archive at the end.
+bundle() { (cd "$out" && tar czf gpu-check-logs.tar.gz --exclude=gpu-check-logs.tar.gz ./* 2>/dev/null); }
+trap bundle EXIT
 
 log "gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee -a "$out/summary.txt"
@@ -26,6 +29,12 @@ if [ -d .gpu-deps/usr ]; then
   log "deps: using .gpu-deps/"
 else
   scripts/install-deps.sh > "$out/install.log" 2>&1 || log "install-deps failed (see install.log)"
+fi
+# Fonts for the tests that render lines (the CPU-vs-CUDA training test): the machine's own, or
+# the training fonts that scripts/gpu-deps.sh put in .gpu-fonts/ (carried with the tree).
+if [ -d .gpu-fonts/train ] && [ -z "${OCRT_FONT_DIRS:-}" ]; then
+  export OCRT_FONT_DIRS="$PWD/.gpu-fonts/train"
+  log "fonts: OCRT_FONT_DIRS=.gpu-fonts/train"
 fi
 
 if ! cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DOCRT_CUDA=ON -DOCRT_CUDA_ARCHS="$archs" "${extra[@]}" \

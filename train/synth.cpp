@@ -2,6 +2,7 @@
 // (see synth.h).
 #include "train/synth.h"
 
+#include <cstdlib>
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -208,6 +209,18 @@ std::vector<std::shared_ptr<Font>> load_fonts(const std::vector<std::string>& pa
 
 std::vector<std::string> default_font_dirs() {
   std::vector<std::string> out;
+  // OCRT_FONT_DIRS (folders separated by ':') replaces the Debian folders, for machines that
+  // have fonts elsewhere (the lent GPU machines get them in .gpu-fonts/train).
+  if (const char* env = std::getenv("OCRT_FONT_DIRS"); env != nullptr && *env != '\0') {
+    std::string dirs(env);
+    for (size_t start = 0; start <= dirs.size();) {
+      size_t end = dirs.find(':', start);
+      if (end == std::string::npos) end = dirs.size();
+      if (end > start && fs::is_directory(dirs.substr(start, end - start))) out.push_back(dirs.substr(start, end - start));
+      start = end + 1;
+    }
+    return out;
+  }
   for (const char* d : {"/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/truetype/liberation",
                         "/usr/share/fonts/truetype/freefont", "/usr/share/fonts/opentype/urw-base35"})
     if (fs::is_directory(d)) out.emplace_back(d);

@@ -51,7 +51,8 @@ class Font {
 std::vector<std::shared_ptr<Font>> load_fonts(const std::vector<std::string>& paths,
                                               std::vector<std::string>* skipped = nullptr);
 
-// The fonts Debian installs (DejaVu, Liberation, FreeFont, URW base35) that exist here.
+// The fonts Debian installs (DejaVu, Liberation, FreeFont, URW base35) that exist here, or,
+// when the environment sets OCRT_FONT_DIRS (folders separated by ':'), those of its folders that exist.
 std::vector<std::string> default_font_dirs();
 
 // Random text: mostly words from a word list (one a line; only words fully in the charset are
