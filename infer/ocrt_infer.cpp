@@ -58,6 +58,10 @@ Devices and batching
 Decoding and output
   --decoder greedy|beam  CTC decoding (greedy)
   --beam-width N         prefix beam width (10)
+  --lm FILE              character language model for --decoder beam (built by ocrt-lm,
+                         e.g. weights/lm-en.clm)
+  --lm-weight A          weight of the LM's log-probability per character (0.8)
+  --lm-bonus B           score added per character with --lm (2)
   --format text|tsv|jsonl  text: the text; tsv: path, text, confidence, error;
                          jsonl: one JSON object per line (default: text)
   --positions            tsv/jsonl: each character's x position (and CTC frame in jsonl)
@@ -129,6 +133,9 @@ Args parse_args(int argc, char** argv) {
     }
     else if (arg == "--decoder") a.options.decoder = parse_decoder(value());
     else if (arg == "--beam-width") a.options.beam_width = parse_int(arg, value(), 1);
+    else if (arg == "--lm") a.options.lm_path = value();
+    else if (arg == "--lm-weight") a.options.lm_weight = cli::parse_double(arg, value());
+    else if (arg == "--lm-bonus") a.options.lm_bonus = cli::parse_double(arg, value());
     else if (arg == "--format") a.format.format = parse_format(value());
     else if (arg == "--positions") a.format.positions = true;
     else if (arg == "--eval") a.eval = true;

@@ -181,6 +181,10 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
   }
   OCRT_CHECK(opt_.batch >= 1, "batch size must be >= 1, got ", opt_.batch);
   OCRT_CHECK(opt_.beam_width >= 1, "beam width must be >= 1, got ", opt_.beam_width);
+  OCRT_CHECK(opt_.lm_path.empty() || opt_.decoder == Decoder::beam,
+             "a language model is used by beam search only: give --decoder beam with --lm");
+  OCRT_CHECK(std::isfinite(opt_.lm_weight) && opt_.lm_weight >= 0 && std::isfinite(opt_.lm_bonus),
+             "LM weight must be finite and >= 0 and LM bonus finite, got ", opt_.lm_weight, " and ", opt_.lm_bonus);
   OCRT_CHECK(opt_.threads >= 0, "thread count must be >= 1 (or 0 for the default), got ", opt_.threads);
   OCRT_CHECK(opt_.min_source_height >= 1 && opt_.min_width >= 1 && opt_.max_width >= opt_.min_width,
              "line limits must satisfy min_source_height >= 1 and 1 <= min_width <= max_width");
@@ -224,6 +228,10 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
     charset_ = nn::Charset::from_file(opt_.charset_path);
     Generator gen(0);
     config_ = nn::make_recognizer(arch_, charset_.num_classes(), gen)->config_json();
+  }
+  if (!opt_.lm_path.empty()) {
+    lm_ = std::make_unique<const nn::CharLM>(nn::CharLM::load(opt_.lm_path));
+    lm_ids_ = nn::lm_ids_for(*lm_, charset_.chars());
   }
   impl_ = std::make_unique<Impl>(*this);
   Impl& s = *impl_;
@@ -364,9 +372,20 @@ void Predictor::Impl::run_batch(Worker& w, nn::Recognizer& model, Batch& b) {
     const Tensor logits = model.forward(x.to(w.device), widths);  // (T, N, C)
     std::vector<int64_t> lengths;
     for (int64_t width : widths) lengths.push_back(model.frames_for_width(width));
-    const std::vector<nn::Decoded> decoded = p.opt_.decoder == Decoder::beam
-                                                 ? nn::ctc_beam_decode(logits, p.opt_.beam_width, lengths)
-                                                 : nn::ctc_greedy_decode(logits, lengths);
+    std::vector<nn::Decoded> decoded;
+    if (p.opt_.decoder == Decoder::beam) {
+      nn::BeamOptions bo;
+      bo.beam_width = p.opt_.beam_width;
+      if (p.lm_) {
+        bo.lm = p.lm_.get();
+        bo.lm_ids = p.lm_ids_;
+        bo.lm_weight = p.opt_.lm_weight;
+        bo.lm_bonus = p.opt_.lm_bonus;
+      }
+      decoded = nn::ctc_beam_decode(logits, bo, lengths);
+    } else {
+      decoded = nn::ctc_greedy_decode(logits, lengths);
+    }
     for (int64_t n = 0; n < N; ++n) {
       const int64_t line = b.lines[(size_t)n];
       LineResult& r = chunk.results[(size_t)line];
@@ -380,7 +399,8 @@ void Predictor::Impl::run_batch(Worker& w, nn::Recognizer& model, Batch& b) {
       const double to_source = (double)chunk.source_widths[(size_t)line] / (double)images[(size_t)n].width;
       for (size_t k = 0; k < d.labels.size(); ++k) {
         const double x_in = std::min(model.frame_center(d.frames[k]), (double)images[(size_t)n].width);
-        r.chars.push_back({p.charset_.chars()[(size_t)d.labels[k] - 1], d.frames[k], x_in * to_source});
+        r.chars.push_back(
+            {p.charset_.chars()[(size_t)d.labels[k] - 1], d.frames[k], x_in * to_source, d.char_confidence[k]});
       }
       if (p.opt_.keep_logits)
         r.logits = logits.narrow(0, 0, lengths[(size_t)n]).select(1, n).clone().to(Device::cpu());

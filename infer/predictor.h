@@ -54,6 +54,7 @@
 #include <string>
 #include <vector>
 
+#include "models/char_lm.h"
 #include "models/charset.h"
 #include "models/recognizer.h"
 #include "models/model_file.h"
@@ -91,6 +92,11 @@ struct PredictorOptions {
   int64_t batch = 32;       // lines per batch
   Decoder decoder = Decoder::greedy;
   int64_t beam_width = 10;  // for Decoder::beam
+  // An optional character language model for Decoder::beam (models/char_lm.h, built by
+  // ocrt-lm): each emitted character adds lm_weight * log P_LM + lm_bonus to a prefix's score.
+  std::string lm_path;
+  double lm_weight = 0.8;  // tuned on held-out lines: bench/results/decode.md
+  double lm_bonus = 2.0;
   bool keep_logits = false; // return each line's (T, C) logits in LineResult::logits
 
   // For a weights-only file (no ocrt metadata): the architecture (e.g. "crnn") and a
@@ -118,6 +124,7 @@ struct CharPosition {
   std::string ch;    // UTF-8
   int64_t frame;     // the model's output frame where it was emitted
   double x;          // that frame's centre in the source image, in pixels (approximate)
+  double confidence = 0;  // the model's probability of the character at that frame
 };
 
 struct LineResult {
@@ -180,6 +187,8 @@ class Predictor {
   std::string model_path_, arch_;
   Json config_;
   nn::Charset charset_;
+  std::unique_ptr<const nn::CharLM> lm_;  // with lm_path; read-only, shared by the workers
+  std::vector<int32_t> lm_ids_;           // class -> the LM's symbol
   std::unique_ptr<Impl> impl_;
 };
 

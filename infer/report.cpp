@@ -89,6 +89,7 @@ std::string format_line(const LineResult& r, const FormatOptions& o, const Score
             e.set("c", c.ch);
             e.set("frame", c.frame);
             e.set("x", round_to(c.x, 1));
+            e.set("p", round_to(c.confidence, 4));
             chars.push_back(std::move(e));
           }
           j.set("chars", std::move(chars));

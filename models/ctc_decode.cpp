@@ -9,7 +9,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
+#include <string>
+#include <unordered_map>
+
+#include "models/char_lm.h"
 
 #include "ops/index.h"
 #include "ops/reduce.h"
@@ -105,7 +108,8 @@ std::vector<Decoded> ctc_greedy_decode(const Tensor& scores, const std::vector<i
       if (c != blank && c != prev) {
         d.labels.push_back(c);
         d.frames.push_back(t);
-        emitted += std::exp(best_lp[at(t, n)]);
+        d.char_confidence.push_back(std::exp(best_lp[at(t, n)]));
+        emitted += d.char_confidence.back();
       }
       prev = c;
     }
@@ -124,71 +128,141 @@ std::vector<Decoded> ctc_greedy_decode(const Tensor& scores, const std::vector<i
   return out;
 }
 
+std::vector<int32_t> lm_ids_for(const CharLM& lm, const std::vector<std::string>& charset_chars) {
+  std::vector<int32_t> ids{0};  // the blank
+  for (const std::string& ch : charset_chars) ids.push_back(lm.id_utf8(ch));
+  return ids;
+}
+
 std::vector<Decoded> ctc_beam_decode(const Tensor& scores, int64_t beam_width, const std::vector<int64_t>& lengths,
                                      int64_t blank) {
-  OCRT_CHECK(beam_width >= 1, "ctc_beam_decode: beam width must be >= 1, got ", beam_width);
-  if (beam_width == 1) return ctc_greedy_decode(scores, lengths, blank);  // see the header
+  BeamOptions o;
+  o.beam_width = beam_width;
+  return ctc_beam_decode(scores, o, lengths, blank);
+}
+
+std::vector<Decoded> ctc_beam_decode(const Tensor& scores, const BeamOptions& o, const std::vector<int64_t>& lengths,
+                                     int64_t blank) {
+  OCRT_CHECK(o.beam_width >= 1, "ctc_beam_decode: beam width must be >= 1, got ", o.beam_width);
+  OCRT_CHECK(o.min_prob >= 0 && o.min_prob < 1, "ctc_beam_decode: min_prob must be in [0, 1), got ", o.min_prob);
+  OCRT_CHECK(std::isfinite(o.lm_weight) && std::isfinite(o.lm_bonus), "ctc_beam_decode: LM weight and bonus must be finite, got ",
+             o.lm_weight, " and ", o.lm_bonus);
+  if (o.beam_width == 1 && o.lm == nullptr) return ctc_greedy_decode(scores, lengths, blank);  // see the header
   const Scores s = prepare("ctc_beam_decode", scores, lengths, blank);
-  // A prefix's probability of ending (so far) in a blank and in its last label, and the frames
-  // where its labels were emitted along its most likely path.
+  for (double y : s.y) OCRT_CHECK(!std::isnan(y), "ctc_beam_decode: the scores hold NaN");
+  if (o.lm != nullptr) {
+    OCRT_CHECK((int64_t)o.lm_ids.size() == s.C, "ctc_beam_decode: expected ", s.C, " LM ids (one per class), got ",
+               o.lm_ids.size());
+    for (int64_t c = 0; c < s.C; ++c)
+      OCRT_CHECK(c == blank || (o.lm_ids[(size_t)c] >= 1 && o.lm_ids[(size_t)c] <= o.lm->vocab_size() + 1),
+                 "ctc_beam_decode: LM id ", o.lm_ids[(size_t)c], " of class ", c, " is outside [1, ",
+                 o.lm->vocab_size() + 1, "]");
+  }
+  const double log_min = o.min_prob > 0 ? std::log(o.min_prob) : kNegInf;
+
+  // Prefixes live in a trie: a node is a prefix (its parent plus one label), created once with
+  // its LM state and the LM's score for its last label, so a prefix costs the LM one lookup
+  // however many frames it survives. The frames where a prefix's labels were emitted (along the
+  // best contribution seen, which decides them) are a linked list through `links`.
+  struct Node {
+    int parent;
+    int64_t label;
+    CharLM::State state;
+    double lm;  // alpha * log P_LM(label | parent) + beta
+  };
+  struct Link {
+    int64_t frame;
+    int prev;
+  };
   struct Beam {
-    double pb = kNegInf, pnb = kNegInf;
-    std::vector<int64_t> frames;
-    double best_path = kNegInf;  // the best single contribution, which decides `frames`
+    int node;
+    double pb = kNegInf, pnb = kNegInf;  // ending in a blank / in the last label
+    double best_path = kNegInf;
+    int frames = -1;  // head of the prefix's frame list in `links`
     double total() const { return lse(pb, pnb); }
   };
-  using Beams = std::map<std::vector<int64_t>, Beam>;
   std::vector<Decoded> out((size_t)s.N);
   for (int64_t n = 0; n < s.N; ++n) {
-    Beams beams;
-    beams[{}] = Beam{0.0, kNegInf, {}, 0.0};
+    std::vector<Node> nodes{{-1, -1, o.lm ? o.lm->start() : 0, 0.0}};
+    std::unordered_map<uint64_t, int> children;  // node * C + label -> child node
+    std::vector<Link> links;
+    std::vector<Beam> beams{Beam{0, 0.0, kNegInf, 0.0, -1}};
+    auto child = [&](int node, int64_t c) {
+      const auto [it, inserted] = children.try_emplace((uint64_t)node * (uint64_t)s.C + (uint64_t)c, (int)nodes.size());
+      if (inserted) {
+        Node ch{node, c, 0, 0.0};
+        if (o.lm != nullptr) {
+          const int32_t id = o.lm_ids[(size_t)c];
+          ch.state = o.lm->next(nodes[(size_t)node].state, id);
+          ch.lm = o.lm_weight * o.lm->log_prob(nodes[(size_t)node].state, id) + o.lm_bonus;
+        }
+        nodes.push_back(ch);
+      }
+      return it->second;
+    };
+    std::vector<int64_t> candidates;
     for (int64_t t = 0; t < s.lengths[(size_t)n]; ++t) {
-      Beams next;
-      auto extend = [&](const std::vector<int64_t>& prefix, const Beam& from, double p, bool blank_end, int64_t frame) {
-        Beam& b = next[prefix];
+      // The classes tried at this frame: those above min_prob, and always the best one.
+      candidates.clear();
+      int64_t arg = 0;
+      for (int64_t c = 0; c < s.C; ++c) {
+        if (s.at(t, n, c) > s.at(t, n, arg)) arg = c;
+        if (c != blank && s.at(t, n, c) >= log_min && s.at(t, n, c) > kNegInf) candidates.push_back(c);
+      }
+      if (arg != blank && s.at(t, n, arg) < log_min) candidates.push_back(arg);
+      std::vector<Beam> next;
+      std::unordered_map<int, size_t> where;  // node -> index in next
+      auto extend = [&](int node, const Beam& from, double p, bool blank_end, int64_t frame) {
+        if (p == kNegInf) return;  // a path of probability 0 changes nothing
+        const auto [it, inserted] = where.try_emplace(node, next.size());
+        if (inserted) next.push_back(Beam{node});
+        Beam& b = next[it->second];
         if (blank_end) b.pb = lse(b.pb, p);
         else b.pnb = lse(b.pnb, p);
         if (p > b.best_path) {
           b.best_path = p;
           b.frames = from.frames;
-          if (frame >= 0) b.frames.push_back(frame);
+          if (frame >= 0) {
+            links.push_back({frame, from.frames});
+            b.frames = (int)links.size() - 1;
+          }
         }
       };
-      for (const auto& [prefix, b] : beams) {
+      for (const Beam& b : beams) {
         const double total = b.total();
-        extend(prefix, b, total + s.at(t, n, blank), true, -1);
-        for (int64_t c = 0; c < s.C; ++c) {
-          if (c == blank) continue;
+        extend(b.node, b, total + s.at(t, n, blank), true, -1);
+        for (int64_t c : candidates) {
           const double y = s.at(t, n, c);
-          std::vector<int64_t> longer = prefix;
-          longer.push_back(c);
-          if (!prefix.empty() && prefix.back() == c) {
-            extend(prefix, b, b.pnb + y, false, -1);  // the repeat collapses into the same label
-            extend(longer, b, b.pb + y, false, t);     // a blank in between: a new label
+          const int longer = child(b.node, c);
+          const double lm = nodes[(size_t)longer].lm;
+          if (nodes[(size_t)b.node].label == c) {
+            extend(b.node, b, b.pnb + y, false, -1);     // the repeat collapses into the same label
+            extend(longer, b, b.pb + y + lm, false, t);  // a blank in between: a new label
           } else {
-            extend(longer, b, total + y, false, t);
+            extend(longer, b, total + y + lm, false, t);
           }
         }
       }
-      // Keep the beam_width most likely prefixes (ties broken by the prefix, for determinism).
-      std::vector<std::pair<double, const std::vector<int64_t>*>> ranked;
-      for (const auto& [prefix, b] : next) ranked.emplace_back(b.total(), &prefix);
-      const size_t keep = std::min(ranked.size(), (size_t)beam_width);
-      std::partial_sort(ranked.begin(), ranked.begin() + (ptrdiff_t)keep, ranked.end(), [](const auto& a, const auto& b) {
-        return a.first != b.first ? a.first > b.first : *a.second < *b.second;
+      if (next.empty()) break;  // every class had probability 0: keep what we have
+      // Keep the beam_width most likely prefixes (ties broken by node, which is deterministic).
+      const size_t keep = std::min(next.size(), (size_t)o.beam_width);
+      std::partial_sort(next.begin(), next.begin() + (ptrdiff_t)keep, next.end(), [](const Beam& a, const Beam& b) {
+        const double ta = a.total(), tb = b.total();
+        return ta != tb ? ta > tb : a.node < b.node;
       });
-      Beams kept;
-      for (size_t k = 0; k < keep; ++k) kept[*ranked[k].second] = next[*ranked[k].second];
-      beams = std::move(kept);
+      next.resize(keep);
+      beams = std::move(next);
     }
-    const std::vector<int64_t>* best = nullptr;
-    double best_p = kNegInf;
-    for (const auto& [prefix, b] : beams)
-      if (best == nullptr || b.total() > best_p) best = &prefix, best_p = b.total();
+    const Beam& best = beams[0];  // sorted best first (or the start beam when no frame ran)
     Decoded& d = out[(size_t)n];
-    d.labels = *best;
-    d.frames = beams[*best].frames;
-    d.log_prob = best_p;
+    for (int v = best.node; v > 0; v = nodes[(size_t)v].parent) d.labels.push_back(nodes[(size_t)v].label);
+    std::reverse(d.labels.begin(), d.labels.end());
+    for (int l = best.frames; l >= 0; l = links[(size_t)l].prev) d.frames.push_back(links[(size_t)l].frame);
+    std::reverse(d.frames.begin(), d.frames.end());
+    OCRT_CHECK(d.frames.size() == d.labels.size(), "ctc_beam_decode: internal error: ", d.frames.size(), " frames for ",
+               d.labels.size(), " labels");
+    d.log_prob = best.total();
+    for (size_t k = 0; k < d.labels.size(); ++k) d.char_confidence.push_back(std::exp(s.at(d.frames[k], n, d.labels[k])));
     d.confidence = confidence_of(s, n, d, blank);
   }
   return out;

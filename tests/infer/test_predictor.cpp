@@ -288,7 +288,7 @@ TEST_CASE("tsv and jsonl formats", "[infer]") {
   CHECK(format_line(bad, jsonl) == "{\"path\":\"x.png\",\"error\":\"x.png: no such file\"}\n");
   FormatOptions positions{Format::jsonl, true};
   CHECK_THAT(format_line(ok, positions),
-             Catch::Contains("\"chars\":[{\"c\":\"s\",\"frame\":2,\"x\":9.5},{\"c\":\"a\",\"frame\":4,\"x\":17.5}]"));
+             Catch::Contains("\"chars\":[{\"c\":\"s\",\"frame\":2,\"x\":9.5,\"p\":0},{\"c\":\"a\",\"frame\":4,\"x\":17.5,\"p\":0}]"));
   CHECK(format_line(ok, FormatOptions{Format::tsv, true}) == "dir/a\\tb.png\tsay \"hi\"\t0.8765\t\t9.5 17.5\n");
   Scored s{"say hi", 2, 6};
   CHECK_THAT(format_line(ok, jsonl, &s), Catch::EndsWith(",\"truth\":\"say hi\",\"distance\":2,\"cer\":0.3333}\n"));
