@@ -8,7 +8,8 @@ license are dropped (GPL-2, LGPL-2 and LGPL-2.1 or GFDL-1.2 and 1.3 share most o
 and each paragraph is re-wrapped at word boundaries into lines of 8 to 60 characters, each
 line's target length drawn afresh so that short and long lines both occur. Lines keep only the
 95 printable ASCII characters (typographic quotes and dashes are mapped; a line with anything
-else is dropped), duplicates are dropped, and the rest are shuffled with a fixed seed (so any
+else is dropped), lines holding a run of underscores (the blanks of a form, "Copyright (C)
+______", which print as one rule of no countable length) and duplicates are dropped, and the rest are shuffled with a fixed seed (so any
 prefix, as `head -n N` takes, is a fair sample) and cut to --lines. Standard library only; the
 same inputs give the same file.
 
@@ -71,7 +72,7 @@ def main():
     rng = random.Random(a.seed)
     # each file once, under its own name (GPL, LGPL and GFDL are links to the latest versions)
     files = sorted({os.path.realpath(os.path.join(LICENSES, f)) for f in os.listdir(LICENSES)})
-    seen_par, seen_line, lines, dropped = set(), set(), [], 0
+    seen_par, seen_line, lines, dropped, blanks = set(), set(), [], 0, 0
     for path in files:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -85,6 +86,9 @@ def main():
                     dropped += 1
                     continue
                 line = line.strip()
+                if "__" in line:  # the blanks of a form: a rule whose length no reader can count
+                    blanks += 1
+                    continue
                 if MIN_CHARS <= len(line) <= MAX_CHARS and line not in seen_line:
                     seen_line.add(line)
                     lines.append(line)
@@ -95,7 +99,8 @@ def main():
     with open(a.out, "w", encoding="ascii", newline="\n") as f:
         f.write("".join(l + "\n" for l in lines))
     chars = sum(len(l) for l in lines)
-    print(f"val_texts.py: {len(files)} files, {total} distinct lines ({dropped} dropped for non-ASCII), "
+    print(f"val_texts.py: {len(files)} files, {total} distinct lines ({dropped} dropped for non-ASCII, "
+          f"{blanks} for runs of underscores), "
           f"wrote {len(lines)} lines, {chars} characters, mean {chars / max(1, len(lines)):.1f} to {a.out}",
           file=sys.stderr)
 
