@@ -21,8 +21,9 @@ archs="${OCRT_CUDA_ARCHS:-90}"
 jobs="$(nproc 2>/dev/null || echo 4)"
 
 # Dependencies: a GPU machine with Debian's packages (or apt access) installs what is missing;
-# the lent machines have neither, and get the header-only ones unpacked by scripts/gpu-deps.sh
-# into .gpu-deps/ (carried with the working tree).
+# the lent machines have neither, and get the header-only ones packed by scripts/gpu-deps.sh
+# (.gpu-pack/, carried with the working tree) and unpacked by scripts/gpu-unpack.sh.
+scripts/gpu-unpack.sh
 extra=()
 if [ -d .gpu-deps/usr ]; then
   extra+=(-DCMAKE_PREFIX_PATH="$PWD/.gpu-deps/usr" -DOCRT_MPI=OFF)
@@ -31,10 +32,10 @@ else
   scripts/install-deps.sh > "$out/install.log" 2>&1 || log "install-deps failed (see install.log)"
 fi
 # Fonts for the tests that render lines (the CPU-vs-CUDA training test): the machine's own, or
-# the training fonts that scripts/gpu-deps.sh put in .gpu-fonts/ (carried with the tree).
-if [ -d .gpu-fonts/train ] && [ -z "${OCRT_FONT_DIRS:-}" ]; then
-  export OCRT_FONT_DIRS="$PWD/.gpu-fonts/train"
-  log "fonts: OCRT_FONT_DIRS=.gpu-fonts/train"
+# the training fonts that scripts/gpu-deps.sh packed (unpacked into .fonts-en/).
+if [ -d .fonts-en/train ] && [ -z "${OCRT_FONT_DIRS:-}" ]; then
+  export OCRT_FONT_DIRS="$PWD/.fonts-en/train"
+  log "fonts: OCRT_FONT_DIRS=.fonts-en/train"
 fi
 
 if ! cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DOCRT_CUDA=ON -DOCRT_CUDA_ARCHS="$archs" "${extra[@]}" \

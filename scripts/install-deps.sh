@@ -6,6 +6,15 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config libeigen3-dev libstb-dev catch2 libopenmpi-dev openmpi-bin
           fonts-dejavu-core fonts-liberation fonts-freefont-ttf fonts-urw-base35 wamerican)
 
+# --train: also what the English models train on (scripts/fonts-en.sh, scripts/train-en.sh):
+# the font families of train/fonts/en-train.txt and en-val.txt, and prose (fortunes).
+if [ "${1:-}" = "--train" ]; then
+  packages+=(fonts-dejavu-extra fonts-croscore fonts-crosextra-carlito fonts-crosextra-caladea fonts-sil-charis
+             fonts-paratype fonts-open-sans fonts-lato fonts-linuxlibertine fonts-stix fonts-ebgaramond
+             fonts-oldstandard fonts-hack fonts-inconsolata fonts-noto-mono fonts-courier-prime fonts-cantarell
+             fonts-quattrocento fonts-lmodern fortunes fortunes-min)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -79,6 +79,7 @@ SynthDataset::SynthDataset(std::vector<std::shared_ptr<Font>> fonts, std::shared
              "SynthDataset: need 4 <= min_pixel_height <= max_pixel_height <= 512, got ", opt_.min_pixel_height,
              " and ", opt_.max_pixel_height);
   OCRT_CHECK(opt_.size >= 1, "SynthDataset: size must be >= 1, got ", opt_.size);
+  if (opt_.scan) opt_.scan_options.validate();
   OCRT_CHECK(height_ >= 1, "SynthDataset: height must be >= 1, got ", height_);
 }
 
@@ -114,7 +115,9 @@ LineSample SynthDataset::get(int64_t index, uint64_t seed) const {
     const double pixel_height = rng.uniform(opt_.min_pixel_height, opt_.max_pixel_height);
     const int64_t margin = rng.integer(1, 4);
     const uint8_t ink = (uint8_t)rng.integer(0, 90), paper = (uint8_t)rng.integer(165, 255);
-    GrayImage image = resize_to_height(font->render(text, pixel_height, margin, ink, paper), height_);
+    GrayImage image = font->render(text, pixel_height, margin, ink, paper);
+    if (opt_.scan) image = degrade(image, opt_.scan_options, rng);
+    image = resize_to_height(image, height_);
     if (!ctc_feasible(image, classes, opt_.frames)) {
       // A label needs at least one frame per character: this width's frames bound the next try.
       const int64_t frames = frames_for_width(opt_.frames, padded_width(image.width));

@@ -23,6 +23,7 @@
 #include "runtime/image.h"
 #include "runtime/tensor.h"
 #include "train/augment.h"
+#include "train/scan.h"
 #include "train/data.h"
 #include "train/synth.h"
 
@@ -60,6 +61,9 @@ class FileDataset : public Dataset {
 struct SynthOptions {
   int64_t min_chars = 3, max_chars = 28;
   double min_pixel_height = 22, max_pixel_height = 40;  // glyph height before resizing to 32
+  // Scan simulation (train/scan.h) at the rendered size, before the resize: off by default.
+  bool scan = false;
+  ScanOptions scan_options;
   int64_t size = 100000;  // samples per "epoch" (the sequence is endless; this sets epoch length)
   FrameRule frames;       // the model's frames for a width, for the CTC check (empty: CRNN's)
 };

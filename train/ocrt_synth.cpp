@@ -19,6 +19,7 @@
 #include "runtime/error.h"
 #include "runtime/image.h"
 #include "train/augment.h"
+#include "train/scan.h"
 #include "train/synth.h"
 
 using namespace ocrt;
@@ -29,8 +30,10 @@ namespace {
 
 const char* kUsage = R"(usage: ocrt-synth --out DIR [options]
 
-Renders synthetic text lines: DIR/NNNNNN.png + DIR/NNNNNN.gt.txt pairs and DIR/labels.txt
-(NNNNNN.png<TAB>text per line). The same seed gives the same files.
+Renders synthetic text lines: DIR/NNNNNN.png + DIR/NNNNNN.gt.txt pairs, DIR/labels.txt
+(NNNNNN.png<TAB>text per line) and DIR/manifest.tsv (NNNNNN.png<TAB>font file<TAB>glyph
+height<TAB>scan preset<TAB>text kind per line, after a header line). The same seed gives the
+same files.
 
   --out DIR              output folder (created when missing; required)
   --count N              number of lines (1000)
@@ -38,6 +41,11 @@ Renders synthetic text lines: DIR/NNNNNN.png + DIR/NNNNNN.gt.txt pairs and DIR/l
                          (default: the Debian font folders that exist here)
   --words FILE           word list, one word a line (/usr/share/dict/words); 'none' for
                          digits, punctuation and random strings only
+  --prose FILES          text files (commas between) whose consecutive words make most lines
+                         (see ocrt-train --help); without it: words, numbers and symbols
+  --degrade PRESET       scan simulation at the rendered size: none (default), scan (the training
+                         mix) or one effect at a fixed strength: binarized, lowres, blur-noise,
+                         jpeg, speckle, warped, paper, ink, crop
   --charset FILE         characters to use, one a line (default: the 95 printable ASCII)
   --seed S               random seed, 0..2^64-1 (1)
   --min-chars N          shortest line in characters (3)
@@ -63,6 +71,8 @@ struct SynthConfig {
   double min_height = 22, max_height = 40;
   bool augment = false, list_fonts = false;
   std::string texts;  // --texts FILE: render these lines (one a line) instead of random text
+  std::vector<std::string> prose;
+  std::string degrade = "none";
 };
 
 std::vector<std::string> split_list(const std::string& flag, const std::string& v) {
@@ -101,6 +111,8 @@ SynthConfig parse_args(int argc, char** argv) {
       c.max_height = colon == std::string::npos ? c.min_height : parse_double(a, v.substr(colon + 1));
     } else if (a == "--augment") c.augment = true;
     else if (a == "--texts") c.texts = value();
+    else if (a == "--prose") c.prose = split_list(a, value());
+    else if (a == "--degrade") c.degrade = value();
     else if (a == "--list-fonts") c.list_fonts = true;
     else fail("unknown option '", a, "' (see ocrt-synth --help)");
   }
@@ -122,7 +134,7 @@ void check_no_stale_files(const SynthConfig& c) {
   const size_t digits = name_digits(c.count);
   for (const auto& e : fs::directory_iterator(c.out, ec)) {
     const std::string name = e.path().filename().string();
-    if (name == "labels.txt") continue;
+    if (name == "labels.txt" || name == "manifest.tsv") continue;
     const size_t dot = name.find('.');
     const std::string stem = name.substr(0, dot), ext = dot == std::string::npos ? "" : name.substr(dot);
     const bool ours = stem.size() == digits && std::all_of(stem.begin(), stem.end(), [](unsigned char ch) { return std::isdigit(ch) != 0; }) &&
@@ -152,6 +164,12 @@ void validate(const SynthConfig& c) {
                "'--words none' uses no word list)");
   }
   if (!c.charset.empty()) OCRT_CHECK(fs::is_regular_file(c.charset, ec), "--charset: ", c.charset, " is not a file");
+  for (const auto& p : c.prose) OCRT_CHECK(fs::is_regular_file(p, ec), "--prose: ", p, " is not a file");
+  try {
+    ScanOptions::preset(c.degrade);
+  } catch (const Error& e) {
+    fail("--degrade: ", e.what());
+  }
   check_no_stale_files(c);
 }
 
@@ -180,17 +198,23 @@ nn::Charset drawable(const nn::Charset& charset, const std::vector<std::shared_p
   return nn::Charset::from_chars(keep);
 }
 
+struct Sample {
+  GrayImage image;
+  std::string text, font, kind;
+  double height = 0;
+};
+
 // Sample i: a text some font covers (re-drawn until one does), that font, a glyph height,
-// a margin, ink and paper tones, and (with --augment) the augmentations.
-// A non-empty `fixed` text (from --texts) is rendered as given.
-std::pair<GrayImage, std::string> make_sample(const SynthConfig& c, const TextSource& text_source,
-                                              const std::vector<std::shared_ptr<Font>>& fonts, int64_t i,
-                                              const std::string& fixed) {
+// a margin, ink and paper tones, the scan simulation (--degrade) and (with --augment) the
+// augmentations. A non-empty `fixed` text (from --texts) is rendered as given.
+Sample make_sample(const SynthConfig& c, const TextSource& text_source, const std::vector<std::shared_ptr<Font>>& fonts,
+                   const ScanOptions& scan, int64_t i, const std::string& fixed) {
   constexpr int kAttempts = 100;
   SampleRng rng(SampleRng::derive(c.seed, (uint64_t)i));
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
     const uint64_t text_seed = rng.next();
-    const std::string text = fixed.empty() ? text_source.sample(text_seed, c.min_chars, c.max_chars) : fixed;
+    TextSource::Kind kind = TextSource::Kind::mixed;
+    const std::string text = fixed.empty() ? text_source.sample(text_seed, c.min_chars, c.max_chars, &kind) : fixed;
     std::vector<const Font*> candidates;
     for (const auto& f : fonts)
       if (f->covers(text)) candidates.push_back(f.get());
@@ -200,8 +224,11 @@ std::pair<GrayImage, std::string> make_sample(const SynthConfig& c, const TextSo
     const int64_t margin = rng.integer(1, 6);
     const auto ink = (uint8_t)rng.integer(0, 70), paper = (uint8_t)rng.integer(180, 255);
     GrayImage image = font->render(text, height, margin, ink, paper);
+    if (c.degrade != "none") image = degrade(image, scan, rng);
     if (c.augment) image = augment(image, AugmentOptions{}, rng);
-    return {std::move(image), text};
+    const char* kinds[] = {"prose", "structured", "mixed"};
+    return {std::move(image), text, fs::path(font->path()).filename().string(),
+            fixed.empty() ? kinds[(int)kind] : "given", height};
   }
   if (!fixed.empty()) fail("--texts: no font covers line ", i + 1, " ('", fixed, "')");
   fail("sample ", i, ": no font covers any of ", kAttempts,
@@ -224,7 +251,9 @@ int run(const SynthConfig& c) {
     return 0;
   }
   const nn::Charset charset = drawable(c.charset.empty() ? nn::Charset::ascii() : nn::Charset::from_file(c.charset), fonts);
-  const TextSource text_source(c.words == "none" ? std::vector<std::string>{} : TextSource::read_words(c.words), charset);
+  const TextSource text_source(c.words == "none" ? std::vector<std::string>{} : TextSource::read_words(c.words), charset,
+                               TextSource::read_prose(c.prose));
+  const ScanOptions scan = ScanOptions::preset(c.degrade);
 
   std::error_code ec;
   fs::create_directories(c.out, ec);
@@ -245,7 +274,7 @@ int run(const SynthConfig& c) {
   }
   const int64_t count = fixed.empty() ? c.count : (int64_t)fixed.size();
   const size_t digits = name_digits(count);
-  std::vector<std::string> names((size_t)count), texts((size_t)count);
+  std::vector<std::string> names((size_t)count), texts((size_t)count), manifest((size_t)count);
   std::string error;
   // Samples are independent, so they render on every core; the first error stops the rest.
 #pragma omp parallel for schedule(dynamic, 8)
@@ -257,11 +286,14 @@ int run(const SynthConfig& c) {
     try {
       std::string name = std::to_string(i);
       name.insert(0, digits - name.size(), '0');
-      auto [image, text] = make_sample(c, text_source, fonts, i, fixed.empty() ? std::string() : fixed[(size_t)i]);
-      save_gray_png((fs::path(c.out) / (name + ".png")).string(), image);
-      write_text(fs::path(c.out) / (name + ".gt.txt"), text + "\n");
+      Sample sample = make_sample(c, text_source, fonts, scan, i, fixed.empty() ? std::string() : fixed[(size_t)i]);
+      save_gray_png((fs::path(c.out) / (name + ".png")).string(), sample.image);
+      write_text(fs::path(c.out) / (name + ".gt.txt"), sample.text + "\n");
+      char height[32];
+      std::snprintf(height, sizeof height, "%.1f", sample.height);
+      manifest[(size_t)i] = name + ".png\t" + sample.font + "\t" + height + "\t" + c.degrade + "\t" + sample.kind + "\n";
       names[(size_t)i] = name;
-      texts[(size_t)i] = std::move(text);
+      texts[(size_t)i] = std::move(sample.text);
     } catch (const std::exception& e) {
 #pragma omp critical(ocrt_synth_error)
       if (error.empty()) error = e.what();
@@ -270,8 +302,10 @@ int run(const SynthConfig& c) {
   OCRT_CHECK(error.empty(), error);
 
   // The label file last, through a temporary file: it never lists an image that is not there.
-  std::string labels;
+  std::string labels, lines = "image\tfont\theight\tscan\tkind\n";
   for (size_t i = 0; i < names.size(); ++i) labels += names[i] + ".png\t" + texts[i] + "\n";
+  for (const auto& m : manifest) lines += m;
+  write_text(fs::path(c.out) / "manifest.tsv", lines);
   const fs::path labels_path = fs::path(c.out) / "labels.txt", tmp = fs::path(c.out) / "labels.txt.tmp";
   write_text(tmp, labels);
   fs::rename(tmp, labels_path, ec);

@@ -29,7 +29,13 @@ Data
   --val-fonts PATHS      fonts for synthetic validation lines (default: as --fonts)
   --words FILE           word list for synthetic text (/usr/share/dict/words)
   --val-size N           synthetic validation lines (512)
+  --prose FILES          text files (commas between) whose consecutive words make most synthetic
+                         lines (60%; 20% structured items: dates, prices, e-mail, URLs, ...)
+  --scan PRESET          scan simulation of synthetic lines before the resize: none (default),
+                         scan (the training mix), or one effect: binarized, lowres, blur-noise,
+                         jpeg, speckle, warped, paper, ink, crop
   --synth-chars MIN:MAX  characters per synthetic line (3:28)
+  --synth-height LO:HI   glyph height in pixels before the resize to 32 (22:40)
   --synth-epoch N        synthetic lines per epoch (100000)
   --augment / --no-augment    blur, noise, contrast, rotation, morphology, padding (on)
   --no-shuffle           keep the file order
@@ -93,6 +99,15 @@ TrainConfig parse_args(int argc, char** argv) {
     else if (a == "--fonts") c.fonts = split_list(value());
     else if (a == "--val-fonts") c.val_fonts = split_list(value());
     else if (a == "--words") c.words = value();
+    else if (a == "--prose") c.prose = split_list(value());
+    else if (a == "--scan") c.scan = value();
+    else if (a == "--synth-height") {
+      const std::string v = value();
+      const size_t colon = v.find(':');
+      OCRT_CHECK(colon != std::string::npos, a, ": expected LO:HI, got '", v, "'");
+      c.synth.min_pixel_height = parse_double(a, v.substr(0, colon));
+      c.synth.max_pixel_height = parse_double(a, v.substr(colon + 1));
+    }
     else if (a == "--val-size") c.val_size = parse_int(a, value());
     else if (a == "--synth-chars") {
       const std::string v = value();

@@ -2,10 +2,10 @@
 // (see synth.h).
 #include "train/synth.h"
 
-#include <cstdlib>
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -227,7 +227,17 @@ std::vector<std::string> default_font_dirs() {
   return out;
 }
 
-TextSource::TextSource(const std::vector<std::string>& words, const nn::Charset& charset) : charset_(charset) {
+void TextMix::validate() const {
+  for (auto [p, name] : {std::pair{prose, "prose"}, {structured, "structured"}, {prose_upper, "prose_upper"},
+                         {prose_hyphen, "prose_hyphen"}})
+    OCRT_CHECK(p >= 0 && p <= 1, "text mix: ", name, " must be a share in [0, 1], got ", p);
+  OCRT_CHECK(prose + structured <= 1, "text mix: prose + structured must be at most 1, got ", prose + structured);
+}
+
+TextSource::TextSource(const std::vector<std::string>& words, const nn::Charset& charset,
+                       std::vector<std::string> prose, TextMix mix)
+    : mix_(mix), charset_(charset) {
+  mix_.validate();
   for (const auto& line : words) {
     // A line may hold several words; each is kept only when every character is in the charset.
     size_t i = 0;
@@ -258,6 +268,42 @@ TextSource::TextSource(const std::vector<std::string>& words, const nn::Charset&
   for (const auto& ch : charset.chars())
     if (ch != " " && !is_control(ch)) chars_.push_back(ch);
   OCRT_CHECK(!chars_.empty(), "text source: the charset has no printable character besides the space");
+  // Corpus words outside the charset are left out (the text around them stays in order).
+  for (auto& w : prose)
+    if (in_charset(w)) prose_.push_back(std::move(w));
+}
+
+bool TextSource::in_charset(const std::string& text) const {
+  try {
+    const auto chars = nn::utf8_chars(text);
+    return std::all_of(chars.begin(), chars.end(), [&](const std::string& c) { return charset_.contains(c); });
+  } catch (const Error&) {
+    return false;  // invalid UTF-8
+  }
+}
+
+std::vector<std::string> TextSource::read_prose(const std::vector<std::string>& paths) {
+  std::vector<std::string> words;
+  for (const auto& path : paths) {
+    std::error_code ec;
+    OCRT_CHECK(!fs::is_directory(path, ec), path, ": is a folder, not a text file");
+    std::ifstream in(path, std::ios::binary);
+    OCRT_CHECK(in.good(), path, ": cannot open the text");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line == "%") continue;  // a fortune file's separator
+      size_t i = 0;
+      while (i < line.size()) {
+        while (i < line.size() && std::isspace((unsigned char)line[i])) ++i;
+        size_t j = i;
+        while (j < line.size() && !std::isspace((unsigned char)line[j])) ++j;
+        if (j > i) words.push_back(line.substr(i, j - i));
+        i = j;
+      }
+    }
+  }
+  return words;
 }
 
 std::vector<std::string> TextSource::read_words(const std::string& path) {
@@ -274,10 +320,29 @@ std::vector<std::string> TextSource::read_words(const std::string& path) {
   return words;
 }
 
-std::string TextSource::sample(uint64_t seed, int64_t min_chars, int64_t max_chars) const {
+std::string TextSource::sample(uint64_t seed, int64_t min_chars, int64_t max_chars, Kind* kind) const {
   OCRT_CHECK(min_chars >= 1 && max_chars >= min_chars, "text source: need 1 <= min_chars <= max_chars, got ", min_chars,
              " and ", max_chars);
   SampleRng rng(seed);
+  const double which = rng.uniform();
+  const int64_t n = rng.integer(min_chars, max_chars);
+  Kind k = Kind::mixed;
+  if (which < mix_.prose && !prose_.empty()) k = Kind::prose;
+  else if (which >= mix_.prose && which < mix_.prose + mix_.structured && charset_.contains(" ")) k = Kind::structured;
+  std::string text;
+  if (k == Kind::prose) text = sample_prose(rng, n);
+  else if (k == Kind::structured) text = sample_structured(rng, n);
+  // Prose and structured lines end at a whole word, so they can fall short of min_chars: then
+  // the line is a mixed one after all.
+  if (k == Kind::mixed || (int64_t)nn::utf8_chars(text).size() < min_chars) {
+    k = Kind::mixed;
+    text = sample_mixed(rng, n);
+  }
+  if (kind) *kind = k;
+  return text;
+}
+
+std::string TextSource::sample_mixed(SampleRng& rng, int64_t n) const {
   auto pick = [&rng](const std::vector<std::string>& from) { return from[(size_t)rng.integer(0, (int64_t)from.size() - 1)]; };
   // One piece: a word (70%; sometimes capitalised or followed by a mark), a number (18%), a
   // run of symbols (6%) or a random string over the whole charset (6%). A kind the charset
@@ -308,7 +373,6 @@ std::string TextSource::sample(uint64_t seed, int64_t min_chars, int64_t max_cha
     }
     return out;
   };
-  const int64_t n = rng.integer(min_chars, max_chars);
   const bool spaced = charset_.contains(" ");
   std::vector<std::string> text;
   while ((int64_t)text.size() < n) {
@@ -328,6 +392,177 @@ std::string TextSource::sample(uint64_t seed, int64_t min_chars, int64_t max_cha
   for (const auto& ch : text) out += ch;
   return out;
 }
+
+// Consecutive corpus words from a random place, as many as fit in n characters.
+std::string TextSource::sample_prose(SampleRng& rng, int64_t n) const {
+  const bool upper = rng.uniform() < mix_.prose_upper;
+  const bool hyphen = rng.uniform() < mix_.prose_hyphen;
+  size_t at = (size_t)rng.integer(0, (int64_t)prose_.size() - 1);
+  std::string out;
+  auto length = [](const std::string& t) { return (int64_t)nn::utf8_chars(t).size(); };
+  int64_t used = 0;
+  for (size_t taken = 0; taken < prose_.size(); ++taken, at = (at + 1) % prose_.size()) {
+    const std::string& word = prose_[at];
+    const int64_t len = length(word), room = n - used - (out.empty() ? 0 : 1);
+    if (len <= room) {
+      if (!out.empty()) out += ' ';
+      out += word;
+      used += len + (used > 0 ? 1 : 0);
+      continue;
+    }
+    // The word does not fit. A line ends here, or (hyphenation) with the word's first part.
+    const auto chars = nn::utf8_chars(word);
+    const bool alpha = std::all_of(chars.begin(), chars.end(), [](const std::string& c) {
+      return c.size() == 1 && std::isalpha((unsigned char)c[0]);
+    });
+    if (out.empty()) {
+      for (int64_t i = 0; i < n && i < len; ++i) out += chars[(size_t)i];  // a single long word: cut
+    } else if (hyphen && alpha && room >= 3 && len >= 5 && charset_.contains("-")) {
+      out += ' ';
+      const int64_t keep = std::min<int64_t>(room - 1, len - 2);
+      for (int64_t i = 0; i < keep; ++i) out += chars[(size_t)i];
+      out += '-';
+    }
+    break;
+  }
+  if (upper) {
+    std::string changed = out;
+    for (char& c : changed) c = (char)std::toupper((unsigned char)c);
+    if (in_charset(changed)) out = std::move(changed);
+  }
+  return out;
+}
+
+// Structured items (and now and then a dictionary word between them), as many as fit.
+std::string TextSource::sample_structured(SampleRng& rng, int64_t n) const {
+  std::string out;
+  int64_t used = 0;
+  for (int tries = 0; tries < 16 && used < n; ++tries) {
+    std::string item;
+    if (!words_.empty() && rng.uniform() < 0.4) {
+      item = words_[(size_t)rng.integer(0, (int64_t)words_.size() - 1)];
+      if (rng.uniform() < 0.3 && item.size() > 0) item[0] = (char)std::toupper((unsigned char)item[0]);
+      if (rng.uniform() < 0.15) item += ':';
+    } else {
+      item = structured_item(rng);
+    }
+    if (!in_charset(item)) continue;
+    const int64_t len = (int64_t)nn::utf8_chars(item).size(), room = n - used - (out.empty() ? 0 : 1);
+    if (len > room) {
+      if (out.empty()) {  // a single longer item is cut (items are ASCII: a byte is a character)
+        out = item.substr(0, (size_t)n);
+        while (!out.empty() && out.back() == ' ') out.pop_back();
+      }
+      break;
+    }
+    if (!out.empty()) out += ' ';
+    out += item;
+    used += len + (used > 0 ? 1 : 0);
+  }
+  if (out.empty()) out = sample_mixed(rng, n);  // nothing fitted the charset
+  return out;
+}
+
+std::string TextSource::structured_item(SampleRng& rng) const {
+  static const char* const kMonths[] = {"January", "February", "March",     "April",   "May",      "June",
+                                        "July",    "August",   "September", "October", "November", "December"};
+  static const char* const kShortMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                             "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  static const char* const kDays[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+  static const char* const kAbbrev[] = {"Dr.", "Mr.", "Mrs.", "Ms.", "Prof.", "St.", "e.g.", "i.e.", "etc.", "vs.",
+                                        "Inc.", "Ltd.", "Co.", "Corp.", "Jr.", "Sr.", "No.", "approx.", "U.S.",
+                                        "U.K.", "a.m.", "p.m.", "Ave.", "Rd.", "Dept.", "Fig.", "Vol.", "Ch."};
+  static const char* const kTlds[] = {"com", "org", "net", "edu", "gov", "io", "co.uk", "de"};
+  auto num = [&](int64_t lo, int64_t hi) { return std::to_string(rng.integer(lo, hi)); };
+  auto two = [&](int64_t lo, int64_t hi) {
+    const std::string v = num(lo, hi);
+    return v.size() < 2 ? "0" + v : v;
+  };
+  auto word = [&]() -> std::string {
+    if (words_.empty()) return "example";
+    std::string w = words_[(size_t)rng.integer(0, (int64_t)words_.size() - 1)];
+    std::string lower;
+    for (char c : w)
+      if (std::isalnum((unsigned char)c)) lower += (char)std::tolower((unsigned char)c);
+    return lower.empty() ? "example" : lower;
+  };
+  auto grouped = [&](int64_t value) {  // 1234567 -> 1,234,567
+    std::string digits = std::to_string(value), out;
+    for (size_t i = 0; i < digits.size(); ++i) {
+      if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+      out += digits[i];
+    }
+    return out;
+  };
+  const int64_t kind = rng.integer(0, 13);
+  const int64_t year = rng.integer(1890, 2035);
+  switch (kind) {
+    case 0:  // dates, in the forms print uses
+      switch (rng.integer(0, 4)) {
+        case 0: return num(1, 28) + " " + kMonths[rng.integer(0, 11)] + " " + std::to_string(year);
+        case 1: return std::string(kMonths[rng.integer(0, 11)]) + " " + num(1, 28) + ", " + std::to_string(year);
+        case 2: return std::to_string(year) + "-" + two(1, 12) + "-" + two(1, 28);
+        case 3: return two(1, 12) + "/" + two(1, 28) + "/" + (rng.uniform() < 0.5 ? std::to_string(year) : two(0, 99));
+        default: return std::string(kDays[rng.integer(0, 6)]) + ", " + num(1, 28) + " " + kShortMonths[rng.integer(0, 11)];
+      }
+    case 1:  // times
+      return num(1, 12) + ":" + two(0, 59) + (rng.uniform() < 0.5 ? (rng.uniform() < 0.5 ? " am" : " pm") : "");
+    case 2: {  // prices
+      const int64_t whole = rng.uniform() < 0.6 ? rng.integer(0, 999) : rng.integer(1000, 2000000);
+      const std::string cents = "." + two(0, 99);
+      switch (rng.integer(0, 3)) {
+        case 0: return "$" + grouped(whole) + cents;
+        case 1: return (rng.uniform() < 0.5 ? "-$" : "$") + grouped(whole);
+        case 2: return grouped(whole) + cents + " " + (rng.uniform() < 0.5 ? "EUR" : "USD");
+        default: return "USD " + grouped(whole) + cents;
+      }
+    }
+    case 3:  // percentages
+      return (rng.uniform() < 0.2 ? "+" : "") + num(0, 100) + (rng.uniform() < 0.5 ? "." + num(0, 9) : "") + "%";
+    case 4:  // grouped and decimal numbers
+      return rng.uniform() < 0.5 ? grouped(rng.integer(1000, 99999999)) : num(0, 999) + "." + num(0, 99999);
+    case 5:  // phone numbers
+      return rng.uniform() < 0.5 ? "(" + num(200, 999) + ") " + num(200, 999) + "-" + num(1000, 9999)
+                                 : "+" + num(1, 99) + " " + num(10, 999) + " " + num(100, 9999) + " " + num(1000, 9999);
+    case 6:  // e-mail addresses
+      return word() + (rng.uniform() < 0.5 ? "." + word() : "") + "@" + word() + "." + kTlds[rng.integer(0, 7)];
+    case 7:  // URLs
+      return std::string(rng.uniform() < 0.5 ? "https://" : "") + (rng.uniform() < 0.6 ? "www." : "") + word() + "." +
+             kTlds[rng.integer(0, 7)] + (rng.uniform() < 0.6 ? "/" + word() : "") +
+             (rng.uniform() < 0.3 ? "?id=" + num(1, 99999) : "");
+    case 8:  // abbreviations
+      return kAbbrev[rng.integer(0, (int64_t)std::size(kAbbrev) - 1)];
+    case 9:  // references: pages, figures, sections, volumes
+      switch (rng.integer(0, 4)) {
+        case 0: return "p. " + num(1, 999);
+        case 1: return "pp. " + num(1, 400) + "-" + num(401, 900);
+        case 2: return "Fig. " + num(1, 30) + (rng.uniform() < 0.3 ? std::string(1, (char)('a' + rng.integer(0, 3))) : "");
+        case 3: return "Section " + num(1, 12) + "." + num(1, 9) + (rng.uniform() < 0.4 ? "." + num(1, 9) : "");
+        default: return "Vol. " + num(1, 60) + ", No. " + num(1, 12);
+      }
+    case 10:  // identifiers: invoice, order and ISBN numbers
+      switch (rng.integer(0, 2)) {
+        case 0: return "#" + num(100, 999999);
+        case 1: return "ISBN " + num(0, 9) + "-" + num(100, 999) + "-" + num(10000, 99999) + "-" + num(0, 9);
+        default: return std::string(1, (char)('A' + rng.integer(0, 25))) + std::string(1, (char)('A' + rng.integer(0, 25))) +
+                        "-" + num(1000, 99999);
+      }
+    case 11:  // quoted or bracketed words
+      switch (rng.integer(0, 3)) {
+        case 0: return "\"" + word() + "\"";
+        case 1: return "(" + word() + ")";
+        case 2: return "'" + word() + "'";
+        default: return "[" + num(1, 99) + "]";
+      }
+    case 12:  // a year or an ordinal
+      return rng.uniform() < 0.5 ? std::to_string(year) : num(1, 99) + (rng.uniform() < 0.5 ? "th" : "nd");
+    default: {  // measures
+      static const char* const kUnits[] = {"kg", "km", "mm", "cm", "lb", "oz", "ft", "in.", "mph", "MB", "GB", "ml"};
+      return num(1, 999) + (rng.uniform() < 0.5 ? "." + num(0, 9) : "") + " " + kUnits[rng.integer(0, 11)];
+    }
+  }
+}
+
 
 uint64_t SampleRng::derive(uint64_t seed, uint64_t index) {
   const Philox4x32 r = philox4x32_10(seed, index, 0xD371'7E5Eu);

@@ -59,19 +59,54 @@ std::vector<std::string> default_font_dirs();
 // kept), sometimes capitalised or followed by punctuation, mixed with numbers, runs of symbols
 // and random strings over the whole charset (so that every character of the charset gets
 // seen), separated by single spaces when the charset has a space.
+//
+// With a prose corpus (read_prose), most lines are runs of consecutive words of real text
+// instead, and some are built of structured items (dates, times, prices, percentages, phone
+// and reference numbers, e-mail addresses, URLs, abbreviations) among words: TextMix says how
+// many of each.
+class SampleRng;
+
+struct TextMix {
+  double prose = 0.6;       // consecutive words from the corpus (needs one)
+  double structured = 0.2;  // structured items among dictionary words
+  // the rest: the word / number / symbol / random-string mix that needs no corpus
+  double prose_upper = 0.03;   // of prose lines: all upper case (headings)
+  double prose_hyphen = 0.08;  // of prose lines: the last word cut with a hyphen
+  void validate() const;
+};
+
 class TextSource {
  public:
-  TextSource(const std::vector<std::string>& words, const nn::Charset& charset);
+  enum class Kind { prose, structured, mixed };
+  TextSource(const std::vector<std::string>& words, const nn::Charset& charset,
+             std::vector<std::string> prose = {}, TextMix mix = {});
   // One word a line (a line holding spaces gives several words), e.g. /usr/share/dict/words.
   static std::vector<std::string> read_words(const std::string& path);
-  // A text of exactly n characters for an n drawn uniformly from [min_chars, max_chars], with
-  // no leading, trailing or doubled space; a word that does not fit is cut. Pure function of
-  // its arguments.
-  std::string sample(uint64_t seed, int64_t min_chars, int64_t max_chars) const;
+  // The words of text files, in order (split at white space), for prose lines. Fortune files
+  // (Debian's fortunes packages) are read as text: their '%' separator lines are left out.
+  // Throws naming a file that cannot be read; files must be UTF-8 (a word with invalid UTF-8
+  // is dropped).
+  static std::vector<std::string> read_prose(const std::vector<std::string>& paths);
+  // A text for an n drawn uniformly from [min_chars, max_chars], with no leading, trailing or
+  // doubled space. Mixed lines have exactly n characters (a word that does not fit is cut);
+  // prose and structured lines stop at the last whole word or item that fits (a single
+  // longer one is cut), so they may be shorter, but never shorter than min_chars (such a
+  // draw is replaced by a mixed line). Pure function of its arguments; *kind (when
+  // given) says which kind of line it is.
+  std::string sample(uint64_t seed, int64_t min_chars, int64_t max_chars, Kind* kind = nullptr) const;
   size_t num_words() const { return words_.size(); }
+  size_t num_prose_words() const { return prose_.size(); }
 
  private:
+  std::string sample_mixed(SampleRng& rng, int64_t n) const;
+  std::string sample_prose(SampleRng& rng, int64_t n) const;
+  std::string sample_structured(SampleRng& rng, int64_t n) const;
+  std::string structured_item(SampleRng& rng) const;
+  bool in_charset(const std::string& text) const;
+
   std::vector<std::string> words_;
+  std::vector<std::string> prose_;  // corpus words in the charset, in order
+  TextMix mix_;
   std::vector<std::string> digits_, symbols_;  // ASCII digits / ASCII punctuation in the charset
   std::vector<std::string> trailing_;          // of those, the marks that end a word: , . ; : ! ?
   std::vector<std::string> chars_;    // every printable character of the charset but space

@@ -103,14 +103,18 @@ std::shared_ptr<const Dataset> make_dataset(const std::vector<std::string>& sour
                                             const nn::Charset& charset, bool is_val, bool verbose) {
   const char* flag = is_val ? "--val" : "--train";
   if (sources.size() == 1 && sources[0] == "synth") {
-    auto words = std::make_shared<const TextSource>(TextSource::read_words(cfg.words), charset);
+    auto words = std::make_shared<const TextSource>(TextSource::read_words(cfg.words), charset,
+                                                    TextSource::read_prose(cfg.prose));
     auto fonts = fonts_or_default(is_val && !cfg.val_fonts.empty() ? cfg.val_fonts : cfg.fonts,
                                   is_val ? "--val-fonts" : "--fonts");
     SynthOptions o = cfg.synth;
     if (is_val) o.size = cfg.val_size;
     o.frames = frame_rule(cfg.arch);
+    o.scan = cfg.scan != "none";
+    o.scan_options = ScanOptions::preset(cfg.scan);
     if (verbose)
-      std::fprintf(stderr, "%s: synthetic lines from %zu fonts, %zu words\n", flag, fonts.size(), words->num_words());
+      std::fprintf(stderr, "%s: synthetic lines from %zu fonts, %zu words, %zu words of prose, scan '%s'\n", flag,
+                   fonts.size(), words->num_words(), words->num_prose_words(), cfg.scan.c_str());
     return std::make_shared<SynthDataset>(fonts, words, charset, o);
   }
   for (const auto& s : sources)
@@ -234,6 +238,15 @@ void TrainConfig::validate() const {
   OCRT_CHECK(overlap == "auto" || overlap == "on" || overlap == "off", "--overlap: expected auto, on or off, got '",
              overlap, "'");
   OCRT_CHECK(conv == "fast" || conv == "exact", "--conv: expected fast or exact, got '", conv, "'");
+  try {
+    ScanOptions::preset(scan);
+  } catch (const Error& e) {
+    fail("--scan: ", e.what());
+  }
+  for (const auto& p : prose) OCRT_CHECK(std::filesystem::is_regular_file(p), "--prose: ", p, " is not a file");
+  OCRT_CHECK(synth.min_pixel_height >= 4 && synth.min_pixel_height <= synth.max_pixel_height &&
+                 synth.max_pixel_height <= 512,
+             "--synth-height: need 4 <= LO <= HI <= 512, got ", synth.min_pixel_height, ":", synth.max_pixel_height);
   OCRT_CHECK(batch >= 1, "--batch: must be >= 1, got ", batch);
   OCRT_CHECK(steps >= 1, "--steps: must be >= 1, got ", steps);
   OCRT_CHECK(std::isfinite(epochs) && epochs >= 0, "--epochs: must be > 0, got ", epochs);
@@ -303,6 +316,12 @@ Json TrainConfig::to_json() const {
   j.set("clip_grad", clip_grad);
   j.set("seed", std::to_string(seed));
   j.set("augment", augment);
+  if (scan != "none") j.set("scan", scan);
+  if (!prose.empty()) {
+    Json files = Json::array();
+    for (const auto& p : prose) files.push_back(p);
+    j.set("prose", files);
+  }
   j.set("init", init);
   if (!batch_norm) j.set("batch_norm", false);
   if (overlap != "auto") j.set("overlap", overlap);

@@ -30,6 +30,8 @@ struct TrainConfig {
   std::vector<std::string> fonts;            // synthetic training lines (empty: Debian's)
   std::vector<std::string> val_fonts;        // synthetic validation lines (empty: as fonts)
   std::string words = "/usr/share/dict/words";
+  std::vector<std::string> prose;            // text files for prose lines (empty: none)
+  std::string scan = "none";                 // scan simulation preset for synthetic lines (scan.h)
   int64_t val_size = 512;                    // synthetic validation lines
   SynthOptions synth;
   Device device = Device::cpu();

@@ -4,6 +4,9 @@
 // function of its seed. Tests that need Debian's fonts (scripts/install-deps.sh) warn and
 // return when none is installed.
 #include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <cctype>
 
 #include <algorithm>
 #include <cstdint>
@@ -285,4 +288,86 @@ TEST_CASE("SampleRng is a pure function of its seed", "[synth]") {
   CHECK(derived.size() == 1000);
   CHECK(SampleRng::derive(7, 3) == SampleRng::derive(7, 3));
   CHECK(SampleRng::derive(7, 3) != SampleRng::derive(8, 3));
+}
+
+TEST_CASE("TextSource with prose: runs of corpus words, structured items, measured shares", "[synth]") {
+  const auto dir = fs::temp_directory_path() / ("ocrt-prose-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  {
+    // A fortune file: '%' lines separate entries and never reach the text.
+    std::ofstream(dir / "f") << "The quick brown fox jumps over the lazy dog.\n%\nA stitch in time\n"
+                                "\tsaves nine, said Dr. Smith on 12 May 1999.\n%\n";
+    std::ofstream(dir / "g") << "caf\xc3\xa9 au lait\r\n";
+  }
+  const auto prose = TextSource::read_prose({(dir / "f").string(), (dir / "g").string()});
+  CHECK(prose.size() == 9 + 13 + 3);
+  CHECK(std::find(prose.begin(), prose.end(), "%") == prose.end());
+  CHECK(prose.back() == "lait");
+  CHECK_THROWS_WITH(TextSource::read_prose({(dir / "missing").string()}), Catch::Contains("cannot open"));
+  CHECK_THROWS_WITH(TextSource::read_prose({dir.string()}), Catch::Contains("is a folder"));
+
+  const TextSource src({"alpha", "beta"}, nn::Charset::ascii(), prose);
+  CHECK(src.num_prose_words() == 24);  // "café" is not ASCII: left out
+  int counts[3] = {};
+  const std::string corpus = "The quick brown fox jumps over the lazy dog. A stitch in time saves nine, said Dr. "
+                             "Smith on 12 May 1999. au lait";
+  const std::string twice = " " + corpus + " " + corpus + " ";
+  std::string upper = twice;
+  for (char& c : upper) c = (char)std::toupper((unsigned char)c);
+  for (uint64_t seed = 0; seed < 2000; ++seed) {
+    TextSource::Kind kind;
+    const std::string t = src.sample(seed, 8, 40, &kind);  // 8: every corpus word fits whole
+    INFO("seed " << seed << ": '" << t << "'");
+    ++counts[(int)kind];
+    CHECK(length(t) >= 8);
+    CHECK(length(t) <= 40);
+    CHECK(t.front() != ' ');
+    CHECK(t.back() != ' ');
+    CHECK(t.find("  ") == std::string::npos);
+    if (kind == TextSource::Kind::prose) {
+      // Consecutive corpus words (the corpus wraps around), possibly upper-cased, possibly
+      // ending in a hyphenated word part.
+      std::string check = t;
+      const bool hyphen = check.back() == '-';
+      if (hyphen) check = check.substr(0, check.rfind(' ') == std::string::npos ? 0 : check.rfind(' '));
+      if (!check.empty())
+        CHECK((twice.find(" " + check + " ") != std::string::npos || upper.find(" " + check + " ") != std::string::npos));
+    }
+    CHECK(src.sample(seed, 8, 40) == t);
+  }
+  // The shares the mix asks for (60/20/20), within 4 standard deviations of 2000 draws; lines
+  // that fell short of 8 characters became mixed, so mixed may be a little above its share.
+  CHECK(std::abs(counts[0] / 2000.0 - 0.6) < 0.05);
+  CHECK(std::abs(counts[1] / 2000.0 - 0.2) < 0.04);
+  CHECK(counts[2] / 2000.0 > 0.16);
+
+  TextMix bad;
+  bad.prose = 0.9;
+  CHECK_THROWS_WITH(TextSource({}, nn::Charset::ascii(), {}, bad), Catch::Contains("at most 1"));
+  bad.prose = -1;
+  CHECK_THROWS_WITH(TextSource({}, nn::Charset::ascii(), {}, bad), Catch::Contains("prose must be a share"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("TextSource structured lines hold dates, prices, addresses and the like", "[synth]") {
+  TextMix only;
+  only.prose = 0, only.structured = 1;
+  const TextSource src({"invoice", "total", "page"}, nn::Charset::ascii(), {}, only);
+  int with_digit = 0, with_at = 0, with_dollar = 0;
+  for (uint64_t seed = 0; seed < 1000; ++seed) {
+    TextSource::Kind kind;
+    const std::string t = src.sample(seed, 8, 48, &kind);
+    INFO("'" << t << "'");
+    CHECK(length(t) >= 8);
+    CHECK(length(t) <= 48);
+    with_digit += std::any_of(t.begin(), t.end(), [](char c) { return std::isdigit((unsigned char)c); });
+    with_at += t.find('@') != std::string::npos;
+    with_dollar += t.find('$') != std::string::npos;
+  }
+  CHECK(with_digit > 500);
+  CHECK(with_at > 10);
+  CHECK(with_dollar > 10);
+  // A charset without digits still gets lines (items that do not fit it are skipped).
+  const TextSource letters({"abc"}, nn::Charset::from_chars({"a", "b", "c", " ", "e", "x", "m", "p", "l"}), {}, only);
+  for (uint64_t seed = 0; seed < 200; ++seed) CHECK(length(letters.sample(seed, 3, 20)) >= 3);
 }
