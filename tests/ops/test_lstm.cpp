@@ -168,11 +168,17 @@ TEST_CASE("the float32 cell kernels agree with float64 across the activations' r
     const auto a = f32[k].to_vector<double>(), b = f64[k].to_vector<double>();
     double worst = 0;
     for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]) / std::max(1.0, std::abs(b[i])));
-    CHECK(worst < 1e-6);
+    // No reduction here: the bound follows the cell's few operations. The activations are within
+    // 2e-7 (ops/cpu/rnn.cpp: sigmoid absolute, tanh relative; libm's are closer). With |c_prev|
+    // <= 3 and |i|, |f|, |g|, |o| <= 1: c = f c_prev + i g is off by at most 3 2e-7 + 2e-7 +
+    // 2e-7 + 2u (|f c_prev| + |i g|) = 1.5e-6, and h = o tanh(c) by 2e-7 + 1.5e-6 + 2e-7 + u
+    // < 2e-6 (tanh' <= 1). Measured: under 1e-6.
+    CHECK(worst < 2e-6);
   }
   // tanh of the tiny pre-activations (the g gate of row 2): relative accuracy, not just absolute.
   const auto g32 = f32[0].narrow(0, 2, 1).narrow(1, 2 * H, H).to_vector<double>();
   const auto g64 = f64[0].narrow(0, 2, 1).narrow(1, 2 * H, H).to_vector<double>();
+  // g = tanh(x) of one rounded sum x: 2e-7 relative for tanh and u for the sum, under 1e-6.
   for (size_t j = 0; j < g32.size(); ++j) CHECK(std::abs(g32[j] - g64[j]) <= 1e-6 * std::abs(g64[j]) + 1e-12);
 
   // Backward on the same state, float32 against float64.
@@ -185,6 +191,8 @@ TEST_CASE("the float32 cell kernels agree with float64 across the activations' r
   const auto b32 = backward(DType::f32, f32), b64 = backward(DType::f64, f64);
   for (size_t k = 0; k < 3; ++k) {
     INFO("backward output " << k);
+    // Measured, not yet from a bound (issue 26): products of up to five factors that carry the
+    // forward's errors above, relative to the largest |gradient|.
     CHECK(max_rel_diff(b32[k], b64[k], 1.0) < 1e-5);
   }
 

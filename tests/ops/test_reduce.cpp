@@ -36,12 +36,19 @@ TEST_CASE("large reductions agree with a double-precision loop", "[reduce]") {
   auto v = x.to_vector<double>();
   double s = 0;
   for (double e : v) s += e;
+  // The CPU sums float32 in a double accumulator (docs/architecture.md), so the bound is that of
+  // a float64 sum, n 2^-53 sum|x| (3e-11 relative to sum|x| = 5e5 here: 6e-5 absolute), plus one
+  // rounding to float32 of the result, u |s| with |s| about 600. Both together stay under 2e-7 |s|,
+  // so 1e-6 relative holds with a factor of 5 to spare. A float32 accumulator would need
+  // gamma_{2^20} = 0.06 relative to sum|x|: this test would catch one.
   REQUIRE(sum(x).item() == Approx(s).epsilon(1e-6));
   Tensor m = det_uniform({512, 700}, 6, -1, 1, DType::f32);
   auto mv = m.to_vector<double>();
   std::vector<double> rows(512, 0);
   for (int i = 0; i < 512; ++i)
     for (int j = 0; j < 700; ++j) rows[i] += mv[i * 700 + j];
+  // Row sums of 700 values with a double accumulator: 700 2^-53 700 (5e-11) plus u |s|, far under
+  // 1e-5 (1 + |s|).
   require_close(sum(m, {1}), Tensor::from_vector(rows), 1e-5, 1e-5, "row sums");
 }
 
