@@ -338,6 +338,13 @@ Json TrainResult::to_json() const {
   j.set("peak_rss_mb", peak_rss_mb);
   j.set("final_train_loss", final_loss);
   j.set("best_val_cer", best_cer);
+  Json phases = Json::object();
+  phases.set("data", data_ms);
+  phases.set("forward", forward_ms);
+  phases.set("backward", backward_ms);
+  phases.set("clip", clip_ms);
+  phases.set("optimizer", optimizer_ms);
+  j.set("ms_per_step", phases);
   j.set("best_model", best_model);
   j.set("interrupted", interrupted);
   return j;
@@ -513,14 +520,23 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
   };
 
   TrainResult result;
-  int64_t bad_in_row = 0, timed_samples = 0;
+  int64_t bad_in_row = 0, timed_samples = 0, timed_steps = 0;
+  double phase_total[5] = {};  // data, forward, backward, clip, optimizer: seconds over the timed steps
   double t_start = 0, last_loss = 0, loss_avg = 0;
   const int64_t first_step = state.step;
   const double run_start = now_seconds();
   bool out_of_time = false;
   while (state.step < steps) {
     maybe_inject_fault(cfg.fault, rank, state.step);
+    double t_phase = now_seconds();
+    double phase[5] = {};  // data, forward, backward, clip, optimizer (seconds, this step)
+    auto lap = [&](int k) {
+      const double t = now_seconds();
+      phase[k] += t - t_phase;
+      t_phase = t;
+    };
     Batch b = loader.next();
+    lap(0);
     OCRT_CHECK(b.step == state.step, "loader returned batch ", b.step, " for step ", state.step);
     // This replica's share of the batch's mean loss: summed over replicas, the gradients are
     // those of the whole batch's mean.
@@ -531,6 +547,7 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
     // Skipping a step must be decided by all replicas together: the sum is non-finite as soon
     // as one replica's loss is.
     if (replicas > 1) loss_v = comm.all_reduce_values({loss_v}, ReduceOp::sum, device)[0];
+    lap(1);
     bool ok = std::isfinite(loss_v);
     if (ok) {
       // Every replica then holds the whole batch's gradient. Overlapped (on GPUs): each
@@ -539,9 +556,11 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
       loss.backward();
       if (overlap) grad_sync.finish();
       else grad_sync.all_reduce(comm);
+      lap(2);
       const double norm = cfg.clip_grad > 0 ? clip_grad_norm(optim->params(), cfg.clip_grad)
                                             : grad_norm(optim->params());
       ok = std::isfinite(norm);
+      lap(3);
     }
     if (ok) {
       optim->set_lr(schedule.lr_at(state.step));
@@ -559,11 +578,16 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
                  " steps in a row had a non-finite loss or gradient; the last good checkpoint is in ", cfg.out);
     }
     optim->zero_grad();
+    lap(4);
     state.step++;
 
     // Throughput: from the end of the second step of this run on (warm-up excluded).
     if (state.step - first_step == 2) t_start = now_seconds();
-    if (state.step - first_step > 2) timed_samples += cfg.batch;
+    if (state.step - first_step > 2) {
+      timed_samples += cfg.batch;
+      timed_steps++;
+      for (int k = 0; k < 5; ++k) phase_total[k] += phase[k];
+    }
     const double elapsed = t_start > 0 ? now_seconds() - t_start : 0;
     const double sps = elapsed > 0 ? timed_samples / elapsed : 0;
 
@@ -639,6 +663,10 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
   result.rank = rank;
   const double elapsed = t_start > 0 ? now_seconds() - t_start : 0;
   result.samples_per_sec = elapsed > 0 ? timed_samples / elapsed : 0;
+  if (timed_steps > 0) {
+    double* ms[5] = {&result.data_ms, &result.forward_ms, &result.backward_ms, &result.clip_ms, &result.optimizer_ms};
+    for (int k = 0; k < 5; ++k) *ms[k] = 1000 * phase_total[k] / (double)timed_steps;
+  }
   result.peak_rss_mb = peak_rss_mb();
   result.final_loss = last_loss;
   result.best_cer = state.best_cer;
