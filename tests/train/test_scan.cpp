@@ -179,7 +179,7 @@ TEST_CASE("jpeg_blocks: close at quality 100, blockier at 10, any size", "[scan]
   CHECK_THROWS_WITH(jpeg_blocks(img, 101), Catch::Contains("quality must be in [1, 100]"));
 }
 
-TEST_CASE("degrade: every size survives every step at its limit; a pure function of the seed", "[scan]") {
+TEST_CASE("degrade: every size survives every step at its limit, and the result is a pure function of the seed", "[scan]") {
   const ScanOptions all = everything_on();
   for (auto [w, h] : kSizes)
     for (uint64_t seed = 0; seed < 6; ++seed) {
