@@ -54,6 +54,8 @@ Devices and batching
   --batch N              lines per batch, grouped by width (32)
   --conv fast|exact      CPU 3x3 convolutions through Winograd (fast, the default: about 1e-5
                          relative rounding) or im2col (exact: about 1e-7); docs/ops/conv.md
+  --plain-preprocess     resize and pad only, as training does: no blank-line check, no
+                         inversion of light-on-dark lines, no contrast stretch of faint ones
 
 Decoding and output
   --decoder greedy|beam  CTC decoding (greedy)
@@ -141,6 +143,7 @@ Args parse_args(int argc, char** argv) {
     else if (arg == "--eval") a.eval = true;
     else if (arg == "--worst") a.worst = parse_int(arg, value(), 0);
     else if (arg == "--logits-out") a.logits_out = value();
+    else if (arg == "--plain-preprocess") a.options.normalize.enabled = false;
     else if (arg == "--list") a.inputs.emplace_back(true, value());
     else if (arg.size() > 1 && arg[0] == '-' && arg != "-") fail("unknown option '", arg, "' (see ocrt-infer --help)");
     else a.inputs.emplace_back(false, arg);

@@ -102,6 +102,7 @@ struct Chunk {
   std::vector<LineResult> results;
   std::vector<GrayImage> images;       // resized to the model height; each batch moves its lines' out
   std::vector<int64_t> source_widths;  // to map frames back to source pixels
+  std::vector<char> blank;             // no ink: read as "" without the model (normalize_line)
   int64_t pending = 0;                 // batches queued or running (guarded by Impl::mu)
 };
 
@@ -422,7 +423,9 @@ std::vector<Batch> Predictor::Impl::prepare(Chunk& c) const {
   c.results.assign((size_t)n, LineResult{});
   c.images.assign((size_t)n, GrayImage{});
   c.source_widths.assign((size_t)n, 0);
-  // Decoding and resizing, one line per iteration; a bad line gets its error and nothing else.
+  c.blank.assign((size_t)n, 0);
+  // Decoding, resizing and the line checks (normalize_line in runtime/image.h), one line per
+  // iteration; a bad line gets its error and nothing else.
 #pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
   for (int64_t i = 0; i < n; ++i) {
     LineInput& in = c.inputs[(size_t)i];
@@ -432,28 +435,43 @@ std::vector<Batch> Predictor::Impl::prepare(Chunk& c) const {
       GrayImage src = in.image ? std::move(*in.image) : load_gray_image(in.name);
       OCRT_CHECK(src.width >= 1 && src.height >= 1 && (int64_t)src.pixels.size() == src.width * src.height, in.name,
                  ": the image is empty or inconsistent (", src.width, "x", src.height, ")");
-      OCRT_CHECK(src.height >= o.min_source_height, in.name, ": the image is too small for a text line (", src.width,
-                 "x", src.height, "; at least ", o.min_source_height, " pixels high)");
-      // The width resize_to_height will give (the same formula), checked before any work.
-      const int64_t w = src.height == height ? src.width
-                                             : std::max<int64_t>(1, std::llround((double)src.width * (double)height /
-                                                                                (double)src.height));
-      OCRT_CHECK(w >= o.min_width, in.name, ": the image is too narrow for a text line (", src.width, "x",
-                 src.height, " becomes ", w, "x", height, "; at least ", o.min_width, " wide is needed)");
-      OCRT_CHECK(w <= o.max_width, in.name, ": the image is too wide (", src.width, "x", src.height, " becomes ", w,
-                 "x", height, ", more than the ", o.max_width, " pixels a line may have; split the line)");
       c.source_widths[(size_t)i] = src.width;
-      c.images[(size_t)i] = resize_to_height(src, height);
+      bool fits = true;
+      try {
+        OCRT_CHECK(src.height >= o.min_source_height, in.name, ": the image is too small for a text line (",
+                   src.width, "x", src.height, "; at least ", o.min_source_height, " pixels high)");
+        // The width resize_to_height will give (the same formula), checked before any work.
+        const int64_t w = src.height == height ? src.width
+                                               : std::max<int64_t>(1, std::llround((double)src.width *
+                                                                                  (double)height / (double)src.height));
+        OCRT_CHECK(w >= o.min_width, in.name, ": the image is too narrow for a text line (", src.width, "x",
+                   src.height, " becomes ", w, "x", height, "; at least ", o.min_width, " wide is needed)");
+        OCRT_CHECK(w <= o.max_width, in.name, ": the image is too wide (", src.width, "x", src.height, " becomes ",
+                   w, "x", height, ", more than the ", o.max_width, " pixels a line may have; split the line)");
+      } catch (const Error&) {
+        // An image of one flat tone holds no text whatever its size (a 1x1 crop, say): it reads
+        // as "". Any other image outside the limits keeps its error.
+        if (!o.normalize.enabled || !is_uniform(src, o.normalize.ink_threshold)) throw;
+        fits = false;
+      }
+      LineNormalization checks;
+      if (fits) c.images[(size_t)i] = normalize_line(resize_to_height(src, height), o.normalize, &checks);
+      if (!fits || checks.blank) {
+        c.blank[(size_t)i] = 1;
+        c.images[(size_t)i] = GrayImage{};
+        r.confidence = 1;  // certain: there is no ink
+      }
     } catch (const std::exception& e) {
       r.error = e.what();
     }
     in.image.reset();
   }
 
-  // Sort the good lines by width and cut them into batches of similar widths.
+  // Sort the good lines by width and cut them into batches of similar widths (blank lines are
+  // done already: empty text, no model).
   std::vector<int64_t> order;
   for (int64_t i = 0; i < n; ++i)
-    if (c.results[(size_t)i].ok()) order.push_back(i);
+    if (c.results[(size_t)i].ok() && !c.blank[(size_t)i]) order.push_back(i);
   auto width_of = [&](int64_t i) { return padded_width(c.images[(size_t)i].width, spec.width_multiple); };
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return width_of(a) < width_of(b); });
   std::vector<Batch> batches;

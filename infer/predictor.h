@@ -6,8 +6,12 @@
 // What happens to the lines (docs/cli.md describes the same from the command line):
 //  1. Lines are read in chunks (a few thousand at a time, so a list of millions never sits in
 //     memory at once). Each image is decoded to gray and resized to the model's height keeping
-//     its aspect ratio, exactly as training does (runtime/image.h), on the CPU threads.
-//     A line that cannot be used gets an error of its own and the others go on (limits below).
+//     its aspect ratio, exactly as training does (runtime/image.h), on the CPU threads. Then
+//     normalize_line (runtime/image.h) makes odd lines look like what the model learnt from:
+//     a line with no ink is blank and reads as "" without running the model (confidence 1,
+//     width 0, worker -1, no logits), light text on a dark background is inverted, and faint
+//     print is stretched to full contrast; ordinary print passes unchanged. A line that cannot
+//     be used gets an error of its own and the others go on (limits below).
 //  2. The chunk's lines are sorted by width and cut into batches of at most `batch` lines, so
 //     a batch holds lines of similar width and little compute goes to padding.
 //  3. Batches go to a shared queue. One worker thread per device takes them one at a time: it
@@ -38,7 +42,9 @@
 //   source image at least min_source_height (8) pixels high and 1 pixel wide;
 //   after resizing to the model height (32): at least min_width (8) and at most max_width
 //   (8192) pixels wide, i.e. a line is at most 256 times as wide as it is high.
-// A 1x1 image is too small, 32 wide by 100000 high too narrow, 100000 wide by 32 high too wide.
+// A 1x1 image is too small, 32 wide by 100000 high too narrow, 100000 wide by 32 high too wide;
+// but an image of one flat tone (all pixels within normalize.ink_threshold) is blank at any
+// size, 1x1 included, and reads as "".
 // Batches also hold at most max_batch_columns columns in all (lines x padded width; default
 // batch x 2048), so a batch of very wide lines is cut smaller instead of running out of memory.
 //
@@ -98,6 +104,9 @@ struct PredictorOptions {
   double lm_weight = 0.8;  // tuned on held-out lines: bench/results/decode.md
   double lm_bonus = 2.0;
   bool keep_logits = false; // return each line's (T, C) logits in LineResult::logits
+  // Blank, inverted and faint lines (runtime/image.h normalize_line); enabled = false feeds the
+  // model exactly what training's preprocessing gives (ocrt-infer --plain-preprocess).
+  LineNormalizeOptions normalize;
 
   // For a weights-only file (no ocrt metadata): the architecture (e.g. "crnn") and a
   // charset file, both required. For a file with metadata, arch (when given) must match the
@@ -133,8 +142,8 @@ struct LineResult {
   std::string text;
   double confidence = 0;             // see models/ctc_decode.h
   std::vector<CharPosition> chars;   // one per character of text
-  int64_t width = 0;                 // width fed to the model (resized, padded to 4)
-  int worker = -1;                   // index into PredictorOptions::devices of the worker that ran it
+  int64_t width = 0;                 // width fed to the model (resized, padded to 4); 0 for a blank line
+  int worker = -1;                   // index into PredictorOptions::devices of the worker that ran it (-1: none)
   Tensor logits;                     // (T, C) float32 on the CPU, with keep_logits
   bool ok() const { return error.empty(); }
 };

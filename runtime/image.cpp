@@ -1,4 +1,4 @@
-// Image decoding, gray conversion, resizing and batching (see image.h).
+// Image decoding, gray conversion, resizing, batching and the inference-side line checks (see image.h).
 #include "runtime/image.h"
 
 #include <algorithm>
@@ -154,6 +154,118 @@ Tensor pack_batch(const std::vector<GrayImage>& lines, const BatchSpec& spec, st
     }
   if (widths) *widths = padded;
   return Tensor::from_vector(v, {N, 1, H, W});
+}
+
+GrayImage normalize_line(const GrayImage& line, const LineNormalizeOptions& options, LineNormalization* info) {
+  OCRT_CHECK(line.width >= 1 && line.height >= 1 && (int64_t)line.pixels.size() == line.width * line.height,
+             "normalize_line: the image is empty or inconsistent (", line.width, "x", line.height, ")");
+  LineNormalization n;
+  if (!options.enabled) {
+    if (info) *info = n;
+    return line;
+  }
+  const int64_t W = line.width, H = line.height;
+  // 3x3 box sums (0 .. 9 * 255), edge pixels repeated: rows, then columns.
+  std::vector<int> rows((size_t)(W * H)), sums((size_t)(W * H));
+  for (int64_t y = 0; y < H; ++y)
+    for (int64_t x = 0; x < W; ++x)
+      rows[(size_t)(y * W + x)] = line.at(std::max<int64_t>(x - 1, 0), y) + line.at(x, y) +
+                                  line.at(std::min(x + 1, W - 1), y);
+  for (int64_t y = 0; y < H; ++y)
+    for (int64_t x = 0; x < W; ++x)
+      sums[(size_t)(y * W + x)] = rows[(size_t)(std::max<int64_t>(y - 1, 0) * W + x)] + rows[(size_t)(y * W + x)] +
+                                  rows[(size_t)(std::min(y + 1, H - 1) * W + x)];
+  // The line's noise: sigma from the 25th percentile of |difference| between horizontal
+  // neighbours (0.4506 sigma for Gaussian noise; text edges, a minority of the pairs, barely move it).
+  int64_t differences[256] = {}, pairs = 0;
+  for (int64_t y = 0; y < H; ++y)
+    for (int64_t x = 1; x < W; ++x, ++pairs) ++differences[std::abs((int)line.at(x, y) - (int)line.at(x - 1, y))];
+  int q25 = 0;
+  for (int64_t seen = 0; pairs > 0 && q25 < 255 && (seen += differences[q25]) < (pairs + 3) / 4;) ++q25;
+  n.noise = q25 / 0.4506;
+  n.threshold = std::max(options.ink_threshold, (int)std::lround(2 * n.noise));
+  // Ink against each block's background (the median of its smoothed pixels); kind: 1 dark ink,
+  // 2 light ink.
+  const int threshold = 9 * n.threshold;
+  const int64_t blocks = std::max<int64_t>(1, W / (2 * H));
+  std::vector<uint8_t> kind((size_t)(W * H), 0);
+  std::vector<int> block;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t x0 = b * W / blocks, x1 = (b + 1) * W / blocks;
+    block.clear();
+    for (int64_t y = 0; y < H; ++y)
+      for (int64_t x = x0; x < x1; ++x) block.push_back(sums[(size_t)(y * W + x)]);
+    auto mid = block.begin() + (std::ptrdiff_t)(block.size() / 2);
+    std::nth_element(block.begin(), mid, block.end());
+    const int background = *mid;
+    for (int64_t y = 0; y < H; ++y)
+      for (int64_t x = x0; x < x1; ++x) {
+        const size_t i = (size_t)(y * W + x);
+        kind[i] = sums[i] <= background - threshold ? 1 : sums[i] >= background + threshold ? 2 : 0;
+        n.dark_ink += kind[i] == 1;
+        n.light_ink += kind[i] == 2;
+      }
+  }
+  n.blank = std::max(n.dark_ink, n.light_ink) < options.min_ink_pixels;
+  if (n.blank) {
+    if (info) *info = n;
+    return line;
+  }
+  // Polarity. The paper is the border's side: where the border's median (of the smoothed line)
+  // is clearly off the whole line's median, toward the light or the dark, that says which side
+  // the paper is on (this holds when bold or blurred ink makes up half the line and its median
+  // is no longer paper). Where they agree, the ink is whichever kind there is more of.
+  auto median = [](std::vector<int> v) {
+    auto mid = v.begin() + (std::ptrdiff_t)(v.size() / 2);
+    std::nth_element(v.begin(), mid, v.end());
+    return *mid;
+  };
+  std::vector<int> border;
+  for (int64_t x = 0; x < W; ++x) {
+    border.push_back(sums[(size_t)x]);
+    if (H > 1) border.push_back(sums[(size_t)((H - 1) * W + x)]);
+  }
+  for (int64_t y = 1; y + 1 < H; ++y) {
+    border.push_back(sums[(size_t)(y * W)]);
+    if (W > 1) border.push_back(sums[(size_t)(y * W + W - 1)]);
+  }
+  n.border = median(std::move(border)) / 9.0;
+  n.median = median(sums) / 9.0;
+  if (std::abs(n.border - n.median) >= n.threshold / 2.0) n.inverted = n.border < n.median;
+  else n.inverted = n.light_ink > n.dark_ink;
+  GrayImage out = line;
+  if (n.inverted)
+    for (auto& v : out.pixels) v = (uint8_t)(255 - v);
+  // Levels: the ink, the 10th percentile of the pixels where the smoothed line found ink of the
+  // line's own kind (a stroke's core, however thin), and the paper, the 99th percentile of all.
+  auto percentile = [](const int64_t (&histogram)[256], int64_t count, double q) {
+    const int64_t rank = std::max<int64_t>(1, (int64_t)std::ceil(q * (double)count));  // 1-based
+    int64_t seen = 0;
+    int level = 0;
+    while (level < 255 && (seen += histogram[level]) < rank) ++level;
+    return level;
+  };
+  int64_t ink_histogram[256] = {}, histogram[256] = {}, ink_count = 0;
+  const uint8_t own = n.inverted ? 2 : 1;
+  for (size_t i = 0; i < out.pixels.size(); ++i) {
+    ++histogram[out.pixels[i]];
+    if (kind[i] == own) ++ink_histogram[out.pixels[i]], ++ink_count;
+  }
+  n.lo = percentile(ink_histogram, ink_count, 0.10);
+  n.hi = percentile(histogram, (int64_t)out.pixels.size(), 0.99);
+  n.stretched = n.hi > n.lo && n.hi - n.lo < options.stretch_below;
+  if (n.stretched) {
+    const double scale = 255.0 / (double)(n.hi - n.lo);
+    for (auto& v : out.pixels) v = (uint8_t)std::clamp<long>(std::lround(((double)v - n.lo) * scale), 0, 255);
+  }
+  if (info) *info = n;
+  return out;
+}
+
+bool is_uniform(const GrayImage& image, int tolerance) {
+  if (image.pixels.empty()) return true;
+  const auto [smallest, largest] = std::minmax_element(image.pixels.begin(), image.pixels.end());
+  return (int)*largest - (int)*smallest <= tolerance;
 }
 
 }  // namespace ocrt

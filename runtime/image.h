@@ -1,6 +1,7 @@
 // Image input for text-line recognition: decoding (stb_image), conversion to 8-bit gray,
 // resizing to the model's height, and packing lines into a normalised batch tensor. Used by
-// training and inference alike, so both preprocess identically.
+// training and inference alike, so both preprocess identically; inference also makes odd lines
+// readable (normalize_line at the end of this file: blank, inverted and faint lines).
 //
 // Conversions, exactly:
 //  - gray = 0.299 R + 0.587 G + 0.114 B (ITU-R BT.601 luma), rounded to the nearest integer;
@@ -54,5 +55,63 @@ struct BatchSpec {
 // follows).
 Tensor pack_batch(const std::vector<GrayImage>& lines, const BatchSpec& spec, std::vector<int64_t>* widths = nullptr,
                   int64_t min_width = 0);
+
+// ---- Odd input made readable: inference only (infer/predictor.cpp calls it; training does not)
+//
+// The models learn from dark ink on light paper. Lines met in real use may be light text on a
+// dark background, faint or coloured print (colour is already gray by BT.601 luma), or no
+// text at all. normalize_line looks at a line already resized to the model height:
+//  1. Ink. A copy is smoothed with a 3x3 box (edge pixels repeated): pixel noise and paper
+//     texture average out (white noise of standard deviation s becomes s / 3) while strokes 2 px
+//     or wider keep most of their contrast. Each block of 2 x height columns (the last one takes
+//     the rest) has its own background, the median of its smoothed pixels, so that light falling
+//     unevenly along a photographed line is not taken for ink. A smoothed pixel at least T gray
+//     levels darker than its block's background is dark ink, at least T lighter is light ink;
+//     T = max(ink_threshold (10), 2 s), s the line's noise estimated from the 25th percentile of
+//     the differences between horizontal neighbours (so 6 standard deviations of smoothed white
+//     noise: noise alone never makes ink).
+//  2. Blank: fewer than `min_ink_pixels` (12) pixels of dark ink and of light ink. The line has
+//     no text (a period at height 32 makes about 25); the predictor returns "" for it without
+//     running the model. The cost: print fainter than about 15 gray levels (more on a noisy
+//     line) reads as blank.
+//  3. Polarity: the paper is on the side of the border. When the median of the smoothed
+//     line's border ring (its outermost rows and columns) is at least T / 2 lighter than the
+//     median of the whole smoothed line, the paper is light; at least T / 2 darker, dark (light
+//     text on a dark background). Otherwise (the usual case: ink is a minority, so both medians
+//     are paper) the ink is whichever kind step 1 found more of. A line with dark paper is
+//     inverted (v -> 255 - v). The border decides for bold or blurred ink (an 8-px line grown
+//     to 32) that covers half the line and pulls its median off the paper; a tight crop whose
+//     border crosses ink is still mostly paper there.
+//  4. Contrast: lo = the 10th percentile of the (inverted) line's pixels where step 1 found
+//     ink of the line's own kind (a stroke's core, however thin the stroke, and never paper
+//     noise, however little ink the line has), hi = the 99th percentile of all its pixels (the
+//     paper). When hi - lo < `stretch_below` the line is stretched linearly, lo -> 0 and
+//     hi -> 255, rounded and clamped. Print at ordinary contrast is left exactly as it is
+//     (measured hi - lo: samples/lines 130-220, red on white 95-170, gray 150 on 190 20-35;
+//     bench/results/odd-input.md, where 128 made red on white and 8-px lines read worse).
+struct LineNormalizeOptions {
+  bool enabled = true;          // false: the line is used as it is (training's preprocessing)
+  int ink_threshold = 10;       // least gray levels between ink and its background
+  int64_t min_ink_pixels = 12;  // fewer ink pixels than this: blank
+  int stretch_below = 64;       // contrast (hi - lo) below which a line is stretched
+};
+
+struct LineNormalization {
+  bool blank = false, inverted = false, stretched = false;
+  int64_t dark_ink = 0, light_ink = 0;  // ink pixels of each kind (before any inversion)
+  int lo = 0, hi = 255;                 // the ink and paper levels after inversion
+  double border = 0, median = 0;        // medians of the smoothed border ring and of the whole line
+  double noise = 0;                     // estimated standard deviation of the pixel noise
+  int threshold = 0;                    // T: gray levels between ink and its background
+};
+
+// The line after the steps above (the line itself, unchanged, when it is blank or nothing
+// applies); `info` receives what was decided. Works on any size, 1x1 included.
+GrayImage normalize_line(const GrayImage& line, const LineNormalizeOptions& options = {},
+                         LineNormalization* info = nullptr);
+
+// True when every pixel is within `tolerance` gray levels of every other: for images that cannot
+// be resized to a line (outside the predictor's size limits), which are blank when uniform.
+bool is_uniform(const GrayImage& image, int tolerance);
 
 }  // namespace ocrt

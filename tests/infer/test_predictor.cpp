@@ -183,7 +183,11 @@ TEST_CASE("a bad line gets its own error and the others are still read", "[infer
   const std::string empty = temp("empty.png"), corrupt = temp("corrupt.png"), tiny = temp("tiny.png");
   write_bytes(empty, "");
   write_bytes(corrupt, "\x89PNG\r\n\x1a\nthis is not really a png");
-  save_gray_png(tiny, line_image(1, 1, 3));
+  GrayImage speck;  // too small, and not blank: a dark speck on white (a 1x1 image is blank)
+  speck.width = 6, speck.height = 6;
+  speck.pixels.assign(36, 255);
+  speck.pixels[14] = 0;
+  save_gray_png(tiny, speck);
   std::vector<LineInput> in{{good[0], {}},
                             {temp("missing.png"), {}},
                             {empty, {}},
@@ -201,7 +205,7 @@ TEST_CASE("a bad line gets its own error and the others are still read", "[infer
   CHECK_THAT(r[1].error, Catch::Contains("missing.png") && Catch::Contains("no such file"));
   CHECK_THAT(r[2].error, Catch::Contains("empty"));
   CHECK_THAT(r[3].error, Catch::Contains("corrupt.png"));
-  CHECK_THAT(r[4].error, Catch::Contains("too small") && Catch::Contains("1x1"));
+  CHECK_THAT(r[4].error, Catch::Contains("too small") && Catch::Contains("6x6"));
   CHECK_THAT(r[5].error, Catch::Contains("too wide") && Catch::Contains("100000x32"));
   CHECK_THAT(r[6].error, Catch::Contains("too narrow") && Catch::Contains("32x100000"));
   CHECK_THAT(r[7].error, Catch::Contains("empty or inconsistent"));
@@ -210,6 +214,56 @@ TEST_CASE("a bad line gets its own error and the others are still read", "[infer
   const auto alone = p.recognize(good);
   CHECK(alone[0].text == r[0].text);
   CHECK(alone[1].text == r[8].text);
+}
+
+TEST_CASE("blank lines read as empty text without the model, at any size; light-on-dark lines are inverted", "[infer]") {
+  auto flat = [](int64_t w, int64_t h, uint8_t v) {
+    GrayImage img;
+    img.width = w, img.height = h;
+    img.pixels.assign((size_t)(w * h), v);
+    return img;
+  };
+  GrayImage noisy = flat(300, 40, 220);
+  uint32_t s = 7;
+  for (auto& v : noisy.pixels) {  // paper texture: +-6 levels
+    s = s * 1664525u + 1013904223u;
+    v = (uint8_t)(v - 6 + (int)((s >> 24) % 13));
+  }
+  const GrayImage line = line_image(120, 32, 9);
+  GrayImage negative = line;
+  for (auto& v : negative.pixels) v = (uint8_t)(255 - v);
+  const std::vector<LineInput> in{{"white", flat(400, 32, 255)}, {"gray", flat(200, 48, 128)}, {"noisy", noisy},
+                                  {"1x1", flat(1, 1, 90)},       {"huge", flat(100000, 32, 250)},
+                                  {"line", line},                {"negative", negative}};
+  Predictor p(model_file(), options({Device::cpu()}, 4));
+  const auto r = p.recognize(in);
+  REQUIRE(r.size() == in.size());
+  for (size_t i = 0; i < 5; ++i) {
+    INFO(r[i].name << ": " << r[i].error);
+    CHECK(r[i].ok());
+    CHECK(r[i].text.empty());
+    CHECK(r[i].confidence == 1.0);
+    CHECK(r[i].worker == -1);  // no model ran
+    CHECK(r[i].chars.empty());
+    CHECK_FALSE(r[i].logits.defined());
+  }
+  // The line and its negative give the model the same input, so the same logits.
+  REQUIRE(r[5].ok());
+  REQUIRE(r[6].ok());
+  CHECK(r[6].text == r[5].text);
+  CHECK(max_abs_diff(r[5].logits, r[6].logits) == 0);
+  // In tsv and jsonl a blank line is present with empty text.
+  CHECK(format_line(r[0], {Format::tsv, false}) == "white\t\t1.0000\t\n");
+  CHECK(format_line(r[3], {Format::jsonl, false}) == "{\"path\":\"1x1\",\"text\":\"\",\"confidence\":1}\n");
+  // --plain-preprocess: the model reads them all, as training's preprocessing gives them.
+  PredictorOptions plain = options({Device::cpu()}, 4);
+  plain.normalize.enabled = false;
+  Predictor q(model_file(), plain);
+  const auto raw = q.recognize(in);
+  CHECK(raw[0].worker == 0);
+  CHECK(raw[5].text == r[5].text);
+  CHECK_THAT(raw[3].error, Catch::Contains("too small"));
+  CHECK_THAT(raw[4].error, Catch::Contains("too wide"));
 }
 
 TEST_CASE("a bad model file or a mismatched arch fails at construction", "[infer]") {
