@@ -25,6 +25,7 @@ ROUNDS=1
 SEED=20261124
 HEIGHT=22:40
 OUT=/tmp/ocrt-accuracy
+DECODE=""
 FONT_DIR=/usr/share/fonts/opentype/urw-base35
 TEXTS=bench/data/val-texts.txt
 
@@ -32,6 +33,8 @@ usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; cat <<EOF
 
   --bin DIR        folder with ocrt-infer and ocrt-synth ($BIN)
   --weights FILE   model file read by ocrt-infer ($WEIGHTS)
+  --decode "FLAGS" extra ocrt-infer flags for decoding, e.g. "--decoder beam --lm weights/lm-en.clm"
+                   (default: none, greedy)
   --lines N        lines of $TEXTS rendered per degradation ($LINES; at most its line count)
   --degrade LIST   degradation presets, space-separated ("$DEGRADE")
   --threads N      ocrt-infer --threads N, and N Tesseract processes with OMP_THREAD_LIMIT=1 (nproc: $THREADS)
@@ -47,7 +50,7 @@ while (($#)); do
   case $1 in
     --bin) BIN=$2 ;; --weights) WEIGHTS=$2 ;; --lines) LINES=$2 ;; --degrade) DEGRADE=$2 ;;
     --threads) THREADS=$2 ;; --rounds) ROUNDS=$2 ;; --seed) SEED=$2 ;; --height) HEIGHT=$2 ;;
-    --out) OUT=$2 ;;
+    --out) OUT=$2 ;; --decode) DECODE=$2 ;;
     *) echo "accuracy.sh: unknown argument '$1' (--help lists them)" >&2; exit 2 ;;
   esac
   shift 2
@@ -119,7 +122,8 @@ N=$(wc -l < "$OUT/list.txt")
 # ---- the engines; each writes path<TAB>text
 run_ocrt() {  # LIST TSV LOG
   local rc=0
-  "$BIN/ocrt-infer" --weights "$WEIGHTS" --threads "$THREADS" --format tsv --list "$1" > "$2" 2> "$3" || rc=$?
+  # shellcheck disable=SC2086  # DECODE is a list of flags
+  "$BIN/ocrt-infer" --weights "$WEIGHTS" --threads "$THREADS" --format tsv $DECODE --list "$1" > "$2" 2> "$3" || rc=$?
   ((rc <= 1)) || { cat "$3" >&2; die "ocrt-infer failed (status $rc)"; }
 }
 run_tesseract() {  # LIST TSV DIR: THREADS processes, one OpenMP thread each, each over a list file
@@ -186,12 +190,12 @@ cat <<EOF
 Measured $(date -u +'%Y-%m-%d %H:%M UTC') on $CPU ($(nproc) CPUs; $FLAGS), run from commit $COMMIT$DIRTY, with the binaries in \`$BIN\`.
 
 \`\`\`
-bench/accuracy.sh --bin $BIN --weights $WEIGHTS --lines $LINES --degrade "$DEGR_ARGS" --threads $THREADS --rounds $ROUNDS --seed $SEED --height $HEIGHT
+bench/accuracy.sh --bin $BIN --weights $WEIGHTS --lines $LINES --degrade "$DEGR_ARGS" --threads $THREADS --rounds $ROUNDS --seed $SEED --height $HEIGHT ${DECODE:+--decode "$DECODE"}
 \`\`\`
 
 - Lines: the first $LINES of \`$TEXTS\` in each of the $NF validation fonts (line i in font i mod $NF),
   glyphs $HEIGHT px, for each degradation: $DEGRADE ($N images in all).
-- ocrt: \`ocrt-infer --weights $WEIGHTS --threads $THREADS --format tsv\` (batch 32, greedy decoding),
+- ocrt: \`ocrt-infer --weights $WEIGHTS --threads $THREADS --format tsv${DECODE:+ $DECODE}\` (batch 32, $( [ -n "$DECODE" ] && echo "decoding: $DECODE" || echo "greedy decoding")),
   weights sha256 $(sha256sum "$WEIGHTS" | cut -c1-12).
 - Tesseract: $TESS_V, \`--psm 7 -l eng\`, $THREADS processes (\`xargs -P $THREADS\`) with
   \`OMP_THREAD_LIMIT=1\`, each over a list file of 1/$THREADS of the images (dealt round-robin).

@@ -62,8 +62,8 @@ Decoding and output
   --beam-width N         prefix beam width (10)
   --lm FILE              character language model for --decoder beam (built by ocrt-lm,
                          e.g. weights/lm-en.clm)
-  --lm-weight A          weight of the LM's log-probability per character (0.8)
-  --lm-bonus B           score added per character with --lm (2)
+  --lm-weight A          weight of the LM's log-probability per character (0.3)
+  --lm-bonus B           score added per character with --lm (1)
   --format text|tsv|jsonl  text: the text; tsv: path, text, confidence, error;
                          jsonl: one JSON object per line (default: text)
   --positions            tsv/jsonl: each character's x position (and CTC frame in jsonl)

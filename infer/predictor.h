@@ -101,8 +101,8 @@ struct PredictorOptions {
   // An optional character language model for Decoder::beam (models/char_lm.h, built by
   // ocrt-lm): each emitted character adds lm_weight * log P_LM + lm_bonus to a prefix's score.
   std::string lm_path;
-  double lm_weight = 0.8;  // tuned on held-out lines: bench/results/decode.md
-  double lm_bonus = 2.0;
+  double lm_weight = 0.3;  // tuned for the shipped crnn-en on held-out lines: bench/results/accuracy.md
+  double lm_bonus = 1.0;
   bool keep_logits = false; // return each line's (T, C) logits in LineResult::logits
   // Blank, inverted and faint lines (runtime/image.h normalize_line); enabled = false feeds the
   // model exactly what training's preprocessing gives (ocrt-infer --plain-preprocess).

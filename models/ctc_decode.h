@@ -46,8 +46,8 @@ struct BeamOptions {
   int64_t beam_width = 10;
   const CharLM* lm = nullptr;        // optional; not owned
   std::vector<int32_t> lm_ids;       // with lm: class -> the LM's symbol id (size C; blank's ignored)
-  double lm_weight = 0.8;            // alpha (ocrt-infer's default, bench/results/decode.md)
-  double lm_bonus = 2.0;             // beta, per emitted label
+  double lm_weight = 0.3;            // alpha (ocrt-infer's default, bench/results/accuracy.md)
+  double lm_bonus = 1.0;             // beta, per emitted label
   double min_prob = 1e-6;            // see above
 };
 

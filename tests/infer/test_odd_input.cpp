@@ -59,7 +59,7 @@ GrayImage flat(int64_t w, int64_t h, uint8_t v) {
 
 }  // namespace
 
-TEST_CASE("shipped model: white on black, colour, faint, 8 px and 300 px lines read; blank lines read as \"\"",
+TEST_CASE("shipped model: white on black, colour, faint, 8 px and 300 px lines read, and blank lines read as \"\"",
           "[infer][shipped]") {
   struct Variant {
     std::string what, truth;
