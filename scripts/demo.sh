@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job, from a fresh Debian machine: install what is needed, build, and recognise the
-# sample lines in samples/lines/ with the shipped model (weights/crnn-en.safetensors), printing
+# sample lines in samples/lines/ with the shipped model (weights/crnn-en.safetensors) and language
+# model (weights/lm-en.clm), printing
 # what it read and, against the .gt.txt files beside the images, the CER.
 #   scripts/demo.sh [more ocrt-infer flags, e.g. --device cuda:0 or --format jsonl]
 set -euo pipefail
@@ -8,6 +9,9 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh build
 echo "== ocrt-infer on samples/lines (what it read, then the score)"
-./build/ocrt-infer --weights weights/crnn-en.safetensors --format tsv samples/lines "$@"
+# Beam search with the shipped character language model (greedy, the default without these two
+# flags, makes one more wrong line here: bench/results/accuracy.md).
+decode=(--decoder beam --lm weights/lm-en.clm)
+./build/ocrt-infer --weights weights/crnn-en.safetensors "${decode[@]}" --format tsv samples/lines "$@"
 echo "== the score against the .gt.txt files"
-./build/ocrt-infer --weights weights/crnn-en.safetensors --eval samples/lines "$@"
+./build/ocrt-infer --weights weights/crnn-en.safetensors "${decode[@]}" --eval samples/lines "$@"

@@ -216,7 +216,7 @@ TEST_CASE("a bad line gets its own error and the others are still read", "[infer
   CHECK(alone[1].text == r[8].text);
 }
 
-TEST_CASE("blank lines read as empty text without the model, at any size; light-on-dark lines are inverted", "[infer]") {
+TEST_CASE("blank lines read as empty text without the model, at any size, and light-on-dark lines are inverted", "[infer]") {
   auto flat = [](int64_t w, int64_t h, uint8_t v) {
     GrayImage img;
     img.width = w, img.height = h;

@@ -311,7 +311,7 @@ TEST_CASE("normalize_line: faint and coloured print", "[image]") {
   }
 }
 
-TEST_CASE("normalize_line: a line without ink is blank; a single period is not", "[image]") {
+TEST_CASE("normalize_line: a line without ink is blank, a single period is not", "[image]") {
   LineNormalization info;
   for (const GrayImage& blank : {flat(300, 32, 255), flat(300, 32, 128), flat(1, 1, 0), flat(1, 1, 255),
                                  noisy_paper(400, 32, 225, 8), noisy_paper(40, 32, 60, 8)}) {
