@@ -20,13 +20,6 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-void check_image(const GrayImage& image, const char* op) {
-  OCRT_CHECK(image.width > 0 && image.height > 0, op, ": the image is empty (", image.width, "x", image.height, ")");
-  OCRT_CHECK((int64_t)image.pixels.size() == image.width * image.height, op, ": the image holds ",
-             image.pixels.size(), " pixels, expected ", image.width, "x", image.height);
-}
-
-uint8_t to_u8(double v) { return (uint8_t)std::clamp<long>(std::lround(v), 0, 255); }
 
 GrayImage blank(int64_t width, int64_t height, uint8_t value) {
   GrayImage out;
@@ -54,11 +47,19 @@ int64_t blur_radius(double sigma, int64_t length) {
   return (int64_t)std::min(std::ceil(3 * sigma), (double)(length - 1));
 }
 
+}  // namespace
+
+void check_image(const GrayImage& image, const char* op) {
+  OCRT_CHECK(image.width > 0 && image.height > 0, op, ": the image is empty (", image.width, "x", image.height, ")");
+  OCRT_CHECK((int64_t)image.pixels.size() == image.width * image.height, op, ": the image holds ",
+             image.pixels.size(), " pixels, expected ", image.width, "x", image.height);
+}
+
 void check_finite(double v, const char* op, const char* name) {
   OCRT_CHECK(std::isfinite(v), op, ": ", name, " must be finite, got ", v);
 }
 
-}  // namespace
+uint8_t to_u8(double v) { return (uint8_t)std::clamp<long>(std::lround(v), 0, 255); }
 
 void AugmentOptions::validate() const {
   auto prob = [](double p, const char* name) {

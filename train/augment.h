@@ -43,6 +43,13 @@ GrayImage augment(const GrayImage& image, const AugmentOptions& opt, SampleRng& 
 // the maximum, so that noise does not push it to 255 and light-on-dark lines get dark paper.
 uint8_t paper_value(const GrayImage& image);
 
+// Shared by these steps and the scan simulation (train/scan.h): throw naming `op` for an
+// empty image or one whose pixel count does not match its size, and for a parameter that is
+// not finite; round a value to the nearest gray level, clamped to 0..255.
+void check_image(const GrayImage& image, const char* op);
+void check_finite(double v, const char* op, const char* name);
+uint8_t to_u8(double v);
+
 // The single steps, exposed for tests. Each returns a new image of a size stated in its comment
 // and throws for an empty image or a parameter that is not finite.
 // Same size; sigma <= 0: a copy. Taps outside the image are left out (the rest renormalised);

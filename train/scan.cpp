@@ -17,18 +17,6 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-void check_image(const GrayImage& image, const char* op) {
-  OCRT_CHECK(image.width > 0 && image.height > 0, op, ": the image is empty (", image.width, "x", image.height, ")");
-  OCRT_CHECK((int64_t)image.pixels.size() == image.width * image.height, op, ": the image holds ",
-             image.pixels.size(), " pixels, expected ", image.width, "x", image.height);
-}
-
-void check_finite(double v, const char* op, const char* name) {
-  OCRT_CHECK(std::isfinite(v), op, ": ", name, " must be finite, got ", v);
-}
-
-uint8_t to_u8(double v) { return (uint8_t)std::clamp<long>(std::lround(v), 0, 255); }
-
 // The value at fraction q (0..1) of the sorted pixels, by counting (256 bins).
 uint8_t percentile(const GrayImage& image, double q) {
   int64_t hist[256] = {};
