@@ -56,7 +56,8 @@ uint8_t to_u8(double v);
 // the kernel radius (3 sigma) is clamped to the image, so a huge sigma gives the mean of the
 // whole row, then of the whole column.
 GrayImage gaussian_blur(const GrayImage& image, double sigma);
-// Same size; stddev >= 0 gray levels (0: a copy). Draws one normal number per pixel.
+// Same size; stddev >= 0 gray levels (0: a copy). Takes one normal number per pixel from
+// rng.normals() (so ceil(pixels / 256) chunks, each advancing the stream by its half).
 GrayImage add_noise(const GrayImage& image, double stddev, SampleRng& rng);
 // Same size: v -> (v - mean) * contrast + mean + brightness, clamped to [0, 255]; contrast >= 0.
 GrayImage adjust_contrast(const GrayImage& image, double contrast, double brightness);

@@ -582,6 +582,18 @@ int64_t SampleRng::integer(int64_t lo, int64_t hi) {
   return span == 0 ? (int64_t)next() : (int64_t)((uint64_t)lo + next() % span);
 }
 
+void SampleRng::normals(double* out, size_t n) {
+  for (size_t i = 0; i < n; i += 2) {
+    const Philox4x32 r = philox4x32_10(seed_, counter_++, 0x5A17u);
+    const uint64_t a = ((uint64_t)r.v[0] << 32) | r.v[1], b = ((uint64_t)r.v[2] << 32) | r.v[3];
+    const double u1 = 1 - (double)(a >> 11) * (1.0 / 9007199254740992.0);  // (0, 1]: log never sees 0
+    const double u2 = (double)(b >> 11) * (1.0 / 9007199254740992.0);
+    const double radius = std::sqrt(-2 * std::log(u1)), angle = 6.283185307179586 * u2;
+    out[i] = radius * std::cos(angle);
+    if (i + 1 < n) out[i + 1] = radius * std::sin(angle);
+  }
+}
+
 double SampleRng::normal() {
   const double u1 = 1 - uniform();  // (0, 1]: log never sees 0
   return std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * uniform());

@@ -285,3 +285,37 @@ TEST_CASE("augment: rejects empty images and bad options, naming the field", "[a
   bad([](AugmentOptions& o) { o.morph_kernel = 0; }, "morph_kernel");
   bad([](AugmentOptions& o) { o.max_pad = -1; }, "max_pad");
 }
+
+TEST_CASE("gaussian_blur equals the per-pixel definition, bit for bit", "[augment]") {
+  // The plain loop: each output pixel sums its taps inside the image (k ascending) and divides
+  // by their sum, rows first, then columns. The library's loops reorder only which pixel is
+  // worked on, never the additions of one pixel, so the results agree exactly.
+  auto naive = [](const GrayImage& img, double sigma) {
+    const int64_t w = img.width, h = img.height;
+    const int64_t rx = (int64_t)std::min(std::ceil(3 * sigma), (double)(w - 1));
+    const int64_t ry = (int64_t)std::min(std::ceil(3 * sigma), (double)(h - 1));
+    auto tap = [&](int64_t k) { const double t = (double)k / sigma; return std::exp(-0.5 * t * t); };
+    std::vector<double> rows((size_t)(w * h));
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x) {
+        double s = 0, n = 0;
+        for (int64_t k = std::max(-rx, -x); k <= std::min(rx, w - 1 - x); ++k) s += tap(k) * img.at(x + k, y), n += tap(k);
+        rows[(size_t)(y * w + x)] = s / n;
+      }
+    GrayImage out = img;
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x) {
+        double s = 0, n = 0;
+        for (int64_t k = std::max(-ry, -y); k <= std::min(ry, h - 1 - y); ++k)
+          s += tap(k) * rows[(size_t)((y + k) * w + x)], n += tap(k);
+        out.pixels[(size_t)(y * w + x)] = (uint8_t)std::clamp<long>(std::lround(s / n), 0, 255);
+      }
+    return out;
+  };
+  for (auto [w, h] : kSizes)
+    for (double sigma : {0.3, 1.0, 2.7, 9.0}) {
+      INFO(w << "x" << h << " sigma " << sigma);
+      const GrayImage img = test_image(w, h, 11);
+      CHECK(gaussian_blur(img, sigma).pixels == naive(img, sigma).pixels);
+    }
+}
