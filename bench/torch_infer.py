@@ -5,6 +5,7 @@ working the way ocrt's predictor does, so that the two can be compared line for 
 
     /usr/bin/python3 bench/torch_infer.py --weights FILE --labels LABELS [--out TEXTS]
         [--arch crnn|crnn-s] [--charset FILE] [--batch 32] [--threads 2] [--unpacked] [--json FILE]
+        [--device cpu|cuda:N] [--amp off|bf16] [--compile]
     /usr/bin/python3 bench/torch_infer.py --write-untrained FILE --arch crnn-s --charset-out FILE [--seed 1]
     /usr/bin/python3 bench/torch_infer.py --score TEXTS --labels LABELS [--json FILE]
 
@@ -214,6 +215,12 @@ def recognise(args):
     model = CRNN(len(charset) + 1, channels, hidden)
     model.load_state_dict(state)
     model.eval()
+    dev = torch.device(args.device)
+    model = model.to(dev)
+    if args.compile and not hasattr(torch, "compile"):
+        sys.exit(f"--compile needs PyTorch 2 (this is {torch.__version__})")
+    forward_model = torch.compile(model) if args.compile else model
+    amp = args.amp == "bf16"  # autocast: bf16 convolutions, matmuls and LSTM GEMMs
     load_seconds = time.perf_counter() - t_load
 
     lines = read_labels(args.labels)
@@ -230,12 +237,13 @@ def recognise(args):
             x = np.full((len(idx), 1, HEIGHT, width), 255, dtype=np.uint8)
             for k, i in enumerate(idx):
                 x[k, 0, :, :images[i].shape[1]] = images[i]
-            batch = torch.from_numpy(x).float() / 127.5 - 1.0
+            batch = (torch.from_numpy(x).to(dev).float() / 127.5 - 1.0)
             widths = torch.tensor([padded[i] for i in idx], dtype=torch.long)
             f0 = time.perf_counter()
-            logits = model(batch) if args.unpacked else model(batch, widths)  # (T, N, C)
+            with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=amp):
+                logits = forward_model(batch) if args.unpacked else forward_model(batch, widths)  # (T, N, C)
+            best = logits.float().argmax(2).t().cpu().numpy()  # (N, T); the copy waits for the device
             forward_seconds += time.perf_counter() - f0
-            best = logits.argmax(2).t().numpy()  # (N, T)
             for k, i in enumerate(idx):
                 frames = padded[i] // 4 + 1
                 out, prev = [], 0
@@ -247,6 +255,7 @@ def recognise(args):
     seconds = time.perf_counter() - t0
 
     result = {"program": "torch", "weights": args.weights, "batch": args.batch, "threads": args.threads,
+              "device": args.device, "amp": args.amp, "compile": args.compile,
               "packed": not args.unpacked, "torch": torch.__version__, "lines": len(lines), "seconds": seconds,
               "lines_per_second": len(lines) / seconds, "forward_seconds": forward_seconds,
               "load_seconds": load_seconds, "peak_rss_mib": peak_rss_mib()}
@@ -290,6 +299,9 @@ def main():
     ap.add_argument("--unpacked", action="store_true")
     ap.add_argument("--out")
     ap.add_argument("--json")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda:N")
+    ap.add_argument("--amp", default="off", choices=["off", "bf16"], help="bf16: the forward pass under torch.autocast")
+    ap.add_argument("--compile", action="store_true", help="run the model through torch.compile (PyTorch 2)")
     ap.add_argument("--write-untrained")
     ap.add_argument("--charset-out")
     ap.add_argument("--seed", type=int, default=1)

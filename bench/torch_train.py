@@ -59,6 +59,16 @@ def run_arch(args):
     model.train()
     params = list(model.parameters())
     opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=1e-4)
+    if args.tf32 and dev.type == "cuda":  # what cuDNN does for convolutions by default; matmuls too
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    if args.compile and not hasattr(torch, "compile"):
+        sys.exit(f"--compile needs PyTorch 2 (this is {torch.__version__})")
+    forward_model = torch.compile(model) if args.compile else model
+    # Automatic mixed precision as PyTorch users run it: the forward pass under autocast (bf16
+    # matmuls and convolutions on tensor cores, float32 master weights and optimizer state),
+    # the loss in float32. bf16 needs no gradient scaler.
+    amp = args.amp == "bf16"
 
     N, W = args.batch, args.width
     T = W // 4 if args.arch == "svtr-lite" else W // 4 + 1
@@ -79,10 +89,11 @@ def run_arch(args):
     loss_v = 0.0
     for i in range(args.warmup + args.steps):
         t0 = time.perf_counter()
-        logits = model(x, widths) if args.packed else model(x)
+        with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=amp):
+            logits = forward_model(x, widths) if args.packed else forward_model(x)
         sync()
         t1 = time.perf_counter()
-        loss = F.ctc_loss(logits.log_softmax(2), targets, input_lengths, target_lengths, blank=0,
+        loss = F.ctc_loss(logits.float().log_softmax(2), targets, input_lengths, target_lengths, blank=0,
                           reduction="mean", zero_infinity=True)
         loss_v = loss.item()
         t2 = time.perf_counter()
@@ -106,7 +117,7 @@ def run_arch(args):
             "ms_min": min(ms), "ms_max": max(ms), "samples_per_s": 1e3 * N / step_ms,
             "peak_rss_mib": peak_rss_mib(), "rss_before_model_mib": rss_import, "rss_before_torch_mib": rss_start,
             "steps": args.steps, "warmup": args.warmup, "last_loss": loss_v, "packed": args.packed,
-            "device": args.device,
+            "device": args.device, "amp": args.amp, "compile": args.compile, "tf32": args.tf32,
             "phases_ms": {k: statistics.median(1e3 * p[k] for p in timed) for k in timed[0]}}, torch.__version__
 
 
@@ -122,7 +133,9 @@ def print_result(r, phases):
 def run(args):
     if not args.quiet:
         print(f"torch, {args.threads} threads, batch {args.batch}, 32x{args.width} lines, "
-              f"{args.warmup} warm-up + {args.steps} timed steps{' (packed)' if args.packed else ''}")
+              f"{args.warmup} warm-up + {args.steps} timed steps{' (packed)' if args.packed else ''}"
+              f"{', AMP bf16' if args.amp == 'bf16' else ''}{', torch.compile' if args.compile else ''}"
+              f"{', TF32' if args.tf32 else ''}")
         print(f"{'arch':<7} {'ms/step':>9} {'min - max':>20} {'samples/s':>10} {'peak MiB':>10}")
     results, version = [], None
     if args.arch == "both":
@@ -135,6 +148,7 @@ def run(args):
                        "--device", args.device]
                 if args.packed:
                     cmd.append("--packed")
+                cmd += ["--amp", args.amp] + (["--compile"] if args.compile else []) + (["--tf32"] if args.tf32 else [])
                 subprocess.run(cmd, check=True)
                 with open(out) as f:
                     j = json.load(f)
@@ -204,6 +218,10 @@ def main():
     p.add_argument("--phases", action="store_true", help="print the median time of each phase of a step")
     p.add_argument("--packed", action="store_true", help="pass the widths: packed sequences in the LSTM")
     p.add_argument("--device", default="cpu", help="cpu or cuda:N (the GPU comparison at batch 256)")
+    p.add_argument("--amp", default="off", choices=["off", "bf16"],
+                   help="bf16: the forward pass under torch.autocast (AMP), the loss in float32")
+    p.add_argument("--compile", action="store_true", help="run the model through torch.compile (PyTorch 2)")
+    p.add_argument("--tf32", action="store_true", help="on a GPU: TF32 tensor-core math in matmuls and cuDNN")
     p.add_argument("--json")
     p.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--compare", nargs=2, metavar=("OCRT_JSONS", "TORCH_JSONS"))
