@@ -43,7 +43,7 @@ if ! cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DOCRT_CUDA=ON -DOCRT_CU
   log "FAIL: configure (see configure.log)"; tail -20 "$out/configure.log"; exit 1
 fi
 # Only what runs here: the CUDA tests and the GPU benchmark (the CPU suite is CI's job).
-if ! cmake --build build-gpu -j "$jobs" --target ocrt_tests_cuda bench_gpu_ops bench_train bench_allreduce ocrt-infer \
+if ! cmake --build build-gpu -j "$jobs" --target ocrt_tests_cuda bench_gpu_ops bench_train bench_allreduce bench_data ocrt-infer \
       > "$out/build.log" 2>&1; then
   log "FAIL: build (see build.log)"; grep -m 20 -E "error" "$out/build.log"; exit 1
 fi
@@ -91,6 +91,13 @@ log "bench bench_train --device cuda:0 --batch 256: see bench_train_gpu.log"
 timeout 120 build-gpu/bench_allreduce --comm nccl --arch crnn > "$out/bench_allreduce.log" 2>&1 \
   || { log "bench_allreduce (nccl) failed"; status=1; }
 log "bench bench_allreduce --comm nccl: $(tail -1 "$out/bench_allreduce.log")"
+# The data pipeline alone on this machine's cores (the English recipe; needs .fonts-en/): what a
+# training run here can be fed, beside the step-only rate above.
+if [ -d .fonts-en/train ]; then
+  timeout 120 build-gpu/bench_data --workers "$jobs" --batches 40 > "$out/bench_data.log" 2>&1 \
+    || log "bench_data failed (see bench_data.log)"
+  log "bench $(tail -1 "$out/bench_data.log")"
+fi
 # Their PyTorch peer, where this machine's python3 has torch (a failure is logged, not counted:
 # it says nothing about ocrt).
 if python3 -c "import torch" > /dev/null 2>&1; then
@@ -102,6 +109,14 @@ if python3 -c "import torch" > /dev/null 2>&1; then
     && python3 bench/torch_train.py --compare "$out/bench_train_gpu.json" "$out/torch_train_gpu.json" \
        > "$out/train_gpu_compare.log" 2>&1
   log "bench torch_train.py --device cuda:0: see torch_train_gpu.log, train_gpu_compare.log"
+  # What PyTorch users run: AMP bf16 with TF32 (eager), and the same through torch.compile.
+  timeout 240 python3 bench/torch_train.py --device cuda:0 --arch both --batch 256 --width 100 --steps 20 \
+    --warmup 3 --amp bf16 --tf32 --json "$out/torch_train_amp.json" > "$out/torch_train_amp.log" 2>&1 \
+    || log "bench torch_train.py --amp bf16 failed (see torch_train_amp.log)"
+  timeout 300 python3 bench/torch_train.py --device cuda:0 --arch both --batch 256 --width 100 --steps 20 \
+    --warmup 5 --amp bf16 --tf32 --compile --json "$out/torch_train_ampc.json" > "$out/torch_train_ampc.log" 2>&1 \
+    || log "bench torch_train.py --amp bf16 --compile failed (see torch_train_ampc.log)"
+  log "bench torch_train.py --amp bf16 [--compile]: see torch_train_amp.log, torch_train_ampc.log"
 else
   log "bench torch_gpu_ops.py: skipped (python3 cannot import torch)"
 fi
