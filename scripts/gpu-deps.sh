@@ -16,6 +16,6 @@ for f in .gpu-deps/debs/*.deb; do dpkg-deb -x "$f" .gpu-deps; done
 rm -rf .gpu-deps/debs .gpu-deps/usr/share/doc .gpu-deps/usr/share/man .gpu-deps/usr/lib/x86_64-linux-gnu/libstb* \
   .gpu-deps/usr/include/eigen3/unsupported
 tar cJf .gpu-pack/deps.tar.xz .gpu-deps
-[ -d .fonts-en/train ] || scripts/fonts-en.sh .fonts-en
+scripts/fonts-en.sh .fonts-en  # always afresh: the font lists may have changed
 tar cJf .gpu-pack/fonts-en.tar.xz .fonts-en
 echo "gpu-deps: $(du -sh .gpu-pack | cut -f1) in .gpu-pack/ (carry it: run(carry=[\".gpu-pack\"]))"

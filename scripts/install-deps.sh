@@ -12,7 +12,9 @@ if [ "${1:-}" = "--train" ]; then
   packages+=(fonts-dejavu-extra fonts-croscore fonts-crosextra-carlito fonts-crosextra-caladea fonts-sil-charis
              fonts-paratype fonts-open-sans fonts-lato fonts-linuxlibertine fonts-stix fonts-ebgaramond
              fonts-oldstandard fonts-hack fonts-inconsolata fonts-noto-mono fonts-courier-prime fonts-cantarell
-             fonts-quattrocento fonts-lmodern fortunes fortunes-min)
+             fonts-quattrocento fonts-lmodern fonts-beteckna fonts-comfortaa fonts-sil-andika fonts-league-spartan
+             fonts-quicksand fonts-cabin fonts-jura fonts-oxygen fonts-roboto-unhinted fonts-roboto-slab
+             fonts-goudybookletter fonts-junction fortunes fortunes-min)
 fi
 
 missing=()
