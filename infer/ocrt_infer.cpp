@@ -54,6 +54,9 @@ Devices and batching
   --batch N              lines per batch, grouped by width (32)
   --conv fast|exact      CPU 3x3 convolutions through Winograd (fast, the default: about 1e-5
                          relative rounding) or im2col (exact: about 1e-7); docs/ops/conv.md
+  --max-image-pixels N   read an image only when its header says it has at most N pixels
+                         (16777216, e.g. 16384 x 1024; a text line is far smaller); larger
+                         ones get an error of their own before anything is allocated
   --plain-preprocess     resize and pad only, as training does: no blank-line check, no
                          inversion of light-on-dark lines, no contrast stretch of faint ones
 
@@ -143,6 +146,7 @@ Args parse_args(int argc, char** argv) {
     else if (arg == "--eval") a.eval = true;
     else if (arg == "--worst") a.worst = parse_int(arg, value(), 0);
     else if (arg == "--logits-out") a.logits_out = value();
+    else if (arg == "--max-image-pixels") a.options.max_image_pixels = parse_int(arg, value(), 1);
     else if (arg == "--plain-preprocess") a.options.normalize.enabled = false;
     else if (arg == "--list") a.inputs.emplace_back(true, value());
     else if (arg.size() > 1 && arg[0] == '-' && arg != "-") fail("unknown option '", arg, "' (see ocrt-infer --help)");

@@ -187,6 +187,7 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
   OCRT_CHECK(std::isfinite(opt_.lm_weight) && opt_.lm_weight >= 0 && std::isfinite(opt_.lm_bonus),
              "LM weight must be finite and >= 0 and LM bonus finite, got ", opt_.lm_weight, " and ", opt_.lm_bonus);
   OCRT_CHECK(opt_.threads >= 0, "thread count must be >= 1 (or 0 for the default), got ", opt_.threads);
+  OCRT_CHECK(opt_.max_image_pixels >= 1, "the pixel budget of an image must be >= 1, got ", opt_.max_image_pixels);
   OCRT_CHECK(opt_.min_source_height >= 1 && opt_.min_width >= 1 && opt_.max_width >= opt_.min_width,
              "line limits must satisfy min_source_height >= 1 and 1 <= min_width <= max_width");
   OCRT_CHECK(opt_.arch.empty() || nn::is_known_arch(opt_.arch), "unknown architecture '", opt_.arch,
@@ -432,7 +433,7 @@ std::vector<Batch> Predictor::Impl::prepare(Chunk& c) const {
     LineResult& r = c.results[(size_t)i];
     r.name = in.name;
     try {
-      GrayImage src = in.image ? std::move(*in.image) : load_gray_image(in.name);
+      GrayImage src = in.image ? std::move(*in.image) : load_gray_image(in.name, o.max_image_pixels);
       OCRT_CHECK(src.width >= 1 && src.height >= 1 && (int64_t)src.pixels.size() == src.width * src.height, in.name,
                  ": the image is empty or inconsistent (", src.width, "x", src.height, ")");
       c.source_widths[(size_t)i] = src.width;

@@ -39,6 +39,8 @@
 // any batch, of any size, on any number of workers (up to float rounding in the GEMMs).
 //
 // Limits (a line outside them gets an error; PredictorOptions can change them):
+//   an image file of at most max_image_pixels pixels (16 Mpixels), read from its header before
+//   anything is decoded (runtime/image.h, which also bounds the pixels being decoded at once);
 //   source image at least min_source_height (8) pixels high and 1 pixel wide;
 //   after resizing to the model height (32): at least min_width (8) and at most max_width
 //   (8192) pixels wide, i.e. a line is at most 256 times as wide as it is high.
@@ -115,6 +117,7 @@ struct PredictorOptions {
   std::string charset_path;
 
   // Limits on a line (see the top of this file).
+  int64_t max_image_pixels = kDefaultMaxImagePixels;  // checked from the header before decoding (runtime/image.h)
   int64_t min_source_height = 8;
   int64_t min_width = 8;
   int64_t max_width = 8192;

@@ -3,10 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
+#include <mutex>
 #include <unistd.h>
 
 #include "runtime/stb.h"
@@ -28,48 +32,149 @@ double to_gray(const double* v, int channels, double max) {
 
 }  // namespace
 
-GrayImage decode_gray_image(const void* data, size_t size, const std::string& name) {
-  OCRT_CHECK(size > 0, name, ": the image file is empty");
+namespace {
+
+// Width and height straight from a PNG's IHDR or a JPEG's frame header, for the message when
+// stb_image refuses the header (it does so for images over 2^30 bytes without saying why).
+bool header_size(const uint8_t* b, size_t size, int64_t& w, int64_t& h) {
+  auto be16 = [&](size_t i) { return (int64_t)b[i] << 8 | b[i + 1]; };
+  auto be32 = [&](size_t i) { return be16(i) << 16 | be16(i + 2); };
+  if (size >= 24 && std::memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0 && std::memcmp(b + 12, "IHDR", 4) == 0) {
+    w = be32(16), h = be32(20);
+    return true;
+  }
+  if (size >= 4 && b[0] == 0xFF && b[1] == 0xD8) {  // JPEG: walk the markers to the frame header
+    for (size_t i = 2; i + 9 <= size && b[i] == 0xFF;) {
+      const uint8_t m = b[i + 1];
+      if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {
+        h = be16(i + 5), w = be16(i + 7);
+        return true;
+      }
+      i += 2 + (size_t)be16(i + 2);
+    }
+  }
+  return false;
+}
+
+// stb_image reads through these callbacks, so that a file shorter than its header promises is
+// seen: from memory, stb_image returns 0 for every byte past the end (a truncated BMP, TGA, GIF
+// or JPEG decodes to a partly black image) and leaves the rest of a PNM's pixel buffer
+// uninitialised. stb_image refills its own small buffer with the first read of a decode and
+// every later one; such a refill may come back short at the end of the file, but one asked for
+// when nothing is left means stb_image needed bytes past the end. Any other read (stbi__getn,
+// straight into the image) must get every byte it asks for. A skip past the end (a BMP without
+// the padding of its last row) is not an error: no pixel comes from it.
+struct MemoryReader {
+  const uint8_t* data;
+  size_t size, pos = 0;
+  const char* refill_buffer = nullptr;
+  bool short_read = false;
+
+  static int read(void* user, char* out, int n) {
+    auto& r = *static_cast<MemoryReader*>(user);
+    if (!r.refill_buffer) r.refill_buffer = out;
+    const size_t left = r.size - r.pos, k = std::min(left, (size_t)std::max(n, 0));
+    if (out == r.refill_buffer ? left == 0 : k < (size_t)n) r.short_read = true;
+    std::memcpy(out, r.data + r.pos, k);
+    r.pos += k;
+    return (int)k;
+  }
+  static void skip(void* user, int n) {
+    auto& r = *static_cast<MemoryReader*>(user);
+    r.pos = n < 0 ? r.pos - std::min(r.pos, (size_t)-(int64_t)n) : r.pos + std::min(r.size - r.pos, (size_t)n);
+  }
+  static int eof(void* user) {
+    auto& r = *static_cast<MemoryReader*>(user);
+    return r.pos >= r.size;
+  }
+};
+
+// Pixels being decoded in all threads at once (see kDecodePixelsInFlight in image.h).
+std::mutex in_flight_mu;
+std::condition_variable in_flight_cv;
+int64_t in_flight_pixels = 0;
+
+struct InFlight {
+  int64_t pixels;
+  explicit InFlight(int64_t n) : pixels(n) {
+    std::unique_lock<std::mutex> lock(in_flight_mu);
+    in_flight_cv.wait(lock, [&] { return in_flight_pixels == 0 || in_flight_pixels + n <= kDecodePixelsInFlight; });
+    in_flight_pixels += n;
+  }
+  ~InFlight() {
+    {
+      std::lock_guard<std::mutex> lock(in_flight_mu);
+      in_flight_pixels -= pixels;
+    }
+    in_flight_cv.notify_all();
+  }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+};
+
+}  // namespace
+
+GrayImage decode_gray_image(const void* data, size_t size, const std::string& name, int64_t max_pixels) {
+  OCRT_CHECK(size > 0, name, ": the image file is empty (0 bytes)");
   OCRT_CHECK(size <= (size_t)INT32_MAX, name, ": the image file is too large (", size, " bytes)");
   const auto* bytes = static_cast<const stbi_uc*>(data);
+  // The header alone first: nothing is allocated for an image before its size is known.
   int w = 0, h = 0, channels = 0;
-  OCRT_CHECK(stbi_info_from_memory(bytes, (int)size, &w, &h, &channels), name,
-             ": not an image ocrt can decode (", stbi_failure_reason(), ")");
+  if (!stbi_info_from_memory(bytes, (int)size, &w, &h, &channels)) {
+    int64_t hw = 0, hh = 0;
+    if (header_size(bytes, size, hw, hh) && hw * hh > max_pixels)
+      fail(name, ": the image is too large (", hw, "x", hh, " = ", hw * hh, " pixels; at most ", max_pixels,
+           " are read, ocrt-infer --max-image-pixels raises it)");
+    fail(name, ": not an image ocrt can decode (", stbi_failure_reason(), ")");
+  }
+  // A BMP stored top-down says so with a negative height; stb_image's header call passes it on
+  // as it is, while its decoder reads such a file the right way up.
+  if (h < 0 && h != INT32_MIN && size >= 2 && bytes[0] == 'B' && bytes[1] == 'M') h = -h;
   OCRT_CHECK(w > 0 && h > 0, name, ": the image has zero size (", w, "x", h, ")");
-  OCRT_CHECK((int64_t)w * h <= (int64_t)1 << 28, name, ": the image is too large (", w, "x", h, ")");
+  OCRT_CHECK((int64_t)w * h <= max_pixels, name, ": the image is too large (", w, "x", h, " = ", (int64_t)w * h,
+             " pixels; at most ", max_pixels, " are read, ocrt-infer --max-image-pixels raises it)");
+  const InFlight in_flight((int64_t)w * h);
   const bool sixteen = stbi_is_16_bit_from_memory(bytes, (int)size);
+  stbi_io_callbacks io{&MemoryReader::read, &MemoryReader::skip, &MemoryReader::eof};
+  MemoryReader reader{bytes, size};
+  const int header_w = w, header_h = h;
+  void* p = sixteen ? (void*)stbi_load_16_from_callbacks(&io, &reader, &w, &h, &channels, 0)
+                    : (void*)stbi_load_from_callbacks(&io, &reader, &w, &h, &channels, 0);
+  OCRT_CHECK(p != nullptr, name, ": cannot decode the image (", stbi_failure_reason(), ")");
+  std::unique_ptr<void, void (*)(void*)> owned(p, stbi_image_free);
+  OCRT_CHECK(!reader.short_read, name, ": the image file is truncated (", size, " bytes, shorter than its ", w, "x",
+             h, " header needs)");
+  OCRT_CHECK(w == header_w && h == header_h && channels >= 1 && channels <= 4, name,
+             ": the image's header and data disagree (", header_w, "x", header_h, " vs ", w, "x", h, ")");
   GrayImage out;
   out.width = w, out.height = h;
   out.pixels.resize((size_t)w * h);
   double v[4];
   if (sixteen) {
-    stbi_us* p = stbi_load_16_from_memory(bytes, (int)size, &w, &h, &channels, 0);
-    OCRT_CHECK(p != nullptr, name, ": cannot decode the image (", stbi_failure_reason(), ")");
+    const auto* q = static_cast<const stbi_us*>(p);
     for (size_t i = 0; i < out.pixels.size(); ++i) {
-      for (int c = 0; c < channels; ++c) v[c] = p[i * channels + c];
+      for (int c = 0; c < channels; ++c) v[c] = q[i * channels + c];
       out.pixels[i] = (uint8_t)std::lround(to_gray(v, channels, 65535.0) * 255.0 / 65535.0);
     }
-    stbi_image_free(p);
   } else {
-    stbi_uc* p = stbi_load_from_memory(bytes, (int)size, &w, &h, &channels, 0);
-    OCRT_CHECK(p != nullptr, name, ": cannot decode the image (", stbi_failure_reason(), ")");
+    const auto* q = static_cast<const stbi_uc*>(p);
     for (size_t i = 0; i < out.pixels.size(); ++i) {
-      for (int c = 0; c < channels; ++c) v[c] = p[i * channels + c];
+      for (int c = 0; c < channels; ++c) v[c] = q[i * channels + c];
       out.pixels[i] = (uint8_t)std::clamp<long>(std::lround(to_gray(v, channels, 255.0)), 0, 255);
     }
-    stbi_image_free(p);
   }
   return out;
 }
 
-GrayImage load_gray_image(const std::string& path) {
+GrayImage load_gray_image(const std::string& path, int64_t max_pixels) {
   std::error_code ec;
   OCRT_CHECK(std::filesystem::exists(path, ec), path, ": no such file");
   OCRT_CHECK(!std::filesystem::is_directory(path, ec), path, ": is a directory, not an image");
   std::ifstream in(path, std::ios::binary);
   OCRT_CHECK(in.good(), path, ": cannot open it");
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return decode_gray_image(bytes.data(), bytes.size(), path);
+  OCRT_CHECK(!in.bad(), path, ": cannot read it");
+  return decode_gray_image(bytes.data(), bytes.size(), path, max_pixels);
 }
 
 void save_gray_png(const std::string& path, const GrayImage& image) {

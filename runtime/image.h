@@ -27,11 +27,29 @@ struct GrayImage {
   uint8_t at(int64_t x, int64_t y) const { return pixels[(size_t)(y * width + x)]; }
 };
 
+// Limits on decoding, for files that may be hostile:
+//  - an image is decoded only when its header (read alone first, stbi_info_from_memory) says it
+//    has at most `max_pixels` pixels, kDefaultMaxImagePixels (16 Mpixels, e.g. 16384 x 1024)
+//    unless the caller (ocrt-infer --max-image-pixels) says otherwise. A text line at 600 dpi is
+//    well under 1 Mpixel; 16 Mpixels of 16-bit RGBA is what stb_image's largest buffer (8 bytes a
+//    pixel) may then take: 128 MiB.
+//  - the decoders of all threads together hold at most kDecodePixelsInFlight pixels (64 Mpixels,
+//    at most 512 MiB of stb_image buffers) at once: a decode waits until it fits, and one larger
+//    than that alone waits until it is alone. (What is done with a decoded image, resizing for
+//    instance, is not counted: it is at most a few such images per thread.)
+//  - a file shorter than its header promises (any format) is an error, never an image read
+//    from zeros or uninitialised memory; a BMP with a negative height (stored top-down) reads
+//    like the same image stored bottom-up.
+constexpr int64_t kDefaultMaxImagePixels = int64_t(1) << 24;
+constexpr int64_t kDecodePixelsInFlight = int64_t(1) << 26;
+
 // Decodes a file (PNG, JPEG, BMP, TGA, GIF's first frame, PNM, ...). Throws an Error naming the
-// path for a missing, unreadable, empty, corrupt or zero-sized image.
-GrayImage load_gray_image(const std::string& path);
+// path for a missing, unreadable, empty, truncated, corrupt, zero-sized or too large image (the
+// message says which, with the size from the header when it is known).
+GrayImage load_gray_image(const std::string& path, int64_t max_pixels = kDefaultMaxImagePixels);
 // The same from bytes in memory; `name` is used in messages.
-GrayImage decode_gray_image(const void* data, size_t size, const std::string& name);
+GrayImage decode_gray_image(const void* data, size_t size, const std::string& name,
+                            int64_t max_pixels = kDefaultMaxImagePixels);
 
 // Writes an 8-bit gray PNG (atomically: temp file + rename). Throws naming the path.
 void save_gray_png(const std::string& path, const GrayImage& image);
