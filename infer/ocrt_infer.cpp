@@ -202,6 +202,8 @@ int main(int argc, char** argv) {
   std::unique_ptr<InputReader> reader;
   try {
     args = parse_args(argc, argv);
+    // Every output path is checked before the first line is read, not after the whole run.
+    if (!args.logits_out.empty()) check_output_path("--logits-out", args.logits_out);
     reader = std::make_unique<InputReader>(args.eval);
     for (const auto& [is_list, path] : args.inputs) {
       if (is_list) reader->add_list(path);

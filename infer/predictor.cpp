@@ -406,6 +406,17 @@ void Predictor::Impl::run_batch(Worker& w, nn::Recognizer& model, Batch& b) {
       }
       if (p.opt_.keep_logits)
         r.logits = logits.narrow(0, 0, lengths[(size_t)n]).select(1, n).clone().to(Device::cpu());
+      // NaN or infinite outputs (finite weights can still overflow): the line fails on its own,
+      // so that no writer meets a number it cannot write.
+      bool finite = std::isfinite(r.confidence);
+      for (const auto& c : r.chars) finite = finite && std::isfinite(c.x) && std::isfinite(c.confidence);
+      if (!finite) {
+        LineResult failed;
+        failed.name = r.name;
+        failed.error = r.name + ": recognition on " + w.device.str() + " gave non-finite numbers (confidence " +
+                       std::to_string(r.confidence) + "); the model's output is unusable";
+        r = std::move(failed);
+      }
     }
   } catch (const std::exception& e) {
     for (int64_t i : b.lines) {

@@ -3,9 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <sstream>
+
+#include <unistd.h>
 
 #include "models/edit_distance.h"
 #include "runtime/safetensors.h"
@@ -16,7 +21,10 @@ namespace {
 
 // Rounded to `digits` decimals so that the output stays short: dividing by an exact power of
 // ten gives the double nearest to, say, 0.8723, whose shortest round-trip form is "0.8723".
-double round_to(double v, int digits) {
+// A NaN or infinity (which JSON cannot hold, and the predictor turns into a line's error) is
+// written as null, so that a writer never fails on a value.
+Json round_to(double v, int digits) {
+  if (!std::isfinite(v)) return Json(nullptr);
   const double scale = std::pow(10.0, digits);
   return std::round(v * scale) / scale;
 }
@@ -185,6 +193,23 @@ void write_logits_file(const std::string& path, const std::vector<std::pair<std:
   Json chars = Json::array();
   for (const auto& c : charset.chars()) chars.push_back(c);
   save_safetensors(path, tensors, {{"format", "ocrt-logits-1"}, {"charset", chars.dump()}, {"blank", "0"}});
+}
+
+void check_output_path(const std::string& flag, const std::string& path) {
+  namespace fs = std::filesystem;
+  OCRT_CHECK(!path.empty(), flag, ": the path is empty");
+  std::error_code ec;
+  OCRT_CHECK(!fs::is_directory(path, ec), flag, " ", path, ": is a folder, not a file");
+  const fs::path parent = fs::path(path).parent_path();
+  const fs::path folder = parent.empty() ? fs::path(".") : parent;
+  OCRT_CHECK(fs::is_directory(folder, ec), flag, " ", path, ": the folder ", folder.string(), " does not exist");
+  // The same temporary name as the atomic write's (runtime/safetensors.cpp), removed at once.
+  const std::string probe = path + ".tmp." + std::to_string(::getpid());
+  FILE* f = std::fopen(probe.c_str(), "wb");
+  OCRT_CHECK(f != nullptr, flag, " ", path, ": cannot create a file in ", folder.string(), " (",
+             std::strerror(errno), ")");
+  std::fclose(f);
+  std::remove(probe.c_str());
 }
 
 }  // namespace ocrt::infer

@@ -71,4 +71,10 @@ class Evaluation {
 void write_logits_file(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& logits,
                        const nn::Charset& charset);
 
+// Checks, before any line is read, that an output file can be written where `flag` (e.g.
+// "--logits-out") says: not empty, not a folder, its folder exists, and a file can be created
+// in that folder (a temporary one, created and removed, as the atomic write will create). Throws
+// naming the flag and the path.
+void check_output_path(const std::string& flag, const std::string& path);
+
 }  // namespace ocrt::infer

@@ -1,6 +1,8 @@
 // Model files: safetensors + metadata (see model_file.h).
 #include "models/model_file.h"
 
+#include <cmath>
+
 #include "runtime/safetensors.h"
 
 namespace ocrt::nn {
@@ -49,6 +51,28 @@ void save_model_file(const std::string& path, const Module& module, const ModelI
 
 ModelFile load_model_file(const std::string& path) {
   SafetensorsFile f = load_safetensors(path);
+  // A NaN or infinite weight makes every line's output NaN: refused here, naming the first
+  // such tensor in the file's order, rather than met as unusable numbers at the end of a run.
+  for (const auto& [name, t] : f.tensors) {
+    auto first_bad = [&](auto* v) -> int64_t {
+      const Tensor c = t.contiguous();
+      const auto* x = c.data<std::remove_pointer_t<decltype(v)>>();
+      for (int64_t i = 0; i < c.numel(); ++i)
+        if (!std::isfinite(x[i])) return i;
+      return -1;
+    };
+    int64_t bad = -1;
+    double value = 0;
+    if (t.dtype() == DType::f32) {
+      bad = first_bad((float*)nullptr);
+      if (bad >= 0) value = t.contiguous().data<float>()[bad];
+    } else if (t.dtype() == DType::f64) {
+      bad = first_bad((double*)nullptr);
+      if (bad >= 0) value = t.contiguous().data<double>()[bad];
+    }
+    OCRT_CHECK(bad < 0, path, ": tensor '", name, "' holds a non-finite value (", value, " at element ", bad,
+               " of ", t.numel(), "); the model file is damaged or its training diverged");
+  }
   ModelFile out;
   out.path = path;
   for (auto& [name, t] : f.tensors) out.weights[name] = t;

@@ -39,7 +39,8 @@ struct ModelFile {
 // Writes module's state_dict and info to path.
 void save_model_file(const std::string& path, const Module& module, const ModelInfo& info);
 // Reads a model file; every metadata field present is parsed and checked (a corrupt or
-// foreign file fails here with the path and what is wrong).
+// foreign file fails here with the path and what is wrong), and every float tensor must be
+// finite (the first one holding a NaN or infinity is named).
 ModelFile load_model_file(const std::string& path);
 
 // The input spec every ocrt model uses today: 32-high gray, p / 127.5 - 1, width multiple of 4.

@@ -3,11 +3,14 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "models/layers.h"
 #include "models/model_file.h"
 #include "runtime/safetensors.h"
+#include "temp_dir.h"
 
 using namespace ocrt;
 using namespace ocrt::nn;
@@ -77,4 +80,32 @@ TEST_CASE("bad model metadata fails with the path and the field", "[model_file]"
   write(bad);
   CHECK_THROWS_WITH(load_model_file(path), Catch::Contains("has no 'input' entry"));
   std::remove(path.c_str());
+}
+
+TEST_CASE("a model file with a NaN or infinite weight is refused, naming the tensor", "[model_file]") {
+  ocrt::testing::TempDir dir("model-file-nonfinite");
+  ModelInfo info;
+  info.arch = "toy";
+  info.charset = {"a"};
+  info.input = default_input_spec();
+  const double bad_values[] = {std::nan(""), std::numeric_limits<double>::infinity(),
+                               -std::numeric_limits<double>::infinity()};
+  for (double bad : bad_values) {
+    INFO(bad);
+    Generator gen(3);
+    Linear lin(4, 3, true, gen);
+    std::vector<float> b = lin.bias.to_vector<float>();
+    b[2] = (float)bad;
+    {
+      NoGradGuard no_grad;
+      lin.bias.copy_(Tensor::from_vector(b, {3}));
+    }
+    const std::string path = (dir.path / "bad.safetensors").string();
+    save_model_file(path, lin, info);
+    CHECK_THROWS_WITH(load_model_file(path), Catch::Contains("bad.safetensors: tensor 'bias' holds a non-finite value") &&
+                                                 Catch::Contains("at element 2 of 3"));
+    // A weights-only file is checked the same way.
+    save_safetensors(path, {{"weight", lin.weight}, {"bias", lin.bias}});
+    CHECK_THROWS_WITH(load_model_file(path), Catch::Contains("tensor 'bias' holds a non-finite value"));
+  }
 }
