@@ -56,7 +56,9 @@ Run
                          rounding) or im2col (exact: about 1e-7); docs/ops/conv.md
   --out DIR              checkpoints, metrics.jsonl, best.safetensors (run)
   --save-every N (1000)  --eval-every N (1000)  --log-every N (50)  --keep K (3 checkpoints)
-  --resume               continue from the newest checkpoint in --out (same --seed)
+  --resume               continue from the newest checkpoint in --out (same --seed); an error
+                         when --out holds none
+  --resume-if-present    the same, but start afresh when --out holds no checkpoint
   --stop-at N            save a checkpoint and stop once step N is done (to split a run)
   --max-minutes M        evaluate, save and stop after M minutes of wall time
   --bucket-window N      batch lines of similar width: sort within N batches (8; 0: off)
@@ -154,6 +156,7 @@ TrainConfig parse_args(int argc, char** argv) {
     else if (a == "--log-every") c.log_every = parse_int(a, value());
     else if (a == "--keep") c.keep = parse_int(a, value());
     else if (a == "--resume") c.resume = true;
+    else if (a == "--resume-if-present") c.resume_if_present = true;
     else if (a == "--stop-at") c.stop_at = parse_int(a, value());
     else if (a == "--max-minutes") c.max_minutes = parse_double(a, value());
     else if (a == "--bucket-window") c.bucket_window = parse_int(a, value());

@@ -390,8 +390,11 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
 
   // What to start from: the newest checkpoint (--resume), else the --init weights, else the seed.
   std::optional<Checkpoint> resume_from;
-  if (cfg.resume) {
+  if (cfg.resume || cfg.resume_if_present) {
     auto all = list_checkpoints(cfg.out);
+    // A mistyped or empty --out must not silently become a run from step 0.
+    OCRT_CHECK(!all.empty() || cfg.resume_if_present, "--resume: no checkpoint (ckpt-*.safetensors) in '", cfg.out,
+               "'; start without --resume, or give --resume-if-present to start afresh when there is none");
     if (!all.empty()) resume_from = load_checkpoint(all.back());
   }
   std::optional<nn::ModelFile> init_file;

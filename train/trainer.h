@@ -51,7 +51,8 @@ struct TrainConfig {
   std::string init;                          // start from these weights (a model file)
   std::string out = "run";
   int64_t save_every = 1000, eval_every = 1000, log_every = 50, keep = 3;
-  bool resume = false;
+  bool resume = false;                       // an error when `out` holds no checkpoint...
+  bool resume_if_present = false;            // ...unless this is set: then a fresh start
   double max_minutes = 0;                    // > 0: evaluate, save and stop after this much wall time
   int64_t bucket_window = 8;                 // loader: sort lines by width within this many batches (0: off)
   int64_t stop_at = 0;                       // > 0: save and stop once this step is done (as if interrupted)

@@ -152,6 +152,26 @@ TEST_CASE("resume: stopping at a checkpoint and resuming is bit-identical to one
   require_bit_identical(ca, cb);
 }
 
+TEST_CASE("resume: no checkpoint in --out is an error, and --resume-if-present starts afresh", "[trainer]") {
+  TempDir data("resume-none-data"), out("resume-none-out");
+  if (!write_lines(data.path, {"abc", "none yet"})) {
+    WARN("no Debian font installed: skipped");
+    return;
+  }
+  set_num_threads(2);
+  TrainConfig c = small_config(data.path, out.path);
+  c.val.clear();
+  c.steps = 2;
+  c.save_every = 2;
+  c.resume = true;
+  REQUIRE_THROWS_WITH(run_training(c), Catch::Contains("no checkpoint") && Catch::Contains(out.path.string()));
+  c.resume = false;
+  c.resume_if_present = true;
+  const TrainResult r = run_training(c);
+  CHECK(r.steps == 2);
+  CHECK(!list_checkpoints(out.path.string()).empty());
+}
+
 TEST_CASE("ocrt-train settings are validated with the flag's name", "[trainer]") {
   TrainConfig c;
   c.train = {"synth"};
