@@ -133,7 +133,7 @@ TrainConfig parse_args(int argc, char** argv) {
     else if (a == "--schedule") c.schedule = value();
     else if (a == "--warmup") c.warmup = parse_int(a, value());
     else if (a == "--clip-grad") c.clip_grad = parse_double(a, value());
-    else if (a == "--seed") c.seed = (uint64_t)parse_int(a, value());
+    else if (a == "--seed") c.seed = cli::parse_u64(a, value());  // -1 is an error, not 2^64 - 1
     else if (a == "--device") {
       const std::string v = value();
       c.device_from_local_rank = v == "cuda";

@@ -249,8 +249,15 @@ void TrainConfig::validate() const {
              "--synth-height: need 4 <= LO <= HI <= 512, got ", synth.min_pixel_height, ":", synth.max_pixel_height);
   OCRT_CHECK(batch >= 1, "--batch: must be >= 1, got ", batch);
   OCRT_CHECK(steps >= 1, "--steps: must be >= 1, got ", steps);
-  OCRT_CHECK(std::isfinite(epochs) && epochs >= 0, "--epochs: must be > 0, got ", epochs);
+  // 1e6 epochs is far beyond any real run and keeps epochs * samples / batch exact in an int64.
+  OCRT_CHECK(std::isfinite(epochs) && epochs >= 0 && epochs <= 1e6, "--epochs: must be in (0, 1e6], got ", epochs);
   OCRT_CHECK(std::isfinite(lr) && lr > 0, "--lr: must be > 0, got ", lr);
+  OCRT_CHECK(std::isfinite(momentum) && momentum >= 0 && momentum < 1, "--momentum: must be in [0, 1), got ",
+             momentum);
+  OCRT_CHECK(std::isfinite(weight_decay) && weight_decay >= 0, "--weight-decay: must be >= 0 and finite, got ",
+             weight_decay);
+  OCRT_CHECK(std::isfinite(clip_grad) && clip_grad >= 0, "--clip-grad: must be >= 0 (0: no clipping), got ",
+             clip_grad);
   OCRT_CHECK(optimizer == "sgd" || optimizer == "adam" || optimizer == "adamw",
              "--optimizer: expected sgd, adam or adamw, got '", optimizer, "'");
   parse_schedule_kind(schedule);  // throws naming the accepted names
@@ -380,7 +387,9 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
   auto train_data = make_dataset(cfg.train, cfg, charset, false, lead);
   int64_t steps = cfg.steps;
   if (cfg.epochs > 0) {
-    steps = std::max<int64_t>(1, (int64_t)std::ceil(cfg.epochs * (double)train_data->size() / (double)cfg.batch));
+    const double want = std::ceil(cfg.epochs * (double)train_data->size() / (double)cfg.batch);
+    OCRT_CHECK(want <= 1e12, "--epochs ", cfg.epochs, ": ", want, " steps of ", cfg.batch, " samples is too many");
+    steps = std::max<int64_t>(1, (int64_t)want);
     if (lead)
       std::fprintf(stderr, "--epochs %g: %lld steps of %lld samples\n", cfg.epochs, (long long)steps,
                    (long long)cfg.batch);

@@ -45,7 +45,7 @@ struct TrainConfig {
   double momentum = 0.9, weight_decay = 1e-4;
   std::string schedule = "cosine";           // constant | step | cosine | onecycle
   int64_t warmup = 200;
-  double clip_grad = 5.0;                    // <= 0: no clipping
+  double clip_grad = 5.0;                    // 0: no clipping
   uint64_t seed = 1;
   bool augment = true;
   std::string init;                          // start from these weights (a model file)

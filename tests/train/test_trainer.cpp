@@ -2,6 +2,8 @@
 // read back through the model-file path), exact resume (a run stopped at a checkpoint and
 // resumed ends bit-identical to an uninterrupted one), and flag validation.
 #include <catch2/catch.hpp>
+
+#include <cmath>
 #include <unistd.h>
 
 #include <chrono>
@@ -178,6 +180,18 @@ TEST_CASE("ocrt-train settings are validated with the flag's name", "[trainer]")
   c.batch = 0;
   REQUIRE_THROWS_WITH(c.validate(), Catch::Contains("--batch"));
   c.batch = 8;
+  // Numbers out of their meaningful range are refused with the flag's name, before any data.
+  auto refused = [&](auto change, const char* flag) {
+    TrainConfig bad = c;
+    change(bad);
+    CHECK_THROWS_WITH(bad.validate(), Catch::Contains(flag));
+  };
+  refused([](TrainConfig& t) { t.epochs = 1e300; }, "--epochs");
+  refused([](TrainConfig& t) { t.clip_grad = -1; }, "--clip-grad");
+  refused([](TrainConfig& t) { t.momentum = 5; }, "--momentum");
+  refused([](TrainConfig& t) { t.momentum = 1; }, "--momentum");
+  refused([](TrainConfig& t) { t.weight_decay = std::nan(""); }, "--weight-decay");
+  refused([](TrainConfig& t) { t.weight_decay = -1e-4; }, "--weight-decay");
   c.lr = -1;
   REQUIRE_THROWS_WITH(c.validate(), Catch::Contains("--lr"));
   c.lr = 1e-3;
