@@ -143,7 +143,8 @@ Json Evaluation::summary() const {
   Json j = Json::object();
   j.set("lines", lines());
   j.set("failed", failed_);
-  j.set("cer", round_to(cer(), 6));
+  // No reference characters at all: a rate is undefined, whatever was read (null, not 0).
+  j.set("cer", truth_chars_ ? Json(round_to(cer(), 6)) : Json());
   j.set("line_accuracy", round_to(line_accuracy(), 6));
   j.set("distance", distance_);
   j.set("truth_chars", truth_chars_);
@@ -153,8 +154,9 @@ Json Evaluation::summary() const {
 std::string Evaluation::report(int64_t worst) const {
   std::ostringstream os;
   os << "lines          " << lines() << (failed_ ? " (" + std::to_string(failed_) + " failed)" : "") << "\n"
-     << "CER            " << fixed(100.0 * cer(), 2) << "% (" << distance_ << " edits / " << truth_chars_
-     << " characters)\n"
+     << "CER            "
+     << (truth_chars_ ? fixed(100.0 * cer(), 2) + "%" : std::string("undefined: the references hold no characters"))
+     << " (" << distance_ << " edits / " << truth_chars_ << " characters)\n"
      << "line accuracy  " << fixed(100.0 * line_accuracy(), 2) << "% (" << exact_ << " of " << lines()
      << " exactly right)\n";
   // The worst lines: highest per-line CER, then most edits; lines read exactly right are left out.

@@ -50,7 +50,9 @@ class Evaluation {
 
   int64_t lines() const { return (int64_t)lines_.size(); }
   int64_t failed() const { return failed_; }
-  double cer() const;            // total distance / total truth characters
+  // Total distance / total truth characters; 0 when there are no truth characters, where the
+  // report says "undefined" and summary() gives null instead (a rate over nothing).
+  double cer() const;
   double line_accuracy() const;  // lines read exactly right / lines
   // A readable report: the numbers, then the `worst` lines with the highest per-line CER.
   std::string report(int64_t worst = 10) const;

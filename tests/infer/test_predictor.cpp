@@ -374,6 +374,25 @@ TEST_CASE("eval report: counts CER in characters, line accuracy and the worst li
   CHECK(e.summary().at("failed").as_int() == 1);
 }
 
+TEST_CASE("eval report: references with no characters give no rate, not 0%", "[infer]") {
+  // The issue's case: a .gt.txt that is empty and a line read with 44 characters printed
+  // "CER 0.00% (44 edits / 0 characters)", a rate that contradicts its own counts.
+  Evaluation e;
+  LineResult a;
+  a.name = "a.png", a.text = std::string(44, 'x');
+  CHECK(e.add(a, "").distance == 44);
+  const std::string report = e.report();
+  CHECK_THAT(report, Catch::Contains("CER            undefined") && Catch::Contains("(44 edits / 0 characters)"));
+  CHECK_THAT(report, !Catch::Contains("CER            0.00%"));
+  CHECK(e.summary().at("cer").is_null());
+  CHECK(e.summary().at("distance").as_int() == 44);
+  // With any reference characters the rate is back.
+  LineResult b;
+  b.name = "b.png", b.text = "ab";
+  e.add(b, "ab");
+  CHECK(e.summary().at("cer").as_number() == Approx(22.0));
+}
+
 TEST_CASE("logits-out: writes a readable safetensors file", "[infer]") {
   const auto paths = write_lines("logits", {24, 48});
   Predictor p(model_file(), options({Device::cpu()}, 2));
