@@ -163,36 +163,6 @@ GrayImage shade_paper(const GrayImage& image, double shade, double angle, double
   return out;
 }
 
-GrayImage downsample(const GrayImage& image, int64_t height) {
-  check_image(image, "downsample");
-  OCRT_CHECK(height >= 1, "downsample: height must be >= 1, got ", height);
-  const double scale = (double)height / (double)image.height;
-  const int64_t width = std::max<int64_t>(1, std::llround((double)image.width * scale));
-  GrayImage out;
-  out.width = width, out.height = height;
-  out.pixels.resize((size_t)(width * height));
-  // Area average: each output pixel covers [x0, x1) x [y0, y1) of the source, in source pixels;
-  // partly covered source pixels count with the covered fraction.
-  const double sx = (double)image.width / (double)width, sy = (double)image.height / (double)height;
-  for (int64_t oy = 0; oy < height; ++oy) {
-    const double y0 = oy * sy, y1 = std::min((oy + 1) * sy, (double)image.height);
-    for (int64_t ox = 0; ox < width; ++ox) {
-      const double x0 = ox * sx, x1 = std::min((ox + 1) * sx, (double)image.width);
-      double sum = 0, area = 0;
-      for (auto y = (int64_t)y0; (double)y < y1; ++y) {
-        const double wy = std::min((double)y + 1, y1) - std::max((double)y, y0);
-        for (auto x = (int64_t)x0; (double)x < x1; ++x) {
-          const double wx = std::min((double)x + 1, x1) - std::max((double)x, x0);
-          sum += wx * wy * image.at(x, y);
-          area += wx * wy;
-        }
-      }
-      out.pixels[(size_t)(oy * width + ox)] = to_u8(area > 0 ? sum / area : 255.0);
-    }
-  }
-  return out;
-}
-
 GrayImage speckle(const GrayImage& image, int64_t count, uint8_t ink, uint8_t paper, SampleRng& rng) {
   check_image(image, "speckle");
   OCRT_CHECK(count >= 0, "speckle: count must be >= 0, got ", count);
@@ -330,7 +300,7 @@ GrayImage degrade(const GrayImage& image, const ScanOptions& opt, SampleRng& rng
     if (top_h > opt.min_lowres_height) {
       const double target = opt.min_lowres_height + (top_h - opt.min_lowres_height) *
                                                         (opt.fixed_strength ? 0.5 * lowres : lowres);
-      out = downsample(out, std::max<int64_t>(1, std::llround(target)));
+      out = resize_to_height(out, std::max<int64_t>(1, std::llround(target)));  // area average
     }
   }
   if (do_noise) out = add_noise(out, noise, noise_rng);

@@ -75,9 +75,6 @@ GrayImage curve_baseline(const GrayImage& image, double amplitude, double period
 // line in direction `angle` radians plus a broad bump centred at (cx, cy), in fractions of the
 // width and height). shade in [0, 255].
 GrayImage shade_paper(const GrayImage& image, double shade, double angle, double cx, double cy);
-// The image resampled (area average) to `height` rows and the width that keeps the aspect ratio
-// (at least 1); height >= 1.
-GrayImage downsample(const GrayImage& image, int64_t height);
 // Same size: `count` specks of 1x1 or 2x2 pixels at random places, dark (ink) or light (paper)
 // with equal odds; draws 4 numbers per speck.
 GrayImage speckle(const GrayImage& image, int64_t count, uint8_t ink, uint8_t paper, SampleRng& rng);

@@ -100,24 +100,24 @@ TEST_CASE("shade_paper darkens, never brightens, and is a copy at shade 0", "[sc
   CHECK_THROWS_WITH(shade_paper(img, 10, INFINITY, 0, 0), Catch::Contains("angle must be finite"));
 }
 
-TEST_CASE("downsample keeps the aspect ratio and the mean", "[scan]") {
+TEST_CASE("the lower scan resolution (resize_to_height) keeps the aspect ratio and the mean", "[scan]") {
   const GrayImage img = test_image(300, 48);
-  const GrayImage out = downsample(img, 16);
+  const GrayImage out = resize_to_height(img, 16);
   CHECK(out.height == 16);
   CHECK(out.width == 100);
   // An area average over whole pixels: every output pixel is a weighted mean of its sources,
   // so the image mean is kept up to the rounding of each output pixel to an integer (0.5).
   CHECK(std::abs(mean(out) - mean(img)) <= 0.5);
   // A factor that does not divide the size still keeps the mean within the rounding.
-  const GrayImage odd = downsample(img, 13);
+  const GrayImage odd = resize_to_height(img, 13);
   CHECK(odd.height == 13);
   CHECK(std::abs(mean(odd) - mean(img)) <= 0.5 + 1e-9);
-  // Upward works too (each output pixel lies inside one source pixel: a copy per block).
-  const GrayImage up = downsample(test_image(2, 1), 3);
+  // Upward works too (bilinear), keeping the aspect ratio.
+  const GrayImage up = resize_to_height(test_image(2, 1), 3);
   CHECK(up.width == 6);
   for (auto [w, h] : kSizes)
-    for (int64_t t : {1, 2, 5}) check_consistent(downsample(test_image(w, h), t));
-  CHECK_THROWS_WITH(downsample(img, 0), Catch::Contains("height must be >= 1"));
+    for (int64_t t : {1, 2, 5}) check_consistent(resize_to_height(test_image(w, h), t));
+  CHECK_THROWS_WITH(resize_to_height(img, 0), Catch::Contains("height must be >= 1"));
 }
 
 TEST_CASE("speckle draws specks inside the image, in the two given values", "[scan]") {
