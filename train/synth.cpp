@@ -60,6 +60,18 @@ bool is_control(const std::string& ch) {
   return cp < 0x20 || (cp >= 0x7F && cp < 0xA0);
 }
 
+// Appends the words of `line` (runs of characters between white space) to `out`.
+void split_at_spaces(const std::string& line, std::vector<std::string>& out) {
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && std::isspace((unsigned char)line[i])) ++i;
+    size_t j = i;
+    while (j < line.size() && !std::isspace((unsigned char)line[j])) ++j;
+    if (j > i) out.push_back(line.substr(i, j - i));
+    i = j;
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<Font> Font::load(const std::string& path) {
@@ -238,25 +250,13 @@ TextSource::TextSource(const std::vector<std::string>& words, const nn::Charset&
                        std::vector<std::string> prose, TextMix mix)
     : mix_(mix), charset_(charset) {
   mix_.validate();
+  // A line may hold several words; each is kept only when every character is in the charset
+  // (a word with invalid UTF-8 is not).
   for (const auto& line : words) {
-    // A line may hold several words; each is kept only when every character is in the charset.
-    size_t i = 0;
-    while (i < line.size()) {
-      while (i < line.size() && std::isspace((unsigned char)line[i])) ++i;
-      size_t j = i;
-      while (j < line.size() && !std::isspace((unsigned char)line[j])) ++j;
-      if (j > i) {
-        try {
-          const std::string word = line.substr(i, j - i);
-          const auto chars = nn::utf8_chars(word);
-          if (std::all_of(chars.begin(), chars.end(), [&](const std::string& c) { return charset.contains(c); }))
-            words_.push_back(word);
-        } catch (const Error&) {
-          // invalid UTF-8 in the word list: not a usable word
-        }
-      }
-      i = j;
-    }
+    std::vector<std::string> split;
+    split_at_spaces(line, split);
+    for (auto& w : split)
+      if (in_charset(w)) words_.push_back(std::move(w));
   }
   for (int c = 0x21; c < 0x7F; ++c) {
     const std::string ch(1, (char)c);
@@ -293,14 +293,7 @@ std::vector<std::string> TextSource::read_prose(const std::vector<std::string>& 
     while (std::getline(in, line)) {
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (line == "%") continue;  // a fortune file's separator
-      size_t i = 0;
-      while (i < line.size()) {
-        while (i < line.size() && std::isspace((unsigned char)line[i])) ++i;
-        size_t j = i;
-        while (j < line.size() && !std::isspace((unsigned char)line[j])) ++j;
-        if (j > i) words.push_back(line.substr(i, j - i));
-        i = j;
-      }
+      split_at_spaces(line, words);
     }
   }
   return words;
