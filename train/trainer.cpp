@@ -99,12 +99,16 @@ FrameRule frame_rule(const std::string& arch) {
 }
 
 // A dataset from --train / --val sources: "synth", or label files and folders (checked).
+// `text` holds the synthetic text source once made, so that training and validation lines
+// share one reading of the word list and the prose.
 std::shared_ptr<const Dataset> make_dataset(const std::vector<std::string>& sources, const TrainConfig& cfg,
-                                            const nn::Charset& charset, bool is_val, bool verbose) {
+                                            const nn::Charset& charset, bool is_val, bool verbose,
+                                            std::shared_ptr<const TextSource>& text) {
   const char* flag = is_val ? "--val" : "--train";
   if (sources.size() == 1 && sources[0] == "synth") {
-    auto words = std::make_shared<const TextSource>(TextSource::read_words(cfg.words), charset,
-                                                    TextSource::read_prose(cfg.prose));
+    if (!text)
+      text = std::make_shared<const TextSource>(TextSource::read_words(cfg.words), charset,
+                                                TextSource::read_prose(cfg.prose));
     auto fonts = fonts_or_default(is_val && !cfg.val_fonts.empty() ? cfg.val_fonts : cfg.fonts,
                                   is_val ? "--val-fonts" : "--fonts");
     SynthOptions o = cfg.synth;
@@ -114,8 +118,8 @@ std::shared_ptr<const Dataset> make_dataset(const std::vector<std::string>& sour
     o.scan_options = ScanOptions::preset(cfg.scan);
     if (verbose)
       std::fprintf(stderr, "%s: synthetic lines from %zu fonts, %zu words, %zu words of prose, scan '%s'\n", flag,
-                   fonts.size(), words->num_words(), words->num_prose_words(), cfg.scan.c_str());
-    return std::make_shared<SynthDataset>(fonts, words, charset, o);
+                   fonts.size(), text->num_words(), text->num_prose_words(), cfg.scan.c_str());
+    return std::make_shared<SynthDataset>(fonts, text, charset, o);
   }
   for (const auto& s : sources)
     OCRT_CHECK(s != "synth", flag, ": 'synth' cannot be mixed with files (got ", sources.size(), " sources)");
@@ -384,7 +388,8 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
              "): every replica needs at least one line of each batch");
 
   // Data first: a bad sample or a missing font fails here, before any model is built.
-  auto train_data = make_dataset(cfg.train, cfg, charset, false, lead);
+  std::shared_ptr<const TextSource> text;
+  auto train_data = make_dataset(cfg.train, cfg, charset, false, lead, text);
   int64_t steps = cfg.steps;
   if (cfg.epochs > 0) {
     const double want = std::ceil(cfg.epochs * (double)train_data->size() / (double)cfg.batch);
@@ -395,7 +400,7 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
                    (long long)cfg.batch);
   }
   std::shared_ptr<const Dataset> val_data;
-  if (!cfg.val.empty()) val_data = make_dataset(cfg.val, cfg, charset, true, lead);
+  if (!cfg.val.empty()) val_data = make_dataset(cfg.val, cfg, charset, true, lead, text);
 
   // What to start from: the newest checkpoint (--resume), else the --init weights, else the seed.
   std::optional<Checkpoint> resume_from;
