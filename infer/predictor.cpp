@@ -14,6 +14,7 @@
 #include <Eigen/Core>
 
 #include "models/ctc_decode.h"
+#include "ops/cpu/gemm.h"
 #include "runtime/cuda/cuda_glue.h"
 #include "runtime/threading.h"
 
@@ -79,6 +80,7 @@ std::string RunStats::summary() const {
   std::snprintf(buf, sizeof buf, "%lld lines (%lld failed) in %.2f s, %.1f lines/s", (long long)lines,
                 (long long)failed, seconds, lines_per_second());
   std::string s = buf;
+  if (!cpu_path.empty()) s += "; cpu path " + cpu_path + ", " + precision;
   int64_t done = 0;
   for (const auto& w : workers) done += w.lines;
   for (size_t i = 0; i < workers.size(); ++i) {
@@ -192,6 +194,20 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
              "line limits must satisfy min_source_height >= 1 and 1 <= min_width <= max_width");
   OCRT_CHECK(opt_.arch.empty() || nn::is_known_arch(opt_.arch), "unknown architecture '", opt_.arch,
              "' (expected one of ", nn::known_archs_str(), ")");
+  // The CPU path (OCRT_CPU_ISA is checked here, before any work) and the precision.
+  cpu_path_ = cpu_isa();
+  OCRT_CHECK(opt_.precision == "fp32" || opt_.precision == "bf16" || opt_.precision == "auto",
+             "unknown precision '", opt_.precision, "' (expected fp32, bf16 or auto)");
+  std::string precision = opt_.precision;
+  if (precision == "auto") precision = (int)cpu_path_ >= (int)CpuIsa::avx512bf16 && cpu_workers > 0 ? "bf16" : "fp32";
+  if (precision == "bf16") {
+    OCRT_CHECK(cpu_workers == (int)opt_.devices.size(), "--precision bf16 runs on CPU workers only; ",
+               "GPU workers compute in float32 (leave out the GPUs or use --precision fp32)");
+    OCRT_CHECK(cpu_path_ != CpuIsa::generic, "--precision bf16 needs a CPU with AVX2 and FMA at least ",
+               "(this one runs the generic path)");
+  }
+  cpu::set_matmul_precision(cpu::parse_matmul_precision(precision));
+  precision_ = precision;
 
   // ---- the model file
   nn::ModelFile file;
@@ -563,6 +579,8 @@ RunStats Predictor::run(const std::function<bool(LineInput&)>& next,
     throw;
   }
   stats.seconds = seconds_since(t0);
+  stats.cpu_path = cpu_isa_name(cpu_path_);
+  stats.precision = precision_;
   std::lock_guard<std::mutex> lock(s.mu);
   for (auto& w : s.workers) stats.workers.push_back(w->stats);
   return stats;

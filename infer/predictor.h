@@ -66,6 +66,7 @@
 #include "models/charset.h"
 #include "models/recognizer.h"
 #include "models/model_file.h"
+#include "runtime/cpu_isa.h"
 #include "runtime/device.h"
 #include "runtime/image.h"
 
@@ -98,6 +99,13 @@ struct PredictorOptions {
   std::vector<Device> devices{Device::cpu()};  // one worker each
   int threads = 0;          // CPU threads for preprocessing and CPU workers (0: default_num_threads())
   int64_t batch = 32;       // lines per batch
+  // The precision of the CPU workers' matrix products and convolutions: "fp32", "bf16"
+  // (ops/cpu/gemm.h: operands rounded to bf16, float32 sums; LSTM gates, softmax and decoding stay
+  // float32) or "auto": bf16 where the CPU has bf16 instructions (the avx512bf16 and amx paths,
+  // runtime/cpu_isa.h), where the shipped model reads its validation lines within 0.05 CER
+  // points of fp32 (bench/results/cpu-bf16.md), and fp32 elsewhere. Process-wide: it applies to
+  // every CPU op of the process from the constructor on. GPU workers take fp32 only.
+  std::string precision = "fp32";
   Decoder decoder = Decoder::greedy;
   int64_t beam_width = 10;  // for Decoder::beam
   // An optional character language model for Decoder::beam (models/char_lm.h, built by
@@ -160,9 +168,12 @@ struct WorkerStats {
 struct RunStats {
   int64_t lines = 0, failed = 0;
   double seconds = 0;
+  std::string cpu_path;   // the CPU kernels' instruction-set path (runtime/cpu_isa.h), e.g. "avx512bf16"
+  std::string precision;  // what the CPU workers computed in: "fp32" or "bf16"
   std::vector<WorkerStats> workers;  // in the order of PredictorOptions::devices
   double lines_per_second() const { return seconds > 0 ? (double)lines / seconds : 0; }
-  std::string summary() const;  // "120 lines (1 failed) in 0.8 s, 150.0 lines/s; cpu 50.0%, cuda:0 50.0%"
+  // "120 lines (1 failed) in 0.8 s, 150.0 lines/s; cpu path avx512bf16, bf16; worker 0 (cpu): ..."
+  std::string summary() const;
 };
 
 class Predictor {
@@ -191,12 +202,15 @@ class Predictor {
   const nn::Charset& charset() const { return charset_; }
   const std::string& model_path() const { return model_path_; }
   const PredictorOptions& options() const { return opt_; }
+  const std::string& precision() const { return precision_; }  // fp32 or bf16, auto resolved
 
  private:
   struct Impl;  // the workers, the queue of batches and the chunks in flight (predictor.cpp)
 
   PredictorOptions opt_;
   std::string model_path_, arch_;
+  CpuIsa cpu_path_ = CpuIsa::generic;  // cpu_isa() at construction
+  std::string precision_;              // "fp32" or "bf16" (auto resolved)
   Json config_;
   nn::Charset charset_;
   std::unique_ptr<const nn::CharLM> lm_;  // with lm_path; read-only, shared by the workers

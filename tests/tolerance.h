@@ -44,26 +44,51 @@ inline double gamma32(int64_t n) {
 // (a reduction of length n) whose terms have absolute values summing to abs_sum.
 inline double f32_reduction_tolerance(int64_t n, double abs_sum) { return kBoundSafety * gamma32(n) * abs_sum; }
 
-// Element-wise |got - want| <= f32_reduction_tolerance(n, abs_sum) for tensors of one shape (any
-// dtype: compared in double). `abs_sum` holds, per element, the sum of the absolute values of
-// its terms: the same computation run on |inputs|. Prints the first mismatches.
-inline void require_within_bound(const Tensor& got, const Tensor& want, const Tensor& abs_sum, int64_t n,
-                                 const std::string& what = "") {
-  INFO(what << " (float32 reduction of length " << n << ", tolerance 2 gamma_n sum|terms|, tests/tolerance.h)");
+// The largest error allowed for a bf16 matrix product (ops/cpu/gemm.h) against the exact product
+// of the float32 operands: a product of length n whose terms have absolute values summing to
+// abs_sum. Rounding each operand to bf16 (unit roundoff u = 2^-8) changes a term a b by at most
+// (2u + u^2) |a b|; the rounded products are exact in float32 and their float32 sum adds
+// gamma_n (1 + u)^2 of the sum of their absolute values.
+inline double bf16_product_tolerance(int64_t n, double abs_sum) {
+  constexpr double u = 0x1p-8;
+  return kBoundSafety * ((2 * u + u * u) + gamma32(n) * (1 + u) * (1 + u)) * abs_sum;
+}
+
+// Element-wise |got - want| <= tolerance(n, abs_sum) for tensors of one shape (any dtype:
+// compared in double). `abs_sum` holds, per element, the sum of the absolute values of its terms:
+// the same computation run on |inputs|. Prints the first mismatches.
+template <class Tolerance>
+void require_within(const Tensor& got, const Tensor& want, const Tensor& abs_sum, int64_t n, Tolerance tolerance,
+                    const std::string& what) {
   REQUIRE(got.shape() == want.shape());
   REQUIRE(abs_sum.shape() == want.shape());
   const std::vector<double> a = got.to_vector<double>(), e = want.to_vector<double>(), s = abs_sum.to_vector<double>();
   std::ostringstream bad;
   int64_t nbad = 0;
   for (size_t i = 0; i < a.size(); ++i) {
-    const double tol = f32_reduction_tolerance(n, s[i]);
+    const double tol = tolerance(n, s[i]);
     if (!(std::abs(a[i] - e[i]) <= tol)) {
       if (nbad < 5) bad << "  element " << i << ": got " << a[i] << ", expected " << e[i] << ", tolerance " << tol << "\n";
       ++nbad;
     }
   }
-  INFO("mismatches (" << nbad << " of " << a.size() << "):\n" << bad.str());
+  INFO(what << ": mismatches (" << nbad << " of " << a.size() << "):\n" << bad.str());
   CHECK(nbad == 0);
+}
+
+// A float32 reduction of length n: tolerance 2 gamma_n sum|terms|.
+inline void require_within_bound(const Tensor& got, const Tensor& want, const Tensor& abs_sum, int64_t n,
+                                 const std::string& what = "") {
+  INFO(what << " (float32 reduction of length " << n << ", tolerance 2 gamma_n sum|terms|, tests/tolerance.h)");
+  require_within(got, want, abs_sum, n, f32_reduction_tolerance, what);
+}
+
+// A bf16 product of length n against the exact product of the float32 operands
+// (bf16_product_tolerance).
+inline void require_within_bf16_bound(const Tensor& got, const Tensor& want, const Tensor& abs_sum, int64_t n,
+                                      const std::string& what = "") {
+  INFO(what << " (bf16 product of length " << n << ", tolerance bf16_product_tolerance, tests/tolerance.h)");
+  require_within(got, want, abs_sum, n, bf16_product_tolerance, what);
 }
 
 }  // namespace ocrt::testing

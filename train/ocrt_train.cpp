@@ -54,6 +54,9 @@ Run
   --device cpu|cuda:N    (cpu)       --threads N (CPU threads)   --workers N (2 loader threads)
   --conv fast|exact      CPU 3x3 convolutions through Winograd (fast: about 1e-5 relative
                          rounding) or im2col (exact: about 1e-7); docs/ops/conv.md
+  --precision fp32|bf16  CPU matrix products and convolutions, forward and backward, in float32
+                         or bf16 (float32 sums, weights and optimizer state); docs/ops/gemm.md.
+                         The CPU path taken (OCRT_CPU_ISA forces one) is in the summary
   --out DIR              checkpoints, metrics.jsonl, best.safetensors (run)
   --save-every N (1000)  --eval-every N (1000)  --log-every N (50)  --keep K (3 checkpoints)
   --resume               continue from the newest checkpoint in --out (same --seed); an error
@@ -147,6 +150,7 @@ TrainConfig parse_args(int argc, char** argv) {
     else if (a == "--no-batch-norm") c.batch_norm = false;
     else if (a == "--overlap") c.overlap = value();
     else if (a == "--conv") c.conv = value();
+    else if (a == "--precision") c.precision = value();
     else if (a == "--sync-batch-norm") c.sync_batch_norm = true;
     else if (a == "--threads") c.threads = (int)parse_int(a, value());
     else if (a == "--workers") c.workers = (int)parse_int(a, value());

@@ -22,9 +22,11 @@
 #include "models/layers.h"
 #include "models/model_file.h"
 #include "ops/conv.h"
+#include "ops/cpu/gemm.h"
 #include "ops/ctc.h"
 #include "ops/elementwise.h"
 #include "runtime/comm.h"
+#include "runtime/cpu_isa.h"
 #include "runtime/cuda/cuda_glue.h"
 #include "runtime/mpi_comm.h"
 #include "runtime/nccl_comm.h"
@@ -242,6 +244,14 @@ void TrainConfig::validate() const {
   OCRT_CHECK(overlap == "auto" || overlap == "on" || overlap == "off", "--overlap: expected auto, on or off, got '",
              overlap, "'");
   OCRT_CHECK(conv == "fast" || conv == "exact", "--conv: expected fast or exact, got '", conv, "'");
+  OCRT_CHECK(precision == "fp32" || precision == "bf16", "--precision: expected fp32 or bf16, got '", precision, "'");
+  if (precision == "bf16") {
+    bool gpu = device.is_cuda() || device_from_local_rank;
+    for (const Device& d : devices) gpu = gpu || d.is_cuda();
+    OCRT_CHECK(!gpu, "--precision bf16 is for CPU training; GPU devices train in float32");
+    OCRT_CHECK(cpu_isa() != CpuIsa::generic, "--precision bf16 needs a CPU with AVX2 and FMA at least ",
+               "(this one runs the generic path)");
+  }
   try {
     ScanOptions::preset(scan);
   } catch (const Error& e) {
@@ -358,6 +368,8 @@ Json TrainResult::to_json() const {
   j.set("ms_per_step", phases);
   j.set("best_model", best_model);
   j.set("interrupted", interrupted);
+  j.set("cpu_path", cpu_path);
+  j.set("precision", precision);
   return j;
 }
 
@@ -685,6 +697,8 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
     for (int k = 0; k < 5; ++k) *ms[k] = 1000 * phase_total[k] / (double)timed_steps;
   }
   result.peak_rss_mb = peak_rss_mb();
+  result.cpu_path = cpu_isa_name(cpu_isa());
+  result.precision = cfg.precision;
   result.final_loss = last_loss;
   result.best_cer = state.best_cer;
   result.best_model = fs::exists(best_path) ? best_path : "";
@@ -778,6 +792,7 @@ TrainResult run_training(const TrainConfig& config) {
   TrainConfig cfg = config;
   if (cfg.threads > 0) set_num_threads(cfg.threads);
   const ConvModeScope conv_mode(parse_conv_mode(cfg.conv));
+  const cpu::MatmulPrecisionScope precision(cpu::parse_matmul_precision(cfg.precision));
   if (cfg.devices.size() == 1) cfg.device = cfg.devices[0];
   auto prev_int = std::signal(SIGINT, on_signal);
   auto prev_term = std::signal(SIGTERM, on_signal);

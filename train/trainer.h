@@ -63,6 +63,10 @@ struct TrainConfig {
   // --conv: "fast" lets CPU 3x3 layers run through Winograd (about 1e-5 relative rounding),
   // "exact" keeps im2col (ops/conv.h, ConvMode). Set for the whole process during the run.
   std::string conv = "fast";
+  // --precision: "fp32", or "bf16" for the CPU's matrix products and convolutions, forward and
+  // backward (ops/cpu/gemm.h: operands rounded to bf16, float32 sums; weights, gradients and
+  // optimizer state stay float32). GPU devices train in float32. Set for the whole process.
+  std::string precision = "fp32";
 
   // Data parallelism (docs/distributed.md). devices: one replica per device in this process,
   // each in its own thread (cuda:0,cuda:1 through NCCL; cpu,cpu through shared memory); empty
@@ -100,6 +104,8 @@ struct TrainResult {
   std::string best_model;
   bool interrupted = false;    // stopped by SIGINT/SIGTERM after saving a checkpoint
   int rank = 0;                // this process's replica (MPI); 0 otherwise
+  std::string cpu_path;        // the CPU kernels' instruction-set path (runtime/cpu_isa.h)
+  std::string precision;       // fp32 or bf16
   Json to_json() const;
 };
 

@@ -35,15 +35,17 @@ namespace ocrt {
 namespace {
 
 // C (M,N, row stride ldc) = (accumulate ? C : 0) + A @ B, with A's (i,k) at A[i*a_r + k*a_c]
-// and B's (k,j) at B[k*b_r + j*b_c]. float32 goes to ocrt's packed GEMM where the build has
-// it; everything else to Eigen.
+// and B's (k,j) at B[k*b_r + j*b_c]. float32 goes to ocrt's packed GEMM (in the precision of
+// cpu::matmul_precision()) where the CPU runs it; everything else to Eigen.
 template <class T>
 void gemm(int64_t M, int64_t N, int64_t K, const T* A, int64_t a_r, int64_t a_c, const T* B, int64_t b_r,
           int64_t b_c, T* C, int64_t ldc, bool accumulate) {
 #if defined(OCRT_CPU_SGEMM)
   if constexpr (std::is_same_v<T, float>) {
-    cpu::sgemm(M, N, K, A, a_r, a_c, B, b_r, b_c, C, ldc, accumulate);
-    return;
+    if (cpu::sgemm_available()) {
+      cpu::sgemm(M, N, K, A, a_r, a_c, B, b_r, b_c, C, ldc, accumulate);
+      return;
+    }
   }
 #endif
   using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;

@@ -1,24 +1,74 @@
-// ocrt's own float32 matrix product for CPUs with AVX-512 or with AVX2 + FMA (ops/cpu/gemm.cpp
-// explains how it works; the instruction set is the compiler's target, -march=native in Release
-// builds). ops/cpu/linalg.cpp and ops/cpu/conv.cpp use it for float32 when OCRT_CPU_SGEMM is
-// defined, and Eigen otherwise (float64, or a build for an older CPU).
+// ocrt's own matrix product on the CPU, in float32 or bf16, with a kernel for each instruction-set
+// path (runtime/cpu_isa.h) compiled into every x86-64 build and chosen at run time.
+// ops/cpu/gemm.cpp explains the algorithm, ops/cpu/gemm_<isa>.cpp hold the kernels.
+//
+//   path         float32 kernel                     bf16 kernel
+//   avx2         6 x 16 tile, FMA                   operands rounded to bf16 when packed, then
+//                                                   the float32 kernel (the same numbers, no faster)
+//   avx512       14 x 32 tile, FMA                  the same, with the avx512 float32 kernel
+//   avx512bf16   avx512's                           14 x 32 tile, vdpbf16ps on bf16 pairs
+//   amx          avx512's                           avx512bf16's (AMX tiles: not yet)
+//
+// Where the CPU has no AVX2 (path `generic`) or the build is not for x86-64 (OCRT_CPU_SGEMM not
+// defined), ops/cpu/linalg.cpp and ops/cpu/conv.cpp use Eigen, in float32 only.
+//
+// What bf16 means here (the same on every path): each element of A and B is rounded to bf16
+// (runtime/bf16.h: nearest, ties to even, denormals to zero) and the products are summed in
+// float32. A product of two bf16 values is exact in float32, so the error against the float32
+// product comes from the two roundings (2^-8 relative each) and the float32 sum, and is bounded by
+// (2^-7 + 2^-16 + gamma_K) sum_k |a_ik b_kj| (tests/tolerance.h, bf16_product_tolerance).
 #pragma once
 
 #include <cstdint>
 
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#include "runtime/cpu_isa.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define OCRT_CPU_SGEMM 1
+#endif
 
 namespace ocrt::cpu {
 
-// The register tile (mr x nr) and cache blocks (kc, mc, nc) this build's GEMM uses, so that tests
-// can pick sizes on and around every edge whichever instruction set was compiled.
+// The number format a CPU matrix product rounds its operands to.
+enum class MatmulPrecision { f32, bf16 };
+
+// "fp32" or "bf16"; parse_ throws on anything else.
+const char* matmul_precision_name(MatmulPrecision p);
+MatmulPrecision parse_matmul_precision(const std::string& name);
+
+// The precision of every float32 matrix product and convolution on the CPU from now on (the
+// process-wide default is f32). bf16 needs the AVX2 path at least (it throws on `generic`).
+// Set it before ops run, from one thread (ocrt-infer's and ocrt-train's --precision do).
+void set_matmul_precision(MatmulPrecision p);
+MatmulPrecision matmul_precision();
+
+// Sets a precision for its lifetime and restores the previous one (tests, benchmarks).
+class MatmulPrecisionScope {
+ public:
+  explicit MatmulPrecisionScope(MatmulPrecision p) : previous_(matmul_precision()) { set_matmul_precision(p); }
+  ~MatmulPrecisionScope() { set_matmul_precision(previous_); }
+  MatmulPrecisionScope(const MatmulPrecisionScope&) = delete;
+  MatmulPrecisionScope& operator=(const MatmulPrecisionScope&) = delete;
+
+ private:
+  MatmulPrecision previous_;
+};
+
+#if defined(OCRT_CPU_SGEMM)
+
+// Whether this machine runs ocrt's GEMM at all (its path is not `generic`).
+bool sgemm_available();
+
+// The register tile (mr x nr, in elements of C) and cache blocks (kc, mc, nc) of one kernel, so
+// that tests can pick sizes on and around every edge.
 struct SgemmBlocking {
   int64_t mr, nr, kc, mc, nc;
 };
-SgemmBlocking sgemm_blocking();
+SgemmBlocking sgemm_blocking(CpuIsa isa, MatmulPrecision p);
+SgemmBlocking sgemm_blocking();  // the kernel that sgemm() uses now
 
-// C = A @ B (or C += A @ B with accumulate) for A (M,K), B (K,N), C (M,N), float32.
+// C = A @ B (or C += A @ B with accumulate) for A (M,K), B (K,N), C (M,N), float32 in memory,
+// in the current matmul_precision() on the path cpu_isa().
 // A's element (i,k) is A[i * lda_row + k * lda_col], B's element (k,j) is B[k * ldb_row +
 // j * ldb_col]: any strides work (a transposed operand is just swapped strides, a broadcast one
 // has stride 0), and nothing is copied beyond the packing below. C has contiguous rows, row
@@ -30,6 +80,12 @@ SgemmBlocking sgemm_blocking();
 void sgemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda_row, int64_t lda_col, const float* B,
            int64_t ldb_row, int64_t ldb_col, float* C, int64_t ldc, bool accumulate = false);
 
-}  // namespace ocrt::cpu
+// The same on a given path and precision (tests and benchmarks compare the paths); throws when
+// this machine cannot run `isa` or isa is `generic`.
+void sgemm_on(CpuIsa isa, MatmulPrecision p, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda_row,
+              int64_t lda_col, const float* B, int64_t ldb_row, int64_t ldb_col, float* C, int64_t ldc,
+              bool accumulate = false);
 
-#endif
+#endif  // OCRT_CPU_SGEMM
+
+}  // namespace ocrt::cpu

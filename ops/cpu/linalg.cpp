@@ -26,8 +26,9 @@
 // Results are deterministic for a given thread count: every output element is computed by
 // one GEMM call with a fixed order of operations.
 //
-// float32 on a build with AVX-512 or AVX2 + FMA (OCRT_CPU_SGEMM, ops/cpu/gemm.h) does not use
-// Eigen but ocrt's own packed GEMM, faster than Eigen's on both (bench/results/core.md). It reads
+// float32 on a CPU with AVX2 + FMA or AVX-512 (cpu::sgemm_available(), ops/cpu/gemm.h) does not
+// use Eigen but ocrt's own packed GEMM, faster than Eigen's on both (bench/results/core.md), in
+// float32 or bf16 (cpu::matmul_precision()). It reads
 // any strides through its packing, so no operand is ever copied, and it shares one product among
 // the threads itself (its threads share the packed B blocks). Several products are instead given
 // out whole, one per thread, when they divide evenly among the threads (or are many): then
@@ -184,7 +185,7 @@ void matmul_sgemm(const Tensor& a, const Tensor& b, const Tensor& out) {
 
 void cpu_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
 #if defined(OCRT_CPU_SGEMM)
-  if (out.dtype() == DType::f32) return matmul_sgemm(a, b, out);
+  if (out.dtype() == DType::f32 && cpu::sgemm_available()) return matmul_sgemm(a, b, out);
 #endif
   OCRT_DISPATCH_FLOAT(out.dtype(), "matmul", [&] { matmul_typed<scalar_t>(a, b, out); });
 }

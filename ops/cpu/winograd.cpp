@@ -322,6 +322,7 @@ void weight_grad_out(const float* S, int64_t Cout, int64_t C, int64_t k, float* 
 }  // namespace
 
 bool winograd_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p) {
+  if (!sgemm_available()) return false;  // its 36 products are ocrt's GEMM
   return kh == 3 && kw == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 && p.dilation_w == 1 &&
          p.groups == 1 && C >= 16 && Cout >= 16;
 }

@@ -14,7 +14,11 @@
 namespace ocrt::cpu {
 
 // Whether winograd_conv2d computes this convolution: a 3x3 kernel, stride 1, no dilation, one
-// group, and enough channels on both sides for the transforms to pay for themselves.
+// group, and enough channels on both sides for the transforms to pay for themselves, on a CPU
+// that runs ocrt's GEMM. Its 36 products take cpu::matmul_precision(): in bf16 the transformed
+// tiles are rounded to bf16, whose error the output transform carries like the float32 one
+// (tests/ops/test_conv.cpp bounds both; the shipped model reads the same in both,
+// bench/results/cpu-bf16.md).
 bool winograd_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p);
 
 // y (N, Cout, Ho, Wo) = conv2d(x (N, C, H, W), w (Cout, C, 3, 3)) + bias (Cout, or null), with

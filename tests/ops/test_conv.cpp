@@ -9,6 +9,7 @@
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/cpu/conv_reference.h"
+#include "ops/cpu/gemm.h"
 #include "ops/cpu/winograd.h"
 #include "runtime/threading.h"
 #include "tolerance.h"
@@ -376,6 +377,55 @@ TEST_CASE("Winograd's weight gradient against the plain-loop reference", "[conv]
     const int64_t n = winograd_weight_grad_ops(g.N, ((Ho + 3) / 4) * ((Wo + 3) / 4));
     require_within_bound(Tensor::from_vector(runs[0], w.shape()), rdw, sdw, n, "Winograd dw");
     require_within_bound(Tensor::from_vector(chunked, w.shape()), rdw, sdw, n, "Winograd dw, chunked");
+  }
+}
+
+TEST_CASE("Winograd in bf16: y and dw within the bf16 bound of the plain-loop reference", "[conv][winograd][bf16]") {
+  // In bf16 (ops/cpu/gemm.h) the 36 products round the transformed tiles U and V to bf16: each
+  // product U V changes by at most (2u + u^2) |U| |V| with u = 2^-8, and the output transform
+  // carries that through the same |A^T| (sum |U| |V|) |A| as the float32 terms, so the bound is
+  // bf16_product_tolerance over the same sums of |terms| and the same operation count.
+  if (!cpu::sgemm_available()) return;
+  cpu::MatmulPrecisionScope bf16(cpu::MatmulPrecision::bf16);
+  struct Geo {
+    int64_t N, C, H, W, Cout, pad;
+  };
+  const std::vector<Geo> geos = {{2, 16, 5, 7, 16, 1}, {1, 24, 4, 33, 20, 1}, {2, 64, 8, 30, 128, 1}, {2, 17, 3, 3, 16, 2}};
+  for (size_t gi = 0; gi < geos.size(); ++gi) {
+    const Geo& g = geos[gi];
+    INFO("geometry " << gi);
+    const int64_t Ho = g.H + 2 * g.pad - 2, Wo = g.W + 2 * g.pad - 2;
+    const Tensor x = det_uniform({g.N, g.C, g.H, g.W}, 160 + gi, -1, 1, DType::f32);
+    const Tensor w = det_uniform({g.Cout, g.C, 3, 3}, 170 + gi, -0.3, 0.3, DType::f32);
+    const Tensor b = det_uniform({g.Cout}, 180 + gi, -1, 1, DType::f32);
+    const Tensor dy = det_uniform({g.N, g.Cout, Ho, Wo}, 190 + gi, -1, 1, DType::f32);
+    const Shape ys{g.N, g.Cout, Ho, Wo};
+    std::vector<float> y((size_t)(g.N * g.Cout * Ho * Wo)), y32(y.size()), dw((size_t)(g.Cout * g.C * 9));
+    cpu::winograd_conv2d(x.data<float>(), w.data<float>(), b.data<float>(), y.data(), g.N, g.C, g.H, g.W, g.Cout, g.pad,
+                         g.pad);
+    cpu::winograd_conv2d_weight_grad(x.data<float>(), dy.data<float>(), dw.data(), g.N, g.C, g.H, g.W, g.Cout, g.pad,
+                                     g.pad);
+    {
+      cpu::MatmulPrecisionScope f32(cpu::MatmulPrecision::f32);
+      cpu::winograd_conv2d(x.data<float>(), w.data<float>(), b.data<float>(), y32.data(), g.N, g.C, g.H, g.W, g.Cout,
+                           g.pad, g.pad);
+    }
+    CHECK(y != y32);  // the bf16 kernel did the products
+    const Conv2dParams p{1, 1, g.pad, g.pad, 1, 1, 1};
+    Tensor ry = Tensor::empty(ys), rdx = Tensor::empty(x.shape()), rdw = Tensor::empty(w.shape()),
+           rdb = Tensor::empty({g.Cout});
+    reference::conv2d(x.data<float>(), w.data<float>(), b.data<float>(), ry.data<float>(), g.N, g.C, g.H, g.W, g.Cout, 3,
+                      3, Ho, Wo, p);
+    reference::conv2d_backward(x.data<float>(), w.data<float>(), dy.data<float>(), rdx.data<float>(),
+                               rdw.data<float>(), rdb.data<float>(), g.N, g.C, g.H, g.W, g.Cout, 3, 3, Ho, Wo, p);
+    require_within_bf16_bound(Tensor::from_vector(y, ys), ry,
+                              winograd_abs_terms(x.data<float>(), w.data<float>(), b.data<float>(), g.N, g.C, g.H, g.W,
+                                                 g.Cout, g.pad, g.pad),
+                              winograd_forward_ops(g.C, true), "Winograd y in bf16");
+    require_within_bf16_bound(Tensor::from_vector(dw, w.shape()), rdw,
+                              winograd_weight_grad_abs_terms(x.data<float>(), dy.data<float>(), g.N, g.C, g.H, g.W,
+                                                             g.Cout, g.pad, g.pad),
+                              winograd_weight_grad_ops(g.N, ((Ho + 3) / 4) * ((Wo + 3) / 4)), "Winograd dw in bf16");
   }
 }
 

@@ -1,11 +1,14 @@
-// ocrt's packed GEMM (ops/cpu/gemm.cpp) against a plain double-precision loop: sizes on and off
-// every block boundary of the kernel this build compiled (AVX-512 or AVX2 + FMA: the tile and
-// block sizes come from sgemm_blocking()), K = 0, transposed, padded and broadcast (stride 0)
-// operands, accumulation into C, and bit-identical results on 1, 2 and 3 threads. Each element
-// must be within the forward-error bound of its dot product (tests/tolerance.h).
-// Only built where the GEMM is; ops/cpu/linalg.cpp uses Eigen elsewhere. tests/CMakeLists.txt also
-// builds this file into one program per instruction set (ocrt_tests_gemm_<isa>), so that the
-// AVX2 and AVX-512 kernels are both tested wherever the CPU can run them.
+// ocrt's packed GEMM (ops/cpu/gemm.cpp) against a plain double-precision loop, on the
+// instruction-set path this run takes (cpu_isa(): the best this CPU runs, or the one OCRT_CPU_ISA
+// forces; tests/CMakeLists.txt runs these tests once per path, skipped where the CPU lacks it) and
+// in both precisions: sizes on and off every block boundary of that kernel (its tile and block
+// sizes come from sgemm_blocking()), K = 0, transposed, padded and broadcast (stride 0) operands,
+// accumulation into C, and bit-identical results on 1, 2 and 3 threads.
+// float32: each element within the forward-error bound of its dot product (tests/tolerance.h).
+// bf16: the reference rounds every operand to bf16 first (runtime/bf16.h), so what is left is the
+// same float32 bound: a kernel that rounded differently (truncation, or no rounding at all)
+// would be off by about 2^-9 of every product and fail.
+// Only built where the GEMM is (x86-64); ops/cpu/linalg.cpp uses Eigen elsewhere.
 #include <catch2/catch.hpp>
 
 #include "ops/cpu/gemm.h"
@@ -16,14 +19,25 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/bf16.h"
 #include "runtime/threading.h"
 #include "tolerance.h"
 
-using ocrt::cpu::sgemm;
+using ocrt::CpuIsa;
+using ocrt::cpu::MatmulPrecision;
 
 namespace {
 
-const ocrt::cpu::SgemmBlocking blk = ocrt::cpu::sgemm_blocking();
+// The kernel under test: this run's path, in one precision.
+struct Path {
+  CpuIsa isa;
+  MatmulPrecision precision;
+  ocrt::cpu::SgemmBlocking blk;
+};
+Path path_for(MatmulPrecision p) {
+  const CpuIsa isa = ocrt::cpu_isa();
+  return {isa, p, ocrt::cpu::sgemm_blocking(isa, p)};
+}
 
 struct ThreadCountGuard {
   int saved = ocrt::num_threads();
@@ -70,20 +84,24 @@ struct Case {
   bool pad = false, accumulate = false;
 };
 
-void check(const Case& c) {
-  INFO("M " << c.M << " N " << c.N << " K " << c.K << " a " << (int)c.a << " b " << (int)c.b << " pad " << c.pad
+void check(const Path& path, const Case& c) {
+  const bool bf16 = path.precision == MatmulPrecision::bf16;
+  INFO("path " << ocrt::cpu_isa_name(path.isa) << " " << ocrt::cpu::matmul_precision_name(path.precision) << " M "
+               << c.M << " N " << c.N << " K " << c.K << " a " << (int)c.a << " b " << (int)c.b << " pad " << c.pad
             << " accumulate " << c.accumulate);
   const Strides sa = strides_of(c.a, c.M, c.K, c.pad ? 3 : 0), sb = strides_of(c.b, c.K, c.N, c.pad ? 5 : 0);
   const int64_t ldc = c.N + (c.pad ? 2 : 0);
   const std::vector<float> a = values(sa.storage, 1 + (uint32_t)c.M), b = values(sb.storage, 2 + (uint32_t)c.N);
   const std::vector<float> c0 = values(c.M * ldc, 3 + (uint32_t)c.K);  // C before the call
-  auto A = [&](int64_t i, int64_t k) { return (double)a[i * sa.row + k * sa.col]; };
-  auto B = [&](int64_t k, int64_t j) { return (double)b[k * sb.row + j * sb.col]; };
+  auto operand = [bf16](float x) { return (double)(bf16 ? ocrt::round_to_bf16(x) : x); };
+  auto A = [&](int64_t i, int64_t k) { return operand(a[i * sa.row + k * sa.col]); };
+  auto B = [&](int64_t k, int64_t j) { return operand(b[k * sb.row + j * sb.col]); };
 
   auto run = [&](int threads) {
     ocrt::set_num_threads(threads);
     std::vector<float> out = c0;
-    sgemm(c.M, c.N, c.K, a.data(), sa.row, sa.col, b.data(), sb.row, sb.col, out.data(), ldc, c.accumulate);
+    ocrt::cpu::sgemm_on(path.isa, path.precision, c.M, c.N, c.K, a.data(), sa.row, sa.col, b.data(), sb.row, sb.col,
+                        out.data(), ldc, c.accumulate);
     return out;
   };
   ThreadCountGuard guard;
@@ -98,6 +116,7 @@ void check(const Case& c) {
       for (int64_t k = 0; k < c.K; ++k) sum += A(i, k) * B(k, j), abs_sum += std::abs(A(i, k) * B(k, j));
       // K products added in float32 (and C's old value: one addition more), in the kernel's
       // order: within gamma_n of the sum of |terms|. Equal terms (broadcast operands) come close.
+      // In bf16 the products of the rounded operands are exact in float32, so the same holds.
       const double got = one[i * ldc + j];
       const double tol = ocrt::testing::f32_reduction_tolerance(c.K + (c.accumulate ? 1 : 0), abs_sum);
       if (!(std::abs(got - sum) <= tol) && bad++ < 5)
@@ -112,6 +131,9 @@ void check(const Case& c) {
 }  // namespace
 
 TEST_CASE("sgemm blocks hold whole register tiles", "[gemm]") {
+  if (!ocrt::cpu::sgemm_available()) return;  // the generic path: Eigen, tested elsewhere
+  const Path path = path_for(GENERATE(MatmulPrecision::f32, MatmulPrecision::bf16));
+  const auto& blk = path.blk;
   INFO("mr " << blk.mr << " nr " << blk.nr << " kc " << blk.kc << " mc " << blk.mc << " nc " << blk.nc);
   REQUIRE(blk.mr > 0);
   REQUIRE(blk.nr > 0);
@@ -121,70 +143,116 @@ TEST_CASE("sgemm blocks hold whole register tiles", "[gemm]") {
 }
 
 TEST_CASE("sgemm matches a double loop on sizes around the tile edges", "[gemm]") {
+  if (!ocrt::cpu::sgemm_available()) return;  // the generic path: Eigen, tested elsewhere
+  const Path path = path_for(GENERATE(MatmulPrecision::f32, MatmulPrecision::bf16));
+  const auto& blk = path.blk;
   const int64_t ms[] = {1, 2, blk.mr - 1, blk.mr, blk.mr + 1, 2 * blk.mr + 3, 97};
   const int64_t ns[] = {1, 2, blk.nr - 1, blk.nr, blk.nr + 1, 3 * blk.nr + 5, 97};
   for (int64_t M : ms)
     for (int64_t N : ns)
-      for (int64_t K : {1, 2, 13, 257}) check({M, N, K});
+      for (int64_t K : {1, 2, 13, 257}) check(path, {M, N, K});
   // Larger, odd sizes: several tiles of both kinds of edge at once.
   for (int64_t M : {257, 515})
-    for (int64_t N : {33, 257, 515}) check({M, N, 13});
+    for (int64_t N : {33, 257, 515}) check(path, {M, N, 13});
 }
 
 TEST_CASE("sgemm across KC, MC and NC blocks", "[gemm]") {
-  check({3, 5, blk.kc + 6});              // two KC blocks, the second short
-  check({29, 40, 2 * blk.kc + 1});        // three KC blocks, the last of depth 1
-  check({blk.mr, blk.nr, blk.kc});        // exactly one tile, one KC block
-  check({2 * blk.mr, 2 * blk.nr, 2 * blk.kc});
-  check({blk.mc - 1, 17, 9});             // one MC block, one row short
-  check({blk.mc + 1, 17, 9});             // one row into the second MC block
-  check({2 * blk.mc + blk.mr + 3, 33, blk.kc + 1});  // several MC blocks per thread and two KC blocks
-  check({5, blk.nc + 7, 7});              // two NC blocks, the second short
-  check({blk.mr + 1, 2 * blk.nc + blk.nr - 1, 3});  // three NC blocks and edges in both directions
+  if (!ocrt::cpu::sgemm_available()) return;  // the generic path: Eigen, tested elsewhere
+  const Path path = path_for(GENERATE(MatmulPrecision::f32, MatmulPrecision::bf16));
+  const auto& blk = path.blk;
+  check(path, {3, 5, blk.kc + 6});              // two KC blocks, the second short
+  check(path, {29, 40, 2 * blk.kc + 1});        // three KC blocks, the last of depth 1
+  check(path, {blk.mr, blk.nr, blk.kc});        // exactly one tile, one KC block
+  check(path, {2 * blk.mr, 2 * blk.nr, 2 * blk.kc});
+  check(path, {blk.mc - 1, 17, 9});             // one MC block, one row short
+  check(path, {blk.mc + 1, 17, 9});             // one row into the second MC block
+  check(path, {2 * blk.mc + blk.mr + 3, 33, blk.kc + 1});  // several MC blocks per thread and two KC blocks
+  check(path, {5, blk.nc + 7, 7});              // two NC blocks, the second short
+  check(path, {blk.mr + 1, 2 * blk.nc + blk.nr - 1, 3});  // three NC blocks and edges in both directions
 }
 
 TEST_CASE("sgemm accumulates into C", "[gemm]") {
+  if (!ocrt::cpu::sgemm_available()) return;  // the generic path: Eigen, tested elsewhere
+  const Path path = path_for(GENERATE(MatmulPrecision::f32, MatmulPrecision::bf16));
+  const auto& blk = path.blk;
   for (int64_t M : {int64_t(1), blk.mr + 1, int64_t(97)})
     for (int64_t N : {int64_t(3), blk.nr, 2 * blk.nr + 1}) {
-      check({M, N, 13, Layout::plain, Layout::plain, true, true});
-      check({M, N, blk.kc + 3, Layout::transposed, Layout::plain, false, true});  // two KC blocks
+      check(path, {M, N, 13, Layout::plain, Layout::plain, true, true});
+      check(path, {M, N, blk.kc + 3, Layout::transposed, Layout::plain, false, true});  // two KC blocks
     }
 }
 
 TEST_CASE("sgemm with K = 0 writes zeros, or leaves C alone when accumulating", "[gemm]") {
+  if (!ocrt::cpu::sgemm_available()) return;  // the generic path: Eigen, tested elsewhere
+  const Path path = path_for(GENERATE(MatmulPrecision::f32, MatmulPrecision::bf16));
   for (int64_t M : {1, 15})
     for (int64_t N : {1, 40}) {
       std::vector<float> c(M * N, 7.f);
-      sgemm(M, N, 0, nullptr, 0, 1, nullptr, N, 1, c.data(), N, true);
+      ocrt::cpu::sgemm_on(path.isa, path.precision, M, N, 0, nullptr, 0, 1, nullptr, N, 1, c.data(), N, true);
       REQUIRE(c == std::vector<float>(M * N, 7.f));
-      sgemm(M, N, 0, nullptr, 0, 1, nullptr, N, 1, c.data(), N);
+      ocrt::cpu::sgemm_on(path.isa, path.precision, M, N, 0, nullptr, 0, 1, nullptr, N, 1, c.data(), N);
       REQUIRE(c == std::vector<float>(M * N, 0.f));
     }
 }
 
 TEST_CASE("sgemm reads transposed operands and padded rows through its packing", "[gemm]") {
+  if (!ocrt::cpu::sgemm_available()) return;  // the generic path: Eigen, tested elsewhere
+  const Path path = path_for(GENERATE(MatmulPrecision::f32, MatmulPrecision::bf16));
+  const auto& blk = path.blk;
   for (int64_t M : {1, 31, 97})
     for (int64_t N : {1, 33, 97})
       for (int64_t K : {2, 257})
         for (int l = 0; l < 8; ++l)
-          check({M, N, K, (l & 1) ? Layout::transposed : Layout::plain, (l & 2) ? Layout::transposed : Layout::plain,
+          check(path, {M, N, K, (l & 1) ? Layout::transposed : Layout::plain, (l & 2) ? Layout::transposed : Layout::plain,
                  (l & 4) != 0});
-  check({515, 257, 2 * blk.kc + 6, Layout::transposed, Layout::transposed, true});
+  check(path, {515, 257, 2 * blk.kc + 6, Layout::transposed, Layout::transposed, true});
 }
 
 TEST_CASE("sgemm reads broadcast operands (stride 0)", "[gemm]") {
+  if (!ocrt::cpu::sgemm_available()) return;  // the generic path: Eigen, tested elsewhere
+  const Path path = path_for(GENERATE(MatmulPrecision::f32, MatmulPrecision::bf16));
+  const auto& blk = path.blk;
   // An expanded operand: every row (or column) is the same vector, read with stride 0.
   for (Layout a : {Layout::plain, Layout::rows_same, Layout::cols_same})
     for (Layout b : {Layout::plain, Layout::rows_same, Layout::cols_same})
-      for (int64_t K : {int64_t(1), int64_t(50), blk.kc + 1}) check({40, 70, K, a, b, true, K == 50});
+      for (int64_t K : {int64_t(1), int64_t(50), blk.kc + 1}) check(path, {40, 70, K, a, b, true, K == 50});
 }
 
 TEST_CASE("sgemm results do not depend on the thread count at conv-like sizes", "[gemm]") {
+  if (!ocrt::cpu::sgemm_available()) return;  // the generic path: Eigen, tested elsewhere
+  const Path path = path_for(GENERATE(MatmulPrecision::f32, MatmulPrecision::bf16));
   // The shapes of a deep CRNN convolution's three GEMMs, scaled down (ops/cpu/conv.cpp): check()
   // compares 1, 2 and 3 threads bit for bit, and all against the double loop.
-  check({128, 264, 576});                                             // forward
-  check({576, 128, 264, Layout::plain, Layout::transposed, false, true});  // dw^T += col @ dy^T
-  check({576, 264, 128, Layout::transposed, Layout::plain});          // dcol = w^T @ dy
+  check(path, {128, 264, 576});                                             // forward
+  check(path, {576, 128, 264, Layout::plain, Layout::transposed, false, true});  // dw^T += col @ dy^T
+  check(path, {576, 264, 128, Layout::transposed, Layout::plain});          // dcol = w^T @ dy
+}
+
+TEST_CASE("sgemm follows set_matmul_precision", "[gemm]") {
+  if (!ocrt::cpu::sgemm_available()) return;
+  // The dispatching sgemm() takes the precision set for the process: bf16 gives the rounded
+  // operands' product, float32 the exact one (values chosen so that the two differ).
+  struct Restore {
+    MatmulPrecision saved = ocrt::cpu::matmul_precision();
+    ~Restore() { ocrt::cpu::set_matmul_precision(saved); }
+  } restore;
+  const float a[2] = {1.f + 0x1p-12f, 1.f}, b[2] = {1.f, 1.f + 0x1p-12f};
+  float c = 0;
+  ocrt::cpu::set_matmul_precision(MatmulPrecision::f32);
+  ocrt::cpu::sgemm(1, 1, 2, a, 2, 1, b, 1, 1, &c, 1);
+  REQUIRE(c == 2.f + 0x1p-11f);
+  ocrt::cpu::set_matmul_precision(MatmulPrecision::bf16);
+  ocrt::cpu::sgemm(1, 1, 2, a, 2, 1, b, 1, 1, &c, 1);
+  REQUIRE(c == 2.f);
+}
+
+TEST_CASE("sgemm_on refuses a path this CPU cannot run", "[gemm]") {
+  if (ocrt::best_cpu_isa() == CpuIsa::amx) return;  // nothing above it to refuse
+  const CpuIsa above = (CpuIsa)((int)ocrt::best_cpu_isa() + 1);
+  float c = 0;
+  const float one = 1;
+  REQUIRE_THROWS_WITH(ocrt::cpu::sgemm_on(above, MatmulPrecision::f32, 1, 1, 1, &one, 1, 1, &one, 1, 1, &c, 1),
+                      Catch::Contains("cannot run"));
 }
 
 #endif  // OCRT_CPU_SGEMM

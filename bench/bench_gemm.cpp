@@ -1,0 +1,147 @@
+// ocrt's GEMM on every instruction-set path this CPU runs (runtime/cpu_isa.h), in float32 and
+// bf16 (ops/cpu/gemm.h), on the shapes CRNN's inference gives it: GFLOP/s, and the fraction of
+// the path's peak.
+//
+//   bench_gemm [--threads N] [--reps R] [--ghz F] [--json FILE]
+//
+// Shapes (batch 32, a 32 x 400 line, ops/cpu/conv.cpp's chunking of samples into >= 2048 GEMM
+// columns): the convolutions as W (Cout, C k k) @ col (C k k, columns), the LSTM's input
+// projection x (T N, 512) @ W^T (512, 4 H 2) with W stored (4 H 2, 512) as linear() reads it, its
+// recurrent product h (N, 256) @ W_hh^T (256, 1024), and the classifier.
+//
+// Peak per core: 2 FMA pipes x lanes x 2 FLOP per cycle for float32 (AVX2: 32 FLOP/cycle,
+// AVX-512: 64); bf16 with vdpbf16ps: two products per lane per instruction, 128 FLOP/cycle, if
+// the core issues two a cycle (Zen 5 does; Zen 4 and Intel cores without AMX issue fewer, so
+// the fraction there understates). The clock is --ghz (default: /proc/cpuinfo's "cpu MHz").
+// Each figure: 2 warm-up calls, then R timed repetitions of about 0.1 s; the median.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ops/cpu/gemm.h"
+#include "runtime/cpu_isa.h"
+#include "runtime/json.h"
+#include "runtime/threading.h"
+
+using namespace ocrt;
+
+#if defined(OCRT_CPU_SGEMM)
+namespace {
+
+double seconds_of(const std::function<void()>& f, int times) {
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < times; ++i) f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double median_rate(double flop, int reps, const std::function<void()>& f) {
+  const double warm = seconds_of(f, 2) / 2;
+  const int inner = std::max(1, (int)(0.1 / std::max(warm, 1e-9)));
+  std::vector<double> rates;
+  for (int r = 0; r < reps; ++r) rates.push_back(flop * inner / seconds_of(f, inner) / 1e9);
+  std::sort(rates.begin(), rates.end());
+  return rates[rates.size() / 2];
+}
+
+double cpu_ghz() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("cpu MHz", 0) == 0) return std::stod(line.substr(line.find(':') + 1)) / 1000;
+  return 0;
+}
+
+struct Shape {
+  const char* name;
+  int64_t M, N, K;
+  bool b_transposed;  // B read as the transpose of a row-major (N, K) weight
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2, reps = 5;
+  double ghz = cpu_ghz();
+  std::string json_path;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_gemm: %s expects a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--threads") threads = std::stoi(next());
+    else if (a == "--reps") reps = std::max(1, std::stoi(next()));
+    else if (a == "--ghz") ghz = std::stod(next());
+    else if (a == "--json") json_path = next();
+    else {
+      std::fprintf(stderr, "usage: bench_gemm [--threads N] [--reps R] [--ghz F] [--json FILE]\n");
+      return 2;
+    }
+  }
+  set_num_threads(threads);
+  const std::vector<Shape> shapes = {
+      {"conv0 1->64 k3", 64, 12800, 9, false},       {"conv1 64->128 k3", 128, 3200, 576, false},
+      {"conv2 128->256 k3", 256, 2048, 1152, false}, {"conv3 256->256 k3", 256, 2048, 2304, false},
+      {"conv4 256->512 k3", 512, 2080, 2304, false}, {"conv5 512->512 k3", 512, 2080, 4608, false},
+      {"lstm input 512->2x1024", 3232, 2048, 512, true}, {"lstm recurrent 256->1024", 32, 1024, 256, true},
+      {"classifier 512->97", 3232, 97, 512, true},
+  };
+  std::printf("# %s; %d threads, %.2f GHz\n", cpu_description().c_str(), threads, ghz);
+  std::printf("%-26s %-10s %-5s %10s %8s\n", "shape (M x N x K)", "path", "prec", "GFLOP/s", "of peak");
+  Json rows = Json::array();
+  for (const Shape& s : shapes) {
+    std::vector<float> a((size_t)(s.M * s.K)), b((size_t)(s.K * s.N)), c((size_t)(s.M * s.N));
+    for (size_t i = 0; i < a.size(); ++i) a[i] = (float)((i * 37 % 101) - 50) / 50.f;
+    for (size_t i = 0; i < b.size(); ++i) b[i] = (float)((i * 53 % 103) - 51) / 51.f;
+    const int64_t b_row = s.b_transposed ? 1 : s.N, b_col = s.b_transposed ? s.K : 1;
+    for (CpuIsa isa : {CpuIsa::avx2, CpuIsa::avx512, CpuIsa::avx512bf16, CpuIsa::amx}) {
+      if (!cpu_isa_supported(isa)) continue;
+      for (cpu::MatmulPrecision p : {cpu::MatmulPrecision::f32, cpu::MatmulPrecision::bf16}) {
+        // Paths above avx512 share its float32 kernel; avx2/avx512's bf16 is the float32 kernel
+        // on rounded operands: listed once each.
+        if (p == cpu::MatmulPrecision::f32 && (int)isa > (int)CpuIsa::avx512) continue;
+        if (isa == CpuIsa::amx) continue;  // no AMX kernel yet: it runs avx512bf16's
+        const double flop = 2.0 * s.M * s.N * s.K;
+        const double rate = median_rate(flop, reps, [&] {
+          cpu::sgemm_on(isa, p, s.M, s.N, s.K, a.data(), s.K, 1, b.data(), b_row, b_col, c.data(), s.N);
+        });
+        const bool native_bf16 = p == cpu::MatmulPrecision::bf16 && (int)isa >= (int)CpuIsa::avx512bf16;
+        const double per_cycle = isa == CpuIsa::avx2 ? 32 : native_bf16 ? 128 : 64;
+        const double peak = per_cycle * ghz * threads;
+        char shape[64];
+        std::snprintf(shape, sizeof shape, "%s (%lldx%lldx%lld)", s.name, (long long)s.M, (long long)s.N,
+                      (long long)s.K);
+        std::printf("%-44s %-10s %-5s %10.1f %7.1f%%\n", shape, cpu_isa_name(isa), cpu::matmul_precision_name(p),
+                    rate, peak > 0 ? 100 * rate / peak : 0.0);
+        Json r = Json::object();
+        r.set("shape", std::string(s.name));
+        r.set("M", (double)s.M), r.set("N", (double)s.N), r.set("K", (double)s.K);
+        r.set("path", std::string(cpu_isa_name(isa)));
+        r.set("precision", std::string(cpu::matmul_precision_name(p)));
+        r.set("gflops", rate);
+        r.set("fraction_of_peak", peak > 0 ? rate / peak : 0.0);
+        rows.as_array().push_back(r);
+      }
+    }
+  }
+  if (!json_path.empty()) {
+    Json j = Json::object();
+    j.set("cpu", cpu_description());
+    j.set("threads", (double)threads), j.set("ghz", ghz);
+    j.set("results", rows);
+    std::ofstream(json_path) << j.dump() << "\n";
+  }
+  return 0;
+}
+#else
+int main() {
+  std::fprintf(stderr, "bench_gemm: ocrt's GEMM is built for x86-64 only\n");
+  return 2;
+}
+#endif

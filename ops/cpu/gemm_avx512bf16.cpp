@@ -1,0 +1,172 @@
+// ocrt's bf16 GEMM kernel for the avx512bf16 path (and, until AMX tiles have a kernel of their
+// own, the amx path): vdpbf16ps, which multiplies 16 pairs of bf16 values by 16 other pairs and
+// adds each pair's two products to a float32 lane, twice the multiply-adds of a float32 FMA per
+// instruction. Compiled for AVX512_BF16 inside this file only (the pragma below), so any x86-64
+// build has it; ops/cpu/gemm.cpp calls it only on CPUs that have the instructions.
+//
+// The loops and the tile are the float32 avx512 kernel's (ops/cpu/gemm_avx512.cpp, 14 x 32 in
+// 28 zmm registers); what changes is what a packed element is. vdpbf16ps reads pairs along K,
+// so the packed panels hold 32-bit pairs (element k even in the low half, k + 1 in the high
+// half, runtime/bf16.h's bf16_pair):
+//   A panel: for each pair row kp = k / 2, the MR pairs (A[i][2kp], A[i][2kp+1]) of its rows
+//   B panel: for each pair row kp, the NR pairs (B[2kp][j], B[2kp+1][j]) of its columns
+// and one step of the micro-kernel consumes two values of K: 2 loads of B pairs, 14 broadcasts
+// of an A pair, 28 vdpbf16ps. An odd K is padded with a zero.
+//
+// Packing converts float32 to bf16 (round to nearest even) with vcvtne2ps2bf16, 32 values per
+// instruction; the operands stay float32 tensors, so the same weights serve both precisions.
+#include "ops/cpu/gemm_kernels.h"
+
+#if defined(OCRT_CPU_SGEMM)
+
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "runtime/bf16.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx2,fma")
+
+namespace ocrt::cpu::detail {
+namespace avx512bf16 {
+
+#include "ops/cpu/gemm_loops.inc"
+
+// 32 float32 values at `src` (contiguous) as 16 bf16 pairs in a zmm register.
+inline __m512i pairs_of_32(const float* src) {
+  return (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + 16), _mm512_loadu_ps(src));
+}
+
+// n <= 32 contiguous values (zeros after them) as bf16 pairs, stored at out[0 .. (n + 1) / 2).
+inline void convert_pairs(const float* src, int64_t n, uint32_t* out) {
+  if (n == 32) {
+    _mm512_storeu_si512(out, pairs_of_32(src));
+    return;
+  }
+  for (int64_t p = 0; p < (n + 1) / 2; ++p) out[p] = bf16_pair(src[2 * p], 2 * p + 1 < n ? src[2 * p + 1] : 0.f);
+}
+
+struct Bf16PairKernel {
+  using Packed = uint32_t;
+  static constexpr int64_t MR = 14, NR = 32;
+  // Blocks in values of K (half as many packed pairs): the A block MC x KC bf16 = 252 KiB stays
+  // in the L2 (1 MiB on Zen 5); KC x NC bf16 = 4 MiB of B in the L3.
+  static constexpr int64_t KC = 1024, MC = 9 * MR, NC = 2048;
+  static constexpr int64_t NV = NR / 16;
+
+  static int64_t depth(int64_t kc) { return (kc + 1) / 2; }
+
+  // C tile (MR x NR) = (accumulate ? C : 0) + a @ b over d pair steps.
+  static void micro_kernel(int64_t d, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc, bool accumulate) {
+    __m512 acc[MR][NV];
+    for (int i = 0; i < MR; ++i)
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+    for (int i = 0; i < MR; ++i) {
+      _mm_prefetch((const char*)(c + i * ldc), _MM_HINT_T0);
+      _mm_prefetch((const char*)(c + i * ldc + NR - 1), _MM_HINT_T0);
+    }
+    for (int64_t p = 0; p < d; ++p, a += MR, b += NR) {
+      __m512bh bv[NV];
+      for (int v = 0; v < NV; ++v) bv[v] = (__m512bh)_mm512_load_si512(b + v * 16);
+      for (int i = 0; i < MR; ++i) {
+        const __m512bh ai = (__m512bh)_mm512_set1_epi32((int)a[i]);
+        for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], ai, bv[v]);
+      }
+    }
+    for (int i = 0; i < MR; ++i) {
+      float* row = c + i * ldc;
+      for (int v = 0; v < NV; ++v) {
+        if (accumulate) acc[i][v] = _mm512_add_ps(_mm512_loadu_ps(row + v * 16), acc[i][v]);
+        _mm512_storeu_ps(row + v * 16, acc[i][v]);
+      }
+    }
+  }
+
+  // The mc x kc block of A (element (i,k) at a[i * rs + k * cs]) into MR-row panels of pairs.
+  static void pack_a(int64_t mc, int64_t kc, const float* a, int64_t rs, int64_t cs, uint32_t* out) {
+    const int64_t d = depth(kc);
+    alignas(64) uint32_t row_pairs[16];
+    for (int64_t i0 = 0; i0 < mc; i0 += MR, out += MR * d) {
+      const int64_t mr = std::min(MR, mc - i0);
+      for (int64_t i = 0; i < mr; ++i) {
+        const float* src = a + (i0 + i) * rs;
+        if (cs == 1) {  // a contiguous row: 32 values converted at a time, then spread MR apart
+          for (int64_t k0 = 0; k0 < kc; k0 += 32) {
+            const int64_t n = std::min<int64_t>(32, kc - k0);
+            convert_pairs(src + k0, n, row_pairs);
+            for (int64_t p = 0; p < (n + 1) / 2; ++p) out[(k0 / 2 + p) * MR + i] = row_pairs[p];
+          }
+        } else {
+          for (int64_t p = 0; p < d; ++p)
+            out[p * MR + i] = bf16_pair(src[2 * p * cs], 2 * p + 1 < kc ? src[(2 * p + 1) * cs] : 0.f);
+        }
+      }
+      for (int64_t i = mr; i < MR; ++i)
+        for (int64_t p = 0; p < d; ++p) out[p * MR + i] = 0;
+    }
+  }
+
+  // NR-column panel `p` of the kc x nc block of B (element (k,j) at b[k * rs + j * cs]) as d
+  // rows of NR pairs; columns past nc are zero.
+  static void pack_b_panel(int64_t p, int64_t kc, int64_t nc, const float* b, int64_t rs, int64_t cs,
+                           uint32_t* out) {
+    const int64_t j0 = p * NR, nr = std::min(NR, nc - j0), d = depth(kc);
+    out += p * NR * d;
+    b += j0 * cs;
+    if (cs == 1 && nr == NR) {
+      // Rows 2kp and 2kp+1, 16 columns at a time: convert both (vcvtne2ps2bf16 puts row 2kp's
+      // 16 values in the low 16 words, row 2kp+1's in the high ones), then interleave the words.
+      const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7,
+                                                  22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+      for (int64_t kp = 0; kp < d; ++kp, out += NR) {
+        const float* even = b + 2 * kp * rs;
+        const bool has_odd = 2 * kp + 1 < kc;
+        for (int v = 0; v < NV; ++v) {
+          const __m512 lo = _mm512_loadu_ps(even + v * 16);
+          const __m512 hi = has_odd ? _mm512_loadu_ps(even + rs + v * 16) : _mm512_setzero_ps();
+          const __m512i words = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+          _mm512_store_si512(out + v * 16, _mm512_permutexvar_epi16(interleave, words));
+        }
+      }
+      return;
+    }
+    if (rs == 1) {
+      // B stored transposed (a weight W (N, K) read as W^T): each column is contiguous along K,
+      // so its pairs come out of one conversion and are spread NR apart.
+      alignas(64) uint32_t col_pairs[16];
+      for (int64_t j = 0; j < nr; ++j) {
+        const float* src = b + j * cs;
+        for (int64_t k0 = 0; k0 < kc; k0 += 32) {
+          const int64_t n = std::min<int64_t>(32, kc - k0);
+          convert_pairs(src + k0, n, col_pairs);
+          for (int64_t q = 0; q < (n + 1) / 2; ++q) out[(k0 / 2 + q) * NR + j] = col_pairs[q];
+        }
+      }
+    } else {
+      for (int64_t kp = 0; kp < d; ++kp)
+        for (int64_t j = 0; j < nr; ++j)
+          out[kp * NR + j] = bf16_pair(b[2 * kp * rs + j * cs], 2 * kp + 1 < kc ? b[(2 * kp + 1) * rs + j * cs] : 0.f);
+    }
+    for (int64_t kp = 0; kp < d; ++kp)
+      for (int64_t j = nr; j < NR; ++j) out[kp * NR + j] = 0;
+  }
+};
+
+}  // namespace avx512bf16
+
+GemmKernel avx512bf16_bf16() { return avx512bf16::entry<avx512bf16::Bf16PairKernel>(); }
+
+void avx512bf16_convert(const float* src, int64_t n, uint16_t* out) {
+  for (int64_t i = 0; i + 32 <= n; i += 32) _mm512_storeu_si512(out + i, avx512bf16::pairs_of_32(src + i));
+}
+
+}  // namespace ocrt::cpu::detail
+
+#pragma GCC pop_options
+
+#endif  // OCRT_CPU_SGEMM

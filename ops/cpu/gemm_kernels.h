@@ -1,0 +1,42 @@
+// Between ops/cpu/gemm.cpp (which picks a kernel) and ops/cpu/gemm_<isa>.cpp (which hold them):
+// the arguments of one product and the entry points of each compiled kernel. Not for other files.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/cpu/gemm.h"
+
+namespace ocrt::cpu::detail {
+
+// One product C (M,N) = (accumulate ? C : 0) + A (M,K) @ B (K,N); strides as in sgemm().
+struct GemmArgs {
+  int64_t M, N, K;
+  const float* A;
+  int64_t a_row, a_col;
+  const float* B;
+  int64_t b_row, b_col;
+  float* C;
+  int64_t ldc;
+  bool accumulate;
+};
+
+// A compiled kernel: its entry point and blocking.
+struct GemmKernel {
+  void (*run)(const GemmArgs&);
+  SgemmBlocking blocking;
+};
+
+// Each is defined in ops/cpu/gemm_<isa>.cpp, compiled for that instruction set only inside its
+// functions (#pragma GCC target), so the file builds for any x86-64 target; calling one on a CPU
+// without the instruction set dies of an illegal instruction, so only gemm.cpp calls them.
+GemmKernel avx2_f32();
+GemmKernel avx2_bf16_rounded();  // operands rounded to bf16 while packing, float32 kernel
+GemmKernel avx512_f32();
+GemmKernel avx512_bf16_rounded();
+GemmKernel avx512bf16_bf16();  // vdpbf16ps on bf16 pairs
+
+// out[i] = the bf16 bits of src[i] by the instruction the bf16 kernel packs with (vcvtne2ps2bf16),
+// for n a multiple of 32; tests compare it with runtime/bf16.h on every exponent.
+void avx512bf16_convert(const float* src, int64_t n, uint16_t* out);
+
+}  // namespace ocrt::cpu::detail

@@ -1,0 +1,94 @@
+// Convolutions and matrix products in bf16 (ops/cpu/gemm.h, MatmulPrecision::bf16) on the path
+// this run takes (tests/CMakeLists.txt runs the [bf16] tests once per instruction-set path):
+// forward and both gradients against the float32 plain-loop reference, within the bound of a
+// bf16 product (tests/tolerance.h, bf16_product_tolerance), and different from float32 (so the
+// bf16 kernel, not the float32 one, did the work). These run im2col (exact mode); Winograd in
+// bf16 is tested beside its float32 test in tests/ops/test_conv.cpp.
+#include <catch2/catch.hpp>
+
+#include "ops/conv.h"
+#include "ops/cpu/conv_reference.h"
+#include "ops/cpu/gemm.h"
+#include "ops/cpu/linalg_reference.h"
+#include "ops/elementwise.h"
+#include "ops/linalg.h"
+#include "gradcheck.h"
+#include "tolerance.h"
+
+#if defined(OCRT_CPU_SGEMM)
+
+using namespace ocrt;
+using namespace ocrt::testing;
+
+TEST_CASE("conv2d in bf16: y, dx and dw within the bf16 bound of the float32 reference", "[bf16][conv]") {
+  if (!cpu::sgemm_available()) return;
+  struct Geo {
+    int64_t N, C, H, W, Cout, k, stride, pad;
+  };
+  // CRNN-like 3x3 layers, a 1x1, a strided 2x2 and a one-channel input.
+  const std::vector<Geo> geos = {{2, 16, 6, 9, 32, 3, 1, 1}, {2, 64, 4, 26, 64, 3, 1, 1}, {3, 24, 5, 7, 16, 1, 1, 0},
+                                 {2, 32, 4, 10, 48, 2, 2, 0}, {4, 1, 8, 20, 16, 3, 1, 1}};
+  for (size_t gi = 0; gi < geos.size(); ++gi) {
+    const Geo& g = geos[gi];
+    INFO("geometry " << gi);
+    Conv2dOptions opt;
+    opt.stride = {g.stride, g.stride}, opt.padding = {g.pad, g.pad};
+    const Tensor x0 = det_uniform({g.N, g.C, g.H, g.W}, 300 + gi, -1, 1, DType::f32);
+    const Tensor w0 = det_uniform({g.Cout, g.C, g.k, g.k}, 310 + gi, -0.3, 0.3, DType::f32);
+    const Tensor b0 = det_uniform({g.Cout}, 320 + gi, -1, 1, DType::f32);
+    const int64_t Ho = (g.H + 2 * g.pad - g.k) / g.stride + 1, Wo = (g.W + 2 * g.pad - g.k) / g.stride + 1;
+    const Tensor dy = det_uniform({g.N, g.Cout, Ho, Wo}, 330 + gi, -1, 1, DType::f32);
+    struct Run {
+      Tensor y, dx, dw;
+    };
+    auto run = [&](cpu::MatmulPrecision precision) {
+      cpu::MatmulPrecisionScope scope(precision);
+      ConvModeScope exact(ConvMode::exact);
+      Tensor x = x0.clone(), w = w0.clone(), b = b0.clone();
+      x.set_requires_grad(true), w.set_requires_grad(true);
+      Tensor y = conv2d(x, w, b, opt);
+      y.backward(dy);
+      return Run{y.detach(), x.grad(), w.grad()};
+    };
+    const Run bf = run(cpu::MatmulPrecision::bf16), f32 = run(cpu::MatmulPrecision::f32);
+
+    const Conv2dParams p{g.stride, g.stride, g.pad, g.pad, 1, 1, 1};
+    auto reference_of = [&](const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& d) {
+      Tensor y = Tensor::empty({g.N, g.Cout, Ho, Wo}), dx = Tensor::empty(x0.shape()), dw = Tensor::empty(w0.shape()),
+             db = Tensor::empty(b0.shape());
+      reference::conv2d(x.data<float>(), w.data<float>(), b.data<float>(), y.data<float>(), g.N, g.C, g.H, g.W, g.Cout,
+                        g.k, g.k, Ho, Wo, p);
+      reference::conv2d_backward(x.data<float>(), w.data<float>(), d.data<float>(), dx.data<float>(), dw.data<float>(),
+                                 db.data<float>(), g.N, g.C, g.H, g.W, g.Cout, g.k, g.k, Ho, Wo, p);
+      return Run{y, dx, dw};
+    };
+    const Run ref = reference_of(x0, w0, b0, dy), abs_terms = reference_of(abs(x0), abs(w0), abs(b0), abs(dy));
+    require_within_bf16_bound(bf.y, ref.y, abs_terms.y, g.k * g.k * g.C + 1, "bf16 y");
+    require_within_bf16_bound(bf.dx, ref.dx, abs_terms.dx, g.k * g.k * g.Cout, "bf16 dx");
+    require_within_bf16_bound(bf.dw, ref.dw, abs_terms.dw, g.N * Ho * Wo, "bf16 dw");
+    CHECK(bf.y.to_vector<float>() != f32.y.to_vector<float>());
+    CHECK(bf.dw.to_vector<float>() != f32.dw.to_vector<float>());
+  }
+}
+
+TEST_CASE("linear and batched matmul in bf16 within the bf16 bound of the reference", "[bf16][linalg]") {
+  if (!cpu::sgemm_available()) return;
+  cpu::MatmulPrecisionScope scope(cpu::MatmulPrecision::bf16);
+  // linear reads its weight transposed (the LSTM's and the classifier's case).
+  for (auto [M, K, N] : {std::tuple<int64_t, int64_t, int64_t>{32, 512, 1024}, {7, 33, 97}, {100, 256, 37}}) {
+    INFO("linear " << M << "x" << K << " -> " << N);
+    const Tensor x = det_uniform({M, K}, 400 + K, -1, 1, DType::f32), w = det_uniform({N, K}, 410 + N, -0.2, 0.2, DType::f32);
+    const Tensor y = linear(x, w);
+    Tensor ref = Tensor::empty({1, M, N}), abs_terms = Tensor::empty({1, M, N});
+    cpu::matmul_reference(x.reshape({1, M, K}), w.t().reshape({1, K, N}), ref);
+    cpu::matmul_reference(abs(x).reshape({1, M, K}), abs(w).t().reshape({1, K, N}), abs_terms);
+    require_within_bf16_bound(y, ref.reshape({M, N}), abs_terms.reshape({M, N}), K, "linear");
+  }
+  const Tensor a = det_uniform({6, 40, 64}, 420, -1, 1, DType::f32), b = det_uniform({6, 64, 50}, 421, -1, 1, DType::f32);
+  Tensor ref = Tensor::empty({6, 40, 50}), abs_terms = Tensor::empty({6, 40, 50});
+  cpu::matmul_reference(a, b, ref);
+  cpu::matmul_reference(abs(a), abs(b), abs_terms);
+  require_within_bf16_bound(matmul(a, b), ref, abs_terms, 64, "batched matmul");
+}
+
+#endif  // OCRT_CPU_SGEMM
