@@ -154,7 +154,17 @@ AttentionResult MultiheadAttention::forward(const Tensor& query, const Tensor& k
 
 Tensor Sequential::forward(const Tensor& x) {
   Tensor y = x;
-  for (auto& [name, child] : children()) y = child->forward(y);
+  for (auto& [name, child] : children()) {
+    // In inference a ReLU overwrites the activation it gets instead of allocating another one,
+    // when that activation is this Sequential's own intermediate (not its input) and nothing
+    // else holds its memory: fewer fresh pages to fault in, half the memory traffic.
+    if (!grad_enabled() && dynamic_cast<const ReLU*>(child.get()) && y.storage() != x.storage() &&
+        y.storage().use_count() == 1 && !y.requires_grad()) {
+      relu_(y);
+      continue;
+    }
+    y = child->forward(y);
+  }
   return y;
 }
 

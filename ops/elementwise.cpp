@@ -274,4 +274,13 @@ void add_(const Tensor& self, const Tensor& other, double alpha) {
 void mul_(const Tensor& self, const Tensor& other) { inplace_binary(BinaryOp::mul, self, other, "mul_"); }
 void mul_(const Tensor& self, double value) { inplace_binary(BinaryOp::mul, self, scalar_like(value, self), "mul_"); }
 
+void relu_(const Tensor& self) {
+  check_defined(self, "relu_", "input");
+  OCRT_CHECK(!(grad_enabled() && self.requires_grad()), "relu_",
+             ": in-place change of a tensor that requires grad would corrupt autograd; do it under NoGradGuard");
+  OCRT_CHECK(is_floating(self.dtype()), "relu_: expected a float tensor, got ", dtype_name(self.dtype()));
+  // The unary kernels read element i and write element i: reading and writing one tensor is safe.
+  if (self.numel() > 0) kernel(self.device(), &Backend::unary, "relu_")(UnaryOp::relu, {}, self.detach(), self);
+}
+
 }  // namespace ocrt

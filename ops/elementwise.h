@@ -81,5 +81,8 @@ Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
 void add_(const Tensor& self, const Tensor& other, double alpha = 1.0);  // self += alpha * other
 void mul_(const Tensor& self, const Tensor& other);
 void mul_(const Tensor& self, double value);
+// self = max(self, 0) in place, for inference: no autograd (refused where self requires grad
+// and grad mode is on). nn::Sequential uses it on its own intermediates when grad is off.
+void relu_(const Tensor& self);
 
 }  // namespace ocrt

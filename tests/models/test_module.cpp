@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "models/layers.h"
+#include "ops/elementwise.h"
 #include "ops/reduce.h"
 
 using namespace ocrt;
@@ -168,4 +169,30 @@ TEST_CASE("layer modules carry PyTorch's parameter and buffer names", "[module]"
   CHECK(lstm.named_parameters()[8].second.shape() == Shape{16, 8});  // weight_ih_l1: input 2 * hidden
   LayerNorm ln({6});
   CHECK(ln(Tensor::ones({2, 6})).shape() == Shape{2, 6});
+}
+
+TEST_CASE("Sequential in inference overwrites its own activations with ReLU, never its input", "[module]") {
+  Generator gen(3);
+  Sequential s;
+  s.add(std::make_shared<ReLU>());  // first: gets the caller's tensor, which must stay as it is
+  s.add(std::make_shared<Linear>(4, 5, true, gen));
+  s.add(std::make_shared<ReLU>());  // gets the Linear's output: overwritten in place
+  const Tensor x = Tensor::from_vector(std::vector<float>{-1, 2, -3, 4, 0.5f, -0.5f, 1, -2}, {2, 4});
+  const std::vector<float> x_before = x.to_vector<float>();
+  const Tensor with_grad = s.forward(x);  // grad mode on: the plain forward
+  Tensor without;
+  {
+    NoGradGuard no_grad;
+    without = s.forward(x);
+  }
+  CHECK(x.to_vector<float>() == x_before);
+  CHECK(without.to_vector<float>() == with_grad.to_vector<float>());
+  for (float v : without.to_vector<float>()) CHECK(v >= 0);
+  // relu_ itself: in place, and refused on a tensor that records gradients.
+  Tensor y = Tensor::from_vector(std::vector<float>{-1, 0, 3}, {3});
+  relu_(y);
+  CHECK(y.to_vector<float>() == std::vector<float>{0, 0, 3});
+  Tensor p = Tensor::ones({2});
+  p.set_requires_grad(true);
+  CHECK_THROWS_WITH(relu_(p), Catch::Contains("in-place change of a tensor that requires grad"));
 }
