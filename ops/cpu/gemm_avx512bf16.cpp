@@ -51,6 +51,40 @@ inline void convert_pairs(const float* src, int64_t n, uint32_t* out) {
   for (int64_t p = 0; p < (n + 1) / 2; ++p) out[p] = bf16_pair(src[2 * p], 2 * p + 1 < n ? src[2 * p + 1] : 0.f);
 }
 
+// Transposes 16 rows of 16 32-bit elements in registers: afterwards r[j] holds what was column j
+// (r[j][i] = old r[i][j]). Four rounds: 32-bit and 64-bit interleaves inside each 128-bit lane
+// leave u[4b + c], lane L = rows 4b..4b+3 of column 4L + c; two rounds of 128-bit lane shuffles
+// then gather each column's four row groups into one register.
+inline void transpose16(__m512i r[16]) {
+  __m512i t[16], u[16];
+  for (int a = 0; a < 8; ++a) {
+    t[2 * a] = _mm512_unpacklo_epi32(r[2 * a], r[2 * a + 1]);
+    t[2 * a + 1] = _mm512_unpackhi_epi32(r[2 * a], r[2 * a + 1]);
+  }
+  for (int b = 0; b < 4; ++b) {
+    u[4 * b + 0] = _mm512_unpacklo_epi64(t[4 * b], t[4 * b + 2]);
+    u[4 * b + 1] = _mm512_unpackhi_epi64(t[4 * b], t[4 * b + 2]);
+    u[4 * b + 2] = _mm512_unpacklo_epi64(t[4 * b + 1], t[4 * b + 3]);
+    u[4 * b + 3] = _mm512_unpackhi_epi64(t[4 * b + 1], t[4 * b + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    // Lanes 0, 1 of the row groups b = 0..3 (columns c and 4 + c), then lanes 2, 3 (8 + c, 12 + c).
+    const __m512i v01 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44), w01 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
+    const __m512i v23 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xee), w23 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xee);
+    r[c] = _mm512_shuffle_i32x4(v01, w01, 0x88);
+    r[4 + c] = _mm512_shuffle_i32x4(v01, w01, 0xdd);
+    r[8 + c] = _mm512_shuffle_i32x4(v23, w23, 0x88);
+    r[12 + c] = _mm512_shuffle_i32x4(v23, w23, 0xdd);
+  }
+}
+
+// 16 vectors along K (row i: 32 contiguous values at src + i * stride, as 16 pairs; rows at
+// and past `rows` are zero), transposed: r[p] = pair p of each of the 16 vectors.
+inline void load_pairs_transposed(const float* src, int64_t stride, int rows, __m512i r[16]) {
+  for (int i = 0; i < 16; ++i) r[i] = i < rows ? pairs_of_32(src + i * stride) : _mm512_setzero_si512();
+  transpose16(r);
+}
+
 struct Bf16PairKernel {
   using Packed = uint32_t;
   static constexpr int64_t MR = 14, NR = 32;
@@ -93,10 +127,20 @@ struct Bf16PairKernel {
     alignas(64) uint32_t row_pairs[16];
     for (int64_t i0 = 0; i0 < mc; i0 += MR, out += MR * d) {
       const int64_t mr = std::min(MR, mc - i0);
-      for (int64_t i = 0; i < mr; ++i) {
+      int64_t k_done = 0;
+      if (cs == 1) {
+        // Contiguous rows, 32 values of K at a time: each row's 16 pairs in a register, transposed
+        // so that a register holds one pair of every row, stored as a row of the panel.
+        __m512i r[16];
+        for (; k_done + 32 <= kc; k_done += 32) {
+          load_pairs_transposed(a + i0 * rs + k_done, rs, (int)mr, r);
+          for (int q = 0; q < 16; ++q) _mm512_mask_storeu_epi32(out + (k_done / 2 + q) * MR, (1 << MR) - 1, r[q]);
+        }
+      }
+      for (int64_t i = 0; i < mr && k_done < kc; ++i) {
         const float* src = a + (i0 + i) * rs;
-        if (cs == 1) {  // a contiguous row: 32 values converted at a time, then spread MR apart
-          for (int64_t k0 = 0; k0 < kc; k0 += 32) {
+        if (cs == 1) {  // the rest of a contiguous row: converted, then spread MR apart
+          for (int64_t k0 = k_done; k0 < kc; k0 += 32) {
             const int64_t n = std::min<int64_t>(32, kc - k0);
             convert_pairs(src + k0, n, row_pairs);
             for (int64_t p = 0; p < (n + 1) / 2; ++p) out[(k0 / 2 + p) * MR + i] = row_pairs[p];
@@ -107,7 +151,7 @@ struct Bf16PairKernel {
         }
       }
       for (int64_t i = mr; i < MR; ++i)
-        for (int64_t p = 0; p < d; ++p) out[p * MR + i] = 0;
+        for (int64_t p = k_done / 2; p < d; ++p) out[p * MR + i] = 0;  // the transposed part wrote zeros
     }
   }
 
@@ -138,10 +182,21 @@ struct Bf16PairKernel {
     if (rs == 1) {
       // B stored transposed (a weight W (N, K) read as W^T): each column is contiguous along K,
       // so its pairs come out of one conversion and are spread NR apart.
+      // Whole blocks of 16 columns by 32 values of K: 16 columns' pairs transposed in registers,
+      // so that each register is one row of the panel; the rest one column at a time.
+      int64_t k_done = 0;
+      if (nr == NR) {
+        __m512i r[16];
+        for (; k_done + 32 <= kc; k_done += 32)
+          for (int64_t j16 = 0; j16 < NR; j16 += 16) {
+            load_pairs_transposed(b + j16 * cs + k_done, cs, 16, r);
+            for (int q = 0; q < 16; ++q) _mm512_store_si512(out + (k_done / 2 + q) * NR + j16, r[q]);
+          }
+      }
       alignas(64) uint32_t col_pairs[16];
-      for (int64_t j = 0; j < nr; ++j) {
+      for (int64_t j = 0; j < nr && k_done < kc; ++j) {
         const float* src = b + j * cs;
-        for (int64_t k0 = 0; k0 < kc; k0 += 32) {
+        for (int64_t k0 = k_done; k0 < kc; k0 += 32) {
           const int64_t n = std::min<int64_t>(32, kc - k0);
           convert_pairs(src + k0, n, col_pairs);
           for (int64_t q = 0; q < (n + 1) / 2; ++q) out[(k0 / 2 + q) * NR + j] = col_pairs[q];
