@@ -283,7 +283,18 @@ TEST_CASE("torch files: what is not plainly foreign, or does not fit, is still r
       if (!names.count(p.first)) out.push_back(p);
     return out;
   };
-  CHECK_NOTHROW(load(without({"cnn.7.num_batches_tracked", "cnn.13.num_batches_tracked", "cnn.19.num_batches_tracked"})));
+  const auto no_counts = without({"cnn.7.num_batches_tracked", "cnn.13.num_batches_tracked", "cnn.19.num_batches_tracked"});
+  CHECK_NOTHROW(load(no_counts));
+  {
+    // An absent count keeps the value the model has (as PyTorch 2 does), here 5 everywhere.
+    auto model = build(m.arch, m.config);
+    StateDict w(tensors.begin(), tensors.end());
+    for (auto& [name, t] : w)
+      if (name.find("num_batches_tracked") != std::string::npos) t = Tensor::full({}, 5, DType::i64);
+    model->load_state_dict(w);
+    model->load_state_dict(StateDict(no_counts.begin(), no_counts.end()));
+    for (int64_t c : batch_counts(*model)) CHECK(c == 5);
+  }
   CHECK_THROWS_WITH(load(without({"cnn.7.running_mean", "cnn.7.num_batches_tracked"})),
                     Catch::Contains("the weights do not match the model:\n  missing: cnn.7.running_mean") &&
                         !Catch::Contains("num_batches_tracked"));
