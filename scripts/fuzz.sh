@@ -3,7 +3,7 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     each target SECONDS (default 60), one at a time
 #
-# Installs clang (16 or later) and its libFuzzer runtime when missing, builds the fuzz binaries into
+# Installs clang (19 or later) and its libFuzzer runtime when missing, builds the fuzz binaries into
 # build-fuzz/ (clang, ASan + UBSan, coverage), runs each target on a copy of its corpus, merges
 # the inputs that found new coverage back into fuzz/corpus/<target>/ (minimised, at most
 # OCRT_FUZZ_MAX_NEW files a target beside the seed_* files), and prints per target the
@@ -23,15 +23,15 @@ max_new="${OCRT_FUZZ_MAX_NEW:-60}"
 nice_level="${OCRT_FUZZ_NICE:-10}"
 
 # ---------------------------------------------------------------- clang + libFuzzer
-# clang 16 or later: ocrt is C++20 and captures structured bindings in lambdas, which clang 14
-# (Debian 12's default clang) refuses. Debian 12 has clang-16 beside it.
+# clang 19 or later: ocrt is C++20 and captures structured bindings in lambdas, which clang 14
+# (Debian 12's default clang) refuses, and clang 16 refuses under -fopenmp. Debian 12 has clang-19.
 scripts/install-deps.sh
 CXX_FUZZ=""
 have_fuzzer() {
-  for cxx in clang++-19 clang++-18 clang++-17 clang++-16 clang++; do
+  for cxx in clang++-21 clang++-20 clang++-19 clang++; do
     command -v "$cxx" >/dev/null || continue
     major=$("$cxx" -dumpversion | cut -d. -f1)
-    [ "$major" -ge 16 ] || continue
+    [ "$major" -ge 19 ] || continue
     echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' |
       "$cxx" -x c++ -fsanitize=fuzzer,address,undefined - -o /dev/null 2>/dev/null || continue
     CXX_FUZZ="$(command -v "$cxx")"
@@ -42,11 +42,11 @@ have_fuzzer() {
 if ! have_fuzzer; then
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  echo "fuzz.sh: installing clang 16 and its libFuzzer and OpenMP runtimes (clang-16 libclang-rt-16-dev libomp-16-dev)"
+  echo "fuzz.sh: installing clang 19 and its libFuzzer and OpenMP runtimes (clang-19 libclang-rt-19-dev libomp-19-dev)"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends clang-16 libclang-rt-16-dev \
-    libomp-16-dev
-  have_fuzzer || { echo "fuzz.sh: no clang++ >= 16 whose -fsanitize=fuzzer links" >&2; exit 1; }
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends clang-19 libclang-rt-19-dev \
+    libomp-19-dev
+  have_fuzzer || { echo "fuzz.sh: no clang++ >= 19 whose -fsanitize=fuzzer links" >&2; exit 1; }
 fi
 CC_FUZZ="${CXX_FUZZ/clang++/clang}"
 echo "fuzz.sh: $("$CXX_FUZZ" --version | head -1)"
@@ -74,6 +74,12 @@ summary="$build/fuzz-summary.txt"
   echo "# scripts/fuzz.sh $seconds ${targets[*]}   ($(date -u +%Y-%m-%dT%H:%MZ), $("$CXX_FUZZ" --version | head -1))"
   printf '%-12s %8s %12s %7s %7s %8s %8s\n' target seconds executions cov ft corpus crashes
 } > "$summary"
+# Stack traces with function names and lines.
+if [ -z "${ASAN_SYMBOLIZER_PATH:-}" ]; then
+  for s in "$(dirname "$CXX_FUZZ")/llvm-symbolizer${CXX_FUZZ##*clang++}" "$(command -v llvm-symbolizer || true)"; do
+    if [ -x "$s" ]; then export ASAN_SYMBOLIZER_PATH="$s"; break; fi
+  done
+fi
 status=0
 for t in "${targets[@]}"; do
   exe="$build/fuzz/fuzz-$t"
@@ -93,22 +99,34 @@ for t in "${targets[@]}"; do
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$work/log" | tail -1 | cut -d' ' -f2)
   ft=$(grep -o 'ft: [0-9]*' "$work/log" | tail -1 | cut -d' ' -f2)
-  # The inputs that reach coverage the corpus does not: libFuzzer's merge into a copy of the
-  # corpus adds only those (a minimal set of them, named by their SHA-1).
+  # Minimise: libFuzzer's merge into an empty folder keeps a smallest set of inputs that covers
+  # everything the corpus and this run's finds cover (named by SHA-1). The corpus then holds the
+  # seeds (seed_*), every input that once crashed (crash-*, oom-*, timeout-*, leak-*), and the
+  # files of that set that are neither, smallest first, at most OCRT_FUZZ_MAX_NEW of them.
   merged="$work/merged"
   mkdir -p "$merged"
-  cp -r "$corpus"/. "$merged"/
-  TMPDIR="$work/tmp" OMP_NUM_THREADS=1 nice -n "$nice_level" "$exe" -merge=1 "$merged" "$work/corpus" \
+  TMPDIR="$work/tmp" OMP_NUM_THREADS=1 nice -n "$nice_level" "$exe" -merge=1 "$merged" "$corpus" "$work/corpus" \
     -timeout=10 -rss_limit_mb=2560 -malloc_limit_mb=1024 > "$work/merge.log" 2>&1 || true
-  # Keep the seeds and earlier finds; add the new ones, smallest first, up to the cap.
-  added=0
-  while read -r f; do
-    name=$(basename "$f")
-    [ -e "$corpus/$name" ] && continue
-    [ "$(ls "$corpus" | grep -vc '^seed_')" -ge "$max_new" ] && break
-    cp "$f" "$corpus/$name"
-    added=$((added + 1))
-  done < <(find "$merged" -type f -printf '%s %p\n' | sort -n | cut -d' ' -f2-)
+  before=$(ls "$corpus" | wc -l)
+  if [ -n "$(ls "$merged")" ]; then
+    kept=" "
+    for f in "$corpus"/*; do
+      name=$(basename "$f")
+      case "$name" in
+        seed_*|crash-*|oom-*|timeout-*|leak-*) kept+="$(sha1sum < "$f" | cut -d' ' -f1) " ;;
+        *) rm -f "$f" ;;
+      esac
+    done
+    n=0
+    while read -r f; do
+      name=$(basename "$f")
+      [[ "$kept" == *" $name "* ]] && continue
+      [ "$n" -ge "$max_new" ] && break
+      cp "$f" "$corpus/$name"
+      n=$((n + 1))
+    done < <(find "$merged" -type f -printf '%s %p\n' | sort -n | cut -d' ' -f2-)
+  fi
+  added=$(( $(ls "$corpus" | wc -l) - before ))
   crashes=0
   for a in "$work/artifacts"/*; do
     [ -e "$a" ] || continue
@@ -120,7 +138,7 @@ for t in "${targets[@]}"; do
     status=1
     grep -m1 -A12 -E 'ERROR: |runtime error|fuzz: broken' "$work/log" | sed 's/^/   /' || tail -20 "$work/log"
   fi
-  echo "   executions ${execs:-?}, cov ${cov:-?}, ft ${ft:-?}, $added new corpus files, $crashes crashes"
+  echo "   executions ${execs:-?}, cov ${cov:-?}, ft ${ft:-?}, corpus $before -> $(ls "$corpus" | wc -l) files, $crashes crashes"
   printf '%-12s %8s %12s %7s %7s %8s %8s\n' "$t" "$seconds" "${execs:-?}" "${cov:-?}" "${ft:-?}" \
     "$(ls "$corpus" | wc -l)" "$crashes" >> "$summary"
   cp "$work/log" "$build/fuzz-$t.log"
