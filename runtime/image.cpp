@@ -40,8 +40,8 @@ namespace {
 // reading the header. Found by fuzzing (fuzz/image.cpp). The walk follows stb_image's: segments
 // by their length, and between them, or in the entropy-coded data after a scan header, any
 // byte but 0xFF is skipped, as are 0xFF 0x00 (a stuffed byte), fill bytes and the markers
-// without a length (RSTn, TEM, SOI). A table's 16 counts may run past its segment, as stb_image
-// reads them.
+// without a length (RSTn, TEM, SOI). A table's 16 counts may run past its segment, and past the
+// end of the file, where stb_image reads zeros.
 int64_t oversized_jpeg_huffman_table(const uint8_t* b, size_t size) {
   if (size < 2 || b[0] != 0xFF || b[1] != 0xD8) return -1;
   for (size_t i = 2; i + 1 < size;) {
@@ -55,9 +55,9 @@ int64_t oversized_jpeg_huffman_table(const uint8_t* b, size_t size) {
     } else {
       const size_t len = (size_t)b[i + 2] << 8 | b[i + 3], end = i + 2 + len;
       if (m == 0xC4)
-        for (size_t t = i + 4; t < end && t + 17 <= size;) {
+        for (size_t t = i + 4; t < end && t < size;) {
           size_t codes = 0;
-          for (size_t k = 1; k <= 16; ++k) codes += b[t + k];
+          for (size_t k = 1; k <= 16 && t + k < size; ++k) codes += b[t + k];  // past the end: 0
           if (codes > 256) return (int64_t)t;
           t += 17 + codes;
         }
@@ -84,6 +84,28 @@ int64_t png_chunk_past_end(const uint8_t* b, size_t size, uint64_t* length) {
     pos += 12 + (size_t)len;  // length, type, data, CRC
   }
   return -1;
+}
+
+// True when a binary PGM or PPM header (P5, P6: the PNM files stb_image reads) holds a number
+// over 2^31 - 1 among its width, height and maximum value. stb_image reads them into an int
+// digit by digit without a bound (signed overflow, undefined behaviour: found by fuzzing,
+// fuzz/image.cpp). The walk is stb_image's: white space and '#' comments to the end of the
+// line before each number.
+bool pnm_header_number_too_large(const uint8_t* b, size_t size) {
+  if (size < 2 || b[0] != 'P' || (b[1] != '5' && b[1] != '6')) return false;
+  auto space = [](uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; };
+  size_t pos = 2;
+  for (int number = 0; number < 3; ++number) {
+    for (;;) {
+      while (pos < size && space(b[pos])) ++pos;
+      if (pos >= size || b[pos] != '#') break;
+      while (pos < size && b[pos] != '\n' && b[pos] != '\r') ++pos;
+    }
+    int64_t value = 0;
+    for (; pos < size && b[pos] >= '0' && b[pos] <= '9'; ++pos)
+      if ((value = value * 10 + (b[pos] - '0')) > INT32_MAX) return true;
+  }
+  return false;
 }
 
 // Width and height straight from a PNG's IHDR or a JPEG's frame header, for the message when
@@ -173,6 +195,8 @@ GrayImage decode_gray_image(const void* data, size_t size, const std::string& na
   const int64_t bad_table = oversized_jpeg_huffman_table(bytes, size);
   OCRT_CHECK(bad_table < 0, name, ": a corrupt JPEG (the Huffman table at byte ", bad_table,
              " declares more than 256 codes)");
+  OCRT_CHECK(!pnm_header_number_too_large(bytes, size), name,
+             ": a corrupt PGM/PPM header (a number over 2147483647)");
   uint64_t chunk_length = 0;
   const int64_t long_chunk = png_chunk_past_end(bytes, size, &chunk_length);
   OCRT_CHECK(long_chunk < 0, name, ": the image file is truncated (", size, " bytes; its PNG chunk at byte ", long_chunk,

@@ -7,6 +7,7 @@
 
 #include "models/charset.h"
 #include "runtime/image.h"
+#include "runtime/stb.h"
 #include "temp_dir.h"
 #include "train/data.h"
 
@@ -60,6 +61,11 @@ TEST_CASE("fuzz regression: a JPEG Huffman table of more than 256 codes is refus
                       jpeg.substr(2);
   CHECK_THROWS_WITH(decode_gray_image(later.data(), later.size(), "later.jpg"),
                     Catch::Contains("Huffman table at byte 22 declares more than 256"));
+  // A table whose counts the end of the file cuts short: stb_image reads zeros there, and the
+  // counts it has already add up to 472 (fuzz/corpus/image/crash-4a422785...).
+  const std::string cut = "\xFF\xD8\xFF\xC4" + std::string("\x00\x40\x00\x00\xFF\xD9", 6);
+  CHECK_THROWS_WITH(decode_gray_image(cut.data(), cut.size(), "cut.jpg"),
+                    Catch::Contains("Huffman table at byte 6 declares more than 256"));
   // A table of exactly 256 codes is left to the decoder (which refuses this file for other reasons).
   const std::string full = "\xFF\xD8\xFF\xC4" + std::string("\x00\x13\x00", 3) + std::string(14, '\0') +
                            "\x01\xFF" + "\xFF\xD9";
@@ -78,6 +84,35 @@ TEST_CASE("fuzz regression: a PNG chunk longer than the file is refused before d
   CHECK_THROWS_WITH(decode_gray_image(png.data(), png.size(), "idat.png"),
                     Catch::Contains("idat.png: the image file is truncated (" + std::to_string(png.size()) +
                                     " bytes; its PNG chunk at byte 33 says 1073741824 bytes follow)"));
+}
+
+// stb_image reads a binary PGM/PPM header's numbers into an int without a bound: a width of
+// 1122222222222... overflowed it (undefined behaviour; fuzz/corpus/image/crash-ce2f6695...).
+// Such a header is now refused before stb_image reads it; numbers up to 2^31 - 1 are left to
+// the size checks.
+TEST_CASE("fuzz regression: a PGM/PPM header number over 2^31 - 1 is refused", "[image][fuzz]") {
+  for (const std::string header : {"P5\n1 11222222222\n255\n", "P6 # comment\n99999999999 1 255\n",
+                                   "P5\n1 1\n\t2147483648 "}) {
+    INFO(header);
+    CHECK_THROWS_WITH(decode_gray_image(header.data(), header.size(), "big.pgm"),
+                      Catch::Contains("big.pgm: a corrupt PGM/PPM header (a number over 2147483647)"));
+  }
+  const std::string wide = "P5\n2147483647 1\n255\n";
+  CHECK_THROWS_WITH(decode_gray_image(wide.data(), wide.size(), "wide.pgm"), Catch::Contains("too large"));
+}
+
+// A JPEG cut short was "cannot decode the image (expected marker)", or even "(bad png sig)", a
+// reason left over from another format (fuzz/corpus/image/seed_truncated.jpg). A decoder that
+// ran out of bytes now says the file is truncated.
+TEST_CASE("fuzz regression: a JPEG cut short says it is truncated", "[image][fuzz]") {
+  std::vector<uint8_t> px(64 * 32);
+  for (size_t i = 0; i < px.size(); ++i) px[i] = (uint8_t)(i * 37 % 251);
+  std::string jpg;
+  REQUIRE(stbi_write_jpg_to_func([](void* out, void* data, int n) { static_cast<std::string*>(out)->append((const char*)data, (size_t)n); },
+                                 &jpg, 64, 32, 1, px.data(), 90));
+  const std::string half = jpg.substr(0, jpg.size() / 2);
+  CHECK_THROWS_WITH(decode_gray_image(half.data(), half.size(), "half.jpg"),
+                    Catch::Contains("half.jpg: the image file is truncated"));
 }
 
 TEST_CASE("fuzz regression: training's start-up check reports a line too wide to resize", "[data][fuzz]") {
