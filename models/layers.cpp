@@ -58,7 +58,8 @@ BatchNorm2d::BatchNorm2d(int64_t num_features, double eps, double momentum) : ep
   register_parameter("bias", &bias);
   register_buffer("running_mean", &running_mean);
   register_buffer("running_var", &running_var);
-  register_buffer("num_batches_tracked", &num_batches_tracked);
+  // Optional, as in PyTorch: many exported state_dicts leave the counter out.
+  register_buffer("num_batches_tracked", &num_batches_tracked, /*optional=*/true);
 }
 
 namespace {

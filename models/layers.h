@@ -93,7 +93,8 @@ class Conv2d : public Module {
 };
 
 // torch.nn.BatchNorm2d (also fine for (N, C) and (N, C, L) inputs): weight, bias and the
-// buffers running_mean, running_var and num_batches_tracked (int64, as PyTorch's state_dict).
+// buffers running_mean, running_var and num_batches_tracked (int64, as PyTorch's state_dict;
+// an optional buffer: a state_dict without it loads, and the count keeps its value).
 class BatchNorm2d : public Module {
  public:
   explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1);

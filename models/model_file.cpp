@@ -1,7 +1,9 @@
 // Model files: safetensors + metadata (see model_file.h).
 #include "models/model_file.h"
 
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 
 #include "runtime/safetensors.h"
 
@@ -9,6 +11,20 @@ namespace ocrt::nn {
 
 namespace {
 constexpr const char* kFormat = "ocrt-model-1";
+
+// Metadata that claims to be ocrt's: a format named "ocrt..." (any case: ocrt-model-2, a
+// checkpoint's ocrt-checkpoint-1, a golden fixture's ocrt-golden-1) or an "arch" entry, which only
+// ocrt writes among the metadata seen in the wild. Such metadata is checked strictly; all other
+// metadata is foreign (Hugging Face's {"format": "pt"}, an exporter's own notes) and ignored.
+bool claims_to_be_ocrt(const std::map<std::string, std::string>& meta) {
+  auto format = meta.find("format");
+  if (format != meta.end()) {
+    std::string head = format->second.substr(0, 4);
+    for (char& c : head) c = (char)std::tolower((unsigned char)c);
+    if (head == "ocrt") return true;
+  }
+  return meta.count("arch") > 0;
+}
 
 Json parse_field(const std::map<std::string, std::string>& meta, const char* key, const std::string& path) {
   auto it = meta.find(key);
@@ -49,7 +65,20 @@ void save_model_file(const std::string& path, const Module& module, const ModelI
   save_safetensors(path, tensors, meta);
 }
 
-ModelFile load_model_file(const std::string& path) {
+std::string ignored_metadata_note(const std::string& path, const std::map<std::string, std::string>& metadata) {
+  Json j = Json::object();
+  for (const auto& [k, v] : metadata) j.set(k, v);
+  std::string shown = j.dump();  // one line: JSON escapes newlines and control characters
+  constexpr size_t kMaxShown = 160;
+  if (shown.size() > kMaxShown) {
+    size_t cut = kMaxShown;
+    while (cut > 0 && ((unsigned char)shown[cut] & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+    shown = shown.substr(0, cut) + "...";
+  }
+  return "note: " + path + ": ignored metadata that is not ocrt's " + shown + "; read as weights only";
+}
+
+ModelFile load_model_file(const std::string& path, bool quiet) {
   SafetensorsFile f = load_safetensors(path);
   // A NaN or infinite weight makes every line's output NaN: refused here, naming the first
   // such tensor in the file's order, rather than met as unusable numbers at the end of a run.
@@ -77,7 +106,12 @@ ModelFile load_model_file(const std::string& path) {
   out.path = path;
   for (auto& [name, t] : f.tensors) out.weights[name] = t;
   const auto& meta = f.metadata;
-  if (!meta.count("format") && !meta.count("arch")) return out;  // weights only
+  if (meta.empty()) return out;  // weights only
+  if (!claims_to_be_ocrt(meta)) {  // weights only, with someone else's notes
+    out.ignored_metadata = meta;
+    if (!quiet) std::fprintf(stderr, "%s\n", ignored_metadata_note(path, meta).c_str());
+    return out;
+  }
 
   auto format = meta.find("format");
   OCRT_CHECK(format != meta.end() && format->second == kFormat, path, ": unknown model file format '",

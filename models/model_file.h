@@ -10,9 +10,13 @@
 //   "training"       JSON: a short record (data, steps, val CER, ...); optional
 //
 // Tensor names are the PyTorch state_dict names of the reference module, so a file exported
-// from PyTorch (weights only, no metadata) also loads: then the caller supplies arch and
-// charset. Files are written atomically (runtime/safetensors.h).
+// from PyTorch also loads as weights only: then the caller supplies arch and charset. That is
+// a file with no metadata, or with metadata that is plainly not ocrt's (e.g. {"format": "pt"},
+// which safetensors.torch.save_file writes for Hugging Face), which is ignored with a note.
+// Metadata that claims to be ocrt's (a format starting "ocrt", or an "arch" entry) is parsed
+// strictly. Files are written atomically (runtime/safetensors.h).
 #pragma once
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,14 +38,26 @@ struct ModelFile {
   StateDict weights;            // on the CPU, as stored
   std::optional<ModelInfo> info;  // absent for a weights-only (e.g. PyTorch-exported) file
   std::string path;
+  // A weights-only file's foreign metadata, which loading ignored (and named in its note).
+  std::map<std::string, std::string> ignored_metadata;
 };
 
 // Writes module's state_dict and info to path.
 void save_model_file(const std::string& path, const Module& module, const ModelInfo& info);
-// Reads a model file; every metadata field present is parsed and checked (a corrupt or
-// foreign file fails here with the path and what is wrong), and every float tensor must be
-// finite (the first one holding a NaN or infinity is named).
-ModelFile load_model_file(const std::string& path);
+// Reads a model file; every float tensor must be finite (the first one holding a NaN or
+// infinity is named). Its metadata is one of:
+//   - ocrt's: "format" starts with "ocrt" or an "arch" entry is present. Every field is then
+//     parsed and checked; a format other than "ocrt-model-1" (ocrt-model-2, a checkpoint's
+//     ocrt-checkpoint-1, or "pt" beside an "arch") is refused as an unknown model file format;
+//   - none: weights only, no info;
+//   - anything else (foreign, e.g. {"format": "pt"}): weights only, no info; the metadata is
+//     kept in ignored_metadata and a one-line note naming the file and what was ignored goes
+//     to stderr unless `quiet`.
+ModelFile load_model_file(const std::string& path, bool quiet = false);
+
+// The one-line note load_model_file prints for a file whose foreign metadata it ignored
+// (without the trailing newline).
+std::string ignored_metadata_note(const std::string& path, const std::map<std::string, std::string>& metadata);
 
 // The input spec every ocrt model uses today: 32-high gray, p / 127.5 - 1, width multiple of 4.
 Json default_input_spec();

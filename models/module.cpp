@@ -35,10 +35,11 @@ void Module::register_parameter(const std::string& name, Tensor* slot) {
   params_.emplace_back(name, slot);
 }
 
-void Module::register_buffer(const std::string& name, Tensor* slot) {
+void Module::register_buffer(const std::string& name, Tensor* slot, bool optional) {
   check_new_name(name);
   OCRT_CHECK(slot->defined(), type_name(), ": buffer '", name, "' is an undefined tensor");
   buffers_.emplace_back(name, slot);
+  if (optional) optional_buffers_.insert(name);
 }
 
 void Module::add_child(const std::string& name, std::shared_ptr<Module> child) {
@@ -52,6 +53,11 @@ void Module::visit(const std::string& prefix,
   for (const auto& [n, slot] : params_) f(prefix + n, slot, true);
   for (const auto& [n, slot] : buffers_) f(prefix + n, slot, false);
   for (const auto& [n, child] : children_) child->visit(prefix + n + ".", f);
+}
+
+void Module::collect_optional_buffers(const std::string& prefix, std::set<std::string>& out) const {
+  for (const auto& n : optional_buffers_) out.insert(prefix + n);
+  for (const auto& [n, child] : children_) child->collect_optional_buffers(prefix + n + ".", out);
 }
 
 NamedTensors Module::named_parameters() const {
@@ -91,12 +97,13 @@ StateDict Module::state_dict() const {
 void Module::load_state_dict(const StateDict& state, bool strict) {
   // Check everything first, so that a bad file changes nothing.
   std::vector<std::string> missing, mis_shaped;
-  std::set<std::string> known;
+  std::set<std::string> known, optional;
+  collect_optional_buffers("", optional);
   visit("", [&](const std::string& n, Tensor* t, bool) {
     known.insert(n);
     auto it = state.find(n);
     if (it == state.end()) {
-      missing.push_back(n);
+      if (!optional.count(n)) missing.push_back(n);  // an optional buffer left out keeps its value
     } else if (!it->second.defined() || it->second.shape() != t->shape()) {
       mis_shaped.push_back(n + " (expected " + shape_str(t->shape()) + ", got " +
                            (it->second.defined() ? shape_str(it->second.shape()) : std::string("undefined")) + ")");

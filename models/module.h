@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,6 +52,8 @@ class Module {
   // moving to this module's device). Checks everything before changing anything: tensors
   // that are missing, unexpected, or of the wrong shape are all listed in one error. With
   // strict = false, missing and unexpected names are allowed (shapes are still checked).
+  // An optional buffer (register_buffer's `optional`, e.g. BatchNorm's num_batches_tracked)
+  // may be absent even when strict, as PyTorch allows: it then keeps the value it has.
   void load_state_dict(const StateDict& state, bool strict = true);
 
   // Training mode (dropout active, BatchNorm uses and updates batch statistics) or
@@ -71,9 +74,11 @@ class Module {
 
  protected:
   // Registers a member tensor as a parameter (sets requires_grad) or buffer, or a child.
-  // `name` must not contain dots and must be unique within this module.
+  // `name` must not contain dots and must be unique within this module. An optional buffer
+  // is saved like any other but may be missing from a state_dict that is loaded (a counter
+  // that exporters often drop, such as BatchNorm's num_batches_tracked).
   void register_parameter(const std::string& name, Tensor* slot);
-  void register_buffer(const std::string& name, Tensor* slot);
+  void register_buffer(const std::string& name, Tensor* slot, bool optional = false);
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> child) {
     add_child(name, child);
@@ -88,8 +93,11 @@ class Module {
   void add_child(const std::string& name, std::shared_ptr<Module> child);
   // Visits (dotted name, slot, is_parameter) for every tensor, depth first.
   void visit(const std::string& prefix, const std::function<void(const std::string&, Tensor*, bool)>& f) const;
+  // Adds the dotted names of every optional buffer of this module and its children to out.
+  void collect_optional_buffers(const std::string& prefix, std::set<std::string>& out) const;
 
   std::vector<std::pair<std::string, Tensor*>> params_, buffers_;
+  std::set<std::string> optional_buffers_;  // names (within this module) of optional buffers
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };

@@ -245,7 +245,9 @@ Tensor SVTRLite::forward(const Tensor& x, const std::vector<int64_t>& widths) {
 
   // Dropout draws from a stream keyed by the number of training steps taken so far (the stem's
   // BatchNorm counts them, and checkpoints keep that count), so a resumed run repeats the masks
-  // an uninterrupted one would have drawn.
+  // an uninterrupted one would have drawn. The count is an optional buffer: weights loaded
+  // from a file without it (a PyTorch export that dropped it) keep the model's own count, 0 in a
+  // freshly built model, so such a run draws the masks a run from scratch would.
   if (is_training() && config.dropout > 0) {
     const auto count = (uint64_t)stem_bn_->num_batches_tracked.item();
     drop->generator().set_state(dropout_seed_, count);

@@ -34,6 +34,58 @@ double to_gray(const double* v, int channels, double max) {
 
 namespace {
 
+// The first JPEG Huffman table (DHT segment) that declares more than 256 codes, or -1 (also for
+// files that are not JPEGs). stb_image (Debian 12's, 2022-09) builds such a table into a
+// 257-entry array without checking the count: up to 4080 bytes written past it, already while
+// reading the header. Found by fuzzing (fuzz/image.cpp). The walk follows stb_image's: segments
+// by their length, and between them, or in the entropy-coded data after a scan header, any
+// byte but 0xFF is skipped, as are 0xFF 0x00 (a stuffed byte), fill bytes and the markers
+// without a length (RSTn, TEM, SOI). A table's 16 counts may run past its segment, as stb_image
+// reads them.
+int64_t oversized_jpeg_huffman_table(const uint8_t* b, size_t size) {
+  if (size < 2 || b[0] != 0xFF || b[1] != 0xD8) return -1;
+  for (size_t i = 2; i + 1 < size;) {
+    const uint8_t m = b[i + 1];
+    if (b[i] != 0xFF || m == 0xFF) {
+      ++i;
+    } else if (m == 0x00 || m == 0x01 || (m >= 0xD0 && m <= 0xD8)) {
+      i += 2;
+    } else if (m == 0xD9 || i + 4 > size) {
+      break;
+    } else {
+      const size_t len = (size_t)b[i + 2] << 8 | b[i + 3], end = i + 2 + len;
+      if (m == 0xC4)
+        for (size_t t = i + 4; t < end && t + 17 <= size;) {
+          size_t codes = 0;
+          for (size_t k = 1; k <= 16; ++k) codes += b[t + k];
+          if (codes > 256) return (int64_t)t;
+          t += 17 + codes;
+        }
+      i = std::max(end, i + 2);
+    }
+  }
+  return -1;
+}
+
+// The first PNG chunk whose length runs past the end of the file: its offset, and its length
+// in *length; -1 when there is none (or the file is not a PNG). stb_image grows its buffer for
+// the compressed data to an IDAT chunk's declared length (up to 2^30 bytes) before reading the
+// chunk, so an 82-byte PNG made it allocate 1 GiB (found by fuzzing, fuzz/image.cpp); such a
+// file is truncated and is refused before stb_image reads it. The walk stops at IEND.
+int64_t png_chunk_past_end(const uint8_t* b, size_t size, uint64_t* length) {
+  if (size < 8 || std::memcmp(b, "\x89PNG\r\n\x1a\n", 8) != 0) return -1;
+  for (size_t pos = 8; pos + 8 <= size;) {
+    const uint64_t len = (uint64_t)b[pos] << 24 | (uint64_t)b[pos + 1] << 16 | (uint64_t)b[pos + 2] << 8 | b[pos + 3];
+    if (len > size - pos - 8) {
+      *length = len;
+      return (int64_t)pos;
+    }
+    if (std::memcmp(b + pos + 4, "IEND", 4) == 0) break;
+    pos += 12 + (size_t)len;  // length, type, data, CRC
+  }
+  return -1;
+}
+
 // Width and height straight from a PNG's IHDR or a JPEG's frame header, for the message when
 // stb_image refuses the header (it does so for images over 2^30 bytes without saying why).
 bool header_size(const uint8_t* b, size_t size, int64_t& w, int64_t& h) {
@@ -118,6 +170,13 @@ GrayImage decode_gray_image(const void* data, size_t size, const std::string& na
   OCRT_CHECK(size > 0, name, ": the image file is empty (0 bytes)");
   OCRT_CHECK(size <= (size_t)INT32_MAX, name, ": the image file is too large (", size, " bytes)");
   const auto* bytes = static_cast<const stbi_uc*>(data);
+  const int64_t bad_table = oversized_jpeg_huffman_table(bytes, size);
+  OCRT_CHECK(bad_table < 0, name, ": a corrupt JPEG (the Huffman table at byte ", bad_table,
+             " declares more than 256 codes)");
+  uint64_t chunk_length = 0;
+  const int64_t long_chunk = png_chunk_past_end(bytes, size, &chunk_length);
+  OCRT_CHECK(long_chunk < 0, name, ": the image file is truncated (", size, " bytes; its PNG chunk at byte ", long_chunk,
+             " says ", chunk_length, " bytes follow)");
   // The header alone first: nothing is allocated for an image before its size is known.
   int w = 0, h = 0, channels = 0;
   if (!stbi_info_from_memory(bytes, (int)size, &w, &h, &channels)) {
@@ -140,6 +199,10 @@ GrayImage decode_gray_image(const void* data, size_t size, const std::string& na
   const int header_w = w, header_h = h;
   void* p = sixteen ? (void*)stbi_load_16_from_callbacks(&io, &reader, &w, &h, &channels, 0)
                     : (void*)stbi_load_from_callbacks(&io, &reader, &w, &h, &channels, 0);
+  // A decoder that gave up after running out of bytes says so in its own words, if at all
+  // (stb_image's reason for a JPEG cut short can even name another format): say truncated.
+  OCRT_CHECK(p != nullptr || !reader.short_read, name, ": the image file is truncated (", size,
+             " bytes, shorter than its ", header_w, "x", header_h, " header needs)");
   OCRT_CHECK(p != nullptr, name, ": cannot decode the image (", stbi_failure_reason(), ")");
   std::unique_ptr<void, void (*)(void*)> owned(p, stbi_image_free);
   OCRT_CHECK(!reader.short_read, name, ": the image file is truncated (", size, " bytes, shorter than its ", w, "x",
@@ -196,6 +259,13 @@ GrayImage resize_to_height(const GrayImage& src, int64_t height) {
   OCRT_CHECK(src.width >= 1 && src.height >= 1, "resize_to_height: empty image");
   if (src.height == height) return src;
   const int64_t width = std::max<int64_t>(1, std::llround((double)src.width * (double)height / (double)src.height));
+  // A hostile file can be a valid image of 16 Mpixels that is one pixel high (a PNG of a few
+  // KB): brought to a line's height it would take terabytes. The result, and with it the
+  // double buffers below (at most 8 bytes a pixel each), is held to the decoder's default
+  // budget, which no text line comes near (at height 32, 524288 pixels wide).
+  OCRT_CHECK((double)width * (double)height <= (double)kDefaultMaxImagePixels, "resize_to_height: a ", src.width,
+             "x", src.height, " image would become ", width, "x", height, ", more than the ", kDefaultMaxImagePixels,
+             " pixels a resized line may have (is it a text line?)");
   GrayImage out;
   out.width = width, out.height = height;
   out.pixels.resize((size_t)(width * height));

@@ -160,10 +160,16 @@ ValidationReport validate_samples(const std::vector<Sample>& samples, const nn::
     }
     GrayImage img;
     try {
-      img = resize_to_height(load_gray_image(s.path), height);
+      img = load_gray_image(s.path);  // its errors name the path
     } catch (const Error& e) {
       o.problem = Problem::bad_image;
       o.detail = e.what();
+      continue;
+    }
+    try {
+      img = resize_to_height(img, height);
+    } catch (const Error& e) {
+      problem(Problem::bad_image, e.what());
       continue;
     }
     const int64_t width = padded_width(img.width);

@@ -162,18 +162,39 @@ void input_row(const float* x, const Geometry& g, int64_t c, int64_t n, int64_t 
     const float *r0 = rows, *r1 = rows + g.Wp, *r2 = rows + 2 * g.Wp, *r3 = rows + 3 * g.Wp, *r4 = rows + 4 * g.Wp,
                 *r5 = rows + 5 * g.Wp;
     float *t0 = t, *t1 = t + g.Wp, *t2 = t + 2 * g.Wp, *t3 = t + 3 * g.Wp, *t4 = t + 4 * g.Wp, *t5 = t + 5 * g.Wp;
+    // The rows and t are separate scratch: no iteration reads what another writes.
+#pragma omp simd
     for (int64_t q = 0; q < g.Wp; ++q)
       OCRT_WINOGRAD_INPUT_1D(r0[q], r1[q], r2[q], r3[q], r4[q], r5[q], t0[q], t1[q], t2[q], t3[q], t4[q], t5[q]);
   }
+  // Along the rows, tile by tile: tile tx reads t[4 tx .. 4 tx + 5]. Reading those windows
+  // directly (stride 4) keeps the compiler from vectorising, so each row is first dealt into its
+  // four phases, D_k[tx] = t[4 tx + k] (the windows' 5th and 6th values are D_0 and D_1 one tile
+  // on), and the transform then runs over contiguous arrays. rows is free again for them.
+  float* D0 = rows;
+  float* D1 = D0 + g.tw + 1;
+  float* D2 = D1 + g.tw + 1;
+  float* D3 = D2 + g.tw;
   for (int64_t i = 0; i < kIn; ++i) {
     const float* ti = t + i * g.Wp;
-    float* out[kIn];
-    for (int64_t j = 0; j < kIn; ++j) out[j] = V + ((i * kIn + j) * g.C + c) * P + p0;
     for (int64_t tx = 0; tx < g.tw; ++tx) {
-      const float* d = ti + kOut * tx;
-      OCRT_WINOGRAD_INPUT_1D(d[0], d[1], d[2], d[3], d[4], d[5], out[0][tx], out[1][tx], out[2][tx], out[3][tx],
-                             out[4][tx], out[5][tx]);
+      D0[tx] = ti[kOut * tx];
+      D1[tx] = ti[kOut * tx + 1];
+      D2[tx] = ti[kOut * tx + 2];
+      D3[tx] = ti[kOut * tx + 3];
     }
+    D0[g.tw] = ti[kOut * g.tw];  // Wp = 4 tw + 2: the last tile's 5th and 6th values
+    D1[g.tw] = ti[kOut * g.tw + 1];
+    float* __restrict o0 = V + ((i * kIn + 0) * g.C + c) * P + p0;
+    float* __restrict o1 = V + ((i * kIn + 1) * g.C + c) * P + p0;
+    float* __restrict o2 = V + ((i * kIn + 2) * g.C + c) * P + p0;
+    float* __restrict o3 = V + ((i * kIn + 3) * g.C + c) * P + p0;
+    float* __restrict o4 = V + ((i * kIn + 4) * g.C + c) * P + p0;
+    float* __restrict o5 = V + ((i * kIn + 5) * g.C + c) * P + p0;
+#pragma omp simd
+    for (int64_t tx = 0; tx < g.tw; ++tx)
+      OCRT_WINOGRAD_INPUT_1D(D0[tx], D1[tx], D2[tx], D3[tx], D0[tx + 1], D1[tx + 1], o0[tx], o1[tx], o2[tx], o3[tx],
+                             o4[tx], o5[tx]);
   }
 }
 

@@ -1,0 +1,31 @@
+// Fuzz builds only (fuzz/CMakeLists.txt, -DOCRT_FUZZ=ON): stand-ins for the GEMM kernels of
+// ops/cpu/gemm_avx2.cpp, gemm_avx512.cpp and gemm_avx512bf16.cpp.
+//
+// Those files compile their kernels for an instruction set with `#pragma GCC target`, which
+// clang does not honour, so clang cannot build them; compiling them with -mavx512f instead would
+// let AVX-512 copies of shared inline functions into the program, which crash on CPUs without
+// it. No parser calls a matrix product, so the fuzz build links these, which stop the program
+// if one is ever called.
+#include <cstdio>
+#include <cstdlib>
+
+#include "ops/cpu/gemm_kernels.h"
+
+namespace ocrt::cpu::detail {
+
+namespace {
+[[noreturn]] void not_in_fuzz_builds(const GemmArgs&) {
+  std::fprintf(stderr, "ocrt fuzz build: the CPU GEMM kernels are not built (fuzz/gemm_kernels_stub.cpp)\n");
+  std::abort();
+}
+GemmKernel stub() { return GemmKernel{&not_in_fuzz_builds, SgemmBlocking{}}; }
+}  // namespace
+
+GemmKernel avx2_f32() { return stub(); }
+GemmKernel avx2_bf16_rounded() { return stub(); }
+GemmKernel avx512_f32() { return stub(); }
+GemmKernel avx512_bf16_rounded() { return stub(); }
+GemmKernel avx512bf16_bf16() { return stub(); }
+void avx512bf16_convert(const float*, int64_t, uint16_t*) { not_in_fuzz_builds(GemmArgs{}); }
+
+}  // namespace ocrt::cpu::detail

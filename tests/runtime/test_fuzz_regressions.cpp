@@ -1,0 +1,92 @@
+// Regressions found by fuzzing (fuzz/, scripts/fuzz.sh, docs/reliability.md): each test holds
+// one defect to its fix. The inputs that showed them are also in fuzz/corpus/, replayed by
+// `ctest -L fuzz`.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "models/charset.h"
+#include "runtime/image.h"
+#include "temp_dir.h"
+#include "train/data.h"
+
+using namespace ocrt;
+
+namespace {
+
+std::string be32(uint32_t v) {
+  return {(char)(v >> 24), (char)(v >> 16 & 0xFF), (char)(v >> 8 & 0xFF), (char)(v & 0xFF)};
+}
+
+GrayImage flat(int64_t w, int64_t h, uint8_t v = 255) {
+  GrayImage img;
+  img.width = w, img.height = h;
+  img.pixels.assign((size_t)(w * h), v);
+  return img;
+}
+
+}  // namespace
+
+// A valid image one pixel high and 16 Mpixels wide (a PNG of a few KB) passes the decoder's
+// pixel budget; resized to a line's height it would be 512 M x 32 pixels and take over 100 GB
+// of buffers. Resizing now refuses a result larger than the decoder's budget.
+TEST_CASE("fuzz regression: resizing a flat, wide image to line height is bounded", "[image][fuzz]") {
+  // 20000 x 1 would become 640000 x 32 (20.5 Mpixels): refused, naming both sizes.
+  CHECK_THROWS_WITH(resize_to_height(flat(20000, 1), 32),
+                    Catch::Contains("20000x1 image would become 640000x32") && Catch::Contains("16777216"));
+  // Lines of every ordinary size still resize.
+  CHECK(resize_to_height(flat(16384, 32), 32).width == 16384);
+  CHECK(resize_to_height(flat(4000, 100), 32).width == 1280);
+  CHECK(resize_to_height(flat(16384, 1), 32).width == 524288);  // exactly the budget
+  CHECK(resize_to_height(flat(1, 1000000), 32).width == 1);
+}
+
+// stb_image (Debian 12's libstb-dev, 2022-09) builds a JPEG Huffman table into a 257-entry
+// array without checking that the table's 16 code counts sum to at most 256: a DHT segment of
+// 16 counts of 255 wrote 3823 bytes past the array, already in the header call that reads the
+// size (fuzz/corpus/image/crash-04de6fde...). Such a table is now refused before stb_image
+// sees the file.
+TEST_CASE("fuzz regression: a JPEG Huffman table of more than 256 codes is refused", "[image][fuzz]") {
+  std::string jpeg = "\xFF\xD8\xFF\xC4";
+  jpeg += std::string("\x00\x13\x00", 3);  // length 19: one table, class 0 id 0
+  jpeg += std::string(16, '\xFF');          // 16 counts of 255: 4080 codes
+  jpeg += "\xFF\xD9";
+  CHECK_THROWS_WITH(decode_gray_image(jpeg.data(), jpeg.size(), "dht.jpg"),
+                    Catch::Contains("dht.jpg: a corrupt JPEG (the Huffman table at byte 6 declares more than 256 codes)"));
+  // The same table after an APP segment whose bytes hold FF C4 (not a marker there) and a scan.
+  std::string later = "\xFF\xD8\xFF\xE0" + std::string("\x00\x04\xFF\xC4", 4) +  // APP0 holding bytes FF C4
+                      "\xFF\xDA" + std::string("\x00\x02", 2) +                     // a scan header
+                      std::string("\x12\xFF\x00\x34\xFF\xD0", 6) +                // its data, a RST marker
+                      jpeg.substr(2);
+  CHECK_THROWS_WITH(decode_gray_image(later.data(), later.size(), "later.jpg"),
+                    Catch::Contains("Huffman table at byte 22 declares more than 256"));
+  // A table of exactly 256 codes is left to the decoder (which refuses this file for other reasons).
+  const std::string full = "\xFF\xD8\xFF\xC4" + std::string("\x00\x13\x00", 3) + std::string(14, '\0') +
+                           "\x01\xFF" + "\xFF\xD9";
+  CHECK_THROWS_WITH(decode_gray_image(full.data(), full.size(), "full.jpg"), !Catch::Contains("Huffman table at byte"));
+}
+
+// stb_image grows its buffer for a PNG's compressed data to each IDAT chunk's declared length
+// (up to 2^30 bytes) before reading the chunk: an 82-byte PNG whose IDAT says 2^30 bytes
+// follow made it allocate 1 GiB (fuzz/corpus/image/oom-86238cff...), and a few decoding
+// threads would take the machine down. A chunk longer than the rest of the file is now
+// refused, as a truncated file, before stb_image reads it.
+TEST_CASE("fuzz regression: a PNG chunk longer than the file is refused before decoding", "[image][fuzz]") {
+  std::string png = "\x89PNG\r\n\x1a\n";
+  png += be32(13) + "IHDR" + be32(24) + be32(10) + std::string("\x08\x00\x00\x00\x00", 5) + be32(0);
+  png += be32(1u << 30) + "IDAT" + std::string("\x78\xda\x63\x00\x00", 5);
+  CHECK_THROWS_WITH(decode_gray_image(png.data(), png.size(), "idat.png"),
+                    Catch::Contains("idat.png: the image file is truncated (" + std::to_string(png.size()) +
+                                    " bytes; its PNG chunk at byte 33 says 1073741824 bytes follow)"));
+}
+
+TEST_CASE("fuzz regression: training's start-up check reports a line too wide to resize", "[data][fuzz]") {
+  ocrt::testing::TempDir dir("fuzz-wide-line");
+  const std::string path = (dir.path / "wide.png").string();
+  save_gray_png(path, flat(20000, 1, 0));
+  const auto report = train::validate_samples({{path, "a"}}, nn::Charset::ascii(), 32);
+  REQUIRE(report.good.empty());
+  REQUIRE(report.counts.count(train::Problem::bad_image) == 1);
+  const std::string& detail = report.examples.at(train::Problem::bad_image).at(0);
+  CHECK_THAT(detail, Catch::Contains(path) && Catch::Contains("would become 640000x32"));
+}
