@@ -1,7 +1,11 @@
 // The pieces of a training run (train_loop.h).
 #include "train/train_loop.h"
 
+#include <signal.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -222,11 +226,60 @@ EvalResult evaluate(nn::Recognizer& model, const Dataset& data, const LoaderOpti
   return r;
 }
 
-RunFiles::RunFiles(const TrainConfig& cfg, nn::ModelInfo info, bool lead)
+namespace {
+
+// A save that was killed leaves NAME.tmp.PID behind (runtime/safetensors.h writes through one).
+// Those of processes that no longer run are removed; a live process's file is left alone.
+void remove_stale_temporaries(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const size_t at = name.rfind(".tmp.");
+    if (at == std::string::npos || !e.is_regular_file()) continue;
+    const std::string pid_text = name.substr(at + 5);
+    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+    const long pid = std::strtol(pid_text.c_str(), nullptr, 10);
+    if (pid <= 0 || (::kill((pid_t)pid, 0) == 0 || errno == EPERM)) continue;  // still running
+    std::fprintf(stderr, "note: removing %s, left by a save that did not finish\n", e.path().c_str());
+    fs::remove(e.path(), ec);
+  }
+}
+
+// After a resume at `step`, the events of steps past it (written before the interruption, and
+// about to be written again) are dropped, so that metrics.jsonl reads as one run. Lines that
+// are not JSON objects with a "step" are kept.
+void truncate_metrics(const std::string& path, int64_t step) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string line, kept;
+  bool dropped = false;
+  while (std::getline(in, line)) {
+    bool keep = true;
+    try {
+      const Json j = parse_json(line);
+      const Json* s = j.is_object() ? j.find("step") : nullptr;
+      keep = !(s && s->is_number() && s->as_number() > (double)step);
+    } catch (const Error&) {
+    }
+    if (keep) kept += line + "\n";
+    dropped |= !keep;
+  }
+  in.close();
+  if (!dropped) return;
+  std::ofstream out(path, std::ios::trunc);
+  out << kept;
+  OCRT_CHECK(out.good(), "cannot rewrite ", path);
+}
+
+}  // namespace
+
+RunFiles::RunFiles(const TrainConfig& cfg, nn::ModelInfo info, bool lead, int64_t start_step)
     : out_(cfg.out), keep_(cfg.keep), info_(std::move(info)), lead_(lead),
       best_path_((fs::path(cfg.out) / "best.safetensors").string()) {
   if (!lead_) return;
+  remove_stale_temporaries(cfg.out);
   const std::string path = (fs::path(cfg.out) / "metrics.jsonl").string();
+  if (start_step > 0) truncate_metrics(path, start_step);
   metrics_.open(path, std::ios::app);
   OCRT_CHECK(metrics_.good(), "cannot write ", path);
 }

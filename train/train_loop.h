@@ -109,10 +109,12 @@ EvalResult evaluate(nn::Recognizer& model, const Dataset& data, const LoaderOpti
                     const nn::Charset& charset, Communicator& comm);
 
 // What a run writes into cfg.out (only on the lead replica; the others' calls do nothing):
-// metrics.jsonl events, checkpoints (pruned to cfg.keep), best.safetensors.
+// metrics.jsonl events, checkpoints (pruned to cfg.keep), best.safetensors. Opening it removes
+// what a killed run left: temporary files of saves that never finished, and the metrics of
+// steps past start_step (a resumed run writes them again).
 class RunFiles {
  public:
-  RunFiles(const TrainConfig& cfg, nn::ModelInfo info, bool lead);
+  RunFiles(const TrainConfig& cfg, nn::ModelInfo info, bool lead, int64_t start_step = 0);
   void event(const Json& j);
   void checkpoint(const nn::Module& model, const Optimizer& optim, const TrainState& state, const char* why);
   // best.safetensors: the model with a training record (data, steps, val CER, device, replicas).

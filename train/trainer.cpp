@@ -427,7 +427,7 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
 
   const LoaderOptions lo = loader_options(cfg, rank, replicas);
   Loader loader(train_data, lo, state.step);
-  RunFiles files(cfg, start.info, lead);
+  RunFiles files(cfg, start.info, lead, state.step);
   RunParts run{cfg, model, *optim, comm, device, files, charset, val_data.get(), validation_loader_options(lo),
                lead && isatty(2)};
 

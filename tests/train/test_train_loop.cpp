@@ -8,6 +8,8 @@
 #include <limits>
 #include <thread>
 
+#include <unistd.h>
+
 #include "models/charset.h"
 #include "runtime/comm.h"
 #include "ops/random.h"
@@ -155,7 +157,7 @@ TEST_CASE("sync_replicas: rank 0's weights everywhere, and replicas at different
   }
 }
 
-TEST_CASE("train_step: a finite step updates the weights and clears the gradients; a NaN step changes nothing",
+TEST_CASE("train_step: a finite step updates the weights and clears the gradients, a NaN step changes nothing",
           "[trainer]") {
   TempDir dir("train-step");
   const nn::Charset charset = nn::Charset::ascii();
@@ -254,4 +256,39 @@ TEST_CASE("evaluate_and_save: checkpoints on schedule, at the last step and when
   // No validation data: nothing is evaluated and no best model is written.
   CHECK(all.find("\"event\":\"eval\"") == std::string::npos);
   CHECK_FALSE(fs::exists(files.best_path()));
+}
+
+TEST_CASE("a resumed run's files: stale temporaries of killed saves go, metrics past the checkpoint go",
+          "[trainer]") {
+  TempDir dir("run-files");
+  const nn::Charset charset = nn::Charset::ascii();
+  TrainConfig cfg = tiny_config(dir.path);
+  StartPoint s = resolve_start(cfg, charset, false);
+  // A save killed mid-write by a process that is gone (pid 2^22 + 1 is above Linux's pid_max of
+  // 2^22), and one of this live process.
+  const fs::path dead = dir.path / "ckpt-00000008.safetensors.tmp.4194305";
+  const fs::path live = dir.path / ("ckpt-00000009.safetensors.tmp." + std::to_string(::getpid()));
+  std::ofstream(dead) << "partial";
+  std::ofstream(live) << "partial";
+  {
+    std::ofstream m(dir.path / "metrics.jsonl");
+    m << "{\"event\":\"train\",\"step\":4}\n{\"event\":\"checkpoint\",\"step\":5}\n"
+      << "{\"event\":\"train\",\"step\":6}\n{\"event\":\"summary\",\"steps\":7}\nnot json\n";
+  }
+  RunFiles files(cfg, s.info, true, 5);
+  CHECK_FALSE(fs::exists(dead));
+  CHECK(fs::exists(live));
+  files.event(parse_json("{\"event\":\"train\",\"step\":6}"));
+  std::ifstream in(dir.path / "metrics.jsonl");
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  CHECK(lines == std::vector<std::string>{"{\"event\":\"train\",\"step\":4}", "{\"event\":\"checkpoint\",\"step\":5}",
+                                          "{\"event\":\"summary\",\"steps\":7}", "not json",
+                                          "{\"event\":\"train\",\"step\":6}"});
+  // A fresh run (start step 0) keeps what is there.
+  RunFiles fresh(cfg, s.info, true, 0);
+  std::ifstream again(dir.path / "metrics.jsonl");
+  int64_t n = 0;
+  for (std::string l; std::getline(again, l);) ++n;
+  CHECK(n == 5);
 }
