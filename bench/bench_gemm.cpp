@@ -1,5 +1,5 @@
 // ocrt's GEMM on every instruction-set path this CPU runs (runtime/cpu_isa.h), in float32 and
-// bf16 (ops/cpu/gemm.h), on the shapes CRNN's inference gives it: GFLOP/s, and the fraction of
+// bf16 (runtime/cpu/gemm.h), on the shapes CRNN's inference gives it: GFLOP/s, and the fraction of
 // the path's peak.
 //
 //   bench_gemm [--threads N] [--reps R] [--ghz F] [--json FILE]
@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/cpu/gemm.h"
+#include "runtime/cpu/gemm.h"
 #include "runtime/cpu_isa.h"
 #include "runtime/json.h"
 #include "runtime/threading.h"

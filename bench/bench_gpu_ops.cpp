@@ -1,4 +1,4 @@
-// GPU time of the OCR operators at the shapes of CRNN (DESIGN.md's `crnn` preset on 32 x 100
+// GPU time of the OCR operators at the shapes of CRNN (the `crnn` preset of docs/models.md on 32 x 100
 // lines) and SVTR-lite (SVTR-Tiny's stages on the same lines: 8x25, 4x25, 2x25 token grids),
 // at batch 256, plus one whole CRNN training step. bench/torch_gpu_ops.py runs the same cases
 // with PyTorch on the same GPU; its --compare prints the two side by side (bench/README.md).
@@ -158,7 +158,7 @@ struct ConvLayer {
   double macs(int64_t N) const { return (double)N * cout * ho() * wo() * cin * k * k; }
 };
 
-// The convolutions of CRNN's `cnn` (DESIGN.md) at their input shapes for a 32 x 100 line.
+// The convolutions of CRNN's `cnn` (docs/models.md) at their input shapes for a 32 x 100 line.
 const ConvLayer kCrnnConvs[] = {
     {"crnn.conv0", 1, 32, 100, 64, 3, 1, true},     {"crnn.conv3", 64, 16, 50, 128, 3, 1, true},
     {"crnn.conv6", 128, 8, 25, 256, 3, 1, false},   {"crnn.conv9", 256, 8, 25, 256, 3, 1, true},

@@ -1,5 +1,5 @@
 // Forward + backward time of the OCR operators at the exact shapes of CRNN (batch 32, lines of
-// 32 x 128; DESIGN.md's `crnn` preset) and SVTR-lite (batch 32, token grids 8x32, 4x32, 2x32),
+// 32 x 128; the `crnn` preset of docs/models.md) and SVTR-lite (batch 32, token grids 8x32, 4x32, 2x32),
 // on a fixed thread count. bench/torch_ops.py runs the same cases in PyTorch; its --compare
 // prints the side-by-side table (bench/README.md).
 //

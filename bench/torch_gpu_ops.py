@@ -37,7 +37,7 @@ WARMUP = 3
 CLASSES = 97  # blank + the 96-character charset
 FRAMES = 26   # T = W/4 + 1 for W = 100
 
-# The convolutions of CRNN's `cnn` (DESIGN.md) at their input shapes for a 32 x 100 line:
+# The convolutions of CRNN's `cnn` (docs/models.md) at their input shapes for a 32 x 100 line:
 # (name, Cin, H, W, Cout, k, pad, bias).
 CRNN_CONVS = [
     ("crnn.conv0", 1, 32, 100, 64, 3, 1, True),
@@ -203,7 +203,7 @@ def cases(torch, F, dev, N):
     def crnn():
         def make():
             sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "reference"))
-            from crnn import CRNN  # the reference module of DESIGN.md's spec
+            from crnn import CRNN  # the reference module of docs/models.md
 
             model = CRNN(CLASSES).to(dev)  # the `crnn` preset's defaults
             x = rand(N, 1, 32, 100)

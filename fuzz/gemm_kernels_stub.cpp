@@ -1,5 +1,5 @@
 // Fuzz builds only (fuzz/CMakeLists.txt, -DOCRT_FUZZ=ON): stand-ins for the GEMM kernels of
-// ops/cpu/gemm_avx2.cpp, gemm_avx512.cpp and gemm_avx512bf16.cpp.
+// runtime/cpu/gemm_avx2.cpp, gemm_avx512.cpp and gemm_avx512bf16.cpp.
 //
 // Those files compile their kernels for an instruction set with `#pragma GCC target`, which
 // clang does not honour, so clang cannot build them; compiling them with -mavx512f instead would
@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "ops/cpu/gemm_kernels.h"
+#include "runtime/cpu/gemm_kernels.h"
 
 namespace ocrt::cpu::detail {
 

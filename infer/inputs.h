@@ -13,7 +13,7 @@
 //                             working directory)
 // Empty lines are skipped and a trailing '\r' is dropped everywhere.
 //
-// infer/ does not use train/ (DESIGN.md), so the label-file and .gt.txt readers here are small
+// infer/ does not use train/ (docs/architecture.md), so the label-file and .gt.txt readers here are small
 // lazy counterparts of train/data.cpp's, with the same rules.
 #pragma once
 #include <cstdint>

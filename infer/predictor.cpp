@@ -14,7 +14,7 @@
 #include <Eigen/Core>
 
 #include "models/ctc_decode.h"
-#include "ops/cpu/gemm.h"
+#include "runtime/cpu/gemm.h"
 #include "runtime/cuda/cuda_glue.h"
 #include "runtime/threading.h"
 
@@ -112,8 +112,9 @@ struct Batch {
   Chunk* chunk = nullptr;
   std::vector<int64_t> lines;  // indices into the chunk, narrowest first
   int64_t width = 0;           // the widest line's padded width
+  int64_t margin = 0;          // white columns added past the widest line (Impl::right_margin)
   // What it costs: columns of the packed input (what a worker's speed is measured in).
-  double columns() const { return (double)lines.size() * (double)(width + kRightMargin); }
+  double columns() const { return (double)lines.size() * (double)(width + margin); }
 };
 
 struct Worker {
@@ -138,6 +139,10 @@ struct Predictor::Impl {
   int cpu_share = 1;      // threads per CPU worker
   int saved_eigen_threads = 0;  // Eigen's count before CPU workers changed it (0: no CPU worker)
   int64_t max_batch_columns = 0, chunk_lines = 0;
+  // White columns past every batch's widest line: the model's right context (how far right of a
+  // line's end its logits can look), rounded up to the width multiple. Every line then sees the
+  // same white within the model's reach, so batching never changes a line's result.
+  int64_t right_margin = 0;
 
   std::vector<std::unique_ptr<Worker>> workers;
   std::mutex mu;                    // guards the queue, stop, the chunks' pending counts, stats
@@ -262,6 +267,8 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
     fail(model_path, ": the weights do not fit a '", arch_, "' model with ", charset_.num_classes(), " classes: ",
          e.what());
   }
+  const int64_t m = s.spec.width_multiple;
+  s.right_margin = (checked->right_context() + m - 1) / m * m;
 
   // ---- threads and sizes
   s.threads = opt_.threads > 0 ? opt_.threads : default_num_threads();
@@ -383,9 +390,9 @@ void Predictor::Impl::run_batch(Worker& w, nn::Recognizer& model, Batch& b) {
     std::vector<int64_t> widths;
     const Tensor packed = pack_batch(images, spec, &widths);  // (N, 1, H, W), white past each line
     const int64_t N = packed.size(0), W = packed.size(3);
-    // kRightMargin more white columns, so that the widest line sees white too (predictor.h).
+    // b.margin more white columns, so that the widest line sees white too (predictor.h).
     const double white = spec.pad_value * spec.scale + spec.offset;
-    Tensor x = Tensor::full({N, 1, height, W + kRightMargin}, white);
+    Tensor x = Tensor::full({N, 1, height, W + b.margin}, white);
     x.narrow(3, 0, W).copy_(packed);
     const Tensor logits = model.forward(x.to(w.device), widths);  // (T, N, C)
     std::vector<int64_t> lengths;
@@ -506,8 +513,8 @@ std::vector<Batch> Predictor::Impl::prepare(Chunk& c) const {
   for (int64_t i : order) {
     const int64_t w = width_of(i);  // the widest so far, as the lines come sorted
     if (batches.empty() || (int64_t)batches.back().lines.size() >= o.batch ||
-        ((int64_t)batches.back().lines.size() + 1) * (w + kRightMargin) > max_batch_columns)
-      batches.push_back(Batch{&c, {}, 0});
+        ((int64_t)batches.back().lines.size() + 1) * (w + right_margin) > max_batch_columns)
+      batches.push_back(Batch{&c, {}, 0, right_margin});
     batches.back().lines.push_back(i);
     batches.back().width = w;
   }

@@ -32,10 +32,11 @@
 // set OpenMP's count for their own thread and Eigen's process-wide count to that share, and
 // the Predictor gives Eigen its previous count back when it is destroyed).
 //
-// Padding does not change a line's result. CRNN takes each line's own width, so its LSTM
-// stops at the line's last frame; and every batch gets kRightMargin white columns past its
-// widest line, so every line, the widest included, sees the same white (never the
-// convolutions' zero padding) within the CNN's reach. A line's logits are then the same in
+// Padding does not change a line's result. A recogniser takes each line's own width (CRNN's
+// LSTM stops at the line's last frame; SVTR-lite never attends to padding); and every batch gets
+// white columns past its widest line, as many as the model's right_context() (models/
+// recognizer.h) rounded up to the width multiple, so every line, the widest included, sees the
+// same white (never the convolutions' zero padding) within the model's reach. A line's logits are then the same in
 // any batch, of any size, on any number of workers (up to float rounding in the GEMMs).
 //
 // Limits (a line outside them gets an error; PredictorOptions can change them):
@@ -72,15 +73,8 @@
 
 namespace ocrt::infer {
 
-// White columns added past the widest line of every batch: the reach of CRNN's CNN to the
-// right of a frame, in input pixels. Frame t reads input columns up to 4t + 26 (three 3x3 convs
-// and two 2x2 pools at full and half width, then the stride-(2,1) pools and the final 2x2
-// conv); the last frame of a line of width w is t = w / 4, so 27 columns, rounded up to 28
-// to keep the batch width a multiple of 4. tests/infer checks that more padding changes nothing.
-constexpr int64_t kRightMargin = 28;
-
 // Sharing batches between workers of different speeds. Each worker measures its speed on its
-// latest batch (columns a second: lines x (padded width + kRightMargin)). A worker expected to
+// latest batch (columns a second: lines x (padded width + right margin)). A worker expected to
 // need `mine` seconds for a whole queued batch of `lines` lines, where the fastest worker would
 // need `fastest`, takes all of it when mine <= 2 * max(fastest, kMinPieceSeconds); otherwise it
 // takes the batch's first (narrowest) floor(lines * max(fastest, kMinPieceSeconds) / mine)
@@ -100,7 +94,7 @@ struct PredictorOptions {
   int threads = 0;          // CPU threads for preprocessing and CPU workers (0: default_num_threads())
   int64_t batch = 32;       // lines per batch
   // The precision of the CPU workers' matrix products and convolutions: "fp32", "bf16"
-  // (ops/cpu/gemm.h: operands rounded to bf16, float32 sums; LSTM gates, softmax and decoding stay
+  // (runtime/cpu/gemm.h: operands rounded to bf16, float32 sums; LSTM gates, softmax and decoding stay
   // float32) or "auto": bf16 where the CPU has bf16 instructions (the avx512bf16 and amx paths,
   // runtime/cpu_isa.h), where the shipped model reads its validation lines within 0.05 CER
   // points of fp32 (bench/results/cpu-bf16.md), and fp32 elsewhere. Process-wide: it applies to

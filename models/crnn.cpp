@@ -1,4 +1,4 @@
-// CRNN: the layer table of DESIGN.md, in code (see crnn.h).
+// CRNN: the layer table of docs/models.md, in code (see crnn.h).
 #include "models/crnn.h"
 
 namespace ocrt::nn {

@@ -1,5 +1,5 @@
 // CRNN (Shi, Bai & Yao, "An End-to-End Trainable Neural Network for Image-based Sequence
-// Recognition", 2015) exactly as ../shared/DESIGN.md specifies it, so that a state_dict of the
+// Recognition", 2015) exactly as docs/models.md specifies it, so that a state_dict of the
 // PyTorch reference module (tools/reference/crnn.py) loads unchanged, and the reverse.
 //
 //   x (N, 1, 32, W)  -> cnn (7 convs, 4 max-pools, 3 BatchNorms) -> (N, c6, 1, T), T = W/4 + 1
@@ -24,7 +24,7 @@ struct CRNNConfig {
   // tests use it (docs/distributed.md). Stored in the config only when false.
   bool batch_norm = true;
 
-  // "crnn" or "crnn-s" (DESIGN.md's presets) for a charset of num_classes - 1 characters.
+  // "crnn" or "crnn-s" (docs/models.md's presets) for a charset of num_classes - 1 characters.
   static CRNNConfig preset(const std::string& name, int64_t num_classes);
   Json to_json() const;
   static CRNNConfig from_json(const Json& j);  // throws naming the missing or bad field
@@ -43,6 +43,10 @@ class CRNN : public Recognizer {
   int64_t frames_for_width(int64_t width) const override { return frames(width); }
   // Four input columns per frame; the pools' padding puts frame t's centre near column 4t + 1.5.
   double frame_center(int64_t t) const override { return 4.0 * (double)t + 1.5; }
+  // Frame t reads input columns up to 4t + 26 (three 3x3 convs and two 2x2 pools at full and
+  // half width, then the stride-(2,1) pools and the final 2x2 conv); the last frame of a line of
+  // width w is t = w / 4: 27 columns past its end (tests/infer checks that more changes nothing).
+  int64_t right_context() const override { return 27; }
   int64_t num_classes() const override { return config.num_classes; }
   Json config_json() const override { return config.to_json(); }
 

@@ -28,6 +28,10 @@ class Recognizer : public Module {
   virtual int64_t frames_for_width(int64_t width) const = 0;
   // The input column that output frame t is centred on (for character positions).
   virtual double frame_center(int64_t t) const = 0;
+  // How many input columns past a line's last one its logits can depend on (the receptive field
+  // to the right). The predictor pads every batch with that many white columns past its widest
+  // line, so that the widest line sees the same white as the narrower ones.
+  virtual int64_t right_context() const = 0;
   virtual int64_t num_classes() const = 0;
   // The architecture config, as stored in model files ("config", models/model_file.h).
   virtual Json config_json() const = 0;

@@ -122,6 +122,8 @@ class SVTRLite : public Recognizer {
   int64_t frames_for_width(int64_t width) const override { return frames(width); }
   // The stem's two stride-2 3x3 convs centre token column t on input column 4t.
   double frame_center(int64_t t) const override { return 4.0 * (double)t; }
+  // No column past a line's width reaches its logits (see "Padding" above).
+  int64_t right_context() const override { return 0; }
   int64_t num_classes() const override { return config.num_classes; }
   Json config_json() const override { return config.to_json(); }
 

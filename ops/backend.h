@@ -1,36 +1,16 @@
-// The kernel table: every computation a device backend provides, as one function pointer
-// each. This is the single dispatch point of ocrt: an op front-end (ops/*.cpp) checks its
-// arguments, allocates outputs on the inputs' device, and calls kernel(device, &Backend::x).
-// The CPU table is filled in ops/cpu/, the CUDA table in ops/cuda/; an entry a backend lacks
-// is null and calling it throws an error naming the op and the device.
-//
-// Kernel contract: inputs and outputs are already allocated, on the same device, with the
-// right shapes and dtypes; outputs may be written in any order; inputs may have any strides
-// (including 0 for broadcast) unless a comment says otherwise. Kernels do no autograd.
+// The layer kernel table: the computations of neural-network layers (softmax, convolution,
+// pooling, normalisation, the LSTM cell, CTC), one function pointer each. It sits above the
+// tensor kernel table (runtime/backend.h), which holds copy, fill, elementwise, reductions,
+// matrix products, indexing and random numbers: a layer's front-end (ops/conv.cpp, ...) may use
+// both, the runtime only the lower one. The CPU table is filled in ops/cpu/, the CUDA table in
+// ops/cuda/; the kernel contract is the one at the top of runtime/backend.h.
 #pragma once
 #include <cstdint>
 #include <vector>
 
-#include "runtime/tensor.h"
+#include "runtime/backend.h"
 
 namespace ocrt {
-
-enum class UnaryOp {
-  neg, exp, log, sqrt, abs, sign,
-  relu, sigmoid, tanh, gelu_tanh, gelu_erf, hardswish,
-  leaky_relu,   // a = negative slope
-  pow_scalar,   // x^a
-  clamp,        // clamp to [a, b]
-};
-// Parameters of the unary ops that take them (see UnaryOp).
-struct UnaryParams {
-  double a = 0, b = 0;
-};
-
-enum class BinaryOp { add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge };
-inline bool is_comparison(BinaryOp op) { return op >= BinaryOp::eq; }
-
-enum class ReduceKind { sum, mean, max, min };
 
 // Geometry of a 2-D convolution (PyTorch's conv2d arguments; all already validated).
 struct Conv2dParams {
@@ -47,52 +27,15 @@ struct Pool2dParams {
   bool count_include_pad = true;           // avg_pool2d only
 };
 
-struct Backend {
+struct LayerBackend {
   const char* name;
 
-  // ---- memory (ops/copy.cpp)
-  // dst[i] = src[i] with dtype conversion; src has dst's shape (maybe via stride-0 dims).
-  void (*copy)(const Tensor& src, const Tensor& dst);
-  void (*fill)(const Tensor& dst, double value);
-
-  // ---- elementwise (ops/elementwise.cpp). a, b, cond are already broadcast to out's shape.
-  void (*unary)(UnaryOp op, UnaryParams p, const Tensor& x, const Tensor& out);
-  // dx = dy * f'(x); y = f(x) is passed because some derivatives are cheaper from it.
-  void (*unary_backward)(UnaryOp op, UnaryParams p, const Tensor& x, const Tensor& y, const Tensor& dy,
-                         const Tensor& dx);
-  void (*binary)(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);  // comparisons: out u8
-  void (*where)(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out);  // cond u8
-
-  // ---- reductions and softmax (ops/reduce.cpp)
-  // out has x's rank with size 1 in every reduced dim (keepdim layout), contiguous.
-  void (*reduce)(ReduceKind op, const Tensor& x, const Tensor& out);
-  // max/min along one dim: values (x's dtype) and indices (i64), both keepdim, contiguous. The
-  // first index wins a tie; a NaN wins over everything (as PyTorch).
-  void (*arg_reduce)(bool is_max, const Tensor& x, int64_t dim, const Tensor& values, const Tensor& indices);
+  // ---- softmax (ops/reduce.cpp)
   // y = softmax(x) or log_softmax(x) along dim; x, y contiguous.
   void (*softmax)(bool log, const Tensor& x, int64_t dim, const Tensor& y);
   void (*softmax_backward)(bool log, const Tensor& y, const Tensor& dy, int64_t dim, const Tensor& dx);
 
-  // ---- linear algebra (ops/linalg.cpp)
-  // out[b] = a[b] @ b[b]: a (B,M,K), b (B,K,N), out (B,M,N) contiguous. a and b may have any
-  // strides, including batch stride 0 for a broadcast operand and transposed inner strides.
-  void (*matmul)(const Tensor& a, const Tensor& b, const Tensor& out);
-
-  // ---- indexing (ops/index.cpp). index is i64, contiguous.
-  // out = x.index_select(dim, index); index_add: dst.narrow(dim, index[i], 1) += src.narrow(dim, i, 1)
-  void (*index_select)(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out);
-  void (*index_add)(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src);
-  // out[..i..] = x[..index[..i..]..] along dim; scatter_add is its adjoint (dst += at index).
-  void (*gather)(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out);
-  void (*scatter_add)(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src);
-
-  // ---- random numbers (ops/random.cpp): element i (row-major) of `out` is a pure function
-  // of (seed, offset, i) through Philox, identical on every backend. out contiguous.
-  void (*uniform)(const Tensor& out, uint64_t seed, uint64_t offset, double lo, double hi);
-  void (*normal)(const Tensor& out, uint64_t seed, uint64_t offset, double mean, double stddev);
-
   // ---- convolution and pooling (ops/conv.cpp, ops/pool.cpp)
-  // [conv: begin]
   // y (N,Cout,Ho,Wo) = conv2d(x (N,Cin,H,W), w (Cout,Cin/groups,kh,kw)) + bias (Cout; may be
   // undefined). x and w contiguous, y contiguous.
   void (*conv2d)(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, const Tensor& y);
@@ -111,10 +54,8 @@ struct Backend {
   // y (N,C,Ho,Wo): the mean of window [floor(o*In/Out), ceil((o+1)*In/Out)) in each dim.
   void (*adaptive_avg_pool2d)(const Tensor& x, const Tensor& y);
   void (*adaptive_avg_pool2d_backward)(const Tensor& dy, const Tensor& dx);  // dx overwritten
-  // [conv: end]
 
   // ---- normalisation (ops/norm.cpp)
-  // [norm: begin]
   // Batch normalisation over x (N,C,S) contiguous (S = the spatial size, 1 for (N,C) input).
   // Per-channel batch statistics: mean (C) and the biased variance var (C), in x's dtype.
   void (*batch_norm_stats)(const Tensor& x, const Tensor& mean, const Tensor& var);
@@ -133,10 +74,8 @@ struct Backend {
                      const Tensor& mean, const Tensor& rstd);
   void (*layer_norm_backward)(const Tensor& x, const Tensor& dy, const Tensor& mean, const Tensor& rstd,
                               const Tensor& weight, const Tensor& dx, const Tensor& dweight, const Tensor& dbias);
-  // [norm: end]
 
   // ---- recurrent layers (ops/rnn.cpp)
-  // [rnn: begin]
   // The pointwise part of one LSTM time step (the GEMMs go through matmul). The gate
   // pre-activations are gates_x + gates_h (N,4H): x W_ih^T + b_ih + b_hh and h_prev W_hh^T, in
   // PyTorch's order (i, f, g, o).
@@ -154,14 +93,9 @@ struct Backend {
   void (*lstm_cell_backward)(const Tensor& act, const Tensor& c_prev, const Tensor& c, const Tensor& dh,
                              const Tensor& dout, const Tensor& dc, const Tensor& active, const Tensor& dgates,
                              const Tensor& dc_prev, const Tensor& dh_carry);
-  // [rnn: end]
 
-  // ---- attention (ops/attention.cpp)
-  // [attention: begin]
-  // [attention: end]
 
   // ---- CTC loss (ops/ctc.cpp)
-  // [ctc: begin]
   // CTC loss, log-space forward-backward. log_probs (T,N,C) contiguous; targets: all samples'
   // labels concatenated (i64, contiguous), sample n's at target_offsets[n] with
   // target_lengths[n] labels (host vectors, as input_lengths). Writes losses (N) (+inf where
@@ -177,56 +111,33 @@ struct Backend {
                             const std::vector<int64_t>& input_lengths, const std::vector<int64_t>& target_lengths,
                             int64_t blank, const Tensor& losses, const Tensor& alpha,
                             const std::vector<double>& scale, const Tensor& grad);
-  // [ctc: end]
 };
 
-// The table for a device's kind (validating the device); throws when the build lacks it.
-const Backend& backend_for(Device device);
+// The layer table for a device's kind (validating the device); throws when the build lacks it.
+const LayerBackend& layer_backend(Device device);
+#ifdef OCRT_HAVE_CUDA
+const LayerBackend& cuda_layer_backend();  // the CUDA table without a GPU (as cuda_tensor_backend)
+#endif
 
-// The kernel `field` of `device`'s backend; throws "<op>: not implemented on <device>" if the
-// backend lacks it.
+// The kernel `field` of `device`'s layer table; throws "<op>: not implemented on <device>".
 template <class F>
-F kernel(Device device, F Backend::*field, const char* op) {
-  const Backend& b = backend_for(device);
-  F f = b.*field;
-  if (!f) fail(op, ": not implemented on ", device.str(), " (the ", b.name, " backend has no kernel for it yet)");
-  return f;
+F kernel(Device device, F LayerBackend::*field, const char* op) {
+  return checked_kernel(layer_backend(device), field, op, device);
 }
 
 // Filled by each family's file in ops/cpu/ (and ops/cuda/ for the CUDA table).
-void register_cpu_copy(Backend& b);
-void register_cpu_elementwise(Backend& b);
-void register_cpu_reduce(Backend& b);
-void register_cpu_linalg(Backend& b);
-void register_cpu_index(Backend& b);
-void register_cpu_random(Backend& b);
-// [conv: register begin]
-void register_cpu_conv(Backend& b);
-void register_cpu_pool(Backend& b);
-// [conv: register end]
-// [norm: register begin]
-void register_cpu_norm(Backend& b);
-// [norm: register end]
-// [rnn: register begin]
-void register_cpu_rnn(Backend& b);
-// [rnn: register end]
-// [attention: register begin]
-// [attention: register end]
-// [ctc: register begin]
-void register_cpu_ctc(Backend& b);
-// [ctc: register end]
+void register_cpu_softmax(LayerBackend& b);
+void register_cpu_conv(LayerBackend& b);
+void register_cpu_pool(LayerBackend& b);
+void register_cpu_norm(LayerBackend& b);
+void register_cpu_rnn(LayerBackend& b);
+void register_cpu_ctc(LayerBackend& b);
 
-// The CUDA table's families (ops/cuda/*.cu), in builds with CUDA.
-void register_cuda_copy(Backend& b);
-void register_cuda_elementwise(Backend& b);
-void register_cuda_reduce(Backend& b);
-void register_cuda_linalg(Backend& b);
-void register_cuda_index(Backend& b);
-void register_cuda_random(Backend& b);
-void register_cuda_conv(Backend& b);
-void register_cuda_pool(Backend& b);
-void register_cuda_norm(Backend& b);
-void register_cuda_rnn(Backend& b);
-void register_cuda_ctc(Backend& b);
+void register_cuda_softmax(LayerBackend& b);
+void register_cuda_conv(LayerBackend& b);
+void register_cuda_pool(LayerBackend& b);
+void register_cuda_norm(LayerBackend& b);
+void register_cuda_rnn(LayerBackend& b);
+void register_cuda_ctc(LayerBackend& b);
 
 }  // namespace ocrt

@@ -2,7 +2,7 @@
 // kernels are in ops/cpu/conv.cpp and ops/cpu/pool.cpp.
 //
 // Each op records one autograd node with a fused backward kernel:
-//   conv2d:   dx, dw, db from (x, w, dy)              (Backend::conv2d_backward)
+//   conv2d:   dx, dw, db from (x, w, dy)              (LayerBackend::conv2d_backward)
 //   max_pool: dx = dy scattered to the argmax indices   (saved by the forward)
 //   avg_pool: dx = dy spread evenly over each window
 #include "ops/conv.h"
@@ -93,7 +93,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
   const Tensor xc = x.detach().contiguous(), wc = weight.detach().contiguous();
   const Tensor bc = bias.defined() ? bias.detach().contiguous() : Tensor();
   Tensor y = Tensor::empty({N, Cout, Ho, Wo}, x.dtype(), x.device());
-  if (y.numel() > 0) kernel(x.device(), &Backend::conv2d, op)(xc, wc, bc, p, y);
+  if (y.numel() > 0) kernel(x.device(), &LayerBackend::conv2d, op)(xc, wc, bc, p, y);
 
   if (grad) {
     const bool need_x = x.requires_grad(), need_w = weight.requires_grad();
@@ -103,7 +103,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
       Tensor dx = need_x ? Tensor::empty(xc.shape(), xc.dtype(), xc.device()) : Tensor();
       Tensor dw = need_w ? Tensor::empty(wc.shape(), wc.dtype(), wc.device()) : Tensor();
       Tensor db = need_b ? Tensor::empty({Cout}, wc.dtype(), wc.device()) : Tensor();
-      kernel(xc.device(), &Backend::conv2d_backward, "conv2d backward")(xc, wc, dy, p, dx, dw, db);
+      kernel(xc.device(), &LayerBackend::conv2d_backward, "conv2d backward")(xc, wc, dy, p, dx, dw, db);
       return TensorList{dx, dw, db};
     });
   }
@@ -148,12 +148,12 @@ Tensor max_pool2d(const Tensor& x, const MaxPool2dOptions& opt) {
   // The argmax of each window is kept only for a backward pass.
   const bool grad = any_requires_grad({x});
   Tensor indices = grad ? Tensor::empty(y.shape(), DType::i64, x.device()) : Tensor();
-  if (y.numel() > 0) kernel(x.device(), &Backend::max_pool2d, op)(xc, p, y, indices);
+  if (y.numel() > 0) kernel(x.device(), &LayerBackend::max_pool2d, op)(xc, p, y, indices);
   if (grad) {
     const Shape shape_x = x.shape();
     record(op, {x}, {y}, [=](const TensorList& grads) {
       Tensor dx = Tensor::empty(shape_x, grads[0].dtype(), grads[0].device());
-      kernel(dx.device(), &Backend::max_pool2d_backward, "max_pool2d backward")(grads[0].contiguous(), indices, dx);
+      kernel(dx.device(), &LayerBackend::max_pool2d_backward, "max_pool2d backward")(grads[0].contiguous(), indices, dx);
       return TensorList{dx};
     });
   }
@@ -166,12 +166,12 @@ Tensor avg_pool2d(const Tensor& x, const AvgPool2dOptions& opt) {
   p.count_include_pad = opt.count_include_pad;
   const Tensor xc = x.detach().contiguous();
   Tensor y = Tensor::empty(pool_out_shape(op, x, p, opt.ceil_mode), x.dtype(), x.device());
-  if (y.numel() > 0) kernel(x.device(), &Backend::avg_pool2d, op)(xc, p, y);
+  if (y.numel() > 0) kernel(x.device(), &LayerBackend::avg_pool2d, op)(xc, p, y);
   if (any_requires_grad({x})) {
     const Shape shape_x = x.shape();
     record(op, {x}, {y}, [=](const TensorList& grads) {
       Tensor dx = Tensor::empty(shape_x, grads[0].dtype(), grads[0].device());
-      kernel(dx.device(), &Backend::avg_pool2d_backward, "avg_pool2d backward")(grads[0].contiguous(), p, dx);
+      kernel(dx.device(), &LayerBackend::avg_pool2d_backward, "avg_pool2d backward")(grads[0].contiguous(), p, dx);
       return TensorList{dx};
     });
   }
@@ -186,12 +186,12 @@ Tensor adaptive_avg_pool2d(const Tensor& x, Pair output_size) {
   OCRT_CHECK(x.size(2) >= 1 && x.size(3) >= 1, op, ": input ", shape_str(x.shape()), " has an empty spatial dim");
   const Tensor xc = x.detach().contiguous();
   Tensor y = Tensor::empty({x.size(0), x.size(1), output_size[0], output_size[1]}, x.dtype(), x.device());
-  if (y.numel() > 0) kernel(x.device(), &Backend::adaptive_avg_pool2d, op)(xc, y);
+  if (y.numel() > 0) kernel(x.device(), &LayerBackend::adaptive_avg_pool2d, op)(xc, y);
   if (any_requires_grad({x})) {
     const Shape shape_x = x.shape();
     record(op, {x}, {y}, [=](const TensorList& grads) {
       Tensor dx = Tensor::empty(shape_x, grads[0].dtype(), grads[0].device());
-      kernel(dx.device(), &Backend::adaptive_avg_pool2d_backward, "adaptive_avg_pool2d backward")(
+      kernel(dx.device(), &LayerBackend::adaptive_avg_pool2d_backward, "adaptive_avg_pool2d backward")(
           grads[0].contiguous(), dx);
       return TensorList{dx};
     });

@@ -94,7 +94,7 @@ Tensor ctc_common(const char* op, const Tensor& scores, bool from_logits, const 
   Tensor losses = Tensor::empty({N}, scores.dtype(), dev);
   Tensor alpha = Tensor::empty({N, T, 2 * p.max_target + 1}, DType::f64, dev);
   if (N > 0)
-    kernel(dev, &Backend::ctc_loss, op)(lp, p.targets, p.offsets, input_lengths, target_lengths, opt.blank, losses, alpha);
+    kernel(dev, &LayerBackend::ctc_loss, op)(lp, p.targets, p.offsets, input_lengths, target_lengths, opt.blank, losses, alpha);
 
   // Per-sample losses after zero_infinity, and the weight of each in the reduction.
   std::vector<double> per = losses.to_vector<double>(), weight((size_t)N, 1.0);
@@ -122,7 +122,7 @@ Tensor ctc_common(const char* op, const Tensor& scores, bool from_logits, const 
       std::vector<double> scale((size_t)N);
       for (int64_t n = 0; n < N; ++n) scale[(size_t)n] = (reduction == Reduction::none ? g[(size_t)n] : g[0]) * weight[(size_t)n];
       Tensor grad = Tensor::empty(shape, lp.dtype(), lp.device());
-      kernel(lp.device(), &Backend::ctc_loss_backward, "ctc_loss backward")(
+      kernel(lp.device(), &LayerBackend::ctc_loss_backward, "ctc_loss backward")(
           lp, p.targets, p.offsets, input_lengths, target_lengths, blank, losses, alpha, scale, grad);
       return TensorList{grad};
     });

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "ops/backend.h"
+#include "runtime/backend.h"
 #include "ops/reduce.h"
 #include "runtime/autograd.h"
 
@@ -51,7 +51,7 @@ Tensor binary_raw(BinaryOp op, const Tensor& a, const Tensor& b, const char* nam
     OCRT_CHECK(is_floating(a.dtype()), name, ": expected float tensors, got ", dtype_name(a.dtype()));
   Shape s = broadcast_shapes(a.shape(), b.shape(), name);
   Tensor out = Tensor::empty(s, is_comparison(op) ? DType::u8 : a.dtype(), a.device());
-  if (out.numel() > 0) kernel(a.device(), &Backend::binary, name)(op, a.detach().expand(s), b.detach().expand(s), out);
+  if (out.numel() > 0) kernel(a.device(), &TensorBackend::binary, name)(op, a.detach().expand(s), b.detach().expand(s), out);
   return out;
 }
 
@@ -59,7 +59,7 @@ Tensor unary_raw(UnaryOp op, UnaryParams p, const Tensor& x, const char* name) {
   check_defined(x, name, "input");
   OCRT_CHECK(is_floating(x.dtype()), name, ": expected a float tensor, got ", dtype_name(x.dtype()));
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
-  if (out.numel() > 0) kernel(x.device(), &Backend::unary, name)(op, p, x, out);
+  if (out.numel() > 0) kernel(x.device(), &TensorBackend::unary, name)(op, p, x, out);
   return out;
 }
 
@@ -70,7 +70,7 @@ Tensor unary_op(UnaryOp op, UnaryParams p, const Tensor& x, const char* name) {
     Tensor xs = x.detach(), ys = y.detach();
     record(name, {x}, {y}, [op, p, xs, ys, name](const TensorList& g) {
       Tensor dx = Tensor::empty(xs.shape(), xs.dtype(), xs.device());
-      if (dx.numel() > 0) kernel(xs.device(), &Backend::unary_backward, name)(op, p, xs, ys, g[0], dx);
+      if (dx.numel() > 0) kernel(xs.device(), &TensorBackend::unary_backward, name)(op, p, xs, ys, g[0], dx);
       return TensorList{dx};
     });
   }
@@ -200,7 +200,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Shape s = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   Tensor out = Tensor::empty(s, a.dtype(), a.device());
   if (out.numel() > 0)
-    kernel(a.device(), &Backend::where, "where")(cond.detach().expand(s), a.detach().expand(s), b.detach().expand(s), out);
+    kernel(a.device(), &TensorBackend::where, "where")(cond.detach().expand(s), a.detach().expand(s), b.detach().expand(s), out);
   if (any_requires_grad({a, b})) {
     Tensor c = cond.detach();
     Shape sa = a.shape(), sb = b.shape();
@@ -259,7 +259,7 @@ static void inplace_binary(BinaryOp op, const Tensor& self, const Tensor& other,
   OCRT_CHECK(broadcast_shapes(self.shape(), other.shape(), name) == self.shape(), name, ": ", shape_str(other.shape()),
              " does not broadcast to ", shape_str(self.shape()));
   if (self.numel() > 0)
-    kernel(self.device(), &Backend::binary, name)(op, self.detach(), other.detach().expand(self.shape()), self);
+    kernel(self.device(), &TensorBackend::binary, name)(op, self.detach(), other.detach().expand(self.shape()), self);
 }
 
 void add_(const Tensor& self, const Tensor& other, double alpha) {
@@ -280,7 +280,7 @@ void relu_(const Tensor& self) {
              ": in-place change of a tensor that requires grad would corrupt autograd; do it under NoGradGuard");
   OCRT_CHECK(is_floating(self.dtype()), "relu_: expected a float tensor, got ", dtype_name(self.dtype()));
   // The unary kernels read element i and write element i: reading and writing one tensor is safe.
-  if (self.numel() > 0) kernel(self.device(), &Backend::unary, "relu_")(UnaryOp::relu, {}, self.detach(), self);
+  if (self.numel() > 0) kernel(self.device(), &TensorBackend::unary, "relu_")(UnaryOp::relu, {}, self.detach(), self);
 }
 
 }  // namespace ocrt

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "ops/backend.h"
+#include "runtime/backend.h"
 #include "runtime/autograd.h"
 
 namespace ocrt {
@@ -60,14 +60,14 @@ Tensor index_select_raw(const Tensor& x, int64_t dim, const Tensor& idx, const c
   Shape s = x.shape();
   s[dim] = idx.numel();
   Tensor out = Tensor::empty(s, x.dtype(), x.device());
-  if (out.numel() > 0) kernel(x.device(), &Backend::index_select, op)(x.detach(), dim, idx, out);
+  if (out.numel() > 0) kernel(x.device(), &TensorBackend::index_select, op)(x.detach(), dim, idx, out);
   return out;
 }
 
 // The adjoint of index_select: zeros of `shape` with g's slices added at idx along dim.
 Tensor index_add_into_zeros(const Shape& shape, int64_t dim, const Tensor& idx, const Tensor& g, const char* op) {
   Tensor dx = Tensor::zeros(shape, g.dtype(), g.device());
-  if (g.numel() > 0) kernel(g.device(), &Backend::index_add, op)(dx, dim, idx, g);
+  if (g.numel() > 0) kernel(g.device(), &TensorBackend::index_add, op)(dx, dim, idx, g);
   return dx;
 }
 
@@ -106,12 +106,12 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   check_range(idx, x.shape()[dim], dim, "gather");
 
   Tensor out = Tensor::empty(idx.shape(), x.dtype(), x.device());
-  if (out.numel() > 0) kernel(x.device(), &Backend::gather, "gather")(x.detach(), dim, idx, out);
+  if (out.numel() > 0) kernel(x.device(), &TensorBackend::gather, "gather")(x.detach(), dim, idx, out);
   if (any_requires_grad({x})) {
     Shape in_shape = x.shape();
     record("gather", {x}, {out}, [in_shape, dim, idx](const TensorList& g) {
       Tensor dx = Tensor::zeros(in_shape, g[0].dtype(), g[0].device());
-      if (g[0].numel() > 0) kernel(dx.device(), &Backend::scatter_add, "gather backward")(dx, dim, idx, g[0]);
+      if (g[0].numel() > 0) kernel(dx.device(), &TensorBackend::scatter_add, "gather backward")(dx, dim, idx, g[0]);
       return TensorList{dx};
     });
   }

@@ -1,6 +1,6 @@
 // Matrix-product front-ends: matmul (torch.matmul semantics) and linear, with their gradients.
 //
-// Every product ends in one kernel call, Backend::matmul, on (B,M,K) @ (B,K,N) views. This file
+// Every product ends in one kernel call, TensorBackend::matmul, on (B,M,K) @ (B,K,N) views. This file
 // turns the user's shapes into those views without copying data where strides allow it:
 //   - a 1-D operand becomes a (1,K) row or a (K,1) column (a view), and that dim is dropped
 //     from the result again;
@@ -18,7 +18,7 @@
 
 #include <algorithm>
 
-#include "ops/backend.h"
+#include "runtime/backend.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "runtime/autograd.h"
@@ -55,7 +55,7 @@ Tensor as_batched(const Tensor& x, const Shape& batch) {
 
 // The kernel call: out (B,M,N) = a (B,M,K) @ b (B,K,N).
 void gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
-  kernel(out.device(), &Backend::matmul, "matmul")(a, b, out);
+  kernel(out.device(), &TensorBackend::matmul, "matmul")(a, b, out);
 }
 
 // The product of a (batch_a..., M, K) and b (batch_b..., K, N), both at least 2-D, already

@@ -49,7 +49,7 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& running_mean, const Tensor
     mean = Tensor::empty({C}, x.dtype(), dev);
     var = Tensor::empty({C}, x.dtype(), dev);
     if (local_count > 0) {
-      kernel(dev, &Backend::batch_norm_stats, op)(x3, mean, var);
+      kernel(dev, &LayerBackend::batch_norm_stats, op)(x3, mean, var);
     } else {
       mean.zero_();
       var.zero_();
@@ -94,7 +94,7 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& running_mean, const Tensor
   const Tensor w = weight.defined() ? weight.detach().contiguous() : Tensor();
   const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();
   Tensor y = Tensor::empty(x.shape(), x.dtype(), dev);
-  if (y.numel() > 0) kernel(dev, &Backend::batch_norm_apply, op)(x3, mean, invstd, w, b, y.view({N, C, S}));
+  if (y.numel() > 0) kernel(dev, &LayerBackend::batch_norm_apply, op)(x3, mean, invstd, w, b, y.view({N, C, S}));
 
   if (any_requires_grad({x, weight, bias})) {
     const bool need_x = x.requires_grad(), need_w = weight.defined() && weight.requires_grad();
@@ -130,7 +130,7 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& running_mean, const Tensor
       Tensor dx = need_x ? Tensor::empty(shape_x, x3.dtype(), x3.device()) : Tensor();
       Tensor dw = need_w ? Tensor::empty({C}, x3.dtype(), x3.device()) : Tensor();
       Tensor db = need_b ? Tensor::empty({C}, x3.dtype(), x3.device()) : Tensor();
-      kernel(x3.device(), &Backend::batch_norm_backward, "batch_norm backward")(
+      kernel(x3.device(), &LayerBackend::batch_norm_backward, "batch_norm backward")(
           x3, dy, mean, invstd, w, training, need_x ? dx.view({N, C, S}) : Tensor(), dw, db);
       return TensorList{dx, dw, db};
     });
@@ -175,7 +175,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   const Tensor b = bias.defined() ? bias.detach().contiguous().view({D}) : Tensor();
   Tensor y = Tensor::empty(x.shape(), x.dtype(), dev);
   Tensor mean = Tensor::empty({M}, x.dtype(), dev), rstd = Tensor::empty({M}, x.dtype(), dev);
-  if (M > 0) kernel(dev, &Backend::layer_norm, op)(x2, w, b, eps, y.view({M, D}), mean, rstd);
+  if (M > 0) kernel(dev, &LayerBackend::layer_norm, op)(x2, w, b, eps, y.view({M, D}), mean, rstd);
 
   if (any_requires_grad({x, weight, bias})) {
     const bool need_x = x.requires_grad(), need_w = weight.defined() && weight.requires_grad();
@@ -187,7 +187,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
       Tensor dw = need_w ? Tensor::zeros(shape_n, x2.dtype(), x2.device()) : Tensor();
       Tensor db = need_b ? Tensor::zeros(shape_n, x2.dtype(), x2.device()) : Tensor();
       if (M > 0)
-        kernel(x2.device(), &Backend::layer_norm_backward, "layer_norm backward")(
+        kernel(x2.device(), &LayerBackend::layer_norm_backward, "layer_norm backward")(
             x2, dy, mean, rstd, w, need_x ? dx.view({M, D}) : Tensor(), need_w ? dw.view({D}) : Tensor(),
             need_b ? db.view({D}) : Tensor());
       return TensorList{dx, dw, db};

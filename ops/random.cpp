@@ -1,12 +1,12 @@
 // Random tensors and dropout. Each random tensor is one draw: it takes the Generator's
 // current offset once (gen.next_offset()) and the backend fills element i from
-// Philox(seed, i, offset) (see runtime/rng.h and ops/cpu/random.cpp for how words become
+// Philox(seed, i, offset) (see runtime/rng.h and runtime/cpu/random.cpp for how words become
 // values). Nothing here depends on the thread count or the device.
 #include "ops/random.h"
 
 #include <cmath>
 
-#include "ops/backend.h"
+#include "runtime/backend.h"
 #include "ops/elementwise.h"
 #include "runtime/autograd.h"
 
@@ -26,7 +26,7 @@ Tensor uniform(const Shape& shape, double lo, double hi, Generator& gen, DType d
   OCRT_CHECK(std::isfinite(lo) && std::isfinite(hi) && lo <= hi, "uniform: expected finite lo <= hi, got [", lo,
              ", ", hi, ")");
   Tensor out = empty_float(shape, dtype, device, "uniform");
-  auto fill = kernel(device, &Backend::uniform, "uniform");  // look it up before taking an offset
+  auto fill = kernel(device, &TensorBackend::uniform, "uniform");  // look it up before taking an offset
   uint64_t offset = gen.next_offset();
   if (out.numel() > 0) fill(out, gen.seed(), offset, lo, hi);
   return out;
@@ -38,7 +38,7 @@ Tensor rand(const Shape& shape, Generator& gen, DType dtype, Device device) {
 
 Tensor randn(const Shape& shape, Generator& gen, DType dtype, Device device) {
   Tensor out = empty_float(shape, dtype, device, "randn");
-  auto fill = kernel(device, &Backend::normal, "randn");
+  auto fill = kernel(device, &TensorBackend::normal, "randn");
   uint64_t offset = gen.next_offset();
   if (out.numel() > 0) fill(out, gen.seed(), offset, 0.0, 1.0);
   return out;

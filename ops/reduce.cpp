@@ -50,7 +50,7 @@ Tensor reduce_raw(ReduceKind op, const Tensor& x, const std::vector<int64_t>& di
     for (int64_t d : dims)
       OCRT_CHECK(x.shape()[d] > 0, name, ": cannot reduce over dim ", d, " of size 0 (shape ", shape_str(x.shape()), ")");
   Tensor out = Tensor::empty(keepdim_shape(x.shape(), dims), x.dtype(), x.device());
-  if (out.numel() > 0) kernel(x.device(), &Backend::reduce, name)(op, x, out);
+  if (out.numel() > 0) kernel(x.device(), &TensorBackend::reduce, name)(op, x, out);
   return out;
 }
 
@@ -126,7 +126,7 @@ static std::pair<Tensor, Tensor> arg_extremum(bool is_max, const Tensor& x, int6
   Shape keep = x.dim() > 0 ? keepdim_shape(x.shape(), {dim}) : Shape{};
   Tensor values = Tensor::empty(keep, x.dtype(), x.device());
   Tensor indices = Tensor::empty(keep, DType::i64, x.device());
-  if (values.numel() > 0) kernel(x.device(), &Backend::arg_reduce, name)(is_max, x, x.dim() > 0 ? dim : 0, values, indices);
+  if (values.numel() > 0) kernel(x.device(), &TensorBackend::arg_reduce, name)(is_max, x, x.dim() > 0 ? dim : 0, values, indices);
   Tensor idx_keep = indices;
   if (!keepdim && x.dim() > 0) {
     Shape sq = squeezed_shape(x.shape(), {dim});
@@ -138,7 +138,7 @@ static std::pair<Tensor, Tensor> arg_extremum(bool is_max, const Tensor& x, int6
     record(name, {x}, {values}, [in_shape, idx_keep, dim, name](const TensorList& g) {
       Tensor dx = Tensor::zeros(in_shape, g[0].dtype(), g[0].device());
       Tensor gk = g[0].reshape(idx_keep.shape());
-      if (gk.numel() > 0) kernel(dx.device(), &Backend::scatter_add, name)(dx, dim, idx_keep, gk);
+      if (gk.numel() > 0) kernel(dx.device(), &TensorBackend::scatter_add, name)(dx, dim, idx_keep, gk);
       return TensorList{dx};
     });
   }
@@ -162,13 +162,13 @@ static Tensor softmax_impl(bool log, const Tensor& x, int64_t dim, const char* n
   dim = x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), name);
   Tensor xc = x.detach().contiguous();
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-  if (y.numel() > 0) kernel(x.device(), &Backend::softmax, name)(log, xc, dim, y);
+  if (y.numel() > 0) kernel(x.device(), &LayerBackend::softmax, name)(log, xc, dim, y);
   if (any_requires_grad({x})) {
     Tensor ys = y.detach();
     record(name, {x}, {y}, [log, ys, dim, name](const TensorList& g) {
       Tensor gc = g[0].contiguous();
       Tensor dx = Tensor::empty(ys.shape(), ys.dtype(), ys.device());
-      if (dx.numel() > 0) kernel(ys.device(), &Backend::softmax_backward, name)(log, ys, gc, dim, dx);
+      if (dx.numel() > 0) kernel(ys.device(), &LayerBackend::softmax_backward, name)(log, ys, gc, dim, dx);
       return TensorList{dx};
     });
   }

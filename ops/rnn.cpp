@@ -1,6 +1,6 @@
 // The LSTM: time loop, bidirectional layers, variable lengths, and backpropagation through
 // time as one fused autograd node. Device-agnostic: the GEMMs are matmul, the per-step
-// pointwise work is Backend::lstm_cell / lstm_cell_backward (ops/cpu/rnn.cpp).
+// pointwise work is LayerBackend::lstm_cell / lstm_cell_backward (ops/cpu/rnn.cpp).
 //
 // Forward, for each layer and direction:
 //   1. one GEMM for the input projection of every time step:  X W_ih^T + b_ih + b_hh  (T*N, 4H)
@@ -117,7 +117,7 @@ LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMO
   std::vector<Tensor> w;
   for (const Tensor& t : weights) w.push_back(t.detach());
 
-  auto cell = kernel(dev, &Backend::lstm_cell, op);
+  auto cell = kernel(dev, &LayerBackend::lstm_cell, op);
   std::vector<LayerSaved> saved((size_t)L);
   Tensor h_n = Tensor::empty({L * dirs, N, H}, dt, dev), c_n = Tensor::empty({L * dirs, N, H}, dt, dev);
   Tensor layer_in = x.detach().contiguous();
@@ -160,7 +160,7 @@ LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMO
     const bool biases = opt.has_biases;
     const bool need_h0 = h0.defined() && h0.requires_grad(), need_c0 = c0.defined() && c0.requires_grad();
     record(op, inputs, {output, h_n, c_n}, [=](const TensorList& grads) {
-      auto cell_back = kernel(dev, &Backend::lstm_cell_backward, "lstm backward");
+      auto cell_back = kernel(dev, &LayerBackend::lstm_cell_backward, "lstm backward");
       TensorList out((size_t)(3 + w.size()));
       Tensor dh0 = Tensor::zeros({L * dirs, N, H}, dt, dev), dc0 = Tensor::zeros({L * dirs, N, H}, dt, dev);
       Tensor dlayer_out = grads[0].contiguous();  // (T, N, dirs*H)

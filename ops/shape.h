@@ -1,5 +1,5 @@
 // Joining and splitting tensors. The single-tensor views (reshape, permute, narrow, expand,
-// ...) are Tensor members, declared in runtime/tensor.h and defined in ops/shape.cpp.
+// ...) are Tensor members, declared in runtime/tensor.h and defined in runtime/tensor_view.cpp.
 #pragma once
 #include <vector>
 

@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "ops/elementwise.h"
+#include "runtime/backend.h"
 
 namespace ocrt {
 
@@ -89,15 +89,42 @@ void record(const char* name, const TensorList& inputs, const TensorList& output
 
 namespace {
 
-void accumulate_into_leaf(TensorImpl* leaf, const Tensor& g) {
-  if (!leaf->grad) {
-    // A fresh copy: g may be shared with another leaf's gradient (add's backward hands the
-    // same tensor to both inputs), and .grad is later modified in place by optimizers.
-    leaf->grad = g.clone().impl_ptr();
-  } else {
-    Tensor sum = add(Tensor(leaf->grad), g);
-    leaf->grad = sum.impl_ptr();
+// ---- Accumulating gradients: the engine does "+=" itself, with the tensor table's add kernel
+// (no recording, no broadcasting: every gradient has exactly its tensor's shape, checked as it
+// arrives).
+
+// a + b in a fresh tensor.
+Tensor add_kernel(const Tensor& a, const Tensor& b) {
+  Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
+  if (out.numel() > 0) kernel(a.device(), &TensorBackend::binary, "autograd (accumulate)")(BinaryOp::add, a, b, out);
+  return out;
+}
+
+// The gradient collected so far for one output of a node. The first gradient to arrive is
+// kept as it was handed over, without a copy; it may be shared (add's backward hands one tensor
+// to both its inputs), so it is never written. The second is added into a fresh tensor the
+// engine owns (copy on first write), and every later one into that tensor, in place.
+struct GradSlot {
+  Tensor grad;
+  bool owned = false;
+
+  void add(const Tensor& g) {
+    if (!grad.defined()) {
+      grad = g;
+    } else if (!owned) {
+      grad = add_kernel(grad, g);
+      owned = true;
+    } else if (grad.numel() > 0) {
+      kernel(grad.device(), &TensorBackend::binary, "autograd (accumulate)")(BinaryOp::add, grad, g, grad);
+    }
   }
+};
+
+// A leaf's .grad: a fresh tensor each time, never one that a backward closure or another leaf
+// may hold (optimizers change .grad in place), and never the .grad a caller may still hold from
+// before this pass.
+void accumulate_into_leaf(TensorImpl* leaf, const Tensor& g) {
+  leaf->grad = (leaf->grad ? add_kernel(Tensor(leaf->grad), g) : g.clone()).impl_ptr();
 }
 
 void check_grad_matches(const Tensor& g, const OutputMeta& m, const std::string& where) {
@@ -126,7 +153,7 @@ void run_backward(const TensorList& roots, const TensorList& grads, bool retain_
   NoGradGuard no_grad;  // gradients are computed without recording (no higher-order grads)
 
   // Seed: leaves accumulate at once, other roots go into their node's input buffer.
-  std::unordered_map<Node*, TensorList> buffers;
+  std::unordered_map<Node*, std::vector<GradSlot>> buffers;
   std::vector<std::shared_ptr<Node>> root_nodes;
   std::vector<TensorImpl*> leaf_roots;
   for (size_t i = 0; i < roots.size(); ++i) {
@@ -142,8 +169,7 @@ void run_backward(const TensorList& roots, const TensorList& grads, bool retain_
     Node* n = r.grad_fn().get();
     auto& buf = buffers[n];
     buf.resize(n->outputs.size());
-    Tensor& slot = buf[r.impl()->output_nr];
-    slot = slot.defined() ? add(slot, grads[i]) : grads[i];
+    buf[r.impl()->output_nr].add(grads[i]);
     root_nodes.push_back(r.grad_fn());
   }
 
@@ -184,9 +210,11 @@ void run_backward(const TensorList& roots, const TensorList& grads, bool retain_
     std::shared_ptr<Node> keep = std::move(ready.front());
     Node* n = keep.get();
     ready.pop_front();
-    TensorList grad_out = std::move(buffers[n]);
-    buffers.erase(n);
-    grad_out.resize(n->outputs.size());
+    TensorList grad_out(n->outputs.size());
+    if (auto it = buffers.find(n); it != buffers.end()) {
+      for (size_t i = 0; i < it->second.size(); ++i) grad_out[i] = std::move(it->second[i].grad);
+      buffers.erase(it);
+    }
     bool any = false;
     for (auto& g : grad_out) any |= g.defined();
 
@@ -208,12 +236,11 @@ void run_backward(const TensorList& roots, const TensorList& grads, bool retain_
       Edge& e = n->next[i];
       if (!e.node) continue;
       if (any && grad_in[i].defined()) {
-        check_grad_matches(grad_in[i], e.node->outputs[e.input_nr],
+        check_grad_matches(grad_in[i], e.node->outputs[e.output_nr],
                            "autograd: gradient of input " + std::to_string(i) + " of '" + n->name + "'");
         auto& buf = buffers[e.node.get()];
         buf.resize(e.node->outputs.size());
-        Tensor& slot = buf[e.input_nr];
-        slot = slot.defined() ? add(slot, grad_in[i]) : grad_in[i];
+        buf[e.output_nr].add(grad_in[i]);
       }
       if (--deps[e.node.get()] == 0) ready.push_back(e.node);
     }

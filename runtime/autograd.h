@@ -23,7 +23,7 @@ struct Node;
 
 struct Edge {
   std::shared_ptr<Node> node;  // null: this input needs no gradient
-  int input_nr = 0;            // which output of `node` the gradient is for
+  int output_nr = 0;           // which of `node`'s outputs this input was (its gradient's slot)
 };
 
 struct OutputMeta {

@@ -2,7 +2,7 @@
 // bf16 holds the range of float32 with 8 significant bits (unit roundoff 2^-8). A float32 becomes
 // a bf16 by rounding its lower 16 bits away; a bf16 becomes a float32 exactly, by appending 16
 // zero bits. The product of two bf16 values has at most 16 significant bits and is therefore
-// exact in float32, which is why bf16 matrix products accumulate in float32 (ops/cpu/gemm.h).
+// exact in float32, which is why bf16 matrix products accumulate in float32 (runtime/cpu/gemm.h).
 //
 // These are the reference conversions, written to give the same bits as the x86 instructions
 // that the bf16 kernels use (vcvtneps2bf16, vcvtne2ps2bf16):

@@ -1,6 +1,6 @@
 // Which instruction-set path the CPU kernels take, chosen at run time.
 //
-// One build of ocrt carries its CPU kernels compiled for several instruction sets (ops/cpu/gemm.h
+// One build of ocrt carries its CPU kernels compiled for several instruction sets (runtime/cpu/gemm.h
 // lists them), whatever -march the build used. At start-up the best path this CPU and its
 // operating system can run is chosen, from cpuid and the register state the OS saves (XCR0):
 //

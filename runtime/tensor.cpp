@@ -8,7 +8,6 @@
 #include <ostream>
 #include <sstream>
 
-#include "ops/backend.h"
 #include "runtime/autograd.h"
 #include "runtime/cuda/cuda_glue.h"
 

@@ -7,9 +7,10 @@
 // make new TensorImpls over the same storage and never copy.
 //
 // Where things are defined: the metadata, factories that only allocate, printing and the
-// autograd accessors live in runtime/tensor.cpp; the members that compute (contiguous, clone,
-// to, the differentiable views, backward) are thin wrappers over ops/ and are defined there
-// (ops/shape.cpp, ops/copy.cpp, runtime/autograd.cpp). Everything is one library.
+// autograd accessors live in runtime/tensor.cpp; the members that compute are in runtime/ too:
+// contiguous, clone, to, copy_, fill_ in runtime/tensor_copy.cpp, the differentiable views in
+// runtime/tensor_view.cpp, backward in runtime/autograd.cpp. They reach kernels only through
+// the tensor kernel table (runtime/backend.h), never through ops/.
 #pragma once
 #include <cstdint>
 #include <initializer_list>

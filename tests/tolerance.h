@@ -44,7 +44,7 @@ inline double gamma32(int64_t n) {
 // (a reduction of length n) whose terms have absolute values summing to abs_sum.
 inline double f32_reduction_tolerance(int64_t n, double abs_sum) { return kBoundSafety * gamma32(n) * abs_sum; }
 
-// The largest error allowed for a bf16 matrix product (ops/cpu/gemm.h) against the exact product
+// The largest error allowed for a bf16 matrix product (runtime/cpu/gemm.h) against the exact product
 // of the float32 operands: a product of length n whose terms have absolute values summing to
 // abs_sum. Rounding each operand to bf16 (unit roundoff u = 2^-8) changes a term a b by at most
 // (2u + u^2) |a b|; the rounded products are exact in float32 and their float32 sum adds

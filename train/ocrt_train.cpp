@@ -86,6 +86,16 @@ using cli::parse_double;
 using cli::parse_int;
 using cli::split_list;
 
+// A flag that takes one of a few names: the parser's error, prefixed with the flag.
+template <class Parse>
+auto choice(const std::string& flag, const std::string& text, Parse parse) {
+  try {
+    return parse(text);
+  } catch (const Error& e) {
+    fail(flag, ": ", e.what());
+  }
+}
+
 TrainConfig parse_args(int argc, char** argv) {
   TrainConfig c;
   for (int i = 1; i < argc; ++i) {
@@ -100,7 +110,7 @@ TrainConfig parse_args(int argc, char** argv) {
     } else if (a == "--train") c.train = split_list(value());
     else if (a == "--val") c.val = split_list(value());
     else if (a == "--charset") c.charset_path = value();
-    else if (a == "--on-bad-sample") c.on_bad_sample = value();
+    else if (a == "--on-bad-sample") c.on_bad_sample = choice(a, value(), parse_on_bad_sample);
     else if (a == "--fonts") c.fonts = split_list(value());
     else if (a == "--val-fonts") c.val_fonts = split_list(value());
     else if (a == "--words") c.words = value();
@@ -130,10 +140,10 @@ TrainConfig parse_args(int argc, char** argv) {
     else if (a == "--steps") c.steps = parse_int(a, value());
     else if (a == "--epochs") c.epochs = parse_double(a, value());
     else if (a == "--lr") c.lr = parse_double(a, value());
-    else if (a == "--optimizer") c.optimizer = value();
+    else if (a == "--optimizer") c.optimizer = choice(a, value(), parse_optimizer_kind);
     else if (a == "--weight-decay") c.weight_decay = parse_double(a, value());
     else if (a == "--momentum") c.momentum = parse_double(a, value());
-    else if (a == "--schedule") c.schedule = value();
+    else if (a == "--schedule") c.schedule = choice(a, value(), parse_schedule_kind);
     else if (a == "--warmup") c.warmup = parse_int(a, value());
     else if (a == "--clip-grad") c.clip_grad = parse_double(a, value());
     else if (a == "--seed") c.seed = cli::parse_u64(a, value());  // -1 is an error, not 2^64 - 1
@@ -146,11 +156,11 @@ TrainConfig parse_args(int argc, char** argv) {
       for (const auto& d : split_list(value())) c.devices.push_back(Device::parse(d));
       OCRT_CHECK(!c.devices.empty(), "--devices: give at least one device");
     } else if (a == "--comm-timeout") c.comm_timeout = parse_double(a, value());
-    else if (a == "--fault") c.fault = value();
+    else if (a == "--fault") set_fault_injection(value());  // tests of failure handling only
     else if (a == "--no-batch-norm") c.batch_norm = false;
-    else if (a == "--overlap") c.overlap = value();
-    else if (a == "--conv") c.conv = value();
-    else if (a == "--precision") c.precision = value();
+    else if (a == "--overlap") c.overlap = choice(a, value(), parse_overlap);
+    else if (a == "--conv") c.conv = choice(a, value(), parse_conv_mode);
+    else if (a == "--precision") c.precision = choice(a, value(), cpu::parse_matmul_precision);
     else if (a == "--sync-batch-norm") c.sync_batch_norm = true;
     else if (a == "--threads") c.threads = (int)parse_int(a, value());
     else if (a == "--workers") c.workers = (int)parse_int(a, value());

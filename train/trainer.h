@@ -1,12 +1,14 @@
 // The training loop behind ocrt-train: data -> model -> CTC loss -> backward -> clip -> step,
-// with periodic evaluation (CER, line accuracy), checkpoints, exact resume, and a summary.
+// with periodic evaluation (CER, line accuracy), checkpoints, exact resume, and a summary. The
+// loop's pieces (where a run starts, one step, when to stop, what to save) are in
+// train/train_loop.h, each usable on its own; trainer.cpp strings them together.
 //
-// One step, on the model's device:
+// One step, on the model's device (train_step):
 //   batch (CPU, from the loader)  -> images.to(device)
 //   logits = model(images, widths)                      (T, N, C)
 //   loss   = ctc_loss_from_logits(logits, targets, frames(widths), lengths, mean, zero_infinity)
 //   loss.backward(); norm = clip_grad_norm(params, clip); skip if loss or norm is not finite
-//   optimizer.set_lr(schedule.lr_at(step)); optimizer.step()
+//   optimizer.set_lr(schedule.lr_at(step)); optimizer.step(); optimizer.zero_grad()
 // Everything random (data order, augmentation, initial weights) comes from the seed, and the
 // loader's batch s depends only on (seed, s), so a run resumed from a checkpoint at step k
 // ends bit-identical to an uninterrupted run on the CPU with a fixed thread count.
@@ -15,12 +17,27 @@
 #include <string>
 #include <vector>
 
+#include "ops/conv.h"
+#include "runtime/cpu/gemm.h"
 #include "runtime/device.h"
 #include "runtime/json.h"
 #include "train/augment.h"
 #include "train/loader.h"
+#include "train/schedule.h"
 
 namespace ocrt::train {
+
+// The settings that are one of a few names on the command line, parsed once (parse_* throw
+// quoting the name and listing the ones they take; *_name give the name back for JSON).
+enum class OptimizerKind { sgd, adam, adamw };
+enum class Overlap { automatic, on, off };  // --overlap auto|on|off
+enum class OnBadSample { skip, fail };
+OptimizerKind parse_optimizer_kind(const std::string& name);
+const char* optimizer_kind_name(OptimizerKind k);
+Overlap parse_overlap(const std::string& name);
+const char* overlap_name(Overlap o);
+OnBadSample parse_on_bad_sample(const std::string& name);
+const char* on_bad_sample_name(OnBadSample o);
 
 struct TrainConfig {
   std::string arch = "crnn-s";               // crnn | crnn-s
@@ -41,9 +58,9 @@ struct TrainConfig {
   int64_t steps = 1000;
   double epochs = 0;                         // > 0: steps = ceil(epochs * training samples / batch)
   double lr = 1e-3;
-  std::string optimizer = "adamw";           // sgd | adam | adamw
+  OptimizerKind optimizer = OptimizerKind::adamw;
   double momentum = 0.9, weight_decay = 1e-4;
-  std::string schedule = "cosine";           // constant | step | cosine | onecycle
+  ScheduleKind schedule = ScheduleKind::cosine;
   int64_t warmup = 200;
   double clip_grad = 5.0;                    // 0: no clipping
   uint64_t seed = 1;
@@ -57,16 +74,16 @@ struct TrainConfig {
   int64_t bucket_window = 8;                 // loader: sort lines by width within this many batches (0: off)
   int64_t stop_at = 0;                       // > 0: save and stop once this step is done (as if interrupted)
   bool shuffle = true;
-  std::string on_bad_sample = "skip";        // skip | fail
+  OnBadSample on_bad_sample = OnBadSample::skip;  // a bad sample in the data: leave it out, or stop
   int64_t max_bad_steps = 20;                // non-finite steps in a row before giving up
   bool batch_norm = true;                    // false: CRNN without BatchNorm (--no-batch-norm)
-  // --conv: "fast" lets CPU 3x3 layers run through Winograd (about 1e-5 relative rounding),
-  // "exact" keeps im2col (ops/conv.h, ConvMode). Set for the whole process during the run.
-  std::string conv = "fast";
-  // --precision: "fp32", or "bf16" for the CPU's matrix products and convolutions, forward and
-  // backward (ops/cpu/gemm.h: operands rounded to bf16, float32 sums; weights, gradients and
+  // --conv: fast lets CPU 3x3 layers run through Winograd (about 1e-5 relative rounding),
+  // exact keeps im2col (ops/conv.h, ConvMode). Set for the whole process during the run.
+  ConvMode conv = ConvMode::fast;
+  // --precision: fp32, or bf16 for the CPU's matrix products and convolutions, forward and
+  // backward (runtime/cpu/gemm.h: operands rounded to bf16, float32 sums; weights, gradients and
   // optimizer state stay float32). GPU devices train in float32. Set for the whole process.
-  std::string precision = "fp32";
+  cpu::MatmulPrecision precision = cpu::MatmulPrecision::f32;
 
   // Data parallelism (docs/distributed.md). devices: one replica per device in this process,
   // each in its own thread (cuda:0,cuda:1 through NCCL; cpu,cpu through shared memory); empty
@@ -78,11 +95,8 @@ struct TrainConfig {
   // When gradient buckets are summed (--overlap): "on" during the backward pass, "off" after it,
   // "auto" during it on GPUs (NCCL runs on its own stream) and after it on CPUs (there MPI's
   // collectives need the same cores as backward: measured no faster, bench/results/distributed-cpu.md).
-  std::string overlap = "auto";
+  Overlap overlap = Overlap::automatic;
   bool sync_batch_norm = false;              // BatchNorm statistics over the global batch (--sync-batch-norm)
-  // For tests of failure handling: "RANK:STEP:hang|exit|kill|throw" makes that replica hang,
-  // exit, kill itself or throw at the start of that step.
-  std::string fault;
 
   // Checks every field; throws naming the flag (--batch, --lr, ...) and what was expected.
   void validate() const;
@@ -115,5 +129,10 @@ struct TrainResult {
 // events to OUT/metrics.jsonl, checkpoints to OUT/ckpt-*.safetensors, the best model (by val
 // CER; the last one when there is no validation) to OUT/best.safetensors.
 TrainResult run_training(const TrainConfig& cfg);
+
+// For tests of failure handling only (ocrt-train's hidden --fault flag): "RANK:STEP:hang|exit|kill|
+// throw" makes that replica hang, exit, kill itself or throw at the start of that step, in every
+// run_training of this process from now on; "" turns it off. Throws on a malformed spec.
+void set_fault_injection(const std::string& spec);
 
 }  // namespace ocrt::train

@@ -14,7 +14,7 @@
 // once per sample). So samples are processed in chunks of S laid side by side, S*Ho*Wo >= 2048
 // columns: the unfolded chunk is (CK, S*HoWo), dy of the chunk is gathered into
 // (Cout, S*HoWo), and each of the three products is one long GEMM that the threads share
-// (ops/cpu/gemm.h). Unfolding, folding and gathering are shared out by samples.
+// (runtime/cpu/gemm.h). Unfolding, folding and gathering are shared out by samples.
 //
 // Every sum has a fixed order, so results are bit-identical from run to run, and they do not
 // depend on the thread count (the GEMM's do not).
@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "ops/backend.h"
-#include "ops/cpu/gemm.h"
+#include "runtime/cpu/gemm.h"
 #include "ops/cpu/winograd.h"
 
 namespace ocrt {
@@ -301,7 +301,7 @@ void cpu_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy, con
 
 }  // namespace
 
-void register_cpu_conv(Backend& b) {
+void register_cpu_conv(LayerBackend& b) {
   b.conv2d = cpu_conv2d;
   b.conv2d_backward = cpu_conv2d_backward;
 }

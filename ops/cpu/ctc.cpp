@@ -153,7 +153,7 @@ void ctc_backward_typed(const Tensor& log_probs, const Tensor& targets, const st
 
 }  // namespace
 
-void register_cpu_ctc(Backend& b) {
+void register_cpu_ctc(LayerBackend& b) {
   b.ctc_loss = [](const Tensor& lp, const Tensor& tg, const std::vector<int64_t>& off, const std::vector<int64_t>& il,
                   const std::vector<int64_t>& tl, int64_t blank, const Tensor& losses, const Tensor& alpha) {
     OCRT_DISPATCH_FLOAT(lp.dtype(), "ctc_loss", [&] { ctc_forward_typed<scalar_t>(lp, tg, off, il, tl, blank, losses, alpha); });

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ops/backend.h"
+#include "runtime/cpu/loops.h"
 
 namespace ocrt {
 
@@ -25,7 +26,7 @@ void bn_stats(const Tensor& x, const Tensor& mean, const Tensor& var) {
   const T* xp = x.data<T>();
   T* mp = mean.data<T>();
   T* vp = var.data<T>();
-#pragma omp parallel for schedule(static) if (N * C * S > 32768)
+#pragma omp parallel for schedule(static) if (N * C * S > cpu::kParallelGrain)
   for (int64_t c = 0; c < C; ++c) {
     double sum = 0;
     for (int64_t n = 0; n < N; ++n) {
@@ -51,7 +52,7 @@ void bn_apply(const Tensor& x, const Tensor& mean, const Tensor& invstd, const T
   const T* wp = weight.defined() ? weight.data<T>() : nullptr;
   const T* bp = bias.defined() ? bias.data<T>() : nullptr;
   T* yp = y.data<T>();
-#pragma omp parallel for schedule(static) if (N * C * S > 32768)
+#pragma omp parallel for schedule(static) if (N * C * S > cpu::kParallelGrain)
   for (int64_t nc = 0; nc < N * C; ++nc) {
     const int64_t c = nc % C;
     const T scale = ip[c] * (wp ? wp[c] : T(1));
@@ -72,7 +73,7 @@ void bn_backward(const Tensor& x, const Tensor& dy, const Tensor& mean, const Te
   T* dwp = dweight.defined() ? dweight.data<T>() : nullptr;
   T* dbp = dbias.defined() ? dbias.data<T>() : nullptr;
   const double n = (double)(N * S);
-#pragma omp parallel for schedule(static) if (N * C * S > 32768)
+#pragma omp parallel for schedule(static) if (N * C * S > cpu::kParallelGrain)
   for (int64_t c = 0; c < C; ++c) {
     const double m = mp[c], inv = ip[c];
     double sum_dy = 0, sum_dy_xhat = 0;
@@ -107,7 +108,7 @@ void ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
   const T* wp = weight.defined() ? weight.data<T>() : nullptr;
   const T* bp = bias.defined() ? bias.data<T>() : nullptr;
   T *yp = y.data<T>(), *mp = mean.data<T>(), *rp = rstd.data<T>();
-#pragma omp parallel for schedule(static) if (M * D > 32768)
+#pragma omp parallel for schedule(static) if (M * D > cpu::kParallelGrain)
   for (int64_t i = 0; i < M; ++i) {
     const T* row = xp + i * D;
     double sum = 0;
@@ -134,7 +135,7 @@ void ln_backward(const Tensor& x, const Tensor& dy, const Tensor& mean, const Te
   const T* wp = weight.defined() ? weight.data<T>() : nullptr;
   T* dxp = dx.defined() ? dx.data<T>() : nullptr;
   if (dxp) {
-#pragma omp parallel for schedule(static) if (M * D > 32768)
+#pragma omp parallel for schedule(static) if (M * D > cpu::kParallelGrain)
     for (int64_t i = 0; i < M; ++i) {
       const T *row = xp + i * D, *g = gp + i * D;
       const double m = mp[i], r = rp[i];
@@ -157,7 +158,7 @@ void ln_backward(const Tensor& x, const Tensor& dy, const Tensor& mean, const Te
   if (!dwp && !dbp) return;
   // Column sums over rows, row by row (contiguous): each thread sums its own band of rows into
   // partial sums, which are then added in thread order (deterministic for a thread count).
-  const int threads = M * D > 32768 ? omp_get_max_threads() : 1;
+  const int threads = M * D > cpu::kParallelGrain ? omp_get_max_threads() : 1;
   std::vector<double> partial((size_t)(threads * 2 * D), 0.0);
 #pragma omp parallel num_threads(threads)
   {
@@ -186,7 +187,7 @@ void ln_backward(const Tensor& x, const Tensor& dy, const Tensor& mean, const Te
 
 }  // namespace
 
-void register_cpu_norm(Backend& b) {
+void register_cpu_norm(LayerBackend& b) {
   b.batch_norm_stats = [](const Tensor& x, const Tensor& mean, const Tensor& var) {
     OCRT_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] { bn_stats<scalar_t>(x, mean, var); });
   };

@@ -224,7 +224,7 @@ void adaptive_avg_backward_typed(const Tensor& dy, const Tensor& dx) {
 
 }  // namespace
 
-void register_cpu_pool(Backend& b) {
+void register_cpu_pool(LayerBackend& b) {
   b.max_pool2d = [](const Tensor& x, const Pool2dParams& p, const Tensor& y, const Tensor& idx) {
     OCRT_DISPATCH_FLOAT(x.dtype(), "max_pool2d", [&] { max_pool_typed<scalar_t>(x, p, y, idx); });
   };

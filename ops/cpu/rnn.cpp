@@ -14,15 +14,16 @@
 #include <cmath>
 #include <type_traits>
 
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#endif
-
 #include "ops/backend.h"
+#include "ops/cpu/simd_math.h"
+#include "runtime/cpu/loops.h"
 
 namespace ocrt {
 
 namespace {
+
+// A cell element costs three exponentials and two tanh: worth threads at half the usual grain.
+constexpr int64_t kCellParallelGrain = cpu::kParallelGrain / 2;
 
 template <class T>
 T sigmoid(T x) {
@@ -30,55 +31,10 @@ T sigmoid(T x) {
 }
 
 #if defined(__AVX2__) && defined(__FMA__)
-// float32 activations 8 lanes at a time (the cell's scalar std::exp/std::tanh were about 8% of
-// CRNN inference). Accuracy, checked by tests/ops/test_lstm.cpp against float64: sigmoid within
-// 2e-7 absolute, tanh within 2e-7 relative. NaN propagates: every clamp takes the constant as
-// its first operand, and _mm256_min_ps/_mm256_max_ps return the second one when either is NaN.
+using simd::exp8;
+using simd::sigmoid8;
+using simd::tanh8;
 constexpr int kLanes = 8;
-
-// exp(x): x = n ln2 + r with |r| <= ln2/2 (ln2 split in two for an exact n ln2), exp(r) by a
-// degree-6 polynomial (the classic Cephes expf coefficients), 2^n built in the exponent bits.
-// x is clamped to [-87.3, 88.3], where 2^n stays a normal float.
-inline __m256 exp8(__m256 x) {
-  x = _mm256_max_ps(_mm256_set1_ps(-87.3f), _mm256_min_ps(_mm256_set1_ps(88.3f), x));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, r), r, r), _mm256_set1_ps(1.0f));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-}
-
-inline __m256 sigmoid8(__m256 x) {
-  const __m256 one = _mm256_set1_ps(1.0f);
-  return _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
-}
-
-// tanh: for |x| < 0.625, x + x^3 P(x^2) (a degree-4 P fitted here for relative error, 8e-8 on
-// that interval); beyond, 1 - 2 / (exp(2|x|) + 1) with x's sign, where no cancellation hurts.
-inline __m256 tanh8(__m256 x) {
-  const __m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.0f));
-  const __m256 ax = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
-  const __m256 z = _mm256_mul_ps(x, x);
-  __m256 p = _mm256_set1_ps(-0.00569194f);
-  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(0.02062625f));
-  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-0.0537353f));
-  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(0.1333138f));
-  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-0.3333328f));
-  const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(x, z), p, x);
-  const __m256 one = _mm256_set1_ps(1.0f);
-  const __m256 e = exp8(_mm256_add_ps(ax, ax));
-  const __m256 big = _mm256_or_ps(sign, _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one))));
-  // ax < 0.625 is false for NaN, which then takes `big`: NaN as well.
-  return _mm256_blendv_ps(big, small, _mm256_cmp_ps(ax, _mm256_set1_ps(0.625f), _CMP_LT_OQ));
-}
 
 // One active row of the forward cell, lanes [0, H - H % 8); returns where the scalar tail starts.
 inline int64_t cell_forward_lanes(const float* x, const float* r, const float* cp, int64_t H, float* a, float* cn,
@@ -134,7 +90,7 @@ void cell_forward(const Tensor& gates_x, const Tensor& gates_h, const Tensor& h_
   const T *gx = gates_x.data<T>(), *gh = gates_h.data<T>(), *hp = h_prev.data<T>(), *cp = c_prev.data<T>();
   const uint8_t* on = active.data<uint8_t>();
   T *ap = act.data<T>(), *hn = h.data<T>(), *cn = c.data<T>(), *op = out.data<T>();
-#pragma omp parallel for schedule(static) if (N * H > 16384)
+#pragma omp parallel for schedule(static) if (N * H > kCellParallelGrain)
   for (int64_t n = 0; n < N; ++n) {
     T* a = ap + n * 4 * H;
     if (!on[n]) {  // past this sample's end: the state passes through, the output is 0
@@ -176,7 +132,7 @@ void cell_backward(const Tensor& act, const Tensor& c_prev, const Tensor& c, con
           *dcp = dc.data<T>();
   const uint8_t* on = active.data<uint8_t>();
   T *dg = dgates.data<T>(), *dcprev = dc_prev.data<T>(), *carry = dh_carry.data<T>();
-#pragma omp parallel for schedule(static) if (N * H > 16384)
+#pragma omp parallel for schedule(static) if (N * H > kCellParallelGrain)
   for (int64_t n = 0; n < N; ++n) {
     T* d = dg + n * 4 * H;
     if (!on[n]) {
@@ -211,7 +167,7 @@ void cell_backward(const Tensor& act, const Tensor& c_prev, const Tensor& c, con
 
 }  // namespace
 
-void register_cpu_rnn(Backend& b) {
+void register_cpu_rnn(LayerBackend& b) {
   b.lstm_cell = [](const Tensor& gx, const Tensor& gh, const Tensor& hp, const Tensor& cp, const Tensor& active,
                    const Tensor& act, const Tensor& h, const Tensor& c, const Tensor& out) {
     OCRT_DISPATCH_FLOAT(h.dtype(), "lstm", [&] { cell_forward<scalar_t>(gx, gh, hp, cp, active, act, h, c, out); });

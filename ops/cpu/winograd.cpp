@@ -13,7 +13,7 @@
 // channels c, and the sum can be moved inside the transforms:
 //   M[xi](k, tile) = sum_c U[xi](k, c) V[xi](c, tile),   xi = 0..35
 // with U[xi] = (G g_kc G^T)[xi] (the transformed weights) and V[xi] = (B^T d_c,tile B)[xi] (the
-// transformed input tiles). That is 36 independent matrix products (ops/cpu/gemm.h), each of
+// transformed input tiles). That is 36 independent matrix products (runtime/cpu/gemm.h), each of
 // (Cout x C) by (C x tiles); then every output tile is A^T M A. The products hold 4x fewer
 // multiply-adds than im2col's single product ((4x4 outputs x 9 taps) / 36 per tile and channel
 // pair), less what partial tiles at the edges waste. The transforms add work proportional to

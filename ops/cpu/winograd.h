@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "ops/backend.h"
-#include "ops/cpu/gemm.h"
+#include "runtime/cpu/gemm.h"
 
 #if defined(OCRT_CPU_SGEMM)
 #define OCRT_CPU_WINOGRAD 1

@@ -1,4 +1,4 @@
-// The CUDA kernel table: each family's file in ops/cuda/ fills its entries, mirroring
+// The CUDA layer kernel table: each family's file in ops/cuda/ fills its entries, mirroring
 // ops/cpu/. An entry left null makes the op fail with "<op>: not implemented on cuda:N" rather
 // than run anywhere else.
 #include "ops/backend.h"
@@ -6,15 +6,10 @@
 namespace ocrt {
 
 namespace {
-Backend make_cuda_backend() {
-  Backend b{};
+LayerBackend make_cuda_layer_backend() {
+  LayerBackend b{};
   b.name = "cuda";
-  register_cuda_copy(b);
-  register_cuda_elementwise(b);
-  register_cuda_reduce(b);
-  register_cuda_linalg(b);
-  register_cuda_index(b);
-  register_cuda_random(b);
+  register_cuda_softmax(b);
   register_cuda_conv(b);
   register_cuda_pool(b);
   register_cuda_norm(b);
@@ -24,8 +19,8 @@ Backend make_cuda_backend() {
 }
 }  // namespace
 
-const Backend& cuda_backend() {
-  static const Backend cuda = make_cuda_backend();
+const LayerBackend& cuda_layer_backend() {
+  static const LayerBackend cuda = make_cuda_layer_backend();
   return cuda;
 }
 

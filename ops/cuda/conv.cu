@@ -24,7 +24,8 @@
 #include <climits>
 #include <cstdint>
 
-#include "ops/cuda/common.cuh"
+#include "ops/backend.h"
+#include "runtime/cuda/common.cuh"
 
 namespace ocrt {
 
@@ -284,7 +285,7 @@ void cuda_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy, co
 
 }  // namespace
 
-void register_cuda_conv(Backend& b) {
+void register_cuda_conv(LayerBackend& b) {
   b.conv2d = cuda_conv2d;
   b.conv2d_backward = cuda_conv2d_backward;
 }

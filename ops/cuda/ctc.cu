@@ -19,7 +19,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ops/cuda/common.cuh"
+#include "ops/backend.h"
+#include "runtime/cuda/common.cuh"
 
 namespace ocrt {
 
@@ -275,7 +276,7 @@ void cuda_ctc_loss_backward(const Tensor& log_probs, const Tensor& targets, cons
 
 }  // namespace
 
-void register_cuda_ctc(Backend& b) {
+void register_cuda_ctc(LayerBackend& b) {
   b.ctc_loss = cuda_ctc_loss;
   b.ctc_loss_backward = cuda_ctc_loss_backward;
 }

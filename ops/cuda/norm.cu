@@ -18,7 +18,7 @@
 #include <cstdint>
 
 #include "ops/backend.h"
-#include "ops/cuda/common.cuh"
+#include "runtime/cuda/common.cuh"
 
 namespace ocrt {
 
@@ -335,7 +335,7 @@ void ln_backward(const Tensor& x, const Tensor& dy, const Tensor& mean, const Te
 
 }  // namespace
 
-void register_cuda_norm(Backend& b) {
+void register_cuda_norm(LayerBackend& b) {
   b.batch_norm_stats = [](const Tensor& x, const Tensor& mean, const Tensor& var) {
     OCRT_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] { bn_stats<scalar_t>(x, mean, var); });
   };

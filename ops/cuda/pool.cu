@@ -11,7 +11,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "ops/cuda/common.cuh"
+#include "ops/backend.h"
+#include "runtime/cuda/common.cuh"
 
 namespace ocrt {
 
@@ -242,7 +243,7 @@ void adaptive_avg_backward_typed(const Tensor& dy, const Tensor& dx) {
 
 }  // namespace
 
-void register_cuda_pool(Backend& b) {
+void register_cuda_pool(LayerBackend& b) {
   b.max_pool2d = [](const Tensor& x, const Pool2dParams& p, const Tensor& y, const Tensor& idx) {
     OCRT_DISPATCH_FLOAT(x.dtype(), "max_pool2d", [&] { max_pool_typed<scalar_t>(x, p, y, idx); });
   };

@@ -13,7 +13,7 @@
 #include <cstdint>
 
 #include "ops/backend.h"
-#include "ops/cuda/common.cuh"
+#include "runtime/cuda/common.cuh"
 
 namespace ocrt {
 
@@ -136,7 +136,7 @@ void cell_backward(const Tensor& act, const Tensor& c_prev, const Tensor& c, con
 
 }  // namespace
 
-void register_cuda_rnn(Backend& b) {
+void register_cuda_rnn(LayerBackend& b) {
   b.lstm_cell = [](const Tensor& gx, const Tensor& gh, const Tensor& hp, const Tensor& cp, const Tensor& active,
                    const Tensor& act, const Tensor& h, const Tensor& c, const Tensor& out) {
     OCRT_DISPATCH_FLOAT(h.dtype(), "lstm", [&] { cell_forward<scalar_t>(gx, gh, hp, cp, active, act, h, c, out); });

@@ -230,7 +230,7 @@ TEST_CASE("cuda lstm_cell kernels match the CPU on every output, strided views a
   auto forward = [&](Device dev) {
     std::vector<Tensor> r{Tensor::empty({N, 4 * H}, f32, dev), Tensor::empty({N, H}, f32, dev),
                           Tensor::empty({N, H}, f32, dev), Tensor::empty({N, 3 * H}, f32, dev).narrow(1, H, H)};
-    kernel(dev, &Backend::lstm_cell, "lstm")(gx_wide.to(dev).narrow(1, H, 4 * H), gh.to(dev), h_prev.to(dev),
+    kernel(dev, &LayerBackend::lstm_cell, "lstm")(gx_wide.to(dev).narrow(1, H, 4 * H), gh.to(dev), h_prev.to(dev),
                                              c_prev.to(dev), active.to(dev), r[0], r[1], r[2], r[3]);
     return r;
   };
@@ -242,7 +242,7 @@ TEST_CASE("cuda lstm_cell kernels match the CPU on every output, strided views a
   auto backward = [&](Device dev) {
     std::vector<Tensor> r{Tensor::empty({N, 4 * H}, f32, dev), Tensor::empty({N, H}, f32, dev),
                           Tensor::empty({N, H}, f32, dev)};
-    kernel(dev, &Backend::lstm_cell_backward, "lstm backward")(
+    kernel(dev, &LayerBackend::lstm_cell_backward, "lstm backward")(
         saved[0].to(dev), c_prev.to(dev), saved[2].to(dev), dh.to(dev), dout_wide.to(dev).narrow(1, H, H), dc.to(dev),
         active.to(dev), r[0], r[1], r[2]);
     return r;
@@ -275,7 +275,7 @@ TEST_CASE("cuda norm backward kernels write exactly the gradients asked for", "[
       const Tensor dx = want.dx ? Tensor::empty({N, C, S}, f32, dev) : Tensor();
       const Tensor dw = want.dw ? Tensor::empty({C}, f32, dev) : Tensor();
       const Tensor db = want.db ? Tensor::empty({C}, f32, dev) : Tensor();
-      kernel(dev, &Backend::batch_norm_backward, "batch_norm backward")(
+      kernel(dev, &LayerBackend::batch_norm_backward, "batch_norm backward")(
           x.to(dev), dy.to(dev), mean.to(dev), invstd.to(dev), weight.to(dev), want.training, dx, dw, db);
       std::vector<Tensor> r;
       for (const Tensor& t : {dx, dw, db})
@@ -299,7 +299,7 @@ TEST_CASE("cuda norm backward kernels write exactly the gradients asked for", "[
       const Tensor dx = want.dx ? Tensor::empty({M, D}, f32, dev) : Tensor();
       const Tensor dw = want.dw ? Tensor::empty({D}, f32, dev) : Tensor();
       const Tensor db = want.db ? Tensor::empty({D}, f32, dev) : Tensor();
-      kernel(dev, &Backend::layer_norm_backward, "layer_norm backward")(
+      kernel(dev, &LayerBackend::layer_norm_backward, "layer_norm backward")(
           lx.to(dev), ldy.to(dev), lmean.to(dev), lrstd.to(dev), lweight.to(dev), dx, dw, db);
       std::vector<Tensor> r;
       for (const Tensor& t : {dx, dw, db})

@@ -47,14 +47,14 @@ TEST_CASE("a CPU run and a CUDA run of ocrt-train see the same batches and end a
     c.threads = 2;
     c.augment = true;  // drawn on the CPU from (seed, epoch, position): the same on every device
     c.shuffle = true;
-    c.optimizer = "sgd";
+    c.optimizer = OptimizerKind::sgd;
     c.momentum = 0.9;
     c.lr = 0.01;
-    c.schedule = "constant";
+    c.schedule = ScheduleKind::constant;
     c.log_every = 1000;
     // The CUDA conv is im2col + cuBLAS: compare it with the CPU's im2col, not its Winograd, whose
     // 1e-5 rounding can flip max-pool near-ties under BatchNorm (docs/ops/conv.md).
-    c.conv = "exact";
+    c.conv = ConvMode::exact;
     return c;
   };
   const TrainResult cpu = run_training(config(Device::cpu(), "cpu"));

@@ -16,6 +16,7 @@
 #include "infer/inputs.h"
 #include "infer/predictor.h"
 #include "models/crnn.h"
+#include "models/recognizer.h"
 #include "infer/report.h"
 #include "runtime/safetensors.h"
 
@@ -176,6 +177,33 @@ TEST_CASE("batching lines by width changes no line's result", "[infer]") {
   wide.narrow(3, 0, w[0]).copy_(x);
   const Tensor ref = model.forward(wide, w).select(1, 0).narrow(0, 0, nn::CRNN::frames(w[0]));
   CHECK(max_abs_diff(ref, a[2].logits) <= 1e-5);
+}
+
+TEST_CASE("svtr-lite: batching changes no line's result, with no white margin past the widest line", "[infer][svtr]") {
+  // SVTR-lite never looks past a line's own width (its right context is 0), so the predictor
+  // adds no margin for it; lines of very different widths still read the same in one batch.
+  const std::string path = temp("svtr-lite.safetensors");
+  {
+    Generator gen(12);
+    auto model = nn::make_recognizer("svtr-lite", (int64_t)kChars.size() + 1, gen);
+    CHECK(model->right_context() == 0);
+    nn::ModelInfo info;
+    info.arch = "svtr-lite";
+    info.config = model->config_json();
+    info.charset = kChars;
+    info.input = nn::default_input_spec();
+    nn::save_model_file(path, *model, info);
+  }
+  const auto paths = write_lines("svtr-batching", {16, 200, 44, 28, 136, 60});
+  Predictor single(path, options({Device::cpu()}, 1));
+  Predictor batched(path, options({Device::cpu()}, 6));
+  const auto a = single.recognize(paths), b = batched.recognize(paths);
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("line " << i << " width " << a[i].width);
+    REQUIRE(a[i].ok());
+    CHECK(a[i].text == b[i].text);
+    CHECK(max_abs_diff(a[i].logits, b[i].logits) <= 1e-4);
+  }
 }
 
 TEST_CASE("a bad line gets its own error and the others are still read", "[infer]") {

@@ -33,7 +33,7 @@ std::unique_ptr<CRNN> tiny_model() {
 
 }  // namespace
 
-TEST_CASE("CRNN presets have DESIGN.md's sizes", "[crnn]") {
+TEST_CASE("CRNN presets have the sizes of docs/models.md", "[crnn]") {
   Generator gen(0);
   CRNN crnn(CRNNConfig::preset("crnn", 97), gen);
   CHECK(crnn.num_parameters() == 8753761);  // printed by tools/reference/crnn.py for the same module

@@ -1,4 +1,4 @@
-// Convolutions and matrix products in bf16 (ops/cpu/gemm.h, MatmulPrecision::bf16) on the path
+// Convolutions and matrix products in bf16 (runtime/cpu/gemm.h, MatmulPrecision::bf16) on the path
 // this run takes (tests/CMakeLists.txt runs the [bf16] tests once per instruction-set path):
 // forward and both gradients against the float32 plain-loop reference, within the bound of a
 // bf16 product (tests/tolerance.h, bf16_product_tolerance), and different from float32 (so the
@@ -8,8 +8,8 @@
 
 #include "ops/conv.h"
 #include "ops/cpu/conv_reference.h"
-#include "ops/cpu/gemm.h"
-#include "ops/cpu/linalg_reference.h"
+#include "runtime/cpu/gemm.h"
+#include "runtime/cpu/linalg_reference.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
 #include "gradcheck.h"

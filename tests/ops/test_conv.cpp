@@ -9,7 +9,7 @@
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/cpu/conv_reference.h"
-#include "ops/cpu/gemm.h"
+#include "runtime/cpu/gemm.h"
 #include "ops/cpu/winograd.h"
 #include "runtime/threading.h"
 #include "tolerance.h"
@@ -381,7 +381,7 @@ TEST_CASE("Winograd's weight gradient against the plain-loop reference", "[conv]
 }
 
 TEST_CASE("Winograd in bf16: y and dw within the bf16 bound of the plain-loop reference", "[conv][winograd][bf16]") {
-  // In bf16 (ops/cpu/gemm.h) the 36 products round the transformed tiles U and V to bf16: each
+  // In bf16 (runtime/cpu/gemm.h) the 36 products round the transformed tiles U and V to bf16: each
   // product U V changes by at most (2u + u^2) |U| |V| with u = 2^-8, and the output transform
   // carries that through the same |A^T| (sum |U| |V|) |A| as the float32 terms, so the bound is
   // bf16_product_tolerance over the same sums of |terms| and the same operation count.

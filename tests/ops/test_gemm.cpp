@@ -1,4 +1,4 @@
-// ocrt's packed GEMM (ops/cpu/gemm.cpp) against a plain double-precision loop, on the
+// ocrt's packed GEMM (runtime/cpu/gemm.cpp) against a plain double-precision loop, on the
 // instruction-set path this run takes (cpu_isa(): the best this CPU runs, or the one OCRT_CPU_ISA
 // forces; tests/CMakeLists.txt runs these tests once per path, skipped where the CPU lacks it) and
 // in both precisions: sizes on and off every block boundary of that kernel (its tile and block
@@ -8,10 +8,10 @@
 // bf16: the reference rounds every operand to bf16 first (runtime/bf16.h), so what is left is the
 // same float32 bound: a kernel that rounded differently (truncation, or no rounding at all)
 // would be off by about 2^-9 of every product and fail.
-// Only built where the GEMM is (x86-64); ops/cpu/linalg.cpp uses Eigen elsewhere.
+// Only built where the GEMM is (x86-64); runtime/cpu/linalg.cpp uses Eigen elsewhere.
 #include <catch2/catch.hpp>
 
-#include "ops/cpu/gemm.h"
+#include "runtime/cpu/gemm.h"
 
 #if defined(OCRT_CPU_SGEMM)
 

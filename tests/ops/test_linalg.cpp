@@ -1,4 +1,4 @@
-// matmul and linear: results against the plain-loop reference (ops/cpu/linalg_reference.h) on
+// matmul and linear: results against the plain-loop reference (runtime/cpu/linalg_reference.h) on
 // every kind of shape the front-end folds into (B,M,K) @ (B,K,N), the kernel's own layouts
 // (transposed, broadcast, copied), both threading paths, gradients, and error messages.
 #include <catch2/catch.hpp>
@@ -6,8 +6,8 @@
 #include <functional>
 
 #include "gradcheck.h"
-#include "ops/backend.h"
-#include "ops/cpu/linalg_reference.h"
+#include "runtime/backend.h"
+#include "runtime/cpu/linalg_reference.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
 #include "ops/reduce.h"
@@ -81,7 +81,7 @@ void check_kernel(const Tensor& a, const Tensor& b) {
                     << shape_str(b.shape()) << " strides " << shape_str(b.strides()));
   Tensor out = Tensor::empty({a.size(0), a.size(1), b.size(2)}, a.dtype());
   Tensor ref = Tensor::empty(out.shape(), a.dtype());
-  kernel(Device::cpu(), &Backend::matmul, "matmul")(a, b, out);
+  kernel(Device::cpu(), &TensorBackend::matmul, "matmul")(a, b, out);
   cpu::matmul_reference(a, b, ref);
   require_matmul_close(out, ref, a, b, a.size(2), [](const Tensor& x, const Tensor& y) {
     Tensor r = Tensor::empty({x.size(0), x.size(1), y.size(2)}, x.dtype());

@@ -150,7 +150,7 @@ TEST_CASE("the float32 cell kernels agree with float64 across the activations' r
   // H = 37: four 8-lane blocks of the vectorised path and a scalar tail of 5. Pre-activations
   // from -40 to 40, plus a row of tiny ones (tanh's small-argument branch), one inactive row.
   const int64_t N = 4, H = 37;
-  const Backend& cpu = backend_for(Device::cpu());
+  const LayerBackend& cpu = layer_backend(Device::cpu());
   Tensor gx = det_uniform({N, 4 * H}, 51, -20, 20), gh = det_uniform({N, 4 * H}, 52, -20, 20);
   gx.narrow(0, 2, 1).copy_(det_uniform({1, 4 * H}, 53, -1e-3, 1e-3));
   gh.narrow(0, 2, 1).zero_();

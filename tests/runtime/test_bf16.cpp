@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include "ops/cpu/gemm_kernels.h"
+#include "runtime/cpu/gemm_kernels.h"
 #include "runtime/bf16.h"
 #include "runtime/cpu_isa.h"
 

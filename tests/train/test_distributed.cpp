@@ -388,10 +388,10 @@ TrainConfig dp_config(const fs::path& data, const fs::path& out) {
   c.bucket_window = 0;
   c.augment = false;
   c.shuffle = true;
-  c.optimizer = "sgd";
+  c.optimizer = OptimizerKind::sgd;
   c.momentum = 0.9;
   c.lr = 0.02;
-  c.schedule = "constant";
+  c.schedule = ScheduleKind::constant;
   c.clip_grad = 5;
   c.log_every = 1000;
   c.save_every = 1000;
@@ -485,7 +485,7 @@ TEST_CASE("conv modes fast and exact train a norm-free CRNN to weights within ro
   TrainResult a = run_training(c);
   CHECK(conv_mode() == ConvMode::fast);
   c.out = exact.path.string();
-  c.conv = "exact";
+  c.conv = ConvMode::exact;
   TrainResult b = run_training(c);
   CHECK(conv_mode() == ConvMode::fast);  // the run's mode ends with the run
   CHECK(std::abs(a.final_loss - b.final_loss) < 1e-4 * std::abs(a.final_loss));
@@ -517,7 +517,7 @@ TEST_CASE("with BatchNorm, --sync-batch-norm makes two replicas train like one w
   // 1e-5 flips, sending gradients elsewhere (a 1e-4 change of the learning rate moves a few
   // weights by 2% within 3 steps, with either conv mode; without BatchNorm, 1e-3 moves them by
   // 1e-3). Winograd's rounding in fast mode sits right at that edge (docs/ops/conv.md).
-  c1.conv = "exact";
+  c1.conv = ConvMode::exact;
   TrainResult a = run_training(c1);
   TrainConfig c2 = c1;
   c2.out = two.path.string();
@@ -545,15 +545,15 @@ TEST_CASE("a failing replica thread ends the whole run with an error naming it",
   }
   TrainConfig c = dp_config(data.path, out.path);
   c.devices = {Device::cpu(), Device::cpu()};
-  c.fault = "1:2:throw";
+  set_fault_injection("1:2:throw");
   c.comm_timeout = 20;
   const auto t0 = std::chrono::steady_clock::now();
   CHECK_THROWS_WITH(run_training(c), Catch::Contains("replica") && Catch::Contains("injected fault at step 2"));
   CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 60);
-  c.fault = "0:1:throw";
+  set_fault_injection("0:1:throw");
   CHECK_THROWS_WITH(run_training(c), Catch::Contains("replica 0") && Catch::Contains("injected fault at step 1"));
   // A batch smaller than the replicas is refused up front.
-  c.fault.clear();
+  set_fault_injection("");
   c.batch = 1;
   CHECK_THROWS_WITH(run_training(c), Catch::Contains("--batch 1 is smaller than the 2 replicas"));
 }

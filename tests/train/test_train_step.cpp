@@ -89,11 +89,11 @@ TEST_CASE("one ocrt-train step from --init matches PyTorch's loss and weights", 
   c.shuffle = false;
   c.augment = false;
   c.bucket_window = 0;
-  c.optimizer = "sgd";
+  c.optimizer = OptimizerKind::sgd;
   c.momentum = 0;
   c.weight_decay = 0;
   c.clip_grad = 0;
-  c.schedule = "constant";
+  c.schedule = ScheduleKind::constant;
   c.warmup = 0;
   c.lr = std::stod(f.metadata.at("lr"));
   const TrainResult r = run_training(c);

@@ -76,7 +76,7 @@ TrainConfig small_config(const fs::path& data, const fs::path& out) {
   c.augment = false;
   c.lr = 3e-3;
   c.warmup = 20;
-  c.schedule = "cosine";
+  c.schedule = ScheduleKind::cosine;
   c.log_every = 1000;
   c.seed = 7;
   return c;
@@ -195,23 +195,42 @@ TEST_CASE("ocrt-train settings are validated with the flag's name", "[trainer]")
   c.lr = -1;
   REQUIRE_THROWS_WITH(c.validate(), Catch::Contains("--lr"));
   c.lr = 1e-3;
-  c.optimizer = "lbfgs";
-  REQUIRE_THROWS_WITH(c.validate(), Catch::Contains("--optimizer"));
-  c.optimizer = "adamw";
   c.arch = "resnet";
   REQUIRE_THROWS_WITH(c.validate(), Catch::Contains("--arch"));
   c.arch = "crnn";
   c.train.clear();
   REQUIRE_THROWS_WITH(c.validate(), Catch::Contains("--train"));
   c.train = {"synth"};
-  c.overlap = "sometimes";
-  REQUIRE_THROWS_WITH(c.validate(), Catch::Contains("--overlap"));
-  c.overlap = "auto";
-  c.conv = "winograd";
-  REQUIRE_THROWS_WITH(c.validate(), Catch::Contains("--conv: expected fast or exact"));
-  c.conv = "exact";
   c.device = Device::cuda(7);
   if (!cuda_built() || cuda_device_count() < 8) REQUIRE_THROWS_WITH(c.validate(), Catch::Contains("cuda:7"));
+}
+
+TEST_CASE("ocrt-train's named choices are parsed once, and the binary names the flag", "[trainer]") {
+  CHECK(parse_optimizer_kind("sgd") == OptimizerKind::sgd);
+  CHECK(parse_optimizer_kind("adamw") == OptimizerKind::adamw);
+  CHECK_THROWS_WITH(parse_optimizer_kind("lbfgs"), Catch::Contains("'lbfgs'") && Catch::Contains("sgd, adam or adamw"));
+  CHECK(parse_overlap("auto") == Overlap::automatic);
+  CHECK_THROWS_WITH(parse_overlap("sometimes"), Catch::Contains("auto, on or off"));
+  CHECK(parse_on_bad_sample("fail") == OnBadSample::fail);
+  CHECK_THROWS(parse_on_bad_sample("ignore"));
+  for (auto k : {OptimizerKind::sgd, OptimizerKind::adam, OptimizerKind::adamw})
+    CHECK(parse_optimizer_kind(optimizer_kind_name(k)) == k);
+  for (auto o : {Overlap::automatic, Overlap::on, Overlap::off}) CHECK(parse_overlap(overlap_name(o)) == o);
+  // The binary: each of these is refused before any data is read, naming its flag.
+  const std::string bin = std::string(OCRT_BINARY_DIR) + "/ocrt-train --train synth --steps 1 --out /tmp/ocrt-never ";
+  for (const std::string bad : {"--optimizer lbfgs", "--overlap sometimes", "--conv winograd", "--schedule linear",
+                                "--on-bad-sample ignore", "--precision fp8", "--fault 1:2:explode"}) {
+    INFO(bad);
+    const std::string flag = bad.substr(0, bad.find(' '));
+    const std::string cmd = bin + bad + " 2>&1";
+    FILE* f = popen(cmd.c_str(), "r");
+    REQUIRE(f);
+    std::string out;
+    char buf[512];
+    while (size_t n = fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+    CHECK(pclose(f) != 0);
+    CHECK(out.find(flag + ":") != std::string::npos);
+  }
 }
 
 TEST_CASE("edit distance", "[trainer]") {
@@ -272,11 +291,11 @@ TEST_CASE("non-finite steps are skipped and too many in a row stop the run with 
   }
   TrainConfig c = small_config(data.path, out.path);
   c.val.clear();
-  c.optimizer = "sgd";
+  c.optimizer = OptimizerKind::sgd;
   c.momentum = 0;
   c.lr = 1e12;  // the first update overflows the weights; every later loss is NaN
   c.clip_grad = 0;
-  c.schedule = "constant";
+  c.schedule = ScheduleKind::constant;
   c.steps = 50;
   c.max_bad_steps = 4;
   REQUIRE_THROWS_WITH(run_training(c), Catch::Contains("4 steps in a row") && Catch::Contains("non-finite"));

@@ -1,4 +1,4 @@
-"""The CRNN reference module (the exact spec of ../shared/DESIGN.md) and its golden fixture.
+"""The CRNN reference module (the exact spec of docs/models.md) and its golden fixture.
 
 `CRNN` is the PyTorch module whose state_dict ocrt's CRNN loads unchanged (and the reverse).
 Running this file writes tests/fixtures/crnn.safetensors for tests/models/test_crnn.cpp: a

@@ -1,8 +1,8 @@
 // ocrt's float32 GEMM kernel for the avx512 path (and the float32 products of the avx512bf16 and
 // amx paths): 32 zmm registers of 16 floats, two FMA pipes (Zen 5). Compiled for AVX-512 inside
-// this file only (the pragma below), so any x86-64 build has it; ops/cpu/gemm.cpp calls it only
+// this file only (the pragma below), so any x86-64 build has it; runtime/cpu/gemm.cpp calls it only
 // on CPUs that have AVX-512.
-#include "ops/cpu/gemm_kernels.h"
+#include "runtime/cpu/gemm_kernels.h"
 
 #if defined(OCRT_CPU_SGEMM)
 
@@ -53,7 +53,7 @@ constexpr int64_t kMC = 9 * kMR;
 constexpr int64_t kNC = 2048;
 
 #define OCRT_GEMM_F32_KERNEL 1
-#include "ops/cpu/gemm_loops.inc"
+#include "runtime/cpu/gemm_loops.inc"
 #undef OCRT_GEMM_F32_KERNEL
 
 }  // namespace avx512

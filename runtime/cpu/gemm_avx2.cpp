@@ -1,7 +1,7 @@
 // ocrt's GEMM kernels for the avx2 path: AVX2 + FMA, 16 ymm registers of 8 floats, two FMA pipes
 // with a 4-cycle latency (Zen 3). Compiled for AVX2 + FMA inside this file only (the pragma
-// below), so any x86-64 build has them; ops/cpu/gemm.cpp calls them only on CPUs that have both.
-#include "ops/cpu/gemm_kernels.h"
+// below), so any x86-64 build has them; runtime/cpu/gemm.cpp calls them only on CPUs that have both.
+#include "runtime/cpu/gemm_kernels.h"
 
 #if defined(OCRT_CPU_SGEMM)
 
@@ -41,7 +41,7 @@ inline Vec vadd(Vec a, Vec b) { return _mm256_add_ps(a, b); }
 
 constexpr int64_t kMR = 6, kNR = 16;
 // Block sizes for the 2-vCPU Zen 3 VM (L1d 32 KiB, L2 512 KiB per core, L3 32 MiB shared), by
-// the reasoning of the avx512 kernel (ops/cpu/gemm_avx512.cpp):
+// the reasoning of the avx512 kernel (runtime/cpu/gemm_avx512.cpp):
 // KC: a long KC amortises the C tile's loads and stores. The B micro-panel (KC x NR, 32 KiB at
 // 512) then no longer stays in L1 beside the A panels, but the L2 supplies its 64 bytes per k
 // step (one step per 6 cycles) easily. KC 256-1024, MC 60-240 and NC 1024-4096 measured the same
@@ -53,7 +53,7 @@ constexpr int64_t kMC = 20 * kMR;
 constexpr int64_t kNC = 2048;
 
 #define OCRT_GEMM_F32_KERNEL 1
-#include "ops/cpu/gemm_loops.inc"
+#include "runtime/cpu/gemm_loops.inc"
 #undef OCRT_GEMM_F32_KERNEL
 
 }  // namespace avx2

@@ -13,7 +13,7 @@
 #include <array>
 #include <cstdint>
 
-#include "ops/backend.h"
+#include "runtime/backend.h"
 #include "runtime/cuda/cuda_context.cuh"
 
 namespace ocrt::cuda {

@@ -1,6 +1,6 @@
 // ocrt's own matrix product on the CPU, in float32 or bf16, with a kernel for each instruction-set
 // path (runtime/cpu_isa.h) compiled into every x86-64 build and chosen at run time.
-// ops/cpu/gemm.cpp explains the algorithm, ops/cpu/gemm_<isa>.cpp hold the kernels.
+// runtime/cpu/gemm.cpp explains the algorithm, ops/cpu/gemm_<isa>.cpp hold the kernels.
 //
 //   path         float32 kernel                     bf16 kernel
 //   avx2         6 x 16 tile, FMA                   operands rounded to bf16 when packed, then
@@ -10,7 +10,7 @@
 //   amx          avx512's                           avx512bf16's (AMX tiles: not yet)
 //
 // Where the CPU has no AVX2 (path `generic`) or the build is not for x86-64 (OCRT_CPU_SGEMM not
-// defined), ops/cpu/linalg.cpp and ops/cpu/conv.cpp use Eigen, in float32 only.
+// defined), runtime/cpu/linalg.cpp and ops/cpu/conv.cpp use Eigen, in float32 only.
 //
 // What bf16 means here (the same on every path): each element of A and B is rounded to bf16
 // (runtime/bf16.h: nearest, ties to even, denormals to zero) and the products are summed in

@@ -18,8 +18,8 @@
 
 #include <cmath>
 
-#include "ops/backend.h"
-#include "ops/cpu/loops.h"
+#include "runtime/backend.h"
+#include "runtime/cpu/loops.h"
 #include "runtime/rng.h"
 
 namespace ocrt {
@@ -72,7 +72,7 @@ void cpu_normal(const Tensor& out, uint64_t seed, uint64_t offset, double mean, 
 
 }  // namespace
 
-void register_cpu_random(Backend& b) {
+void register_cpu_random(TensorBackend& b) {
   b.uniform = cpu_uniform;
   b.normal = cpu_normal;
 }

@@ -1,16 +1,16 @@
 // CUDA copy (with dtype conversion, any strides, stride-0 broadcast sources) and fill; the
-// counterpart of ops/cpu/copy.cpp. One thread per element of dst, walking both tensors through
+// counterpart of runtime/cpu/copy.cpp. One thread per element of dst, walking both tensors through
 // an OffsetCalc; contiguous tensors take the plain indexed path inside it.
 #include <type_traits>
 
-#include "ops/cuda/common.cuh"
+#include "runtime/cuda/common.cuh"
 
 namespace ocrt {
 
 namespace {
 
 // Float to integer goes through int64, so out-of-range values wrap exactly as on the CPU
-// (ops/cpu/copy.cpp); a direct conversion is undefined and the GPU would saturate instead.
+// (runtime/cpu/copy.cpp); a direct conversion is undefined and the GPU would saturate instead.
 template <class D, class S>
 __device__ __forceinline__ D convert(S x) {
   if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D>)
@@ -71,7 +71,7 @@ void cuda_fill(const Tensor& dst, double value) {
 
 }  // namespace
 
-void register_cuda_copy(Backend& b) {
+void register_cuda_copy(TensorBackend& b) {
   b.copy = cuda_copy;
   b.fill = cuda_fill;
 }

@@ -2,9 +2,9 @@
 // own, the amx path): vdpbf16ps, which multiplies 16 pairs of bf16 values by 16 other pairs and
 // adds each pair's two products to a float32 lane, twice the multiply-adds of a float32 FMA per
 // instruction. Compiled for AVX512_BF16 inside this file only (the pragma below), so any x86-64
-// build has it; ops/cpu/gemm.cpp calls it only on CPUs that have the instructions.
+// build has it; runtime/cpu/gemm.cpp calls it only on CPUs that have the instructions.
 //
-// The loops and the tile are the float32 avx512 kernel's (ops/cpu/gemm_avx512.cpp, 14 x 32 in
+// The loops and the tile are the float32 avx512 kernel's (runtime/cpu/gemm_avx512.cpp, 14 x 32 in
 // 28 zmm registers); what changes is what a packed element is. vdpbf16ps reads pairs along K,
 // so the packed panels hold 32-bit pairs (element k even in the low half, k + 1 in the high
 // half, runtime/bf16.h's bf16_pair):
@@ -15,7 +15,7 @@
 //
 // Packing converts float32 to bf16 (round to nearest even) with vcvtne2ps2bf16, 32 values per
 // instruction; the operands stay float32 tensors, so the same weights serve both precisions.
-#include "ops/cpu/gemm_kernels.h"
+#include "runtime/cpu/gemm_kernels.h"
 
 #if defined(OCRT_CPU_SGEMM)
 
@@ -35,7 +35,7 @@
 namespace ocrt::cpu::detail {
 namespace avx512bf16 {
 
-#include "ops/cpu/gemm_loops.inc"
+#include "runtime/cpu/gemm_loops.inc"
 
 // 32 float32 values at `src` (contiguous) as 16 bf16 pairs in a zmm register.
 inline __m512i pairs_of_32(const float* src) {

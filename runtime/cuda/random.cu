@@ -1,9 +1,9 @@
 // CUDA random-number kernels: element i of `out` is computed from philox4x32_10(seed, i,
-// offset) exactly as ops/cpu/random.cpp describes (the same words, the same conversions, fma
+// offset) exactly as runtime/cpu/random.cpp describes (the same words, the same conversions, fma
 // for the final scaling), so a seed gives the same tensor on the CPU and on any GPU. Box-Muller
 // runs in double on both sides; CUDA's double log/sqrt/cos are accurate to an ulp or two of
 // the CPU's, so after rounding to float32 the values agree (tests/cuda/test_parity_core.cpp).
-#include "ops/cuda/common.cuh"
+#include "runtime/cuda/common.cuh"
 #include "runtime/rng.h"
 
 namespace ocrt {
@@ -61,7 +61,7 @@ void cuda_normal(const Tensor& out, uint64_t seed, uint64_t offset, double mean,
 
 }  // namespace
 
-void register_cuda_random(Backend& b) {
+void register_cuda_random(TensorBackend& b) {
   b.uniform = cuda_uniform;
   b.normal = cuda_normal;
 }

@@ -1,11 +1,11 @@
 // CUDA elementwise kernels: unary math and activations (forward and derivative), binary
-// arithmetic and comparisons, where; the counterpart of ops/cpu/elementwise.cpp, whose scalar
+// arithmetic and comparisons, where; the counterpart of runtime/cpu/elementwise.cpp, whose scalar
 // functions are the reference that the device functions below follow formula for formula.
 // The op is a template parameter, so each op compiles to its own branch-free kernel; operands
 // are walked through an OffsetCalc (any strides, broadcast by stride 0).
 #include <cstdint>
 
-#include "ops/cuda/common.cuh"
+#include "runtime/cuda/common.cuh"
 
 namespace ocrt {
 
@@ -217,7 +217,7 @@ void cuda_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tens
 
 }  // namespace
 
-void register_cuda_elementwise(Backend& b) {
+void register_cuda_elementwise(TensorBackend& b) {
   b.unary = cuda_unary;
   b.unary_backward = cuda_unary_backward;
   b.binary = cuda_binary;

@@ -1,5 +1,5 @@
 // CUDA matrix product through cuBLAS: out[i] = a[i] @ b[i] for a (B,M,K), b (B,K,N), out
-// (B,M,N) contiguous; the counterpart of ops/cpu/linalg.cpp, and read the same way.
+// (B,M,N) contiguous; the counterpart of runtime/cpu/linalg.cpp, and read the same way.
 //
 // cuBLAS is column-major. A row-major matrix with row stride ld is, byte for byte, the
 // column-major matrix of its transpose with the same ld; so the row-major product
@@ -11,7 +11,7 @@
 // Every product of the batch is one call of the strided-batched GEMM; a broadcast operand
 // has batch stride 0. float32 runs without TF32 (the handle's default math mode), so results
 // match the CPU to float32 rounding; float64 uses DGEMM.
-#include "ops/cuda/common.cuh"
+#include "runtime/cuda/common.cuh"
 
 namespace ocrt {
 
@@ -53,7 +53,7 @@ void cuda_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   const int64_t B = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
   if (B == 0 || M == 0 || N == 0) return;
   if (K == 0) {  // an empty sum: zeros
-    kernel(out.device(), &Backend::fill, "matmul")(out, 0.0);
+    kernel(out.device(), &TensorBackend::fill, "matmul")(out, 0.0);
     return;
   }
   OCRT_CHECK(M < INT32_MAX && N < INT32_MAX && K < INT32_MAX && B < INT32_MAX, "matmul: sizes too large for cuBLAS");
@@ -84,6 +84,6 @@ void cuda_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
 
 }  // namespace
 
-void register_cuda_linalg(Backend& b) { b.matmul = cuda_matmul; }
+void register_cuda_linalg(TensorBackend& b) { b.matmul = cuda_matmul; }
 
 }  // namespace ocrt

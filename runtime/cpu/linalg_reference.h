@@ -1,4 +1,4 @@
-// The plain-loop reference for the CPU matrix product (ops/cpu/linalg.cpp). It is what the
+// The plain-loop reference for the CPU matrix product (runtime/cpu/linalg.cpp). It is what the
 // fast Eigen path and the CUDA path are tested against, so it stays simple: three loops,
 // strided reads, a float64 accumulator.
 #pragma once

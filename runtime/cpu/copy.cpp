@@ -1,8 +1,8 @@
 // CPU copy (with dtype conversion, any strides) and fill.
 #include <type_traits>
 
-#include "ops/backend.h"
-#include "ops/cpu/loops.h"
+#include "runtime/backend.h"
+#include "runtime/cpu/loops.h"
 
 namespace ocrt {
 
@@ -10,7 +10,7 @@ namespace {
 
 // Float to integer goes through int64, so that out-of-range values wrap (-12.0 -> uint8 244)
 // instead of being undefined behaviour, which compilers and GPUs resolve differently.
-// ops/cuda/copy.cu converts the same way.
+// runtime/cuda/copy.cu converts the same way.
 template <class D, class S>
 inline D convert(S x) {
   if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D>)
@@ -51,7 +51,7 @@ void cpu_fill(const Tensor& dst, double value) {
 
 }  // namespace
 
-void register_cpu_copy(Backend& b) {
+void register_cpu_copy(TensorBackend& b) {
   b.copy = cpu_copy;
   b.fill = cpu_fill;
 }

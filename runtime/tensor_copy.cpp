@@ -1,7 +1,7 @@
 // Copies: contiguous(), clone(), to(device), to(dtype), copy_(), fill_(). Moving data between
 // devices goes through the CUDA glue on contiguous buffers; everything else is the backend's
 // copy kernel (which also converts dtypes).
-#include "ops/backend.h"
+#include "runtime/backend.h"
 #include "runtime/autograd.h"
 #include "runtime/cuda/cuda_glue.h"
 
@@ -18,7 +18,7 @@ void check_inplace_allowed(const Tensor& t, const char* op) {
 // A contiguous copy on the same device and with `dtype`, without autograd.
 Tensor copy_as(const Tensor& x, DType dtype) {
   Tensor out = Tensor::empty(x.shape(), dtype, x.device());
-  if (out.numel() > 0) kernel(x.device(), &Backend::copy, "copy")(x, out);
+  if (out.numel() > 0) kernel(x.device(), &TensorBackend::copy, "copy")(x, out);
   return out;
 }
 
@@ -77,13 +77,13 @@ Tensor& Tensor::copy_(const Tensor& src) {
   if (numel() == 0) return *this;
   Tensor s = src;
   if (s.shape() != shape()) s = src.detach().expand(shape());
-  kernel(device(), &Backend::copy, "copy_")(s, *this);
+  kernel(device(), &TensorBackend::copy, "copy_")(s, *this);
   return *this;
 }
 
 Tensor& Tensor::fill_(double value) {
   check_inplace_allowed(*this, "fill_");
-  if (numel() > 0) kernel(device(), &Backend::fill, "fill_")(*this, value);
+  if (numel() > 0) kernel(device(), &TensorBackend::fill, "fill_")(*this, value);
   return *this;
 }
 

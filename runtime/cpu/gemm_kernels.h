@@ -1,10 +1,10 @@
-// Between ops/cpu/gemm.cpp (which picks a kernel) and ops/cpu/gemm_<isa>.cpp (which hold them):
+// Between runtime/cpu/gemm.cpp (which picks a kernel) and ops/cpu/gemm_<isa>.cpp (which hold them):
 // the arguments of one product and the entry points of each compiled kernel. Not for other files.
 #pragma once
 
 #include <cstdint>
 
-#include "ops/cpu/gemm.h"
+#include "runtime/cpu/gemm.h"
 
 namespace ocrt::cpu::detail {
 

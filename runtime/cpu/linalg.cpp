@@ -26,7 +26,7 @@
 // Results are deterministic for a given thread count: every output element is computed by
 // one GEMM call with a fixed order of operations.
 //
-// float32 on a CPU with AVX2 + FMA or AVX-512 (cpu::sgemm_available(), ops/cpu/gemm.h) does not
+// float32 on a CPU with AVX2 + FMA or AVX-512 (cpu::sgemm_available(), runtime/cpu/gemm.h) does not
 // use Eigen but ocrt's own packed GEMM, faster than Eigen's on both (bench/results/core.md), in
 // float32 or bf16 (cpu::matmul_precision()). It reads
 // any strides through its packing, so no operand is ever copied, and it shares one product among
@@ -41,9 +41,9 @@
 #include <cstdint>
 #include <numeric>
 
-#include "ops/backend.h"
-#include "ops/cpu/gemm.h"
-#include "ops/cpu/linalg_reference.h"
+#include "runtime/backend.h"
+#include "runtime/cpu/gemm.h"
+#include "runtime/cpu/linalg_reference.h"
 
 namespace ocrt {
 
@@ -217,6 +217,6 @@ void matmul_reference(const Tensor& a, const Tensor& b, const Tensor& out) {
 
 }  // namespace cpu
 
-void register_cpu_linalg(Backend& b) { b.matmul = cpu_matmul; }
+void register_cpu_linalg(TensorBackend& b) { b.matmul = cpu_matmul; }
 
 }  // namespace ocrt

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <type_traits>
 
-#include "ops/backend.h"
-#include "ops/cpu/loops.h"
+#include "runtime/backend.h"
+#include "runtime/cpu/loops.h"
 
 namespace ocrt {
 
@@ -189,7 +189,7 @@ void cpu_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tenso
 
 }  // namespace
 
-void register_cpu_elementwise(Backend& b) {
+void register_cpu_elementwise(TensorBackend& b) {
   b.unary = cpu_unary;
   b.unary_backward = cpu_unary_backward;
   b.binary = cpu_binary;

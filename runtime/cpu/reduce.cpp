@@ -1,4 +1,4 @@
-// CPU reductions and softmax.
+// CPU reductions (softmax, which reduces too, is a layer kernel: ops/cpu/softmax.cpp).
 //
 // reduce: x (any shape and strides) -> out (x's rank, size 1 in reduced dims, contiguous).
 // Outputs are independent, so threads split the outputs; a reduction to very few outputs
@@ -10,8 +10,8 @@
 #include <cmath>
 #include <limits>
 
-#include "ops/backend.h"
-#include "ops/cpu/loops.h"
+#include "runtime/backend.h"
+#include "runtime/cpu/loops.h"
 
 namespace ocrt {
 
@@ -183,76 +183,11 @@ void cpu_arg_reduce(bool is_max, const Tensor& x, int64_t dim, const Tensor& val
   OCRT_DISPATCH_ALL(x.dtype(), "max/min", [&] { arg_reduce_typed<scalar_t>(is_max, x, dim, values, indices); });
 }
 
-// Softmax over `dim` of a contiguous tensor viewed as (outer, n, inner). Subtracting the row
-// max keeps exp() in range for any input.
-template <class T>
-void softmax_typed(bool log, const Tensor& x, int64_t dim, const Tensor& y) {
-  const T* xd = x.data<T>();
-  T* yd = y.data<T>();
-  const int64_t n = x.dim() == 0 ? 1 : x.shape()[dim];
-  int64_t inner = 1;
-  for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= x.shape()[d];
-  const int64_t outer = n == 0 ? 0 : x.numel() / (n * inner);
-#pragma omp parallel for collapse(2) schedule(static) if (x.numel() >= cpu::kParallelGrain)
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) {
-      const T* p = xd + o * n * inner + i;
-      T* q = yd + o * n * inner + i;
-      T m = -std::numeric_limits<T>::infinity();
-      for (int64_t k = 0; k < n; ++k) m = std::max(m, p[k * inner]);
-      double s = 0;
-      for (int64_t k = 0; k < n; ++k) s += std::exp((double)(p[k * inner] - m));
-      if (log) {
-        T lse = (T)std::log(s);
-        for (int64_t k = 0; k < n; ++k) q[k * inner] = p[k * inner] - m - lse;
-      } else {
-        T inv = (T)(1.0 / s);
-        for (int64_t k = 0; k < n; ++k) q[k * inner] = std::exp(p[k * inner] - m) * inv;
-      }
-    }
-}
-
-template <class T>
-void softmax_backward_typed(bool log, const Tensor& y, const Tensor& dy, int64_t dim, const Tensor& dx) {
-  const T* yd = y.data<T>();
-  const T* gd = dy.data<T>();
-  T* dd = dx.data<T>();
-  const int64_t n = y.dim() == 0 ? 1 : y.shape()[dim];
-  int64_t inner = 1;
-  for (int64_t d = dim + 1; d < y.dim(); ++d) inner *= y.shape()[d];
-  const int64_t outer = n == 0 ? 0 : y.numel() / (n * inner);
-#pragma omp parallel for collapse(2) schedule(static) if (y.numel() >= cpu::kParallelGrain)
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) {
-      const int64_t base = o * n * inner + i;
-      double s = 0;
-      if (log) {
-        for (int64_t k = 0; k < n; ++k) s += gd[base + k * inner];
-        for (int64_t k = 0; k < n; ++k)
-          dd[base + k * inner] = gd[base + k * inner] - std::exp(yd[base + k * inner]) * (T)s;
-      } else {
-        for (int64_t k = 0; k < n; ++k) s += (double)gd[base + k * inner] * yd[base + k * inner];
-        for (int64_t k = 0; k < n; ++k)
-          dd[base + k * inner] = yd[base + k * inner] * (gd[base + k * inner] - (T)s);
-      }
-    }
-}
-
-void cpu_softmax(bool log, const Tensor& x, int64_t dim, const Tensor& y) {
-  OCRT_DISPATCH_FLOAT(x.dtype(), "softmax", [&] { softmax_typed<scalar_t>(log, x, dim, y); });
-}
-
-void cpu_softmax_backward(bool log, const Tensor& y, const Tensor& dy, int64_t dim, const Tensor& dx) {
-  OCRT_DISPATCH_FLOAT(y.dtype(), "softmax_backward", [&] { softmax_backward_typed<scalar_t>(log, y, dy, dim, dx); });
-}
-
 }  // namespace
 
-void register_cpu_reduce(Backend& b) {
+void register_cpu_reduce(TensorBackend& b) {
   b.reduce = cpu_reduce;
   b.arg_reduce = cpu_arg_reduce;
-  b.softmax = cpu_softmax;
-  b.softmax_backward = cpu_softmax_backward;
 }
 
 }  // namespace ocrt

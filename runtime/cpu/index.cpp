@@ -1,7 +1,7 @@
 // CPU indexing kernels: index_select / index_add (whole slices picked by a 1-D index) and
 // gather / scatter_add (one element picked per index element), forward and adjoint side by side.
 //
-// Contract (ops/backend.h): index is int64 and contiguous, and every index is already known to
+// Contract (runtime/backend.h): index is int64 and contiguous, and every index is already known to
 // be in range (the front-end, ops/index.cpp, checks that and reports the first bad one); x,
 // src and dst may have any strides.
 //
@@ -19,8 +19,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "ops/backend.h"
-#include "ops/cpu/loops.h"
+#include "runtime/backend.h"
+#include "runtime/cpu/loops.h"
 
 namespace ocrt {
 
@@ -231,7 +231,7 @@ void cpu_scatter_add(const Tensor& dst, int64_t dim, const Tensor& index, const 
 
 }  // namespace
 
-void register_cpu_index(Backend& b) {
+void register_cpu_index(TensorBackend& b) {
   b.index_select = cpu_index_select;
   b.index_add = cpu_index_add;
   b.gather = cpu_gather;

@@ -22,21 +22,21 @@
 //
 // The micro-kernel keeps an MR x NR tile of C in vector registers. Per step of k it loads the
 // NR values of B's row (NV vectors), broadcasts the MR values of A's column one at a time, and
-// does MR x NV FMAs (the bf16 kernel: two values of k per step, ops/cpu/gemm_avx512bf16.cpp).
+// does MR x NV FMAs (the bf16 kernel: two values of k per step, runtime/cpu/gemm_avx512bf16.cpp).
 //
 // Threads split the rows of C (whole MR panels), and each packs its own A blocks; the packed B
 // block is packed by all threads together and then read by all, so B is packed once per product,
 // not once per thread. Two barriers per (jc, pc) block are the only synchronisation.
 //
-// Files: the loops above are ops/cpu/gemm_loops.inc, compiled once per instruction set by
-// ops/cpu/gemm_avx2.cpp, gemm_avx512.cpp and gemm_avx512bf16.cpp, each of which sets its tile,
+// Files: the loops above are runtime/cpu/gemm_loops.inc, compiled once per instruction set by
+// runtime/cpu/gemm_avx2.cpp, gemm_avx512.cpp and gemm_avx512bf16.cpp, each of which sets its tile,
 // blocks and micro-kernel. This file picks one at run time: the path cpu_isa() chose at start-up
 // (runtime/cpu_isa.h) and the precision set by set_matmul_precision().
-#include "ops/cpu/gemm.h"
+#include "runtime/cpu/gemm.h"
 
 #include <atomic>
 
-#include "ops/cpu/gemm_kernels.h"
+#include "runtime/cpu/gemm_kernels.h"
 #include "runtime/error.h"
 
 namespace ocrt::cpu {

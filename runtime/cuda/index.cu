@@ -1,5 +1,5 @@
 // CUDA indexing kernels: index_select / index_add and gather / scatter_add; the counterpart
-// of ops/cpu/index.cpp (same contract: index int64 and contiguous, every index already checked
+// of runtime/cpu/index.cpp (same contract: index int64 and contiguous, every index already checked
 // by the front-end, data tensors with any strides).
 //
 // Each kernel walks one tensor's elements with an OffsetCalc. The tensor addressed through the
@@ -8,7 +8,7 @@
 // The accumulating kernels (index_add, scatter_add) use atomicAdd: repeated indices add up
 // correctly, but the order of float additions, and so the last bits, may vary between runs
 // (the CPU kernels are deterministic). uint8 has no atomic add and is refused.
-#include "ops/cuda/common.cuh"
+#include "runtime/cuda/common.cuh"
 
 namespace ocrt {
 
@@ -152,7 +152,7 @@ void cuda_scatter_add(const Tensor& dst, int64_t dim, const Tensor& index, const
 
 }  // namespace
 
-void register_cuda_index(Backend& b) {
+void register_cuda_index(TensorBackend& b) {
   b.index_select = cuda_index_select;
   b.index_add = cuda_index_add;
   b.gather = cuda_gather;

@@ -1,0 +1,294 @@
+// The pieces of a training run (train/train_loop.h), each on its own: where a run starts, the
+// replicas' agreement, one step, the stop decision, and what is evaluated and saved when.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <thread>
+
+#include <unistd.h>
+
+#include "models/charset.h"
+#include "runtime/comm.h"
+#include "ops/random.h"
+#include "runtime/rng.h"
+#include "temp_dir.h"
+#include "train/train_loop.h"
+
+using namespace ocrt;
+using namespace ocrt::train;
+namespace fs = std::filesystem;
+using ocrt::testing::TempDir;
+
+namespace {
+
+TrainConfig tiny_config(const fs::path& out) {
+  TrainConfig c;
+  c.arch = "crnn-s";
+  c.out = out.string();
+  c.seed = 11;
+  c.batch = 2;
+  return c;
+}
+
+std::vector<std::vector<float>> weights_of(const nn::Module& m) {
+  std::vector<std::vector<float>> out;
+  for (auto& [name, t] : m.named_parameters()) out.push_back(t.contiguous().to_vector<float>());
+  return out;
+}
+
+// Two lines of random pixels with short labels (enough frames for CTC at width 64).
+Batch random_batch(uint64_t seed) {
+  Generator g(seed);
+  Batch b;
+  b.images = uniform({2, 1, 32, 64}, -1, 1, g);
+  b.widths = {64, 64};
+  b.targets = {{5, 6, 7}, {8, 9}};
+  b.texts = {"abc", "de"};
+  b.ids = {"0", "1"};
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("resolve_start: the seed, a missing checkpoint, a checkpoint, and mismatches", "[trainer]") {
+  TempDir dir("resolve-start");
+  const nn::Charset charset = nn::Charset::ascii();
+  TrainConfig cfg = tiny_config(dir.path);
+
+  // From the seed: step 0, and the same seed gives the same weights.
+  StartPoint a = resolve_start(cfg, charset, false), b = resolve_start(cfg, charset, false);
+  CHECK(a.state.step == 0);
+  CHECK(a.from.empty());
+  CHECK_FALSE(a.optim.has_value());
+  CHECK(a.info.arch == "crnn-s");
+  CHECK(weights_of(*a.model) == weights_of(*b.model));
+  TrainConfig other_seed = cfg;
+  other_seed.seed = 12;
+  CHECK(weights_of(*resolve_start(other_seed, charset, false).model) != weights_of(*a.model));
+
+  // --resume with nothing to resume is an error naming the folder; --resume-if-present starts afresh.
+  TrainConfig resume = cfg;
+  resume.resume = true;
+  REQUIRE_THROWS_WITH(resolve_start(resume, charset, false), Catch::Contains("no checkpoint") &&
+                                                                 Catch::Contains(dir.path.string()));
+  TrainConfig if_present = cfg;
+  if_present.resume_if_present = true;
+  CHECK(resolve_start(if_present, charset, false).state.step == 0);
+
+  // A checkpoint at step 5: its weights, state and optimizer state come back.
+  {
+    Adam optim(a.model->parameters(), AdamOptions{});
+    TrainState st = a.state;
+    st.step = 5;
+    st.best_cer = 0.25;
+    RunFiles files(cfg, a.info, true);
+    files.checkpoint(*a.model, optim, st, "schedule");
+  }
+  StartPoint r = resolve_start(resume, charset, false);
+  CHECK(r.state.step == 5);
+  CHECK(r.state.best_cer == 0.25);
+  CHECK(r.optim.has_value());
+  CHECK(r.from.find("ckpt-") != std::string::npos);
+  CHECK(weights_of(*r.model) == weights_of(*a.model));
+
+  // ...but not with another seed, arch or charset.
+  TrainConfig wrong_seed = resume;
+  wrong_seed.seed = 99;
+  CHECK_THROWS_WITH(resolve_start(wrong_seed, charset, false), Catch::Contains("--seed"));
+  TrainConfig wrong_arch = resume;
+  wrong_arch.arch = "crnn";
+  CHECK_THROWS_WITH(resolve_start(wrong_arch, charset, false), Catch::Contains("--arch is crnn"));
+  CHECK_THROWS_WITH(resolve_start(resume, nn::Charset::from_chars({"a", "b"}), false),
+                    Catch::Contains("another charset"));
+
+  // --init with a model file of another arch.
+  const fs::path model_file = dir.path / "svtr.safetensors";
+  {
+    Generator g(1);
+    auto svtr = nn::make_recognizer("svtr-lite", charset.num_classes(), g);
+    nn::ModelInfo info;
+    info.arch = "svtr-lite";
+    info.config = svtr->config_json();
+    info.charset = charset.chars();
+    info.input = nn::default_input_spec();
+    nn::save_model_file(model_file.string(), *svtr, info);
+  }
+  TrainConfig init = cfg;
+  init.init = model_file.string();
+  CHECK_THROWS_WITH(resolve_start(init, charset, false), Catch::Contains("--init") && Catch::Contains("svtr-lite"));
+}
+
+TEST_CASE("sync_replicas: rank 0's weights everywhere, and replicas at different steps are an error", "[trainer][distributed]") {
+  const nn::Charset charset = nn::Charset::ascii();
+  TempDir dir("sync-replicas");
+  auto run = [&](int64_t step1, std::vector<std::vector<std::vector<float>>>& weights, std::vector<std::string>& errors) {
+    auto comms = make_thread_communicators(2, 30);
+    weights.assign(2, {});
+    errors.assign(2, "");
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r)
+      threads.emplace_back([&, r] {
+        TrainConfig cfg = tiny_config(dir.path);
+        cfg.seed = 100 + (uint64_t)r;  // different starting weights on each replica
+        StartPoint s = resolve_start(cfg, charset, false);
+        try {
+          sync_replicas(*comms[r], *s.model, r == 0 ? 3 : step1, Device::cpu(), cfg.out);
+        } catch (const std::exception& e) {
+          errors[r] = e.what();
+        }
+        weights[r] = weights_of(*s.model);
+      });
+    for (auto& t : threads) t.join();
+  };
+  std::vector<std::vector<std::vector<float>>> w;
+  std::vector<std::string> errors;
+  run(3, w, errors);
+  CHECK(errors[0].empty());
+  CHECK(errors[1].empty());
+  CHECK(w[0] == w[1]);
+
+  run(4, w, errors);
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r << ": " << errors[r]);
+    CHECK(errors[r].find("different steps") != std::string::npos);
+  }
+}
+
+TEST_CASE("train_step: a finite step updates the weights and clears the gradients, a NaN step changes nothing",
+          "[trainer]") {
+  TempDir dir("train-step");
+  const nn::Charset charset = nn::Charset::ascii();
+  TrainConfig cfg = tiny_config(dir.path);
+  StartPoint s = resolve_start(cfg, charset, false);
+  s.model->train(true);
+  Adam optim(s.model->parameters(), AdamOptions{});
+  GradSync sync(optim.params());
+  auto comm = make_single_communicator();
+  StepParts parts{*s.model, optim, sync, *comm, Device::cpu(), 2, 5.0, false};
+
+  const auto before = weights_of(*s.model);
+  StepResult r = train_step(parts, random_batch(1), 1e-3);
+  CHECK(r.ok);
+  CHECK(std::isfinite(r.loss));
+  CHECK(r.loss > 0);
+  CHECK(weights_of(*s.model) != before);
+  for (const Tensor& p : optim.params()) CHECK_FALSE(p.grad().defined());
+
+  // The loss against batch_loss on the same weights: train_step's loss is the forward's.
+  double expect = 0;
+  {
+    NoGradGuard no_grad;
+    expect = batch_loss(*s.model, random_batch(2), Device::cpu()).item();
+  }
+  CHECK(train_step(parts, random_batch(2), 1e-3).loss == Approx(expect).epsilon(1e-6));
+
+  // A column of NaN pixels makes the loss or the gradient non-finite: the step is skipped, no
+  // weight moves, no gradient is left.
+  Batch bad = random_batch(3);
+  bad.images.narrow(3, 0, 1).fill_(std::numeric_limits<double>::quiet_NaN());
+  const auto held = weights_of(*s.model);
+  StepResult rb = train_step(parts, bad, 1e-3);
+  CHECK_FALSE(rb.ok);
+  CHECK(weights_of(*s.model) == held);
+  for (const Tensor& p : optim.params()) CHECK_FALSE(p.grad().defined());
+}
+
+TEST_CASE("decide_stop: max-minutes and stop-at only before the last step, then a signal", "[trainer]") {
+  auto comm = make_single_communicator();
+  TrainConfig cfg;
+  const Device cpu = Device::cpu();
+  CHECK(decide_stop(cfg, 5, 10, 1e9, false, *comm, cpu).why == Stop::no);  // no limits set
+  CHECK(decide_stop(cfg, 5, 10, 0, true, *comm, cpu).why == Stop::signal);
+  CHECK(decide_stop(cfg, 10, 10, 0, true, *comm, cpu).why == Stop::signal);
+
+  cfg.max_minutes = 1;
+  CHECK(decide_stop(cfg, 5, 10, 59, false, *comm, cpu).why == Stop::no);
+  StopDecision late = decide_stop(cfg, 5, 10, 61, true, *comm, cpu);
+  CHECK(late.why == Stop::out_of_time);  // ahead of the signal
+  CHECK(late.out_of_time);
+  StopDecision last = decide_stop(cfg, 10, 10, 61, false, *comm, cpu);
+  CHECK(last.why == Stop::no);  // the run ends anyway...
+  CHECK(last.out_of_time);      // ...but still evaluates now
+
+  cfg.max_minutes = 0;
+  cfg.stop_at = 4;
+  CHECK(decide_stop(cfg, 3, 10, 0, false, *comm, cpu).why == Stop::no);
+  CHECK(decide_stop(cfg, 4, 10, 0, false, *comm, cpu).why == Stop::stop_at);
+  CHECK(decide_stop(cfg, 10, 10, 0, false, *comm, cpu).why == Stop::no);
+  CHECK(std::string(stop_name(Stop::out_of_time)) == "max_minutes");
+}
+
+TEST_CASE("evaluate_and_save: checkpoints on schedule, at the last step and when stopping early", "[trainer]") {
+  TempDir dir("evaluate-and-save");
+  const nn::Charset charset = nn::Charset::ascii();
+  TrainConfig cfg = tiny_config(dir.path);
+  cfg.save_every = 4;
+  cfg.keep = 100;
+  StartPoint s = resolve_start(cfg, charset, false);
+  Adam optim(s.model->parameters(), AdamOptions{});
+  auto comm = make_single_communicator();
+  RunFiles files(cfg, s.info, true);
+  RunParts run{cfg, *s.model, optim, *comm, Device::cpu(), files, charset, nullptr, LoaderOptions{}, false};
+
+  TrainState st = s.state;
+  auto saved_at = [&](int64_t step, StopDecision stop) {
+    st.step = step;
+    evaluate_and_save(run, st, 10, stop);
+    return fs::exists(checkpoint_path(cfg.out, step));
+  };
+  CHECK_FALSE(saved_at(3, {}));
+  CHECK(saved_at(4, {}));   // on schedule
+  CHECK(saved_at(10, {}));  // the last step
+  CHECK(saved_at(5, {Stop::signal, false}));
+  CHECK(saved_at(6, {Stop::stop_at, false}));
+  CHECK_FALSE(saved_at(7, {}));
+
+  // Each save is an event with its reason.
+  std::ifstream metrics(dir.path / "metrics.jsonl");
+  std::string line, all;
+  while (std::getline(metrics, line)) all += line + "\n";
+  CHECK(all.find("\"why\":\"signal\"") != std::string::npos);
+  CHECK(all.find("\"why\":\"stop_at\"") != std::string::npos);
+  CHECK(all.find("\"why\":\"schedule\"") != std::string::npos);
+  // No validation data: nothing is evaluated and no best model is written.
+  CHECK(all.find("\"event\":\"eval\"") == std::string::npos);
+  CHECK_FALSE(fs::exists(files.best_path()));
+}
+
+TEST_CASE("a resumed run's files: stale temporaries of killed saves go, metrics past the checkpoint go",
+          "[trainer]") {
+  TempDir dir("run-files");
+  const nn::Charset charset = nn::Charset::ascii();
+  TrainConfig cfg = tiny_config(dir.path);
+  StartPoint s = resolve_start(cfg, charset, false);
+  // A save killed mid-write by a process that is gone (pid 2^22 + 1 is above Linux's pid_max of
+  // 2^22), and one of this live process.
+  const fs::path dead = dir.path / "ckpt-00000008.safetensors.tmp.4194305";
+  const fs::path live = dir.path / ("ckpt-00000009.safetensors.tmp." + std::to_string(::getpid()));
+  std::ofstream(dead) << "partial";
+  std::ofstream(live) << "partial";
+  {
+    std::ofstream m(dir.path / "metrics.jsonl");
+    m << "{\"event\":\"train\",\"step\":4}\n{\"event\":\"checkpoint\",\"step\":5}\n"
+      << "{\"event\":\"train\",\"step\":6}\n{\"event\":\"summary\",\"steps\":7}\nnot json\n";
+  }
+  RunFiles files(cfg, s.info, true, 5);
+  CHECK_FALSE(fs::exists(dead));
+  CHECK(fs::exists(live));
+  files.event(parse_json("{\"event\":\"train\",\"step\":6}"));
+  std::ifstream in(dir.path / "metrics.jsonl");
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  CHECK(lines == std::vector<std::string>{"{\"event\":\"train\",\"step\":4}", "{\"event\":\"checkpoint\",\"step\":5}",
+                                          "{\"event\":\"summary\",\"steps\":7}", "not json",
+                                          "{\"event\":\"train\",\"step\":6}"});
+  // A fresh run (start step 0) keeps what is there.
+  RunFiles fresh(cfg, s.info, true, 0);
+  std::ifstream again(dir.path / "metrics.jsonl");
+  int64_t n = 0;
+  for (std::string l; std::getline(again, l);) ++n;
+  CHECK(n == 5);
+}

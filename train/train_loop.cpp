@@ -1,0 +1,346 @@
+// The pieces of a training run (train_loop.h).
+#include "train/train_loop.h"
+
+#include <signal.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "models/ctc_decode.h"
+#include "models/edit_distance.h"
+#include "ops/ctc.h"
+#include "ops/elementwise.h"
+
+namespace fs = std::filesystem;
+
+namespace ocrt::train {
+
+namespace {
+
+double now_seconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+// ---- where a run starts
+
+StartPoint resolve_start(const TrainConfig& cfg, const nn::Charset& charset, bool lead) {
+  std::optional<Checkpoint> ckpt;
+  if (cfg.resume || cfg.resume_if_present) {
+    auto all = list_checkpoints(cfg.out);
+    // A mistyped or empty --out must not silently become a run from step 0.
+    OCRT_CHECK(!all.empty() || cfg.resume_if_present, "--resume: no checkpoint (ckpt-*.safetensors) in '", cfg.out,
+               "'; start without --resume, or give --resume-if-present to start afresh when there is none");
+    if (!all.empty()) ckpt = load_checkpoint(all.back());
+  }
+  std::optional<nn::ModelFile> init;
+  if (!ckpt && !cfg.init.empty()) init = nn::load_model_file(cfg.init);
+
+  // The architecture config: the checkpoint's or the --init file's when they carry one (a model
+  // of any config of the arch can be resumed or fine-tuned), else the arch's preset.
+  Json conf;
+  if (ckpt) {
+    OCRT_CHECK(ckpt->info.arch == cfg.arch, "--resume: ", ckpt->path, " is a ", ckpt->info.arch,
+               " checkpoint, but --arch is ", cfg.arch);
+    OCRT_CHECK(ckpt->info.charset == charset.chars(), "--resume: ", ckpt->path, " was trained with another charset");
+    OCRT_CHECK(ckpt->state.seed == cfg.seed, "--resume: ", ckpt->path, " was made with --seed ", ckpt->state.seed,
+               "; resume with the same seed (the data order depends on it)");
+    conf = ckpt->info.config;
+  } else if (init && init->info) {
+    OCRT_CHECK(init->info->arch == cfg.arch, "--init: ", cfg.init, " holds a ", init->info->arch,
+               " model, but --arch is ", cfg.arch);
+    OCRT_CHECK(init->info->charset == charset.chars(), "--init: ", cfg.init, " was trained with another charset");
+    conf = init->info->config;
+  } else {
+    Generator scratch(0);
+    conf = nn::make_recognizer(cfg.arch, charset.num_classes(), scratch)->config_json();
+  }
+  if (!cfg.batch_norm) {
+    OCRT_CHECK(cfg.arch == "crnn" || cfg.arch == "crnn-s", "--no-batch-norm: only crnn and crnn-s have the option");
+    conf.set("batch_norm", false);
+  }
+
+  // The model, initialised from the seed; then the checkpoint's or the --init file's weights.
+  StartPoint s;
+  Generator gen(cfg.seed);
+  s.model = nn::make_recognizer(cfg.arch, conf, gen);
+  OCRT_CHECK(s.model->num_classes() == charset.num_classes(), "the model has ", s.model->num_classes(),
+             " classes but the charset ", charset.size(), " characters (expected characters + 1)");
+  s.info.arch = cfg.arch;
+  s.info.config = s.model->config_json();
+  s.info.charset = charset.chars();
+  s.info.input = nn::default_input_spec();
+  s.state.seed = cfg.seed;
+  if (ckpt) {
+    s.model->load_state_dict(ckpt->model);
+    s.state = ckpt->state;
+    if (!ckpt->optim.empty()) s.optim = ckpt->optim;
+    s.from = ckpt->path;
+    if (lead) std::fprintf(stderr, "resuming from %s at step %lld\n", ckpt->path.c_str(), (long long)s.state.step);
+  } else if (init) {
+    s.model->load_state_dict(init->weights);
+    s.from = cfg.init;
+  }
+  s.state.settings = cfg.to_json();
+  return s;
+}
+
+void sync_replicas(Communicator& comm, nn::Module& model, int64_t step, Device device, const std::string& out) {
+  if (comm.size() < 2) return;
+  const double s = (double)step;
+  const auto hi = comm.all_reduce_values({s, -s}, ReduceOp::max, device);
+  OCRT_CHECK(hi[0] == -hi[1], "rank ", comm.rank(), ": the replicas would start at different steps (", -hi[1], " to ",
+             hi[0], "): with --resume, every replica must see the same checkpoints in ", out,
+             " (a shared folder across machines)");
+  std::vector<Tensor> all;
+  for (auto& [name, t] : model.named_parameters()) all.push_back(t);
+  for (auto& [name, t] : model.named_buffers()) all.push_back(t);
+  broadcast_tensors(comm, all, 0);
+}
+
+// ---- one step
+
+Tensor batch_loss(nn::Recognizer& model, const Batch& b, Device device) {
+  Tensor logits = model.forward(b.images.to(device), b.widths);
+  std::vector<int64_t> frames, lengths, flat;
+  for (size_t i = 0; i < b.widths.size(); ++i) {
+    frames.push_back(model.frames_for_width(b.widths[i]));
+    lengths.push_back((int64_t)b.targets[i].size());
+    flat.insert(flat.end(), b.targets[i].begin(), b.targets[i].end());
+  }
+  CTCLossOptions o;
+  o.reduction = Reduction::mean;
+  o.zero_infinity = true;
+  return ctc_loss_from_logits(logits, Tensor::from_vector(flat), frames, lengths, o);
+}
+
+StepResult train_step(StepParts& p, const Batch& b, double lr) {
+  StepResult r;
+  const bool replicated = p.comm.size() > 1;
+  double t = now_seconds();
+  auto lap = [&t](double& into) {
+    const double now = now_seconds();
+    into += now - t;
+    t = now;
+  };
+
+  // Forward. This replica's share of the batch's mean loss: summed over replicas, the
+  // gradients are those of the whole batch's mean. Whether to skip the step is decided by all
+  // replicas together: the sum is non-finite as soon as one replica's loss is.
+  Tensor loss = batch_loss(p.model, b, p.device);
+  if (replicated) loss = loss * ((double)b.widths.size() / (double)p.global_batch);
+  r.loss = loss.item();
+  if (replicated) r.loss = p.comm.all_reduce_values({r.loss}, ReduceOp::sum, p.device)[0];
+  lap(r.forward_s);
+  r.ok = std::isfinite(r.loss);
+
+  if (r.ok) {
+    // Backward; then every replica holds the whole batch's gradient. Overlapped (on GPUs): each
+    // bucket's sum starts as soon as backward has finished its gradients.
+    if (p.overlap) p.grad_sync.begin(p.comm);
+    loss.backward();
+    if (p.overlap) p.grad_sync.finish();
+    else p.grad_sync.all_reduce(p.comm);
+    lap(r.backward_s);
+    const double norm = p.clip_grad > 0 ? clip_grad_norm(p.optim.params(), p.clip_grad) : grad_norm(p.optim.params());
+    r.ok = std::isfinite(norm);
+    lap(r.clip_s);
+  }
+  if (r.ok) {  // update
+    p.optim.set_lr(lr);
+    p.optim.step();
+  }
+  p.optim.zero_grad();
+  lap(r.optimizer_s);
+  return r;
+}
+
+// ---- stopping
+
+const char* stop_name(Stop s) {
+  switch (s) {
+    case Stop::no: return "no";
+    case Stop::out_of_time: return "max_minutes";
+    case Stop::stop_at: return "stop_at";
+    case Stop::signal: return "signal";
+  }
+  return "?";
+}
+
+StopDecision decide_stop(const TrainConfig& cfg, int64_t step, int64_t steps, double elapsed_s, bool signalled,
+                         Communicator& comm, Device device) {
+  StopDecision d;
+  d.out_of_time = cfg.max_minutes > 0 && elapsed_s > cfg.max_minutes * 60;
+  if (comm.size() > 1) {
+    const auto any = comm.all_reduce_values({d.out_of_time ? 1.0 : 0.0, signalled ? 1.0 : 0.0}, ReduceOp::max, device);
+    d.out_of_time = any[0] > 0;
+    signalled = any[1] > 0;
+  }
+  if (d.out_of_time && step < steps) d.why = Stop::out_of_time;
+  else if (cfg.stop_at > 0 && step >= cfg.stop_at && step < steps) d.why = Stop::stop_at;
+  else if (signalled) d.why = Stop::signal;
+  return d;
+}
+
+// ---- evaluation and files
+
+EvalResult evaluate(nn::Recognizer& model, const Dataset& data, const LoaderOptions& base, Device device,
+                    const nn::Charset& charset, Communicator& comm) {
+  LoaderOptions o = base;
+  o.shuffle = false;
+  o.augment = false;
+  o.bucket_window = 0;
+  Loader loader(std::shared_ptr<const Dataset>(&data, [](const Dataset*) {}), o);
+  model.train(false);
+  NoGradGuard no_grad;
+  double edits = 0, chars = 0, exact = 0, seen = 0;
+  EvalResult r;
+  const int64_t total = data.size(), B = o.batch;
+  const int64_t first = B * o.shard_index / o.shard_count;  // this shard's first line in a batch
+  for (int64_t step = 0; step * B < total; ++step) {
+    Batch b = loader.next();
+    Tensor logits = model.forward(b.images.to(device), b.widths);
+    std::vector<int64_t> frames;
+    for (int64_t w : b.widths) frames.push_back(model.frames_for_width(w));
+    auto decoded = nn::ctc_greedy_decode(logits, frames);
+    for (size_t i = 0; i < decoded.size() && step * B + first + (int64_t)i < total; ++i) {
+      const int64_t e = nn::edit_distance(decoded[i].labels, b.targets[i]);
+      edits += (double)e;
+      chars += (double)b.targets[i].size();
+      exact += e == 0;
+      seen += 1;
+      if (r.examples.size() < 4) r.examples.emplace_back(b.texts[i], charset.decode(decoded[i].labels));
+    }
+  }
+  model.train(true);
+  const std::vector<double> sums = comm.all_reduce_values({edits, chars, exact, seen}, ReduceOp::sum, device);
+  r.lines = (int64_t)sums[3];
+  r.cer = sums[1] > 0 ? sums[0] / sums[1] : 0;
+  r.line_accuracy = sums[3] > 0 ? sums[2] / sums[3] : 0;
+  return r;
+}
+
+namespace {
+
+// A save that was killed leaves NAME.tmp.PID behind (runtime/safetensors.h writes through one).
+// Those of processes that no longer run are removed; a live process's file is left alone.
+void remove_stale_temporaries(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const size_t at = name.rfind(".tmp.");
+    if (at == std::string::npos || !e.is_regular_file()) continue;
+    const std::string pid_text = name.substr(at + 5);
+    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+    const long pid = std::strtol(pid_text.c_str(), nullptr, 10);
+    if (pid <= 0 || (::kill((pid_t)pid, 0) == 0 || errno == EPERM)) continue;  // still running
+    std::fprintf(stderr, "note: removing %s, left by a save that did not finish\n", e.path().c_str());
+    fs::remove(e.path(), ec);
+  }
+}
+
+// After a resume at `step`, the events of steps past it (written before the interruption, and
+// about to be written again) are dropped, so that metrics.jsonl reads as one run. Lines that
+// are not JSON objects with a "step" are kept.
+void truncate_metrics(const std::string& path, int64_t step) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string line, kept;
+  bool dropped = false;
+  while (std::getline(in, line)) {
+    bool keep = true;
+    try {
+      const Json j = parse_json(line);
+      const Json* s = j.is_object() ? j.find("step") : nullptr;
+      keep = !(s && s->is_number() && s->as_number() > (double)step);
+    } catch (const Error&) {
+    }
+    if (keep) kept += line + "\n";
+    dropped |= !keep;
+  }
+  in.close();
+  if (!dropped) return;
+  std::ofstream out(path, std::ios::trunc);
+  out << kept;
+  OCRT_CHECK(out.good(), "cannot rewrite ", path);
+}
+
+}  // namespace
+
+RunFiles::RunFiles(const TrainConfig& cfg, nn::ModelInfo info, bool lead, int64_t start_step)
+    : out_(cfg.out), keep_(cfg.keep), info_(std::move(info)), lead_(lead),
+      best_path_((fs::path(cfg.out) / "best.safetensors").string()) {
+  if (!lead_) return;
+  remove_stale_temporaries(cfg.out);
+  const std::string path = (fs::path(cfg.out) / "metrics.jsonl").string();
+  if (start_step > 0) truncate_metrics(path, start_step);
+  metrics_.open(path, std::ios::app);
+  OCRT_CHECK(metrics_.good(), "cannot write ", path);
+}
+
+void RunFiles::event(const Json& j) {
+  if (!lead_) return;
+  metrics_ << j.dump() << '\n';
+  metrics_.flush();
+}
+
+void RunFiles::checkpoint(const nn::Module& model, const Optimizer& optim, const TrainState& state, const char* why) {
+  if (!lead_) return;
+  save_checkpoint(checkpoint_path(out_, state.step), model, optim, state, info_);
+  prune_checkpoints(out_, keep_);
+  Json j = Json::object();
+  j.set("event", "checkpoint");
+  j.set("step", state.step);
+  j.set("why", why);
+  event(j);
+}
+
+void RunFiles::best_model(const nn::Module& model, const TrainState& state, double cer, Device device, int replicas) {
+  if (!lead_) return;
+  nn::ModelInfo i = info_;
+  i.training = Json::object();
+  i.training.set("data", state.settings.at("train"));
+  i.training.set("steps", state.step);
+  i.training.set("val_cer", cer);
+  i.training.set("device", device.str());
+  if (replicas > 1) i.training.set("replicas", replicas);
+  nn::save_model_file(best_path_, model, i);
+}
+
+void evaluate_and_save(RunParts& run, TrainState& state, int64_t steps, const StopDecision& stop) {
+  const TrainConfig& cfg = run.cfg;
+  if (run.val_data && (state.step % cfg.eval_every == 0 || state.step == steps || stop.out_of_time)) {
+    EvalResult r = evaluate(run.model, *run.val_data, run.val_loader, run.device, run.charset, run.comm);
+    if (run.files.lead()) {
+      if (run.tty) std::fprintf(stderr, "\n");
+      std::fprintf(stderr, "eval step %lld: CER %.4f, line accuracy %.4f on %lld lines\n", (long long)state.step,
+                   r.cer, r.line_accuracy, (long long)r.lines);
+      for (auto& [label, pred] : r.examples)
+        std::fprintf(stderr, "  label: %-40s read: %s\n", label.c_str(), pred.c_str());
+    }
+    Json j = Json::object();
+    j.set("event", "eval");
+    j.set("step", state.step);
+    j.set("cer", r.cer);
+    j.set("line_accuracy", r.line_accuracy);
+    j.set("lines", r.lines);
+    run.files.event(j);
+    if (state.best_cer < 0 || r.cer < state.best_cer) {
+      state.best_cer = r.cer;
+      state.best_step = state.step;
+      run.files.best_model(run.model, state, r.cer, run.device, run.comm.size());
+    }
+  }
+  if (state.step % cfg.save_every == 0 || state.step == steps)
+    run.files.checkpoint(run.model, run.optim, state, "schedule");
+  else if (stop.why != Stop::no)
+    run.files.checkpoint(run.model, run.optim, state, stop_name(stop.why));
+}
+
+}  // namespace ocrt::train

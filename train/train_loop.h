@@ -1,0 +1,153 @@
+// The pieces of a training run, each usable and tested on its own; trainer.cpp's run_replica
+// strings them together:
+//
+//   StartPoint start = resolve_start(cfg, charset, lead);     // checkpoint, --init or seed
+//   sync_replicas(comm, model, state.step, device, cfg.out);  // same step, rank 0's weights
+//   while (state.step < steps) {
+//     Batch b = loader.next();
+//     StepResult s = train_step(parts, b, schedule.lr_at(state.step));  // the step itself
+//     state.step++;
+//     StopDecision stop = decide_stop(cfg, state.step, steps, elapsed, signalled, comm, device);
+//     evaluate_and_save(run, state, steps, stop);                      // eval, best, checkpoint
+//     if (stop.why != Stop::no) break;
+//   }
+#pragma once
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "models/charset.h"
+#include "models/model_file.h"
+#include "models/recognizer.h"
+#include "runtime/comm.h"
+#include "train/checkpoint.h"
+#include "train/grad_sync.h"
+#include "train/loader.h"
+#include "train/optim.h"
+#include "train/trainer.h"
+
+namespace ocrt::train {
+
+// ---- where a run starts
+
+// The model a run starts from, on the CPU: the newest checkpoint in cfg.out (--resume), else the
+// weights of cfg.init, else initialised from cfg.seed. Every mismatch between those files and
+// the settings (arch, charset, seed, class count) is an error naming the file and the flag.
+struct StartPoint {
+  std::shared_ptr<nn::Recognizer> model;
+  TrainState state;                   // the checkpoint's (step, best CER, ...) or a fresh one
+  std::optional<nn::StateDict> optim;  // the checkpoint's optimizer state, if any
+  nn::ModelInfo info;                 // what every saved model file of the run carries
+  std::string from;                   // the checkpoint's or --init file's path; empty: the seed
+};
+StartPoint resolve_start(const TrainConfig& cfg, const nn::Charset& charset, bool lead);
+
+// With several replicas: checks that all start at the same step (a resume must see the same
+// checkpoints everywhere) and gives every replica rank 0's parameters and buffers. Nothing with
+// one replica.
+void sync_replicas(Communicator& comm, nn::Module& model, int64_t step, Device device, const std::string& out);
+
+// ---- one step
+
+// The CTC loss (mean over the batch) of a batch on the model's device.
+Tensor batch_loss(nn::Recognizer& model, const Batch& b, Device device);
+
+// What a training step works on.
+struct StepParts {
+  nn::Recognizer& model;
+  Optimizer& optim;
+  GradSync& grad_sync;
+  Communicator& comm;
+  Device device;
+  int64_t global_batch;  // lines of the whole batch over all replicas (a replica's share scales its loss)
+  double clip_grad;      // 0: no clipping, the norm is only measured
+  bool overlap;          // sum gradient buckets during the backward pass rather than after it
+};
+
+struct StepResult {
+  double loss = 0;  // the whole batch's mean loss (summed over replicas)
+  bool ok = false;  // false: the loss or the gradient norm was not finite and the step was skipped
+  double forward_s = 0, backward_s = 0, clip_s = 0, optimizer_s = 0;  // host wall time of each part
+};
+
+// forward, backward (+ gradient sum over replicas), clip, update at `lr`, zero_grad. A step
+// whose loss or gradient norm is not finite on any replica changes no weight on any replica.
+StepResult train_step(StepParts& p, const Batch& b, double lr);
+
+// ---- stopping
+
+enum class Stop { no, out_of_time, stop_at, signal };
+const char* stop_name(Stop s);  // "max_minutes", "stop_at", "signal" (the checkpoint's "why")
+
+struct StopDecision {
+  Stop why = Stop::no;
+  bool out_of_time = false;  // --max-minutes has passed (evaluate now, even at the last step)
+};
+
+// Whether to stop after step `step` (1-based: steps done) of `steps`: --max-minutes passed
+// (before the last step), --stop-at reached (before the last step), or a signal. Decided by all
+// replicas together (the clock or a signal may reach them at different steps, and one leaving
+// alone would leave the others waiting); the first reason in that order wins.
+StopDecision decide_stop(const TrainConfig& cfg, int64_t step, int64_t steps, double elapsed_s, bool signalled,
+                         Communicator& comm, Device device);
+
+// ---- evaluation and files
+
+struct EvalResult {
+  double cer = 0, line_accuracy = 0;
+  int64_t lines = 0;
+  std::vector<std::pair<std::string, std::string>> examples;  // (label, prediction)
+};
+
+// Greedy-decodes every validation line (each exactly once) in eval mode. With several replicas
+// each decodes its shard of every batch, and the counts are summed over replicas.
+EvalResult evaluate(nn::Recognizer& model, const Dataset& data, const LoaderOptions& base, Device device,
+                    const nn::Charset& charset, Communicator& comm);
+
+// What a run writes into cfg.out (only on the lead replica; the others' calls do nothing):
+// metrics.jsonl events, checkpoints (pruned to cfg.keep), best.safetensors. Opening it removes
+// what a killed run left: temporary files of saves that never finished, and the metrics of
+// steps past start_step (a resumed run writes them again).
+class RunFiles {
+ public:
+  RunFiles(const TrainConfig& cfg, nn::ModelInfo info, bool lead, int64_t start_step = 0);
+  void event(const Json& j);
+  void checkpoint(const nn::Module& model, const Optimizer& optim, const TrainState& state, const char* why);
+  // best.safetensors: the model with a training record (data, steps, val CER, device, replicas).
+  void best_model(const nn::Module& model, const TrainState& state, double cer, Device device, int replicas);
+  const std::string& best_path() const { return best_path_; }
+  bool lead() const { return lead_; }
+
+ private:
+  std::string out_;
+  int64_t keep_;
+  nn::ModelInfo info_;
+  bool lead_;
+  std::ofstream metrics_;  // OUT/metrics.jsonl, appended to: one JSON object a line
+  std::string best_path_;
+};
+
+// A run's parts that evaluation and saving use.
+struct RunParts {
+  const TrainConfig& cfg;
+  nn::Recognizer& model;
+  Optimizer& optim;
+  Communicator& comm;
+  Device device;
+  RunFiles& files;
+  const nn::Charset& charset;
+  const Dataset* val_data;  // null: no evaluation
+  LoaderOptions val_loader;
+  bool tty = false;         // progress is a bar on a terminal (end it before printing)
+};
+
+// After a step: evaluates when due (every cfg.eval_every steps, at the last step, or when out of
+// time), keeping the best model; writes a checkpoint when one is due (every cfg.save_every
+// steps and at the last) or when the run stops early.
+void evaluate_and_save(RunParts& run, TrainState& state, int64_t steps, const StopDecision& stop);
+
+}  // namespace ocrt::train
