@@ -34,15 +34,23 @@ namespace ocrt::fuzz {
 // A folder of this process's own under the temp dir ($TMPDIR, scripts/fuzz.sh points it at
 // /dev/shm), for targets whose parser reads only paths. Emptied, not removed, between inputs.
 inline const std::filesystem::path& scratch_dir() {
-  static const std::filesystem::path dir = [] {
-    std::filesystem::path d = std::filesystem::temp_directory_path() / ("ocrt-fuzz-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(d);
-    std::filesystem::create_directories(d);
-    // Removed when the process ends normally (a crash leaves it for a look).
-    std::atexit([] { std::error_code ec; std::filesystem::remove_all(scratch_dir(), ec); });
-    return d;
-  }();
-  return dir;
+  // Removed when the process ends normally, by the static's destructor (a crash leaves it for a
+  // look). An atexit handler registered while the static is being built would run after the
+  // static is gone, and remove nothing.
+  struct Dir {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("ocrt-fuzz-" + std::to_string(::getpid()));
+    Dir() {
+      std::filesystem::remove_all(path);
+      std::filesystem::create_directories(path);
+    }
+    ~Dir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
+  static const Dir dir;
+  return dir.path;
 }
 
 // Writes bytes to scratch_dir()/name and returns the path.

@@ -1,4 +1,7 @@
-// A fresh folder under the system temp dir for one test, removed when the test ends.
+// Temporary folders for tests, none of which outlives its process:
+//   TempDir          a fresh folder for one test, removed when the test ends;
+//   process_temp_dir a folder for the helpers that hand out paths to several tests of one
+//                    process (ctest runs each test case as its own process), removed at exit.
 #pragma once
 #include <unistd.h>
 
@@ -18,5 +21,22 @@ struct TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
 };
+
+// /tmp/ocrt-test-<pid>/<name>, made on first use; the whole /tmp/ocrt-test-<pid> goes when the
+// process exits normally.
+inline std::filesystem::path process_temp_dir(const std::string& name) {
+  struct Root {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("ocrt-test-" + std::to_string(::getpid()));
+    ~Root() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
+  static Root root;
+  const std::filesystem::path dir = root.path / name;
+  std::filesystem::create_directories(dir);
+  return dir;
+}
 
 }  // namespace ocrt::testing

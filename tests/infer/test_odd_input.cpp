@@ -16,6 +16,7 @@
 #include "infer/predictor.h"
 #include "infer/report.h"
 #include "runtime/stb.h"
+#include "temp_dir.h"
 
 using namespace ocrt;
 using namespace ocrt::infer;
@@ -28,9 +29,7 @@ const std::string kModel = kSource + "/weights/crnn-en.safetensors";
 const std::string kSamples = kSource + "/samples/lines";
 
 std::string temp(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("ocrt_test_odd_input_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return (dir / name).string();
+  return (ocrt::testing::process_temp_dir("odd-input") / name).string();
 }
 
 // The line printed in `ink` on `paper` (RGB), its gray values read as ink coverage (0 ink,

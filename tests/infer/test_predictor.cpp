@@ -19,6 +19,7 @@
 #include "models/recognizer.h"
 #include "infer/report.h"
 #include "runtime/safetensors.h"
+#include "temp_dir.h"
 
 using namespace ocrt;
 using namespace ocrt::infer;
@@ -27,10 +28,9 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path temp_dir() {
-  // One folder per process: ctest runs test cases as separate processes in parallel.
-  const fs::path dir = fs::temp_directory_path() / ("ocrt_test_infer_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
+  // One folder per process (ctest runs test cases as separate processes in parallel), removed
+  // when the process exits.
+  return ocrt::testing::process_temp_dir("infer");
 }
 
 std::string temp(const std::string& name) { return (temp_dir() / name).string(); }

@@ -6,12 +6,13 @@
 #include <fstream>
 
 #include "models/charset.h"
+#include "temp_dir.h"
 
 using namespace ocrt::nn;
 
 namespace {
 std::string write_file(const std::string& name, const std::string& text) {
-  const auto path = (std::filesystem::temp_directory_path() / ("ocrt_test_charset_" + name)).string();
+  const auto path = (ocrt::testing::process_temp_dir("charset") / name).string();
   std::ofstream(path, std::ios::binary) << text;
   return path;
 }

@@ -17,7 +17,7 @@ using namespace ocrt::nn;
 
 namespace {
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("ocrt_test_model_file_" + name)).string();
+  return (ocrt::testing::process_temp_dir("model-file") / name).string();
 }
 }  // namespace
 

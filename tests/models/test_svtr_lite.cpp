@@ -17,6 +17,7 @@
 #include "ops/ctc.h"
 #include "train/optim.h"
 #include "train/synth.h"
+#include "temp_dir.h"
 
 using namespace ocrt;
 using namespace ocrt::nn;
@@ -227,7 +228,7 @@ TEST_CASE("svtr-lite overfits a few lines, and the saved model reads them throug
   INFO("stopped at step " << step << ", loss " << loss_v);
   REQUIRE(step < 400);
 
-  const fs::path path = fs::temp_directory_path() / ("ocrt-test-svtr-" + std::to_string(::getpid()) + ".safetensors");
+  const fs::path path = ocrt::testing::process_temp_dir("svtr") / "model.safetensors";
   ModelInfo info;
   info.arch = "svtr-lite";
   info.config = model.config_json();

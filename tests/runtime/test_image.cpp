@@ -14,6 +14,7 @@
 
 #include "runtime/image.h"
 #include "runtime/stb.h"
+#include "temp_dir.h"
 
 using namespace ocrt;
 namespace fs = std::filesystem;
@@ -21,9 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string temp(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("ocrt_test_image_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return (dir / name).string();
+  return (ocrt::testing::process_temp_dir("image") / name).string();
 }
 
 // Writes raw 8-bit samples with `channels` per pixel as a PNG through stb_image_write.

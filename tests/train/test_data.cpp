@@ -7,6 +7,7 @@
 
 #include "runtime/image.h"
 #include "train/data.h"
+#include "temp_dir.h"
 
 using namespace ocrt;
 using namespace ocrt::train;
@@ -15,7 +16,7 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("ocrt_test_data_" + name);
+  const fs::path d = ocrt::testing::process_temp_dir("data-" + name);
   fs::remove_all(d);
   fs::create_directories(d);
   return d;

@@ -19,6 +19,7 @@
 #include "runtime/image.h"
 #include "train/data.h"
 #include "train/loader.h"
+#include "temp_dir.h"
 
 using namespace ocrt;
 using namespace ocrt::train;
@@ -31,9 +32,7 @@ constexpr int64_t kFiles = 13;  // prime: batches of 4 straddle epoch boundaries
 // 13 line images of different widths (and two heights, so resizing is exercised), each with
 // its own pixel pattern, checked like ocrt-train does.
 std::shared_ptr<FileDataset> file_dataset(std::vector<std::string>* paths = nullptr) {
-  const fs::path d = fs::temp_directory_path() / ("ocrt_test_loader_files_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
+  const fs::path d = ocrt::testing::process_temp_dir("loader-files");
   std::vector<Sample> samples;
   for (int64_t i = 0; i < kFiles; ++i) {
     GrayImage img;

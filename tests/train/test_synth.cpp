@@ -21,6 +21,7 @@
 
 #include "train/augment.h"
 #include "train/synth.h"
+#include "temp_dir.h"
 
 using namespace ocrt;
 using namespace ocrt::train;
@@ -39,7 +40,7 @@ std::string find_font() {
 }
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("ocrt_test_synth_" + name);
+  const fs::path d = ocrt::testing::process_temp_dir("synth-" + name);
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -291,8 +292,7 @@ TEST_CASE("SampleRng is a pure function of its seed", "[synth]") {
 }
 
 TEST_CASE("TextSource with prose: runs of corpus words, structured items, measured shares", "[synth]") {
-  const auto dir = fs::temp_directory_path() / ("ocrt-prose-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const auto dir = ocrt::testing::process_temp_dir("prose");
   {
     // A fortune file: '%' lines separate entries and never reach the text.
     std::ofstream(dir / "f") << "The quick brown fox jumps over the lazy dog.\n%\nA stitch in time\n"
