@@ -42,7 +42,7 @@
 #include "ops/norm.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
-#include "ops/rnn.h"
+#include "ops/lstm.h"
 #include "runtime/autograd.h"
 #include "runtime/cuda/cuda_glue.h"
 #include "runtime/json.h"

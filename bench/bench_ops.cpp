@@ -25,7 +25,7 @@
 #include "ops/norm.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
-#include "ops/rnn.h"
+#include "ops/lstm.h"
 #include "runtime/autograd.h"
 #include "runtime/threading.h"
 

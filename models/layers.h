@@ -9,7 +9,7 @@
 #include "ops/attention.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
-#include "ops/rnn.h"
+#include "ops/lstm.h"
 #include "runtime/comm.h"
 
 namespace ocrt::nn {
@@ -149,7 +149,7 @@ class MaxPool2d : public Module {
 class LSTM : public Module {
  public:
   LSTM(int64_t input_size, int64_t hidden_size, Generator& gen, LSTMOptions opt = {});
-  // x (T, N, input_size); lengths optional (see ops/rnn.h).
+  // x (T, N, input_size); lengths optional (see ops/lstm.h).
   LSTMOutput forward(const Tensor& x, const std::vector<int64_t>& lengths, const Tensor& h0 = Tensor(),
                      const Tensor& c0 = Tensor());
   Tensor forward(const Tensor& x) override { return forward(x, {}).output; }

@@ -75,7 +75,7 @@ struct LayerBackend {
   void (*layer_norm_backward)(const Tensor& x, const Tensor& dy, const Tensor& mean, const Tensor& rstd,
                               const Tensor& weight, const Tensor& dx, const Tensor& dweight, const Tensor& dbias);
 
-  // ---- recurrent layers (ops/rnn.cpp)
+  // ---- the LSTM cell (ops/lstm.cpp)
   // The pointwise part of one LSTM time step (the GEMMs go through matmul). The gate
   // pre-activations are gates_x + gates_h (N,4H): x W_ih^T + b_ih + b_hh and h_prev W_hh^T, in
   // PyTorch's order (i, f, g, o).
@@ -130,14 +130,14 @@ void register_cpu_softmax(LayerBackend& b);
 void register_cpu_conv(LayerBackend& b);
 void register_cpu_pool(LayerBackend& b);
 void register_cpu_norm(LayerBackend& b);
-void register_cpu_rnn(LayerBackend& b);
+void register_cpu_lstm(LayerBackend& b);
 void register_cpu_ctc(LayerBackend& b);
 
 void register_cuda_softmax(LayerBackend& b);
 void register_cuda_conv(LayerBackend& b);
 void register_cuda_pool(LayerBackend& b);
 void register_cuda_norm(LayerBackend& b);
-void register_cuda_rnn(LayerBackend& b);
+void register_cuda_lstm(LayerBackend& b);
 void register_cuda_ctc(LayerBackend& b);
 
 }  // namespace ocrt

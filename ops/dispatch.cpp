@@ -12,7 +12,7 @@ LayerBackend make_cpu_layer_backend() {
   register_cpu_conv(b);
   register_cpu_pool(b);
   register_cpu_norm(b);
-  register_cpu_rnn(b);
+  register_cpu_lstm(b);
   register_cpu_ctc(b);
   return b;
 }

@@ -13,7 +13,7 @@ LayerBackend make_cuda_layer_backend() {
   register_cuda_conv(b);
   register_cuda_pool(b);
   register_cuda_norm(b);
-  register_cuda_rnn(b);
+  register_cuda_lstm(b);
   register_cuda_ctc(b);
   return b;
 }

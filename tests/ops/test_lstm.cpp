@@ -7,7 +7,7 @@
 
 #include "golden_runner.h"
 #include "ops/backend.h"
-#include "ops/rnn.h"
+#include "ops/lstm.h"
 #include "ops/shape.h"
 
 using namespace ocrt;
@@ -169,7 +169,7 @@ TEST_CASE("the float32 cell kernels agree with float64 across the activations' r
     double worst = 0;
     for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]) / std::max(1.0, std::abs(b[i])));
     // No reduction here: the bound follows the cell's few operations. The activations are within
-    // 2e-7 (ops/cpu/rnn.cpp: sigmoid absolute, tanh relative; libm's are closer). With |c_prev|
+    // 2e-7 (ops/cpu/lstm.cpp: sigmoid absolute, tanh relative; libm's are closer). With |c_prev|
     // <= 3 and |i|, |f|, |g|, |o| <= 1: c = f c_prev + i g is off by at most 3 2e-7 + 2e-7 +
     // 2e-7 + 2u (|f c_prev| + |i g|) = 1.5e-6, and h = o tanh(c) by 2e-7 + 1.5e-6 + 2e-7 + u
     // < 2e-6 (tanh' <= 1). Measured: under 1e-6.

@@ -1,4 +1,4 @@
-// CPU-vs-CUDA parity of the norm and rnn families (ops/cuda/norm.cu, ops/cuda/rnn.cu), with the
+// CPU-vs-CUDA parity of the norm and LSTM families (ops/cuda/norm.cu, ops/cuda/lstm.cu), with the
 // CPU kernels as the oracle (tests/cuda/parity.h). Through the front-ends: batch_norm in
 // training (including the in-place running-statistics update) and eval mode, layer_norm over
 // one and two trailing dims, and the whole lstm() (1 and 2 layers, bidirectional, initial
@@ -17,7 +17,7 @@
 #include "ops/elementwise.h"
 #include "ops/norm.h"
 #include "ops/reduce.h"
-#include "ops/rnn.h"
+#include "ops/lstm.h"
 #include "twin_comm.h"
 // After the ops headers: parity.h calls sum and mul without including their headers.
 #include "cuda/parity.h"

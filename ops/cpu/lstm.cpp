@@ -167,7 +167,7 @@ void cell_backward(const Tensor& act, const Tensor& c_prev, const Tensor& c, con
 
 }  // namespace
 
-void register_cpu_rnn(LayerBackend& b) {
+void register_cpu_lstm(LayerBackend& b) {
   b.lstm_cell = [](const Tensor& gx, const Tensor& gh, const Tensor& hp, const Tensor& cp, const Tensor& active,
                    const Tensor& act, const Tensor& h, const Tensor& c, const Tensor& out) {
     OCRT_DISPATCH_FLOAT(h.dtype(), "lstm", [&] { cell_forward<scalar_t>(gx, gh, hp, cp, active, act, h, c, out); });

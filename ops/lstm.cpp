@@ -1,6 +1,6 @@
 // The LSTM: time loop, bidirectional layers, variable lengths, and backpropagation through
 // time as one fused autograd node. Device-agnostic: the GEMMs are matmul, the per-step
-// pointwise work is LayerBackend::lstm_cell / lstm_cell_backward (ops/cpu/rnn.cpp).
+// pointwise work is LayerBackend::lstm_cell / lstm_cell_backward (ops/cpu/lstm.cpp).
 //
 // Forward, for each layer and direction:
 //   1. one GEMM for the input projection of every time step:  X W_ih^T + b_ih + b_hh  (T*N, 4H)
@@ -13,7 +13,7 @@
 //   dgates_t = cell_backward(...);  dh_prev = dgates_t W_hh (+ the carried dh of inactive rows)
 // and after the loop three big GEMMs over all steps at once:
 //   dW_ih = dgates^T X,  dW_hh = dgates^T H_prev,  dX = dgates W_ih;  db = sum of dgates.
-#include "ops/rnn.h"
+#include "ops/lstm.h"
 
 #include "ops/backend.h"
 #include "ops/elementwise.h"

@@ -1,6 +1,6 @@
-// The LSTM's pointwise time-step kernels on CUDA, mirroring ops/cpu/rnn.cpp (the reference,
+// The LSTM's pointwise time-step kernels on CUDA, mirroring ops/cpu/lstm.cpp (the reference,
 // whose header lists the forward and backward formulas). The time loop and the GEMMs around
-// these kernels live in the device-agnostic front-end ops/rnn.cpp (through matmul / cuBLAS);
+// these kernels live in the device-agnostic front-end ops/lstm.cpp (through matmul / cuBLAS);
 // what is left per step is one fused elementwise pass, so each kernel is a grid-stride loop
 // with one thread per (sample n, hidden unit j): it reads the four gates of unit j and writes
 // everything that unit owns. Consecutive threads take consecutive j, so every access to a
@@ -136,7 +136,7 @@ void cell_backward(const Tensor& act, const Tensor& c_prev, const Tensor& c, con
 
 }  // namespace
 
-void register_cuda_rnn(LayerBackend& b) {
+void register_cuda_lstm(LayerBackend& b) {
   b.lstm_cell = [](const Tensor& gx, const Tensor& gh, const Tensor& hp, const Tensor& cp, const Tensor& active,
                    const Tensor& act, const Tensor& h, const Tensor& c, const Tensor& out) {
     OCRT_DISPATCH_FLOAT(h.dtype(), "lstm", [&] { cell_forward<scalar_t>(gx, gh, hp, cp, active, act, h, c, out); });
