@@ -10,13 +10,6 @@
 
 namespace ocrt {
 
-namespace {
-thread_local bool t_grad_enabled = true;
-}
-
-bool grad_enabled() { return t_grad_enabled; }
-void set_grad_enabled(bool on) { t_grad_enabled = on; }
-
 bool any_requires_grad(const TensorList& inputs) {
   if (!grad_enabled()) return false;
   for (const auto& t : inputs)

@@ -13,6 +13,14 @@
 
 namespace ocrt {
 
+// ---- grad mode (declared in tensor.h, beside NoGradGuard; the engine reads it in autograd.cpp)
+namespace {
+thread_local bool t_grad_enabled = true;
+}
+
+bool grad_enabled() { return t_grad_enabled; }
+void set_grad_enabled(bool on) { t_grad_enabled = on; }
+
 int64_t numel_of(const Shape& shape) {
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
