@@ -54,11 +54,12 @@ Devices and batching
   --batch N              lines per batch, grouped by width (32)
   --precision fp32|bf16|auto
                          CPU matrix products and convolutions in float32 (the default) or
-                         bf16 (operands rounded to bf16, sums in float32: about twice as fast
-                         on CPUs with AVX512_BF16, the same speed as fp32 elsewhere); auto: bf16
-                         where the CPU has bf16 instructions, else fp32. The summary says which
+                         bf16 (operands rounded to bf16, sums in float32: products about twice
+                         as fast on CPUs with AVX512_BF16, whole lines about 1.3x; the same speed
+                         as fp32 elsewhere); auto: bf16 where the CPU has bf16 instructions,
+                         else fp32. The summary says which
                          path and precision ran. OCRT_CPU_ISA=avx2|avx512|avx512bf16|amx forces
-                         an instruction-set path (docs/cpu-paths.md)
+                         an instruction-set path (docs/ops/gemm.md)
   --conv fast|exact      CPU 3x3 convolutions through Winograd (fast, the default: about 1e-5
                          relative rounding) or im2col (exact: about 1e-7); docs/ops/conv.md
   --max-image-pixels N   read an image only when its header says it has at most N pixels

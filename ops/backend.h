@@ -35,7 +35,7 @@ struct LayerBackend {
   void (*softmax)(bool log, const Tensor& x, int64_t dim, const Tensor& y);
   void (*softmax_backward)(bool log, const Tensor& y, const Tensor& dy, int64_t dim, const Tensor& dx);
 
-  // ---- convolution and pooling (ops/conv.cpp, ops/pool.cpp)
+  // ---- convolution and pooling (ops/conv.cpp)
   // y (N,Cout,Ho,Wo) = conv2d(x (N,Cin,H,W), w (Cout,Cin/groups,kh,kw)) + bias (Cout; may be
   // undefined). x and w contiguous, y contiguous.
   void (*conv2d)(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, const Tensor& y);

@@ -1,6 +1,6 @@
 // ocrt's own matrix product on the CPU, in float32 or bf16, with a kernel for each instruction-set
 // path (runtime/cpu_isa.h) compiled into every x86-64 build and chosen at run time.
-// runtime/cpu/gemm.cpp explains the algorithm, ops/cpu/gemm_<isa>.cpp hold the kernels.
+// runtime/cpu/gemm.cpp explains the algorithm, runtime/cpu/gemm_<isa>.cpp hold the kernels.
 //
 //   path         float32 kernel                     bf16 kernel
 //   avx2         6 x 16 tile, FMA                   operands rounded to bf16 when packed, then

@@ -1,4 +1,4 @@
-// Between runtime/cpu/gemm.cpp (which picks a kernel) and ops/cpu/gemm_<isa>.cpp (which hold them):
+// Between runtime/cpu/gemm.cpp (which picks a kernel) and runtime/cpu/gemm_<isa>.cpp (which hold them):
 // the arguments of one product and the entry points of each compiled kernel. Not for other files.
 #pragma once
 
@@ -26,7 +26,7 @@ struct GemmKernel {
   SgemmBlocking blocking;
 };
 
-// Each is defined in ops/cpu/gemm_<isa>.cpp, compiled for that instruction set only inside its
+// Each is defined in runtime/cpu/gemm_<isa>.cpp, compiled for that instruction set only inside its
 // functions (#pragma GCC target), so the file builds for any x86-64 target; calling one on a CPU
 // without the instruction set dies of an illegal instruction, so only gemm.cpp calls them.
 GemmKernel avx2_f32();
