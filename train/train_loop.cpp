@@ -19,14 +19,10 @@ namespace fs = std::filesystem;
 
 namespace ocrt::train {
 
-namespace {
-
 double now_seconds() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
-
-}  // namespace
 
 // ---- where a run starts
 

@@ -32,6 +32,9 @@
 
 namespace ocrt::train {
 
+// Seconds on a steady clock (for the step's timers and --max-minutes).
+double now_seconds();
+
 // ---- where a run starts
 
 // The model a run starts from, on the CPU: the newest checkpoint in cfg.out (--resume), else the

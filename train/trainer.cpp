@@ -59,10 +59,6 @@ std::string join_devices(const std::vector<Device>& devices) {
   return s;
 }
 
-double now_seconds() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
 
 nn::Charset load_charset(const std::string& path) {
   return path.empty() ? nn::Charset::ascii() : nn::Charset::from_file(path);
