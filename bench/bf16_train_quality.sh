@@ -7,9 +7,10 @@
 #   bench/bf16_train_quality.sh [BUILD_DIR [OUT_DIR]]     (defaults: build, /tmp/ocrt-bf16-quality)
 #   STEPS=1500 SEEDS="1 2 3" THREADS=2 bench/bf16_train_quality.sh
 #
-# Data: synthetic lines rendered on the fly from Debian's fonts and /usr/share/dict/words
-# (ocrt-train's defaults), validation on 512 synthetic lines in the URW base35 text faces
-# (fonts-urw-base35), which never train. Runs alternate precision (fp32 seed 1, bf16 seed 1,
+# Data: synthetic lines rendered on the fly from the TrueType fonts under /usr/share/fonts/truetype
+# (DejaVu, FreeFont, Liberation; TRAIN_FONTS overrides) and /usr/share/dict/words, validation on
+# 512 synthetic lines in the URW base35 text faces (fonts-urw-base35), which never train (ocrt-train's
+# default --fonts would include them). Runs alternate precision (fp32 seed 1, bf16 seed 1,
 # fp32 seed 2, ...) so that a change in machine load hits both alike.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,7 @@ OUT=${2:-/tmp/ocrt-bf16-quality}
 STEPS=${STEPS:-1500}
 SEEDS=${SEEDS:-1 2 3}
 THREADS=${THREADS:-2}
+TRAIN_FONTS=${TRAIN_FONTS:-/usr/share/fonts/truetype}
 [[ -x $BUILD/ocrt-train ]] || { echo "bf16_train_quality.sh: $BUILD/ocrt-train is missing" >&2; exit 2; }
 mkdir -p "$OUT/val-fonts"
 for f in /usr/share/fonts/opentype/urw-base35/*.otf; do
@@ -28,7 +30,7 @@ for seed in $SEEDS; do
     run=$OUT/$precision-seed$seed
     if [[ -s $run/summary.json ]]; then continue; fi
     rm -rf "$run"
-    "$BUILD/ocrt-train" --arch crnn-s --train synth --val synth --val-fonts "$OUT/val-fonts" --steps "$STEPS" \
+    "$BUILD/ocrt-train" --arch crnn-s --train synth --fonts "$TRAIN_FONTS" --val synth --val-fonts "$OUT/val-fonts" --steps "$STEPS" \
         --batch 32 --threads "$THREADS" --seed "$seed" --precision "$precision" --eval-every "$STEPS" \
         --save-every "$STEPS" --log-every 100 --out "$run" > "$run.summary.tmp" 2> "$run.log"
     mv "$run.summary.tmp" "$run/summary.json"
