@@ -4,7 +4,12 @@ module of tools/reference/crnn.py (the same layers and state_dict names as ocrt'
 
     /usr/bin/python3 bench/torch_train.py [--arch crnn|crnn-s|both] [--batch 32] [--width 128]
         [--threads 2] [--steps 20] [--warmup 3] [--seed 1] [--phases] [--packed] [--json FILE]
+        [--amp off|bf16] [--device cpu|cuda:N] [--compile] [--tf32]
     /usr/bin/python3 bench/torch_train.py --compare OCRT.json[,...] TORCH.json[,...]
+
+Any python with torch runs it: Debian's (PyTorch 1.13, the older results) or the peers' current
+PyTorch from pip, `$(bench/peers.sh --python) bench/torch_train.py ...`, which docs/benchmarking.md
+asks of new CPU training figures. The JSON's "impl" names the torch that ran.
 
 One step: forward in train mode, F.ctc_loss on log_softmax (blank 0, reduction mean,
 zero_infinity), backward, clip_grad_norm_(5), torch.optim.AdamW (lr 1e-3, weight decay 1e-4,
@@ -66,8 +71,9 @@ def run_arch(args):
         sys.exit(f"--compile needs PyTorch 2 (this is {torch.__version__})")
     forward_model = torch.compile(model) if args.compile else model
     # Automatic mixed precision as PyTorch users run it: the forward pass under autocast (bf16
-    # matmuls and convolutions on tensor cores, float32 master weights and optimizer state),
-    # the loss in float32. bf16 needs no gradient scaler.
+    # matmuls and convolutions: tensor cores on a GPU, oneDNN's AVX512_BF16/AMX kernels on a
+    # CPU; float32 master weights and optimizer state), the loss in float32. bf16 needs no
+    # gradient scaler.
     amp = args.amp == "bf16"
 
     N, W = args.batch, args.width
