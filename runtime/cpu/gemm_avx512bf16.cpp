@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "runtime/bf16.h"
 
@@ -119,6 +120,47 @@ struct Bf16PairKernel {
         _mm512_storeu_ps(row + v * 16, acc[i][v]);
       }
     }
+  }
+
+  // A partial tile at C's bottom or right edge, mr < MR or nr < NR, written straight into C: the
+  // micro-kernel's loop on only the R = mr rows there are (a layer of 64 or 128 output channels
+  // leaves 8 or 2 of 14, and the full tile would cost 14) and masked columns. Each element sees
+  // the same sequence of operations as in micro_kernel, so results do not depend on where tiles fall.
+  template <int R>
+  static void rows_kernel(int64_t d, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc, bool accumulate,
+                          int64_t nr) {
+    __m512 acc[R][NV];
+    for (int i = 0; i < R; ++i)
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < d; ++p, a += MR, b += NR) {
+      __m512bh bv[NV];
+      for (int v = 0; v < NV; ++v) bv[v] = (__m512bh)_mm512_load_si512(b + v * 16);
+      for (int i = 0; i < R; ++i) {
+        const __m512bh ai = (__m512bh)_mm512_set1_epi32((int)a[i]);
+        for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], ai, bv[v]);
+      }
+    }
+    __mmask16 mask[NV];
+    for (int v = 0; v < NV; ++v) {
+      const int64_t n = std::clamp<int64_t>(nr - v * 16, 0, 16);
+      mask[v] = (__mmask16)((1u << n) - 1);
+    }
+    for (int i = 0; i < R; ++i) {
+      float* row = c + i * ldc;
+      for (int v = 0; v < NV; ++v) {
+        if (accumulate) acc[i][v] = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], row + v * 16), acc[i][v]);
+        _mm512_mask_storeu_ps(row + v * 16, mask[v], acc[i][v]);
+      }
+    }
+  }
+  template <int... Rs>
+  static void partial_tile(std::integer_sequence<int, Rs...>, int64_t d, const uint32_t* a, const uint32_t* b,
+                           float* c, int64_t ldc, bool accumulate, int64_t mr, int64_t nr) {
+    ((mr == Rs + 1 ? rows_kernel<Rs + 1>(d, a, b, c, ldc, accumulate, nr) : void()), ...);
+  }
+  static void partial_tile(int64_t d, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc, bool accumulate,
+                           int64_t mr, int64_t nr) {
+    partial_tile(std::make_integer_sequence<int, MR>(), d, a, b, c, ldc, accumulate, mr, nr);
   }
 
   // The mc x kc block of A (element (i,k) at a[i * rs + k * cs]) into MR-row panels of pairs.
