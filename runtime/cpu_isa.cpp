@@ -29,6 +29,7 @@ struct Features {
   bool avx512bf16 = false, amx_tile = false, amx_bf16 = false, amx_int8 = false;
   bool os_avx = false, os_avx512 = false, os_amx = false;  // XCR0 bits
   bool amx_granted = false;                                 // Linux: tile data permitted
+  bool split_avx512_fma = false;                            // cpu_avx512_fma_is_split()
 };
 
 #if defined(OCRT_X86_CPUID)
@@ -55,6 +56,11 @@ Features detect() {
   unsigned a, b, c, d;
   if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
   f.fma = c & (1u << 12);
+  const unsigned family = ((a >> 8) & 0xf) == 0xf ? 0xf + ((a >> 20) & 0xff) : (a >> 8) & 0xf;
+  unsigned vendor[3];
+  __cpuid(0, b, vendor[0], vendor[2], vendor[1]);  // the vendor string is in EBX, EDX, ECX
+  const bool amd = std::memcmp(vendor, "AuthenticAMD", 12) == 0;
+  f.split_avx512_fma = amd && family == 0x19;  // Zen 3 (no AVX-512) and Zen 4; Zen 5 is 1Ah
   const bool osxsave = c & (1u << 27), avx = c & (1u << 28);
   if (osxsave && avx) {
     const uint64_t xcr0 = xgetbv0();
@@ -119,6 +125,8 @@ CpuIsa best_cpu_isa() {
   static const CpuIsa best = best_of(features());
   return best;
 }
+
+bool cpu_avx512_fma_is_split() { return features().split_avx512_fma; }
 
 bool cpu_isa_supported(CpuIsa isa) { return (int)isa <= (int)best_cpu_isa(); }
 

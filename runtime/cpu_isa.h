@@ -41,6 +41,12 @@ bool cpu_isa_supported(CpuIsa isa);
 // cannot run.
 CpuIsa cpu_isa();
 
+// Whether the CPU executes a 512-bit FMA as two 256-bit halves (AMD Zen 4, family 19h): its
+// float32 peak is then the same with AVX2 as with AVX-512, and ocrt's AVX2 float32 kernel, with
+// a tile shaped for 16 registers of 8 lanes, runs faster than the AVX-512 one (bench/results/
+// cpu-bf16.md: 3-40% on CRNN's products). The bf16 kernel gains from vdpbf16ps all the same.
+bool cpu_avx512_fma_is_split();
+
 // The CPU's model name and the instruction-set extensions ocrt cares about, for summaries and
 // benchmark records (e.g. "AMD EPYC 9B45: avx2 fma avx512f avx512bw avx512_bf16").
 std::string cpu_description();

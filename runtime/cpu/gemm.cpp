@@ -96,7 +96,9 @@ const Chosen& chosen() {
   static const Chosen c = [] {
     const CpuIsa isa = cpu_isa();
     if (isa == CpuIsa::generic) return Chosen{isa, {}, {}};
-    return Chosen{isa, kernel_for(isa, MatmulPrecision::f32), kernel_for(isa, MatmulPrecision::bf16)};
+    // Where AVX-512 runs at AVX2's rate (cpu_avx512_fma_is_split), the AVX2 float32 kernel is faster.
+    const CpuIsa f32_isa = isa >= CpuIsa::avx512 && cpu_avx512_fma_is_split() ? CpuIsa::avx2 : isa;
+    return Chosen{isa, kernel_for(f32_isa, MatmulPrecision::f32), kernel_for(isa, MatmulPrecision::bf16)};
   }();
   return c;
 }
@@ -107,7 +109,10 @@ bool sgemm_available() { return chosen().isa != CpuIsa::generic; }
 
 SgemmBlocking sgemm_blocking(CpuIsa isa, MatmulPrecision p) { return kernel_for(isa, p).blocking; }
 
-SgemmBlocking sgemm_blocking() { return sgemm_blocking(cpu_isa(), matmul_precision()); }
+SgemmBlocking sgemm_blocking() {
+  const Chosen& c = chosen();
+  return (matmul_precision() == MatmulPrecision::bf16 ? c.bf16 : c.f32).blocking;
+}
 
 void sgemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda_row, int64_t lda_col, const float* B,
            int64_t ldb_row, int64_t ldb_col, float* C, int64_t ldc, bool accumulate) {

@@ -246,6 +246,34 @@ TEST_CASE("sgemm follows set_matmul_precision", "[gemm]") {
   REQUIRE(c == 2.f);
 }
 
+TEST_CASE("sgemm in float32 takes the AVX2 kernel where AVX-512 FMAs are split in halves", "[gemm]") {
+  if (!ocrt::cpu::sgemm_available()) return;
+  struct Restore {
+    MatmulPrecision saved = ocrt::cpu::matmul_precision();
+    ~Restore() { ocrt::cpu::set_matmul_precision(saved); }
+  } restore;
+  ocrt::cpu::set_matmul_precision(MatmulPrecision::f32);
+  const CpuIsa isa = ocrt::cpu_isa();
+  const CpuIsa expected = isa >= CpuIsa::avx512 && ocrt::cpu_avx512_fma_is_split() ? CpuIsa::avx2 : isa;
+  // The AVX2 kernel cuts K into blocks of 512, the AVX-512 one into blocks of 1024: with K = 700
+  // and values of many magnitudes their sums round differently somewhere, so bit equality with
+  // one of them says which ran (checked below where the CPU has both).
+  const int64_t M = 37, N = 70, K = 700;
+  std::vector<float> a(M * K), b(K * N), got(M * N), want(M * N), other(M * N);
+  for (int64_t i = 0; i < M * K; ++i) a[i] = std::sin(0.37f * (float)i) * std::exp2((float)(i % 9) - 4.f);
+  for (int64_t i = 0; i < K * N; ++i) b[i] = std::cos(0.11f * (float)i) * std::exp2((float)(i % 7) - 3.f);
+  ocrt::cpu::sgemm(M, N, K, a.data(), K, 1, b.data(), N, 1, got.data(), N);
+  ocrt::cpu::sgemm_on(expected, MatmulPrecision::f32, M, N, K, a.data(), K, 1, b.data(), N, 1, want.data(), N);
+  INFO("path " << ocrt::cpu_isa_name(isa) << ", split FMA " << ocrt::cpu_avx512_fma_is_split());
+  REQUIRE(got == want);
+  if (isa >= CpuIsa::avx512) {
+    const CpuIsa unexpected = expected == CpuIsa::avx2 ? CpuIsa::avx512 : CpuIsa::avx2;
+    ocrt::cpu::sgemm_on(unexpected, MatmulPrecision::f32, M, N, K, a.data(), K, 1, b.data(), N, 1, other.data(), N);
+    CHECK(got != other);
+  }
+  CHECK(ocrt::cpu::sgemm_blocking().mr == ocrt::cpu::sgemm_blocking(expected, MatmulPrecision::f32).mr);
+}
+
 TEST_CASE("sgemm_on refuses a path this CPU cannot run", "[gemm]") {
   if (ocrt::best_cpu_isa() == CpuIsa::amx) return;  // nothing above it to refuse
   const CpuIsa above = (CpuIsa)((int)ocrt::best_cpu_isa() + 1);
