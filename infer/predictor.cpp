@@ -13,6 +13,7 @@
 
 #include <Eigen/Core>
 
+#include "infer/model_loader.h"
 #include "models/ctc_decode.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/cuda/cuda_glue.h"
@@ -45,16 +46,6 @@ BatchSpec input_spec(const Json& input, const std::string& path, int64_t& height
   OCRT_CHECK(std::isfinite(spec.scale) && spec.scale != 0 && std::isfinite(spec.offset), path,
              ": the model's input spec has a bad scale or offset: ", input.dump());
   return spec;
-}
-
-// A recogniser with the given weights, in eval mode, on the CPU. load_state_dict is strict: a
-// missing, unexpected or misshapen tensor is an error that lists them all.
-std::shared_ptr<nn::Recognizer> build_model(const std::string& arch, const Json& config, const nn::StateDict& weights) {
-  Generator gen(0);  // the initial values are overwritten at once
-  auto model = nn::make_recognizer(arch, config, gen);
-  model->load_state_dict(weights);
-  model->eval();
-  return model;
 }
 
 // Eigen's thread count is process-wide; CPU workers set it (all to the same share) one at a time.
@@ -214,59 +205,20 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
   cpu::set_matmul_precision(cpu::parse_matmul_precision(precision));
   precision_ = precision;
 
-  // ---- the model file
-  nn::ModelFile file;
-  try {
-    file = nn::load_model_file(model_path);
-  } catch (const Error& e) {
-    fail("cannot load the model file: ", e.what());
-  }
-  Json input = nn::default_input_spec();
-  if (file.info) {
-    arch_ = file.info->arch;
-    OCRT_CHECK(nn::is_known_arch(arch_), model_path, ": the model's architecture is '", arch_,
-               "', which this build does not know (it runs ", nn::known_archs_str(), ")");
-    OCRT_CHECK(opt_.arch.empty() || opt_.arch == arch_, model_path, " holds a '", arch_, "' model, but '", opt_.arch,
-               "' was asked for");
-    try {
-      charset_ = nn::Charset::from_chars(file.info->charset);
-      config_ = file.info->config;
-    } catch (const Error& e) {
-      fail(model_path, ": ", e.what());
-    }
-    if (!opt_.charset_path.empty())
-      OCRT_CHECK(nn::Charset::from_file(opt_.charset_path).chars() == charset_.chars(), "the charset ",
-                 opt_.charset_path, " differs from the one stored in ", model_path,
-                 " (a model file carries its own charset; leave --charset out)");
-    const Json* classes = config_.find("num_classes");
-    OCRT_CHECK(classes && classes->is_number(), model_path, ": the model's config has no 'num_classes'");
-    OCRT_CHECK(classes->as_int() == charset_.num_classes(), model_path, ": the model has ", classes->as_int(),
-               " classes but its charset ", charset_.size(), " characters (expected characters + 1 for the blank)");
-    input = file.info->input;
-  } else {
-    OCRT_CHECK(!opt_.arch.empty() && !opt_.charset_path.empty(), model_path,
-               " holds weights only (no ocrt metadata): give the architecture (--arch ", nn::known_archs_str(), ") and the "
-               "charset file (--charset FILE)");
-    arch_ = opt_.arch;
-    charset_ = nn::Charset::from_file(opt_.charset_path);
-    Generator gen(0);
-    config_ = nn::make_recognizer(arch_, charset_.num_classes(), gen)->config_json();
-  }
+  // ---- the model file (read as ocrt-export reads it: infer/model_loader.h)
+  LoadedModel loaded = load_model(model_path, opt_.arch, opt_.charset_path);
+  arch_ = loaded.arch;
+  config_ = loaded.config;
+  charset_ = loaded.charset;
   if (!opt_.lm_path.empty()) {
     lm_ = std::make_unique<const nn::CharLM>(nn::CharLM::load(opt_.lm_path));
     lm_ids_ = nn::lm_ids_for(*lm_, charset_.chars());
   }
   impl_ = std::make_unique<Impl>(*this);
   Impl& s = *impl_;
-  s.spec = input_spec(input, model_path, s.height);
-  s.weights = std::move(file.weights);
-  std::shared_ptr<nn::Recognizer> checked;
-  try {
-    checked = build_model(arch_, config_, s.weights);
-  } catch (const Error& e) {
-    fail(model_path, ": the weights do not fit a '", arch_, "' model with ", charset_.num_classes(), " classes: ",
-         e.what());
-  }
+  s.spec = input_spec(loaded.input, model_path, s.height);
+  std::shared_ptr<nn::Recognizer> checked = build_model(loaded);
+  s.weights = std::move(loaded.weights);
   const int64_t m = s.spec.width_multiple;
   s.right_margin = (checked->right_context() + m - 1) / m * m;
 

@@ -64,6 +64,7 @@ class GELU : public Module {
  public:
   explicit GELU(GeluApprox approximate = GeluApprox::none) : approximate_(approximate) {}
   Tensor forward(const Tensor& x) override { return gelu(x, approximate_); }
+  GeluApprox approximate() const { return approximate_; }
 
  protected:
   const char* type_name() const override { return "GELU"; }
