@@ -216,7 +216,7 @@ def run(args):
     _, meta = read_safetensors(shipped, tensors=False)
     models = [
         ("crnn", shipped, [], json.loads(meta["charset"])),
-        ("crnn-s", os.path.join(models_dir, "crnn-s.safetensors"),
+        ("crnn-s", os.path.join(models_dir, "crnn-s-weights.safetensors"),
          ["--arch", "crnn-s", "--charset", os.path.join(models_dir, "chars.txt")], random_chars),
         ("svtr-lite", os.path.join(models_dir, "svtr-lite.safetensors"), [], random_chars),
     ]

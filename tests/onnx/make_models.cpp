@@ -1,11 +1,13 @@
-// ocrt_onnx_models OUTDIR: the randomly initialised models tests/onnx/check_onnx.py exports, so
-// that every architecture is checked without shipping its weights (crnn is checked with the
-// shipped weights/crnn-en.safetensors):
+// ocrt_onnx_models OUTDIR: randomly initialised models of the presets, so that every
+// architecture is checked without shipping its weights (crnn is checked with the shipped
+// weights/crnn-en.safetensors). tests/onnx/check_onnx.py exports them to ONNX;
+// tools/reference/ocrt_files.py loads the model files into the PyTorch reference modules.
 //
-//   OUTDIR/chars.txt               a charset of 36 characters (0-9, a-z), one a line
-//   OUTDIR/crnn-s.safetensors      a crnn-s preset, weights only (no metadata, as a PyTorch
-//                                  export: ocrt-export needs --arch crnn-s --charset chars.txt)
-//   OUTDIR/svtr-lite.safetensors   an svtr-lite preset as an ocrt model file
+//   OUTDIR/chars.txt                   a charset of 36 characters (0-9, a-z), one a line
+//   OUTDIR/crnn-s-weights.safetensors  a crnn-s preset, weights only (no metadata, as a PyTorch
+//                                      export: ocrt-export needs --arch crnn-s --charset chars.txt)
+//   OUTDIR/crnn-s.safetensors          the same weights as an ocrt model file
+//   OUTDIR/svtr-lite.safetensors       an svtr-lite preset as an ocrt model file
 //
 // Both draw their weights from a fixed seed (PyTorch's default initialisation), then move every
 // norm away from its identity defaults (BatchNorm's running statistics and affine parameters,
@@ -74,16 +76,20 @@ int main(int argc, char** argv) {
     randomise_norms(crnn_s, gen);
     const nn::StateDict sd = crnn_s.state_dict();
     const std::vector<std::pair<std::string, Tensor>> tensors(sd.begin(), sd.end());
-    save_safetensors((dir / "crnn-s.safetensors").string(), tensors);  // no metadata: weights only
+    save_safetensors((dir / "crnn-s-weights.safetensors").string(), tensors);  // no metadata: weights only
+    auto info_for = [&](const std::string& arch, const nn::Recognizer& m) {
+      nn::ModelInfo info;
+      info.arch = arch;
+      info.config = m.config_json();
+      info.charset = chars;
+      info.input = nn::default_input_spec();
+      return info;
+    };
+    nn::save_model_file((dir / "crnn-s.safetensors").string(), crnn_s, info_for("crnn-s", crnn_s));
 
     nn::SVTRLite svtr(nn::SVTRLiteConfig::preset("svtr-lite", classes), gen);
     randomise_norms(svtr, gen);
-    nn::ModelInfo info;
-    info.arch = "svtr-lite";
-    info.config = svtr.config_json();
-    info.charset = chars;
-    info.input = nn::default_input_spec();
-    nn::save_model_file((dir / "svtr-lite.safetensors").string(), svtr, info);
+    nn::save_model_file((dir / "svtr-lite.safetensors").string(), svtr, info_for("svtr-lite", svtr));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ocrt_onnx_models: %s\n", e.what());
     return 2;
