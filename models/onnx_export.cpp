@@ -247,10 +247,15 @@ std::string export_svtr(Emitter& e, const SVTRLite& m, const std::string& image,
   std::string grid = e.sequential("patch_embed", *m.patch_embed, image);  // (N, C0, 8, Wt)
   int64_t H = 8;  // 32 / 4: the input height is fixed
 
-  // The grid's width Wt, as a 1-D value [Wt] (Slice bounds) and a scalar (Range).
+  // The grid's width Wt as a 1-D value [Wt] (the Slice bound), and the column indices 0 .. Wt-1
+  // for the local window and the padding masks, when there are any.
   const std::string wt1 = g.op("Shape", {grid}, "grid.width", {Attr::Int("start", 3), Attr::Int("end", 4)});
-  const std::string wt0 = g.op("Squeeze", {wt1}, "grid.width_scalar");
-  const std::string cols = g.op("Range", {e.int_scalar(0), wt0, e.int_scalar(1)}, "grid.cols");  // (Wt): 0 .. Wt-1
+  const bool any_local = std::any_of(m.blocks.begin(), m.blocks.end(), [](const auto& b) { return b->local; });
+  std::string cols;
+  if (any_local || !widths.empty()) {
+    const std::string wt0 = g.op("Squeeze", {wt1}, "grid.width_scalar");
+    cols = g.op("Range", {e.int_scalar(0), wt0, e.int_scalar(1)}, "grid.cols");  // (Wt)
+  }
 
   // Tokens (N, 8, Wt, C0) plus the position table. Its column half (channels [0, 2q)) depends
   // only on the column and is stored for kOnnxMaxTokenColumns columns, sliced to Wt; its row half
@@ -282,7 +287,6 @@ std::string export_svtr(Emitter& e, const SVTRLite& m, const std::string& image,
   }
   // The local window's column test, the same for every stage: |j - j'| > window_w / 2, (Wt, Wt).
   std::string far_cols;
-  const bool any_local = std::any_of(m.blocks.begin(), m.blocks.end(), [](const auto& b) { return b->local; });
   if (any_local) {
     const std::string dj = g.op("Abs", {g.op("Sub", {g.op("Unsqueeze", {cols, e.ints({1})}, "window.cols_q"),
                                                      g.op("Unsqueeze", {cols, e.ints({0})}, "window.cols_k")},
@@ -327,7 +331,7 @@ std::string export_svtr(Emitter& e, const SVTRLite& m, const std::string& image,
                                     stage + ".window.grid");
       window = g.op("Flatten", {both}, stage + ".window", {Attr::Int("axis", 2)});
     }
-    if (!pad_cols.empty()) {
+    if (!pad_cols.empty() && cfg.depths[(size_t)s] > 0) {
       // (N, Wt) -> (N, 1, Wt) -> (N, H, Wt) -> (N, 1, 1, L): key (i, j) is padding when column j is
       const std::string e3 = g.op("Expand", {g.op("Unsqueeze", {pad_cols, e.ints({1})}, stage + ".pad_keys_row"), e.ints({1, H, 1})},
                                   stage + ".pad_keys_grid");

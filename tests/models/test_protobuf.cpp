@@ -76,7 +76,7 @@ TEST_CASE("protobuf: floats and fixed32 as four little-endian bytes", "[protobuf
                                             0x56, 0x34, 0x12});
 }
 
-TEST_CASE("protobuf: tags of fields past 15 take two bytes; field numbers are 1 .. 2^29 - 1", "[protobuf]") {
+TEST_CASE("protobuf: tags of fields past 15 take two bytes, field numbers are 1 .. 2^29 - 1", "[protobuf]") {
   pb::Writer w;
   w.int_field(16, 1);   // (16 << 3) | 0 = 128
   w.int_field(20, 7);   // AttributeProto.type: (20 << 3) | 0 = 160
