@@ -278,6 +278,19 @@ void save_gray_png(const std::string& path, const GrayImage& image) {
   }
 }
 
+std::string encode_gray_png(const GrayImage& image) {
+  OCRT_CHECK(image.width > 0 && image.height > 0 && (int64_t)image.pixels.size() == image.width * image.height,
+             "encode_gray_png: the image is empty or inconsistent");
+  std::string out;
+  auto append = [](void* to, void* data, int size) {
+    static_cast<std::string*>(to)->append((const char*)data, (size_t)size);
+  };
+  OCRT_CHECK(stbi_write_png_to_func(append, &out, (int)image.width, (int)image.height, 1, image.pixels.data(),
+                                    (int)image.width),
+             "encode_gray_png: stb_image_write failed on a ", image.width, "x", image.height, " image");
+  return out;
+}
+
 GrayImage resize_to_height(const GrayImage& src, int64_t height) {
   OCRT_CHECK(height >= 1, "resize_to_height: height must be >= 1, got ", height);
   OCRT_CHECK(src.width >= 1 && src.height >= 1, "resize_to_height: empty image");

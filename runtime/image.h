@@ -53,6 +53,8 @@ GrayImage decode_gray_image(const void* data, size_t size, const std::string& na
 
 // Writes an 8-bit gray PNG (atomically: temp file + rename). Throws naming the path.
 void save_gray_png(const std::string& path, const GrayImage& image);
+// The bytes of that PNG, in memory (for pages that embed images as data: URIs).
+std::string encode_gray_png(const GrayImage& image);
 
 // Resizes to the given height keeping the aspect ratio (see the top of this file).
 GrayImage resize_to_height(const GrayImage& image, int64_t height);

@@ -57,8 +57,10 @@ Run
   --precision fp32|bf16  CPU matrix products and convolutions, forward and backward, in float32
                          or bf16 (float32 sums, weights and optimizer state); docs/ops/gemm.md.
                          The CPU path taken (OCRT_CPU_ISA forces one) is in the summary
-  --out DIR              checkpoints, metrics.jsonl, best.safetensors (run)
+  --out DIR              checkpoints, metrics.jsonl, best.safetensors, worst/, report.html (run)
   --save-every N (1000)  --eval-every N (1000)  --log-every N (50)  --keep K (3 checkpoints)
+  --worst N              keep the N validation lines read worst at each evaluation in
+                         DIR/worst/, for DIR/report.html (16; 0: none)
   --resume               continue from the newest checkpoint in --out (same --seed); an error
                          when --out holds none
   --resume-if-present    the same, but start afresh when --out holds no checkpoint
@@ -169,6 +171,7 @@ TrainConfig parse_args(int argc, char** argv) {
     else if (a == "--eval-every") c.eval_every = parse_int(a, value());
     else if (a == "--log-every") c.log_every = parse_int(a, value());
     else if (a == "--keep") c.keep = parse_int(a, value());
+    else if (a == "--worst") c.worst_lines = parse_int(a, value());
     else if (a == "--resume") c.resume = true;
     else if (a == "--resume-if-present") c.resume_if_present = true;
     else if (a == "--stop-at") c.stop_at = parse_int(a, value());

@@ -3,11 +3,13 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 
 #include "models/ctc_decode.h"
@@ -186,8 +188,29 @@ StopDecision decide_stop(const TrainConfig& cfg, int64_t step, int64_t steps, do
 
 // ---- evaluation and files
 
+namespace {
+
+// Line i of a packed batch as the model read it: back from p * scale + offset to gray levels,
+// cut at the line's own (padded) width.
+GrayImage batch_line(const Tensor& images, const std::vector<int64_t>& widths, size_t i, const BatchSpec& spec) {
+  const int64_t H = images.size(2), W = images.size(3);
+  GrayImage g;
+  g.height = H;
+  g.width = std::clamp<int64_t>(widths[i], 1, W);
+  g.pixels.resize((size_t)(g.width * H));
+  const float* p = images.data<float>() + (int64_t)i * H * W;
+  for (int64_t y = 0; y < H; ++y)
+    for (int64_t x = 0; x < g.width; ++x) {
+      const double v = ((double)p[y * W + x] - spec.offset) / spec.scale;
+      g.pixels[(size_t)(y * g.width + x)] = (uint8_t)std::clamp<long>(std::lround(v), 0, 255);
+    }
+  return g;
+}
+
+}  // namespace
+
 EvalResult evaluate(nn::Recognizer& model, const Dataset& data, const LoaderOptions& base, Device device,
-                    const nn::Charset& charset, Communicator& comm) {
+                    const nn::Charset& charset, Communicator& comm, int64_t keep_worst) {
   LoaderOptions o = base;
   o.shuffle = false;
   o.augment = false;
@@ -197,6 +220,13 @@ EvalResult evaluate(nn::Recognizer& model, const Dataset& data, const LoaderOpti
   NoGradGuard no_grad;
   double edits = 0, chars = 0, exact = 0, seen = 0;
   EvalResult r;
+  // The worst lines so far, worst first, with their place in the validation set for ties.
+  std::vector<std::pair<int64_t, WorstLine>> worst;
+  auto worse = [](const std::pair<int64_t, WorstLine>& a, const std::pair<int64_t, WorstLine>& b) {
+    if (a.second.cer != b.second.cer) return a.second.cer > b.second.cer;
+    if (a.second.distance != b.second.distance) return a.second.distance > b.second.distance;
+    return a.first < b.first;
+  };
   const int64_t total = data.size(), B = o.batch;
   const int64_t first = B * o.shard_index / o.shard_count;  // this shard's first line in a batch
   for (int64_t step = 0; step * B < total; ++step) {
@@ -212,9 +242,23 @@ EvalResult evaluate(nn::Recognizer& model, const Dataset& data, const LoaderOpti
       exact += e == 0;
       seen += 1;
       if (r.examples.size() < 4) r.examples.emplace_back(b.texts[i], charset.decode(decoded[i].labels));
+      r.worst_from++;
+      if (e == 0 || keep_worst <= 0) continue;
+      std::pair<int64_t, WorstLine> cand;
+      cand.first = step * B + first + (int64_t)i;
+      cand.second.distance = e;
+      cand.second.cer = (double)e / (double)std::max<size_t>(1, b.targets[i].size());
+      if ((int64_t)worst.size() >= keep_worst && !worse(cand, worst.back())) continue;
+      cand.second.id = b.ids[i];
+      cand.second.truth = b.texts[i];
+      cand.second.reading = charset.decode(decoded[i].labels);
+      cand.second.image = batch_line(b.images, b.widths, i, o.spec);
+      worst.insert(std::upper_bound(worst.begin(), worst.end(), cand, worse), std::move(cand));
+      if ((int64_t)worst.size() > keep_worst) worst.pop_back();
     }
   }
   model.train(true);
+  for (auto& [position, line] : worst) r.worst.push_back(std::move(line));
   const std::vector<double> sums = comm.all_reduce_values({edits, chars, exact, seen}, ReduceOp::sum, device);
   r.lines = (int64_t)sums[3];
   r.cer = sums[1] > 0 ? sums[0] / sums[1] : 0;
@@ -271,13 +315,31 @@ void truncate_metrics(const std::string& path, int64_t step) {
 
 RunFiles::RunFiles(const TrainConfig& cfg, nn::ModelInfo info, bool lead, int64_t start_step)
     : out_(cfg.out), keep_(cfg.keep), info_(std::move(info)), lead_(lead),
-      best_path_((fs::path(cfg.out) / "best.safetensors").string()) {
+      best_path_((fs::path(cfg.out) / "best.safetensors").string()), t0_(now_seconds()) {
   if (!lead_) return;
   remove_stale_temporaries(cfg.out);
+  remove_stale_temporaries((fs::path(cfg.out) / "worst").string());
   const std::string path = (fs::path(cfg.out) / "metrics.jsonl").string();
   if (start_step > 0) truncate_metrics(path, start_step);
   metrics_.open(path, std::ios::app);
   OCRT_CHECK(metrics_.good(), "cannot write ", path);
+}
+
+void RunFiles::start(const StartPoint& start, int replicas) {
+  Json j = Json::object();
+  j.set("event", "start");
+  j.set("step", start.state.step);
+  j.set("time", 0);
+  j.set("unix_time", (int64_t)std::time(nullptr));
+  j.set("from", start.from);
+  j.set("arch", info_.arch);
+  j.set("model", info_.config);
+  int64_t parameters = 0;
+  for (const Tensor& p : start.model->parameters()) parameters += p.numel();
+  j.set("parameters", parameters);
+  if (replicas > 1) j.set("replicas", replicas);
+  j.set("settings", start.state.settings);
+  event(j);
 }
 
 void RunFiles::event(const Json& j) {
@@ -294,6 +356,7 @@ void RunFiles::checkpoint(const nn::Module& model, const Optimizer& optim, const
   j.set("event", "checkpoint");
   j.set("step", state.step);
   j.set("why", why);
+  j.set("time", elapsed());
   event(j);
 }
 
@@ -309,10 +372,29 @@ void RunFiles::best_model(const nn::Module& model, const TrainState& state, doub
   nn::save_model_file(best_path_, model, i);
 }
 
+void RunFiles::worst_lines(int64_t step, const EvalResult& r) {
+  if (!lead_) return;
+  write_worst_lines(out_, step, r.worst_from, r.worst);
+}
+
+void RunFiles::report() {
+  if (!lead_) return;
+  try {
+    write_report(out_, (fs::path(out_) / "report.html").string());
+  } catch (const std::exception& e) {
+    if (!report_failed_)
+      std::fprintf(stderr, "\nwarning: the report could not be written (the run goes on): %s\n", e.what());
+    report_failed_ = true;
+  }
+}
+
 void evaluate_and_save(RunParts& run, TrainState& state, int64_t steps, const StopDecision& stop) {
   const TrainConfig& cfg = run.cfg;
+  bool wrote = false;
   if (run.val_data && (state.step % cfg.eval_every == 0 || state.step == steps || stop.out_of_time)) {
-    EvalResult r = evaluate(run.model, *run.val_data, run.val_loader, run.device, run.charset, run.comm);
+    wrote = true;
+    EvalResult r = evaluate(run.model, *run.val_data, run.val_loader, run.device, run.charset, run.comm,
+                            cfg.worst_lines);
     if (run.files.lead()) {
       if (run.tty) std::fprintf(stderr, "\n");
       std::fprintf(stderr, "eval step %lld: CER %.4f, line accuracy %.4f on %lld lines\n", (long long)state.step,
@@ -326,17 +408,23 @@ void evaluate_and_save(RunParts& run, TrainState& state, int64_t steps, const St
     j.set("cer", r.cer);
     j.set("line_accuracy", r.line_accuracy);
     j.set("lines", r.lines);
+    j.set("time", run.files.elapsed());
     run.files.event(j);
+    if (cfg.worst_lines > 0) run.files.worst_lines(state.step, r);
     if (state.best_cer < 0 || r.cer < state.best_cer) {
       state.best_cer = r.cer;
       state.best_step = state.step;
       run.files.best_model(run.model, state, r.cer, run.device, run.comm.size());
     }
   }
-  if (state.step % cfg.save_every == 0 || state.step == steps)
+  if (state.step % cfg.save_every == 0 || state.step == steps) {
     run.files.checkpoint(run.model, run.optim, state, "schedule");
-  else if (stop.why != Stop::no)
+    wrote = true;
+  } else if (stop.why != Stop::no) {
     run.files.checkpoint(run.model, run.optim, state, stop_name(stop.why));
+    wrote = true;
+  }
+  if (wrote) run.files.report();
 }
 
 }  // namespace ocrt::train

@@ -12,6 +12,7 @@
 //     if (stop.why != Stop::no) break;
 //   }
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <memory>
@@ -28,6 +29,7 @@
 #include "train/grad_sync.h"
 #include "train/loader.h"
 #include "train/optim.h"
+#include "train/report.h"
 #include "train/trainer.h"
 
 namespace ocrt::train {
@@ -104,24 +106,41 @@ struct EvalResult {
   double cer = 0, line_accuracy = 0;
   int64_t lines = 0;
   std::vector<std::pair<std::string, std::string>> examples;  // (label, prediction)
+  // The lines read worst, worst first: the highest CER, then the most edits, then the earliest
+  // in the validation set (so the choice depends on nothing but the lines); lines read right
+  // are never among them. With several replicas, those of this replica's shard.
+  std::vector<WorstLine> worst;
+  int64_t worst_from = 0;  // the lines they were chosen from (this replica's)
 };
 
-// Greedy-decodes every validation line (each exactly once) in eval mode. With several replicas
-// each decodes its shard of every batch, and the counts are summed over replicas.
+// Greedy-decodes every validation line (each exactly once) in eval mode, keeping the `keep_worst`
+// lines read worst. With several replicas each decodes its shard of every batch, and the counts
+// are summed over replicas.
 EvalResult evaluate(nn::Recognizer& model, const Dataset& data, const LoaderOptions& base, Device device,
-                    const nn::Charset& charset, Communicator& comm);
+                    const nn::Charset& charset, Communicator& comm, int64_t keep_worst = 0);
 
 // What a run writes into cfg.out (only on the lead replica; the others' calls do nothing):
-// metrics.jsonl events, checkpoints (pruned to cfg.keep), best.safetensors. Opening it removes
+// metrics.jsonl events, checkpoints (pruned to cfg.keep), best.safetensors, the worst
+// validation lines (worst/) and the report (report.html, train/report.h). Opening it removes
 // what a killed run left: temporary files of saves that never finished, and the metrics of
 // steps past start_step (a resumed run writes them again).
 class RunFiles {
  public:
   RunFiles(const TrainConfig& cfg, nn::ModelInfo info, bool lead, int64_t start_step = 0);
+  // The "start" event: the step this process starts at, where from, the settings and the model.
+  void start(const StartPoint& start, int replicas);
   void event(const Json& j);
   void checkpoint(const nn::Module& model, const Optimizer& optim, const TrainState& state, const char* why);
   // best.safetensors: the model with a training record (data, steps, val CER, device, replicas).
   void best_model(const nn::Module& model, const TrainState& state, double cer, Device device, int replicas);
+  // worst/: the lines an evaluation at `step` read worst, replacing the previous evaluation's.
+  void worst_lines(int64_t step, const EvalResult& r);
+  // report.html, from what the folder holds now. A failure is a warning on stderr (once), never
+  // the end of the run: the report is for reading, the run is what matters.
+  void report();
+  // Seconds since this process opened the run's files, to the millisecond: the "time" of its
+  // events (metrics.jsonl stays short).
+  double elapsed() const { return std::round((now_seconds() - t0_) * 1000) / 1000; }
   const std::string& best_path() const { return best_path_; }
   bool lead() const { return lead_; }
 
@@ -132,6 +151,8 @@ class RunFiles {
   bool lead_;
   std::ofstream metrics_;  // OUT/metrics.jsonl, appended to: one JSON object a line
   std::string best_path_;
+  double t0_;
+  bool report_failed_ = false;
 };
 
 // A run's parts that evaluation and saving use.
@@ -149,8 +170,9 @@ struct RunParts {
 };
 
 // After a step: evaluates when due (every cfg.eval_every steps, at the last step, or when out of
-// time), keeping the best model; writes a checkpoint when one is due (every cfg.save_every
-// steps and at the last) or when the run stops early.
+// time), keeping the best model and the worst lines; writes a checkpoint when one is due (every
+// cfg.save_every steps and at the last) or when the run stops early; after either, refreshes
+// the report (it costs milliseconds, an evaluation seconds, so a long run can be watched).
 void evaluate_and_save(RunParts& run, TrainState& state, int64_t steps, const StopDecision& stop);
 
 }  // namespace ocrt::train

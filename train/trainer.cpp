@@ -194,6 +194,7 @@ void TrainConfig::validate() const {
   OCRT_CHECK(eval_every >= 1, "--eval-every: must be >= 1, got ", eval_every);
   OCRT_CHECK(log_every >= 1, "--log-every: must be >= 1, got ", log_every);
   OCRT_CHECK(keep >= 1, "--keep: must be >= 1, got ", keep);
+  OCRT_CHECK(worst_lines >= 0 && worst_lines <= 1000, "--worst: must be in [0, 1000], got ", worst_lines);
   OCRT_CHECK(stop_at >= 0, "--stop-at: must be >= 0, got ", stop_at);
   OCRT_CHECK(std::isfinite(max_minutes) && max_minutes >= 0, "--max-minutes: must be >= 0, got ", max_minutes);
   OCRT_CHECK(bucket_window >= 0, "--bucket-window: must be >= 0, got ", bucket_window);
@@ -380,6 +381,7 @@ void log_progress(const RunParts& run, const TrainState& state, int64_t steps, d
   j.set("lr", run.optim.lr());
   j.set("samples_per_sec", sps);
   j.set("skipped_steps", state.skipped_steps);
+  j.set("time", run.files.elapsed());
   run.files.event(j);
 }
 
@@ -424,6 +426,7 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
   const LoaderOptions lo = loader_options(cfg, rank, replicas);
   Loader loader(train_data, lo, state.step);
   RunFiles files(cfg, start.info, lead, state.step);
+  files.start(start, replicas);
   RunParts run{cfg, model, *optim, comm, device, files, charset, val_data.get(), validation_loader_options(lo),
                lead && isatty(2)};
 
@@ -488,7 +491,9 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
   Json j = result.to_json();
   j.set("event", "summary");
   if (replicas > 1) j.set("replicas", replicas);
+  j.set("time", files.elapsed());
   files.event(j);
+  files.report();
   return result;
 }
 

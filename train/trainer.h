@@ -68,6 +68,7 @@ struct TrainConfig {
   std::string init;                          // start from these weights (a model file)
   std::string out = "run";
   int64_t save_every = 1000, eval_every = 1000, log_every = 50, keep = 3;
+  int64_t worst_lines = 16;                  // validation lines read worst, kept in out/worst/ (0: none)
   bool resume = false;                       // an error when `out` holds no checkpoint...
   bool resume_if_present = false;            // ...unless this is set: then a fresh start
   double max_minutes = 0;                    // > 0: evaluate, save and stop after this much wall time
@@ -127,7 +128,8 @@ struct TrainResult {
 // of an MPI job (started by mpirun). Only replica 0 writes progress, metrics and checkpoints;
 // every replica returns the same steps, losses and CERs. Progress goes to stderr (a bar on a terminal, log lines otherwise),
 // events to OUT/metrics.jsonl, checkpoints to OUT/ckpt-*.safetensors, the best model (by val
-// CER; the last one when there is no validation) to OUT/best.safetensors.
+// CER; the last one when there is no validation) to OUT/best.safetensors, the worst validation
+// lines of the latest evaluation to OUT/worst/, and the report to OUT/report.html.
 TrainResult run_training(const TrainConfig& cfg);
 
 // For tests of failure handling only (ocrt-train's hidden --fault flag): "RANK:STEP:hang|exit|kill|

@@ -40,6 +40,24 @@ std::vector<std::vector<float>> weights_of(const nn::Module& m) {
 }
 
 // Two lines of random pixels with short labels (enough frames for CTC at width 64).
+// Five lines of stripes, each its own width and period, labelled "a", "bb", ..., "eeeee": a
+// fresh model reads them wrong.
+class StripesDataset : public Dataset {
+ public:
+  int64_t size() const override { return 5; }
+  LineSample get(int64_t i, uint64_t) const override {
+    LineSample s;
+    s.image.width = 41 + 10 * i;
+    s.image.height = 32;
+    for (int64_t y = 0; y < 32; ++y)
+      for (int64_t x = 0; x < s.image.width; ++x) s.image.pixels.push_back((uint8_t)((x / (i + 2)) % 2 ? 20 : 235));
+    s.text = std::string((size_t)i + 1, (char)('a' + i));
+    s.classes = nn::Charset::ascii().encode_or_throw(s.text);
+    s.id = "line" + std::to_string(i);
+    return s;
+  }
+};
+
 Batch random_batch(uint64_t seed) {
   Generator g(seed);
   Batch b;
@@ -256,6 +274,47 @@ TEST_CASE("evaluate_and_save: checkpoints on schedule, at the last step and when
   // No validation data: nothing is evaluated and no best model is written.
   CHECK(all.find("\"event\":\"eval\"") == std::string::npos);
   CHECK_FALSE(fs::exists(files.best_path()));
+}
+
+TEST_CASE("evaluate keeps the lines read worst, worst first, as the model saw them", "[trainer][report]") {
+  const nn::Charset charset = nn::Charset::ascii();
+  Generator gen(3);
+  auto model = nn::make_recognizer("crnn-s", charset.num_classes(), gen);
+  auto comm = make_single_communicator();
+  StripesDataset data;
+  LoaderOptions lo;
+  lo.batch = 2;
+  lo.workers = 1;
+  const EvalResult all = evaluate(*model, data, lo, Device::cpu(), charset, *comm, 100);
+  CHECK(all.worst_from == 5);
+  REQUIRE(all.worst.size() >= 2);  // an untrained model does not read stripes as letters
+  for (size_t k = 0; k < all.worst.size(); ++k) {
+    const WorstLine& w = all.worst[k];
+    INFO(w.id << " read as '" << w.reading << "'");
+    const int64_t i = w.id.back() - '0';
+    const LineSample s = data.get(i, 0);
+    CHECK(w.truth == s.text);
+    CHECK(w.distance > 0);
+    CHECK(w.cer == Approx((double)w.distance / (double)s.text.size()));
+    if (k > 0) {  // worst first: CER, then edits
+      const WorstLine& prev = all.worst[k - 1];
+      CHECK((prev.cer > w.cer || (prev.cer == w.cer && prev.distance >= w.distance)));
+    }
+    // The image is the line as packed for the model: the sample's pixels, then white up to its
+    // padded width (a multiple of 4).
+    REQUIRE(w.image.height == 32);
+    CHECK(w.image.width == padded_width(s.image.width));
+    for (int64_t y = 0; y < 32; ++y)
+      for (int64_t x = 0; x < w.image.width; ++x)
+        REQUIRE((int)w.image.at(x, y) == (x < s.image.width ? (int)s.image.at(x, y) : 255));
+  }
+  // Keeping fewer keeps the worst of them; keeping none keeps none.
+  const EvalResult two = evaluate(*model, data, lo, Device::cpu(), charset, *comm, 2);
+  REQUIRE(two.worst.size() == 2);
+  CHECK(two.worst[0].id == all.worst[0].id);
+  CHECK(two.worst[1].id == all.worst[1].id);
+  CHECK(two.cer == all.cer);
+  CHECK(evaluate(*model, data, lo, Device::cpu(), charset, *comm, 0).worst.empty());
 }
 
 TEST_CASE("a resumed run's files: stale temporaries of killed saves go, metrics past the checkpoint go",

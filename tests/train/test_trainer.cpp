@@ -102,6 +102,18 @@ TEST_CASE("overfit: a handful of lines are learnt exactly and read back from the
   REQUIRE(r.steps == 250);
   REQUIRE(r.best_cer == 0.0);
   REQUIRE(fs::exists(r.best_model));
+  // The run's report and its worst lines: at the last evaluation every line was read right, so
+  // the list is empty and no image of an earlier evaluation is left.
+  CHECK(fs::exists(out.path / "report.html"));
+  std::ifstream worst_in(out.path / "worst" / "index.json");
+  const Json worst = parse_json(std::string(std::istreambuf_iterator<char>(worst_in), {}));
+  CHECK(worst.at("step").as_int() == 250);
+  CHECK(worst.at("lines").size() == 0);
+  CHECK(std::distance(fs::directory_iterator(out.path / "worst"), fs::directory_iterator{}) == 1);
+  std::ifstream metrics_in(out.path / "metrics.jsonl");
+  std::string first_event;
+  std::getline(metrics_in, first_event);
+  CHECK(parse_json(first_event).at("event").as_string() == "start");
 
   // Read back through the model file, as inference does, and decode every line.
   nn::ModelFile f = nn::load_model_file(r.best_model);
