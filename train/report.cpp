@@ -503,6 +503,7 @@ struct ChartSpec {
   bool log_y_if_decades = false;  // log scale when the values are positive and span a factor of 10
   bool y_from_zero = false;
   bool x_from_zero = true;  // steps and times start at 0 (a run's first logged step is not its start)
+  double x_to = NAN;         // the axis reaches at least this far (the charts of a column share it)
   std::vector<double> marks;  // x of vertical markers (where the run was resumed)
   std::string empty;          // what to say when there is nothing to draw
 };
@@ -542,7 +543,8 @@ std::vector<std::string> tick_labels(const std::vector<double>& ticks, double st
       const int decimals = std::max(0, -(int)std::floor(std::log10(step / unit) + 1e-9));
       out.push_back(printf_string(("%." + std::to_string(decimals) + "f").c_str(), t / unit) + (mega ? "M" : "k"));
     } else if (step < 1e-3 || top >= 1e7) {
-      out.push_back(fmt_num(t, 3));
+      const double e = std::floor(std::log10(std::fabs(t)) + 1e-9);
+      out.push_back(fmt_num(t / std::pow(10.0, e), 3) + "e" + std::to_string((int)e));
     } else {
       const int decimals = std::clamp(-(int)std::floor(std::log10(step) + 1e-9), 0, 12);
       out.push_back(printf_string(("%." + std::to_string(decimals) + "f").c_str(), t));
@@ -656,6 +658,7 @@ std::string render_chart(const ChartSpec& c) {
   }
 
   if (c.x_from_zero && xlo > 0) xlo = 0;
+  if (std::isfinite(c.x_to) && c.x_to <= kClamp) xhi = std::max(xhi, c.x_to);
   const Axis xa = linear_axis(xlo, xhi, false, false, 6);
   Axis ya;
   if (c.log_y_if_decades && ylo > 0 && yhi / ylo >= 10) ya = log_axis(ylo, yhi);
@@ -751,6 +754,9 @@ std::string render_chart(const ChartSpec& c) {
 }
 
 // ---- the page
+
+// A value that was not measured (not a gap in the line, nor a non-finite value to count).
+constexpr double kNotMeasured = -INFINITY;
 
 // Which axis a chart row uses.
 enum class XAxis { step, time };
@@ -1032,6 +1038,9 @@ std::string report_html(const RunRecord& run, const std::string& generated) {
     if (std::isfinite(t.time)) t_max = std::max(t_max, t.time);
   for (const EvalPoint& e : run.evals)
     if (std::isfinite(e.time)) t_max = std::max(t_max, e.time);
+  int64_t step_max = 0;
+  for (const TrainPoint& t : run.train) step_max = std::max(step_max, t.step);
+  for (const EvalPoint& e : run.evals) step_max = std::max(step_max, e.step);
   const double t_unit = t_max < 120 ? 1 : t_max < 7200 ? 60 : 3600;
   const std::string t_label = std::string("wall time (") + (t_unit == 1 ? "s" : t_unit == 60 ? "min" : "h") + ")";
   const std::string no_time = "no wall times in metrics.jsonl (a run from before they were recorded)";
@@ -1051,8 +1060,10 @@ std::string report_html(const RunRecord& run, const std::string& generated) {
        [](const EvalPoint& p) { return 100 * p.cer; }, "%"},
       {"lr", "Learning rate", "learning rate", "no training steps logged yet", false, true, false,
        [](const TrainPoint& p) { return p.lr; }, nullptr, ""},
+      // ocrt-train logs 0 lines/s until its timed steps begin (after the second step): not
+      // measured, so not drawn (a drop to 0 would be read as a stall).
       {"speed", "Lines per second", "lines/s", "no training steps logged yet", false, true, false,
-       [](const TrainPoint& p) { return p.samples_per_sec; }, nullptr, ""},
+       [](const TrainPoint& p) { return p.samples_per_sec == 0 ? kNotMeasured : p.samples_per_sec; }, nullptr, ""},
   };
   h << "<h2>Progress</h2><div class=\"grid\">\n";
   for (const Quantity& q : quantities) {
@@ -1067,6 +1078,7 @@ std::string report_html(const RunRecord& run, const std::string& generated) {
       const bool logged = q.train_value ? !run.train.empty() : !run.evals.empty();
       c.empty = axis == XAxis::time && logged && !run.has_time ? no_time : q.empty;
       c.marks = axis == XAxis::step ? resume_steps : resume_times;
+      c.x_to = axis == XAxis::step ? (double)step_max : t_max / t_unit;
       if (axis == XAxis::time)
         for (double& m : c.marks) m /= t_unit;
       Series s;
@@ -1078,6 +1090,7 @@ std::string report_html(const RunRecord& run, const std::string& generated) {
       auto add = [&](int64_t step, double time, double v) {
         const double x = axis == XAxis::step ? (double)step : time / t_unit;
         if (axis == XAxis::time && !std::isfinite(time)) return;  // never recorded: not a gap
+        if (v == kNotMeasured) return;
         s.points.emplace_back(x, v);
         if (std::isfinite(v)) {
           last = v, last_step = step;

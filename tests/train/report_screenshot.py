@@ -104,7 +104,8 @@ def pixels_in(png, rect, inset=3):
 
 def chromium(browser, work, args):
     cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-           "--disable-extensions", "--mute-audio", "--force-device-scale-factor=1",
+           "--disable-extensions", "--mute-audio", "--disable-breakpad", "--disable-crash-reporter",
+           "--force-device-scale-factor=1",
            "--user-data-dir=" + os.path.join(work, "chromium-profile")] + args
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=180)
     if r.returncode != 0:

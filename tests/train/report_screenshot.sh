@@ -57,7 +57,7 @@ fi
 
 # Does it start at all? (A container may forbid what it needs; that is no fault of the report.)
 if ! timeout 120 "$browser" --headless --no-sandbox --disable-gpu --no-first-run \
-    --user-data-dir="$work/chromium-profile" --dump-dom 'data:text/html,<p id="started">yes</p>' \
+    --disable-breakpad --user-data-dir="$work/chromium-profile" --dump-dom 'data:text/html,<p id="started">yes</p>' \
     2>"$work/chromium-start.log" | grep -q 'id="started"'; then
   tail -5 "$work/chromium-start.log"
   skip "$browser does not start headless"
