@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "runtime/text.h"
 #include "train/checkpoint.h"
 
 namespace fs = std::filesystem;
@@ -24,73 +25,6 @@ namespace fs = std::filesystem;
 namespace ocrt::train {
 
 namespace {
-
-// ---- text
-
-// Appends code point cp as UTF-8.
-void put_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
-}
-
-constexpr uint32_t kReplacement = 0xFFFD;
-
-// The code points of a text; a byte that does not start a valid UTF-8 sequence (overlong forms,
-// surrogates and values past U+10FFFF included) becomes U+FFFD, and so do the characters XML
-// 1.0 cannot hold (controls other than tab and newline, U+FFFE, U+FFFF): a truth read from a
-// hostile folder must not break the page or the XML of a chart.
-std::vector<uint32_t> code_points(const std::string& s) {
-  std::vector<uint32_t> out;
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const size_t n = s.size();
-  for (size_t i = 0; i < n;) {
-    const unsigned char c = p[i];
-    uint32_t cp = kReplacement;
-    size_t len = 1;
-    if (c < 0x80) {
-      cp = c;
-    } else {
-      const size_t need = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
-      bool ok = need > 0 && i + need <= n;
-      for (size_t k = 1; ok && k < need; ++k) ok = (p[i + k] & 0xC0) == 0x80;
-      if (ok) {
-        cp = need == 2 ? (c & 0x1F) : need == 3 ? (c & 0x0F) : (c & 0x07);
-        for (size_t k = 1; k < need; ++k) cp = (cp << 6) | (p[i + k] & 0x3F);
-        const uint32_t least = need == 2 ? 0x80 : need == 3 ? 0x800 : 0x10000;
-        if (cp < least || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = kReplacement;
-        else len = need;
-      }
-    }
-    if ((cp < 0x20 && cp != '\t' && cp != '\n') || cp == 0x7F || cp == 0xFFFE || cp == 0xFFFF) cp = kReplacement;
-    out.push_back(cp);
-    i += len;
-  }
-  return out;
-}
-
-void escape_into(std::string& out, uint32_t cp) {
-  switch (cp) {
-    case '&': out += "&amp;"; break;
-    case '<': out += "&lt;"; break;
-    case '>': out += "&gt;"; break;
-    case '"': out += "&quot;"; break;
-    case '\'': out += "&#39;"; break;
-    default: put_utf8(out, cp);
-  }
-}
 
 std::string esc(const std::string& s) { return html_escape(s); }
 
@@ -814,7 +748,7 @@ footer{color:var(--muted);font-size:12px;margin-top:32px})";
 // between their code points (deleted or replaced characters of the truth, inserted or
 // replacing characters of the reading). Lines past 2000 characters are shown unmarked.
 std::pair<std::string, std::string> marked_diff(const std::string& truth, const std::string& reading) {
-  const std::vector<uint32_t> a = code_points(truth), b = code_points(reading);
+  const std::vector<uint32_t> a = xml_code_points(truth), b = xml_code_points(reading);
   std::vector<bool> ma(a.size()), mb(b.size());
   if (a.size() <= 2000 && b.size() <= 2000) {
     const size_t n = a.size(), m = b.size();
@@ -842,7 +776,7 @@ std::pair<std::string, std::string> marked_diff(const std::string& truth, const 
       size_t j = i;
       while (j < cps.size() && marks[j] == marks[i]) ++j;
       if (marks[i]) out += std::string("<span class=\"") + cls + "\">";
-      for (size_t k = i; k < j; ++k) escape_into(out, cps[k]);
+      for (size_t k = i; k < j; ++k) append_xml_escaped(out, cps[k]);
       if (marks[i]) out += "</span>";
       i = j;
     }
@@ -906,12 +840,7 @@ std::string status_line(const RunRecord& run) {
 
 }  // namespace
 
-std::string html_escape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (uint32_t cp : code_points(text)) escape_into(out, cp);
-  return out;
-}
+std::string html_escape(const std::string& text) { return xml_escape(text); }
 
 void write_worst_lines(const std::string& run_dir, int64_t step, int64_t evaluated,
                        const std::vector<WorstLine>& lines) {

@@ -1,0 +1,299 @@
+#include "infer/page.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace ocrt::infer {
+
+Rect Rect::united(const Rect& o) const {
+  if (o.empty()) return *this;
+  if (empty()) return o;
+  return {std::min(x0, o.x0), std::min(y0, o.y0), std::max(x1, o.x1), std::max(y1, o.y1)};
+}
+
+Rect bounding_rect(const Point* points, size_t n) {
+  if (n == 0) return {};
+  Rect r{points[0].x, points[0].y, points[0].x, points[0].y};
+  for (size_t i = 1; i < n; ++i) {
+    r.x0 = std::min(r.x0, points[i].x), r.x1 = std::max(r.x1, points[i].x);
+    r.y0 = std::min(r.y0, points[i].y), r.y1 = std::max(r.y1, points[i].y);
+  }
+  return r;
+}
+
+Quad Quad::from_rect(const Rect& r) {
+  return {{Point{r.x0, r.y0}, Point{r.x1, r.y0}, Point{r.x1, r.y1}, Point{r.x0, r.y1}}};
+}
+
+namespace {
+
+Point lerp(const Point& a, const Point& b, double f) { return {a.x + (b.x - a.x) * f, a.y + (b.y - a.y) * f}; }
+double distance(const Point& a, const Point& b) { return std::hypot(b.x - a.x, b.y - a.y); }
+
+// The box on the page of the slice [f0, f1] (fractions of the line's length) of an outline.
+Rect slice_box(const Quad& q, double f0, double f1) {
+  const auto& c = q.corners;
+  const Point p[4] = {lerp(c[0], c[1], f0), lerp(c[0], c[1], f1), lerp(c[3], c[2], f1), lerp(c[3], c[2], f0)};
+  return bounding_rect(p, 4);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+PageLine place_words(const LineResult& r, const Quad& outline, double line_width) {
+  PageLine line;
+  line.outline = outline;
+  line.box = outline.box();
+  line.text = r.text;
+  line.confidence = r.confidence;
+  line.error = r.error;
+  const size_t n = r.chars.size();
+  if (!r.ok() || n == 0 || !(line_width > 0)) return line;
+
+  // The typical distance between neighbouring characters, in the line image's pixels; for a
+  // single character, about a character's width (0.6 of the line's height).
+  std::vector<double> steps;
+  for (size_t i = 1; i < n; ++i) steps.push_back(r.chars[i].x - r.chars[i - 1].x);
+  const auto& c = outline.corners;
+  const double top = distance(c[0], c[1]);
+  const double height_px = top > 0 ? line_width * distance(c[0], c[3]) / top : 0;
+  double pitch = steps.empty() ? 0.6 * height_px : median(steps);
+  if (!(pitch > 0)) pitch = line_width / (double)n;
+
+  // Character i spans [lo[i], hi[i]): midway to each neighbour, at most one pitch from its centre.
+  std::vector<double> lo(n), hi(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double x = r.chars[i].x;
+    lo[i] = i == 0 ? x - pitch / 2 : std::max((r.chars[i - 1].x + x) / 2, x - pitch);
+    hi[i] = i + 1 == n ? x + pitch / 2 : std::min((x + r.chars[i + 1].x) / 2, x + pitch);
+    lo[i] = std::clamp(lo[i], 0.0, line_width);
+    hi[i] = std::clamp(hi[i], lo[i], line_width);
+  }
+
+  PageWord word;
+  auto finish_word = [&] {
+    if (word.chars.empty()) return;
+    double sum = 0;
+    for (const PageChar& ch : word.chars) sum += ch.confidence;
+    word.confidence = sum / (double)word.chars.size();
+    line.words.push_back(std::move(word));
+    word = PageWord{};
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const CharPosition& cp = r.chars[i];
+    if (cp.ch == " ") {
+      finish_word();
+      continue;
+    }
+    PageChar ch{cp.ch, slice_box(outline, lo[i] / line_width, hi[i] / line_width), cp.confidence};
+    word.text += ch.ch;
+    word.box = word.box.united(ch.box);
+    word.chars.push_back(std::move(ch));
+  }
+  finish_word();
+  return line;
+}
+
+std::string page_text(const Page& page) {
+  std::string out;
+  for (size_t b = 0; b < page.blocks.size(); ++b) {
+    if (b > 0) out += '\n';
+    for (const PageLine& l : page.blocks[b].lines) out += l.text + '\n';
+  }
+  return out;
+}
+
+// ---- reading order
+
+namespace {
+
+struct Interval {
+  double lo, hi;
+};
+
+// The gaps at least min_gap wide (and more than 0) between the union of some intervals.
+std::vector<Interval> gaps_between(std::vector<Interval> iv, double min_gap) {
+  std::sort(iv.begin(), iv.end(), [](const Interval& a, const Interval& b) { return a.lo < b.lo; });
+  std::vector<Interval> gaps;
+  double reach = iv.empty() ? 0 : iv[0].hi;
+  for (size_t i = 1; i < iv.size(); ++i) {
+    const double gap = iv[i].lo - reach;
+    if (gap > 0 && gap >= min_gap) gaps.push_back({reach, iv[i].lo});
+    reach = std::max(reach, iv[i].hi);
+  }
+  return gaps;
+}
+
+// Do two lines share a row: do they overlap vertically by at least half the lower one?
+bool same_row(const Rect& a, const Rect& b) {
+  const double overlap = std::min(a.y1, b.y1) - std::max(a.y0, b.y0);
+  return overlap >= 0.5 * std::min(a.height(), b.height());
+}
+
+class Orderer {
+ public:
+  Orderer(const std::vector<PageLine>& lines, const ReadingOrderOptions& o) : lines_(lines), o_(o) {
+    std::vector<double> heights;
+    for (const PageLine& l : lines) heights.push_back(l.box.height());
+    line_height_ = std::max(median(heights), 1.0);
+  }
+
+  struct Part {
+    std::vector<size_t> lines;  // indices into the page's lines, in reading order
+    bool mergeable = false;     // a plain block of one column (may join its neighbour band)
+  };
+
+  std::vector<Part> order(std::vector<size_t> ids) const {
+    if (ids.empty()) return {};
+    if (ids.size() == 1) return {Part{ids, true}};
+    const std::vector<std::vector<size_t>> columns = split(ids, true, o_.column_gap * line_height_);
+    if (columns.size() >= 2) {
+      if (is_table(columns)) return table_rows(ids, columns);
+      std::vector<Part> out;
+      for (const auto& column : columns)
+        for (Part& p : order(column)) out.push_back(std::move(p));
+      for (Part& p : out) p.mergeable = false;  // a column's blocks stay apart from what is above
+      return out;
+    }
+    const std::vector<std::vector<size_t>> bands = split(ids, false, 0, true);
+    if (bands.size() >= 2) {
+      std::vector<Part> out;
+      for (const auto& band : bands)
+        for (Part& p : order(band)) {
+          if (!out.empty() && continues(out.back(), p)) {
+            out.back().lines.insert(out.back().lines.end(), p.lines.begin(), p.lines.end());
+          } else {
+            out.push_back(std::move(p));
+          }
+        }
+      return out;
+    }
+    return {Part{rows_left_to_right(ids), true}};
+  }
+
+ private:
+  // The lines of ids in the groups that the gaps (vertical ones when by_x) separate; with
+  // widest_only, only the widest gaps (and those within a tenth of a line height of them).
+  std::vector<std::vector<size_t>> split(const std::vector<size_t>& ids, bool by_x, double min_gap,
+                                         bool widest_only = false) const {
+    std::vector<Interval> iv;
+    for (size_t i : ids) {
+      const Rect& b = lines_[i].box;
+      iv.push_back(by_x ? Interval{b.x0, b.x1} : Interval{b.y0, b.y1});
+    }
+    std::vector<Interval> gaps = gaps_between(iv, min_gap);
+    if (widest_only && !gaps.empty()) {
+      double widest = 0;
+      for (const Interval& g : gaps) widest = std::max(widest, g.hi - g.lo);
+      const double keep = widest - 0.1 * line_height_;
+      gaps.erase(std::remove_if(gaps.begin(), gaps.end(), [&](const Interval& g) { return g.hi - g.lo < keep; }),
+                 gaps.end());
+    }
+    std::vector<std::vector<size_t>> groups(gaps.size() + 1);
+    for (size_t i : ids) {
+      const Rect& b = lines_[i].box;
+      const double at = by_x ? b.x0 : b.y0;
+      size_t g = 0;
+      while (g < gaps.size() && at >= gaps[g].hi) ++g;
+      groups[g].push_back(i);
+    }
+    return groups;
+  }
+
+  // Lines top to bottom; those that share a row, left to right.
+  std::vector<size_t> rows_left_to_right(std::vector<size_t> ids) const {
+    auto centre = [&](size_t i) { return (lines_[i].box.y0 + lines_[i].box.y1) / 2; };
+    std::stable_sort(ids.begin(), ids.end(), [&](size_t a, size_t b) { return centre(a) < centre(b); });
+    for (size_t start = 0; start < ids.size();) {
+      size_t end = start + 1;
+      while (end < ids.size() && same_row(lines_[ids[start]].box, lines_[ids[end]].box)) ++end;
+      std::stable_sort(ids.begin() + (std::ptrdiff_t)start, ids.begin() + (std::ptrdiff_t)end,
+                       [&](size_t a, size_t b) { return lines_[a].box.x0 < lines_[b].box.x0; });
+      start = end;
+    }
+    return ids;
+  }
+
+  // Columns of cells that share rows: a table or a form.
+  bool is_table(const std::vector<std::vector<size_t>>& columns) const {
+    bool cells = false;
+    for (const auto& column : columns) {
+      std::vector<double> widths;
+      for (size_t i : column) widths.push_back(lines_[i].box.width());
+      if (median(widths) < o_.cell_width_in_heights * line_height_) cells = true;
+    }
+    if (!cells) return false;
+    for (size_t k = 0; k + 1 < columns.size(); ++k) {
+      const auto& a = columns[k].size() <= columns[k + 1].size() ? columns[k] : columns[k + 1];
+      const auto& b = &a == &columns[k] ? columns[k + 1] : columns[k];
+      size_t paired = 0;
+      for (size_t i : a)
+        for (size_t j : b)
+          if (same_row(lines_[i].box, lines_[j].box)) {
+            ++paired;
+            break;
+          }
+      if (2 * paired < a.size()) return false;
+    }
+    return true;
+  }
+
+  // A table read row by row: each band of the table is a block, its lines by column, then top
+  // to bottom within a cell.
+  std::vector<Part> table_rows(const std::vector<size_t>& ids, const std::vector<std::vector<size_t>>& columns) const {
+    std::vector<size_t> column_of(lines_.size(), 0);
+    for (size_t k = 0; k < columns.size(); ++k)
+      for (size_t i : columns[k]) column_of[i] = k;
+    std::vector<Part> out;
+    for (std::vector<size_t> row : split(ids, false, 0)) {
+      std::stable_sort(row.begin(), row.end(), [&](size_t a, size_t b) {
+        if (column_of[a] != column_of[b]) return column_of[a] < column_of[b];
+        return lines_[a].box.y0 < lines_[b].box.y0;
+      });
+      out.push_back(Part{row, false});
+    }
+    return out;
+  }
+
+  // Does block b continue block a (the band above it): close below it and overlapping it?
+  bool continues(const Part& a, const Part& b) const {
+    if (!a.mergeable || !b.mergeable) return false;
+    const Rect& above = lines_[a.lines.back()].box;
+    const Rect& below = lines_[b.lines.front()].box;
+    const double gap = below.y0 - above.y1;
+    const double overlap = std::min(above.x1, below.x1) - std::max(above.x0, below.x0);
+    return gap < o_.paragraph_gap * line_height_ && overlap >= 0.5 * std::min(above.width(), below.width());
+  }
+
+  const std::vector<PageLine>& lines_;
+  ReadingOrderOptions o_;
+  double line_height_ = 1;
+};
+
+}  // namespace
+
+std::vector<PageBlock> reading_order(std::vector<PageLine> lines, const ReadingOrderOptions& o) {
+  for (PageLine& l : lines)
+    if (l.box.empty()) l.box = l.outline.box();
+  std::vector<size_t> ids(lines.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  const Orderer orderer(lines, o);
+  std::vector<PageBlock> blocks;
+  for (const Orderer::Part& part : orderer.order(ids)) {
+    PageBlock block;
+    for (size_t i : part.lines) {
+      block.box = block.box.united(lines[i].box);
+      block.lines.push_back(std::move(lines[i]));
+    }
+    blocks.push_back(std::move(block));
+  }
+  return blocks;
+}
+
+}  // namespace ocrt::infer

@@ -1,0 +1,109 @@
+// What ocrt knows about a page once its lines are found and read: blocks of lines in reading
+// order, lines of words, words of characters, each with its box on the page and a confidence.
+// The output formats (infer/page_format.h) write this; the pipeline that fills it is
+// detect -> crop -> recognise (docs/pages.md).
+//
+// Two steps live here because they need no model:
+//   place_words    a recognised line's characters (CTC frame positions along the cropped line)
+//                  back on the page, split into words at spaces;
+//   reading_order  lines found anywhere on a page into blocks in the order a person reads them.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "infer/predictor.h"
+
+namespace ocrt::infer {
+
+struct Point {
+  double x = 0, y = 0;
+};
+
+// An axis-aligned box in page pixels: x0 <= x < x1, y0 <= y < y1.
+struct Rect {
+  double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  double width() const { return x1 - x0; }
+  double height() const { return y1 - y0; }
+  bool empty() const { return !(x1 > x0 && y1 > y0); }
+  Rect united(const Rect& o) const;  // the smallest box holding both (an empty box is ignored)
+};
+
+// The smallest axis-aligned box around some points.
+Rect bounding_rect(const Point* points, size_t n);
+
+// A text line's outline on the page: the four corners of a (possibly rotated) rectangle, in
+// the order top-left, top-right, bottom-right, bottom-left as the text reads. The line image
+// given to the recogniser is this rectangle cut out and turned upright: its top edge is
+// corners[0] -> corners[1].
+struct Quad {
+  std::array<Point, 4> corners;
+  Rect box() const { return bounding_rect(corners.data(), 4); }
+  static Quad from_rect(const Rect& r);
+};
+
+struct PageChar {
+  std::string ch;  // UTF-8
+  Rect box;
+  double confidence = 0;
+};
+
+struct PageWord {
+  std::string text;
+  Rect box;
+  double confidence = 0;  // the mean of its characters' (the line's rule, models/ctc_decode.h)
+  std::vector<PageChar> chars;
+};
+
+struct PageLine {
+  Quad outline;
+  Rect box;                // outline.box()
+  std::string text;
+  double confidence = 0;
+  std::vector<PageWord> words;
+  std::string error;       // set when the line could not be read (its text is then empty)
+};
+
+struct PageBlock {
+  Rect box;
+  std::vector<PageLine> lines;
+};
+
+struct Page {
+  std::string name;        // the input's path (and "#N" for the Nth page of a multi-page file)
+  int64_t width = 0, height = 0;
+  std::vector<PageBlock> blocks;  // in reading order
+  std::string error;       // set when the page could not be read at all
+};
+
+// A recognised line placed on the page: `r` is the recogniser's result for the line image cut
+// out along `outline`, `line_width` the width in pixels of that image (the x of r.chars are in
+// its pixels). Characters get boxes from their CTC positions: a character spans from midway to
+// its left neighbour to midway to its right one (half the line's typical character pitch at the
+// ends), the full height of the line; words are the runs of characters between spaces. Boxes
+// are the axis-aligned boxes of those slices of the outline. A failed line keeps its error and
+// no words.
+PageLine place_words(const LineResult& r, const Quad& outline, double line_width);
+
+// The text of a page in reading order: lines joined by '\n', a blank line between blocks.
+std::string page_text(const Page& page);
+
+// Reading order (docs/pages.md). Lines are grouped and ordered by recursive cuts along empty
+// bands of the page (the X-Y cut): where the lines of a region leave a vertical gap at least
+// one text-line height wide from top to bottom, the region is split into columns, read left
+// to right; otherwise it is split at its widest horizontal gaps into bands, read top to bottom
+// (the widest first: a heading's gap before the columns' line gaps); a region with neither is
+// one block, its lines top to bottom (left to right where they share a
+// height). One exception: columns of short lines (cells: a median line shorter than
+// `cell_width_in_heights` line heights) whose lines share rows with the next column are a table
+// or a form, and are read row by row, each row a block. Consecutive single-column bands become
+// one block when they are closer than `paragraph_gap` line heights and overlap horizontally.
+struct ReadingOrderOptions {
+  double column_gap = 1.0;              // in median line heights
+  double paragraph_gap = 0.8;           // in median line heights
+  double cell_width_in_heights = 12.0;  // a column of lines shorter than this is table cells
+};
+std::vector<PageBlock> reading_order(std::vector<PageLine> lines, const ReadingOrderOptions& o = {});
+
+}  // namespace ocrt::infer

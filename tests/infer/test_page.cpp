@@ -1,0 +1,167 @@
+// Pages without a model (infer/page.h): recognised characters placed back on the page and split
+// into words, and the reading order of lines laid out by hand (an article with a heading,
+// two columns and a footer; a table; a form; lines side by side), given in shuffled order.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "infer/page.h"
+
+using namespace ocrt;
+using namespace ocrt::infer;
+
+namespace {
+
+LineResult line_result(const std::string& text, const std::vector<double>& xs, double confidence = 0.9) {
+  LineResult r;
+  r.name = "line";
+  r.text = text;
+  r.confidence = confidence;
+  REQUIRE(text.size() == xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) r.chars.push_back({std::string(1, text[i]), (int64_t)i, xs[i], 0.5 + 0.05 * (double)i});
+  return r;
+}
+
+PageLine line_at(const std::string& text, double x0, double y0, double x1, double y1) {
+  PageLine l;
+  l.text = text;
+  l.outline = Quad::from_rect({x0, y0, x1, y1});
+  l.box = l.outline.box();
+  return l;
+}
+
+// The texts of the blocks, in order, one string per block ("a|b" for lines a and b).
+std::vector<std::string> block_texts(const std::vector<PageBlock>& blocks) {
+  std::vector<std::string> out;
+  for (const PageBlock& b : blocks) {
+    std::string s;
+    for (const PageLine& l : b.lines) s += (s.empty() ? "" : "|") + l.text;
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<PageLine> shuffled(std::vector<PageLine> lines, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::shuffle(lines.begin(), lines.end(), rng);
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("place_words: characters back on the page, words at spaces", "[page]") {
+  // A 60-pixel line image cut from the page box [100, 200) x [50, 70): 100/60 page pixels each.
+  const LineResult r = line_result("ab cd", {10, 20, 30, 40, 50});
+  const PageLine l = place_words(r, Quad::from_rect({100, 50, 200, 70}), 60);
+  CHECK(l.text == "ab cd");
+  REQUIRE(l.words.size() == 2);
+  CHECK(l.words[0].text == "ab");
+  CHECK(l.words[1].text == "cd");
+  // Pitch 10: 'a' spans [5, 15), 'b' [15, 25), 'c' [35, 45), 'd' [45, 55) of the line image.
+  const double s = 100.0 / 60.0;
+  CHECK(l.words[0].box.x0 == Approx(100 + 5 * s));
+  CHECK(l.words[0].box.x1 == Approx(100 + 25 * s));
+  CHECK(l.words[1].box.x0 == Approx(100 + 35 * s));
+  CHECK(l.words[1].box.x1 == Approx(100 + 55 * s));
+  CHECK(l.words[0].box.y0 == Approx(50));
+  CHECK(l.words[0].box.y1 == Approx(70));
+  REQUIRE(l.words[1].chars.size() == 2);
+  CHECK(l.words[1].chars[0].box.x1 == Approx(100 + 45 * s));
+  CHECK(l.words[1].chars[1].confidence == Approx(0.7));
+  CHECK(l.words[0].confidence == Approx((0.5 + 0.55) / 2));
+  CHECK(l.words[1].confidence == Approx((0.65 + 0.7) / 2));
+}
+
+TEST_CASE("place_words: ends clamped, a rotated line, failed and empty lines", "[page]") {
+  SECTION("the first and last characters stay inside the line") {
+    const PageLine l = place_words(line_result("xy", {1, 58}), Quad::from_rect({0, 0, 60, 20}), 60);
+    REQUIRE(l.words.size() == 1);
+    CHECK(l.words[0].box.x0 >= 0);
+    CHECK(l.words[0].box.x1 <= 60);
+  }
+  SECTION("a line turned by 90 degrees: the text runs down the page") {
+    // Top edge from (50, 0) to (50, 100): the line reads downwards; its height runs to -x.
+    Quad q;
+    q.corners = {Point{50, 0}, Point{50, 100}, Point{30, 100}, Point{30, 0}};
+    const PageLine l = place_words(line_result("ab", {25, 75}), q, 100);
+    REQUIRE(l.words.size() == 1);
+    REQUIRE(l.words[0].chars.size() == 2);
+    const Rect a = l.words[0].chars[0].box, b = l.words[0].chars[1].box;
+    CHECK(a.x0 == Approx(30));
+    CHECK(a.x1 == Approx(50));
+    CHECK(a.y1 == Approx(50));  // 'a' in the top half, 'b' in the bottom half
+    CHECK(b.y0 == Approx(50));
+  }
+  SECTION("a failed line keeps its error and has no words") {
+    LineResult r;
+    r.error = "cannot decode";
+    const PageLine l = place_words(r, Quad::from_rect({0, 0, 10, 10}), 10);
+    CHECK(l.error == "cannot decode");
+    CHECK(l.words.empty());
+  }
+  SECTION("a blank line, and spaces only") {
+    CHECK(place_words(LineResult{}, Quad::from_rect({0, 0, 10, 10}), 10).words.empty());
+    CHECK(place_words(line_result("  ", {2, 6}), Quad::from_rect({0, 0, 10, 10}), 10).words.empty());
+  }
+}
+
+TEST_CASE("reading_order: heading, two columns with paragraphs, footer", "[page]") {
+  std::vector<PageLine> lines = {line_at("H", 100, 50, 900, 80)};
+  // Left column: a paragraph of three lines, a gap of 30 (1.5 line heights), two more.
+  for (int k = 0; k < 3; ++k) lines.push_back(line_at("L" + std::to_string(k), 100, 120 + 30 * k, 480, 140 + 30 * k));
+  for (int k = 3; k < 5; ++k) lines.push_back(line_at("L" + std::to_string(k), 100, 140 + 30 * k, 470, 160 + 30 * k));
+  // Right column, 40 pixels to the right, its lines on the same rows as the left ones.
+  for (int k = 0; k < 6; ++k) lines.push_back(line_at("R" + std::to_string(k), 520, 120 + 30 * k, 900, 140 + 30 * k));
+  lines.push_back(line_at("F", 100, 400, 900, 420));
+  for (unsigned seed : {1u, 2u, 3u}) {
+    const std::vector<PageBlock> blocks = reading_order(shuffled(lines, seed));
+    CHECK(block_texts(blocks) == std::vector<std::string>{"H", "L0|L1|L2", "L3|L4", "R0|R1|R2|R3|R4|R5", "F"});
+    REQUIRE(blocks.size() == 5);
+    CHECK(blocks[1].box.x0 == 100);
+    CHECK(blocks[1].box.x1 == 480);
+    CHECK(blocks[1].box.y1 == 200);
+  }
+}
+
+TEST_CASE("reading_order: a table and a form are read row by row", "[page]") {
+  SECTION("a table of three columns of short cells") {
+    std::vector<PageLine> lines;
+    const double xs[3][2] = {{100, 200}, {300, 380}, {500, 560}};
+    for (int row = 0; row < 4; ++row)
+      for (int col = 0; col < 3; ++col)
+        lines.push_back(line_at("r" + std::to_string(row) + "c" + std::to_string(col), xs[col][0], 100 + 30 * row,
+                                xs[col][1], 120 + 30 * row));
+    CHECK(block_texts(reading_order(shuffled(lines, 7))) ==
+          std::vector<std::string>{"r0c0|r0c1|r0c2", "r1c0|r1c1|r1c2", "r2c0|r2c1|r2c2", "r3c0|r3c1|r3c2"});
+  }
+  SECTION("a form: short labels beside long values") {
+    std::vector<PageLine> lines;
+    for (int row = 0; row < 3; ++row) {
+      lines.push_back(line_at("label" + std::to_string(row), 100, 100 + 40 * row, 200, 120 + 40 * row));
+      lines.push_back(line_at("value" + std::to_string(row), 260, 101 + 40 * row, 900, 121 + 40 * row));
+    }
+    CHECK(block_texts(reading_order(shuffled(lines, 3))) ==
+          std::vector<std::string>{"label0|value0", "label1|value1", "label2|value2"});
+  }
+}
+
+TEST_CASE("reading_order: lines side by side, one line, none", "[page]") {
+  // Close pieces of one row (a gap narrower than a line height): left to right, one block.
+  const std::vector<PageLine> row = {line_at("c", 300, 12, 400, 31), line_at("a", 0, 10, 140, 30),
+                                     line_at("b", 150, 11, 290, 30)};
+  CHECK(block_texts(reading_order(row)) == std::vector<std::string>{"a|b|c"});
+  CHECK(block_texts(reading_order({line_at("only", 5, 5, 50, 20)})) == std::vector<std::string>{"only"});
+  CHECK(reading_order({}).empty());
+}
+
+TEST_CASE("page_text: lines in order, a blank line between blocks", "[page]") {
+  Page page;
+  page.blocks.resize(2);
+  page.blocks[0].lines = {line_at("one", 0, 0, 1, 1), line_at("two", 0, 0, 1, 1)};
+  page.blocks[1].lines = {line_at("three", 0, 0, 1, 1)};
+  CHECK(page_text(page) == "one\ntwo\n\nthree\n");
+  CHECK(page_text(Page{}) == "");
+}
