@@ -362,7 +362,8 @@ Json& Json::push_back(Json value) {
 
 bool Json::operator==(const Json& other) const { return v_ == other.v_; }
 
-std::string json_quote(std::string_view s) {
+std::string json_quote(std::string_view text) {
+  const std::string s = valid_utf8(std::string(text));  // JSON text is UTF-8, a file name need not be
   std::string out = "\"";
   for (char ch : s) {
     unsigned char c = static_cast<unsigned char>(ch);

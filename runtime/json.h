@@ -114,7 +114,8 @@ class Json {
 // ..."); whitespace may surround the value, anything else after it is an error.
 Json parse_json(std::string_view text);
 
-// The JSON string literal for s, quotes included (escapes ", \ and control characters).
+// The JSON string literal for s, quotes included (escapes ", \ and control characters; a byte
+// that is not part of valid UTF-8 is written as U+FFFD, so that the output is always JSON).
 std::string json_quote(std::string_view s);
 
 }  // namespace ocrt

@@ -206,3 +206,12 @@ TEST_CASE("json: building values", "[json]") {
   CHECK(Json(1) == Json(1.0));
   CHECK(Json(1) != Json(true));
 }
+
+TEST_CASE("json: strings that are not UTF-8 are written as valid JSON", "[json]") {
+  // A file name on Linux is any bytes; ocrt-infer --format jsonl writes it.
+  CHECK(json_quote("scan\xff.png") == "\"scan\xEF\xBF\xBD.png\"");
+  CHECK(json_quote("caf\xC3\xA9") == "\"caf\xC3\xA9\"");
+  Json j = Json::object();
+  j.set("path", std::string("a\xC0\xAF"));
+  CHECK(parse_json(j.dump()).at("path").as_string() == "a\xEF\xBF\xBD\xEF\xBF\xBD");
+}

@@ -280,7 +280,7 @@ TEST_CASE("report: empty, one-point, all-NaN and old run folders still give a wh
   }
 }
 
-TEST_CASE("report: a folder that does not exist is an error; an unwritable output too", "[report]") {
+TEST_CASE("report: a folder that does not exist is an error, and an unwritable output too", "[report]") {
   TempDir dir("report-missing");
   CHECK_THROWS_WITH(read_run((dir.path / "nope").string()), Catch::Contains("not a folder"));
   CHECK_THROWS(write_report(dir.path.string(), (dir.path / "no" / "such" / "dir" / "r.html").string()));
