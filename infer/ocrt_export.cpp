@@ -15,6 +15,7 @@
 #include "models/onnx.h"
 #include "models/onnx_export.h"
 #include "ops/conv.h"
+#include "runtime/cli.h"
 #include "runtime/error.h"
 #include "runtime/safetensors.h"
 
@@ -26,7 +27,13 @@ using namespace ocrt;
 
 namespace {
 
-const char* kUsage = R"(usage: ocrt-export --onnx OUT.onnx --weights FILE [options]
+struct Args {
+  std::string onnx, weights, arch, charset, check_input, check_output;
+  bool widths_input = false;
+};
+
+cli::Parser export_flags(Args& a) {
+  cli::Parser p("ocrt-export", R"(usage: ocrt-export --onnx OUT.onnx --weights FILE [options]
 
 Writes a text-line recogniser (crnn, crnn-s or svtr-lite) as an ONNX graph: opset 17, standard
 ai.onnx operators only, dynamic batch and width.
@@ -37,55 +44,38 @@ ai.onnx operators only, dynamic batch and width.
                    model returns; class 0 is the blank, class k+1 the charset's character k;
                    T = W/4 + 1 (crnn, crnn-s) or W/4 (svtr-lite)
   The charset, arch, config, input spec and ocrt version are in the model's metadata_props.
-
-Model
-  --onnx FILE            where to write the graph (atomically)
-  --weights FILE         the model file; a weights-only file (e.g. exported from PyTorch)
-                         needs --arch and --charset, as with ocrt-infer
-  --arch A               crnn, crnn-s or svtr-lite: architecture of a weights-only file
-                         (checked against a model file's own)
-  --charset FILE         charset of a weights-only file (one character per line)
-  --widths-input         add a second input "widths" (N, int64): each line's true width in
-                         pixels (a multiple of 4, at most W), so that a line's logits do not
-                         depend on the padding of its batch (what ocrt-infer does)
-
-Checking a runtime against ocrt
-  --check-input FILE     a safetensors file of batches: float32 tensors N x 1 x 32 x W (W a
-                         multiple of 4), each optionally with an int64 tensor NAME.widths (N);
-                         ocrt runs the model on every batch (with its widths when given)...
-  --check-output FILE    ...and writes the logits (T x N x C float32) here under the same names.
-                         The check runs convolutions in exact mode (im2col, about 1e-7
-                         relative), not ocrt-infer's default Winograd (about 1e-5)
-  --help                 this text
-
-Exit status: 0 written; 2 a bad flag, model file or check input, or an unwritable file.
-)";
-
-struct Args {
-  std::string onnx, weights, arch, charset, check_input, check_output;
-  bool widths_input = false;
-};
+)");
+  p.note("Model");
+  p.add(cli::text("--onnx", "FILE", a.onnx, "where to write the graph (atomically)"));
+  p.add(cli::text("--weights", "FILE", a.weights,
+                  "the model file; a weights-only file (e.g. exported from PyTorch)\n"
+                  "needs --arch and --charset, as with ocrt-infer"));
+  p.add(cli::text("--arch", "A", a.arch,
+                  "crnn, crnn-s or svtr-lite: architecture of a weights-only file\n"
+                  "(checked against a model file's own)"));
+  p.add(cli::text("--charset", "FILE", a.charset, "charset of a weights-only file (one character per line)"));
+  p.add(cli::toggle("--widths-input", a.widths_input, true,
+                    "add a second input \"widths\" (N, int64): each line's true width in\n"
+                    "pixels (a multiple of 4, at most W), so that a line's logits do not\n"
+                    "depend on the padding of its batch (what ocrt-infer does)"));
+  p.note("\nChecking a runtime against ocrt");
+  p.add(cli::text("--check-input", "FILE", a.check_input,
+                  "a safetensors file of batches: float32 tensors N x 1 x 32 x W (W a\n"
+                  "multiple of 4), each optionally with an int64 tensor NAME.widths (N);\n"
+                  "ocrt runs the model on every batch (with its widths when given)..."));
+  p.add(cli::text("--check-output", "FILE", a.check_output,
+                  "...and writes the logits (T x N x C float32) here under the same names.\n"
+                  "The check runs convolutions in exact mode (im2col, about 1e-7\n"
+                  "relative), not ocrt-infer's default Winograd (about 1e-5)"));
+  p.note("  --help                 this text\n\n"
+         "Exit status: 0 written; 2 a bad flag, model file or check input, or an unwritable file.");
+  return p;
+}
 
 Args parse_args(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      OCRT_CHECK(i + 1 < argc, arg, ": expects a value");
-      return argv[++i];
-    };
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else if (arg == "--onnx") a.onnx = value();
-    else if (arg == "--weights") a.weights = value();
-    else if (arg == "--arch") a.arch = value();
-    else if (arg == "--charset") a.charset = value();
-    else if (arg == "--widths-input") a.widths_input = true;
-    else if (arg == "--check-input") a.check_input = value();
-    else if (arg == "--check-output") a.check_output = value();
-    else fail("unknown argument '", arg, "' (see ocrt-export --help)");
-  }
+  const std::vector<std::string> others = export_flags(a).parse(argc, argv);
+  OCRT_CHECK(others.empty(), "unknown argument '", others.empty() ? "" : others[0], "' (see ocrt-export --help)");
   OCRT_CHECK(!a.onnx.empty(), "--onnx FILE is required: where to write the graph (see --help)");
   OCRT_CHECK(!a.weights.empty(), "--weights FILE is required: the model file to export (see --help)");
   OCRT_CHECK(a.check_input.empty() == a.check_output.empty(), "--check-input and --check-output go together");

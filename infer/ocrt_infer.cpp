@@ -6,6 +6,7 @@
 // Exit status: 0 every line was recognised; 1 some lines failed (each has its own error);
 // 2 nothing could run (a bad flag, model file or device, an unreadable input source).
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -29,7 +30,31 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kUsage = R"(usage: ocrt-infer [options] INPUT...
+// The largest --max-image-pixels: 2^32 pixels, 4 GB of gray at one byte a pixel.
+constexpr int64_t kMaxImagePixelsFlag = int64_t(1) << 32;
+
+struct Args {
+  std::string weights;
+  PredictorOptions options;
+  std::string device, devices;
+  ConvMode conv = ConvMode::fast;
+  FormatOptions format;
+  bool eval = false;
+  int64_t worst = 10;
+  std::string logits_out;
+  std::vector<std::pair<bool, std::string>> inputs;  // (is a --list file, path), in order
+};
+
+std::string parse_precision(const std::string& v) {
+  OCRT_CHECK(v == "fp32" || v == "bf16" || v == "auto", "expected fp32, bf16 or auto, got '", v, "'");
+  return v;
+}
+
+cli::Parser infer_flags(Args& a) {
+  using cli::Range;
+  constexpr double kInf = HUGE_VAL;
+  PredictorOptions& o = a.options;
+  cli::Parser p("ocrt-infer", R"(usage: ocrt-infer [options] INPUT...
 
 Recognises text-line images and prints what they say, one output line per input line, in
 input order.
@@ -38,72 +63,69 @@ Inputs (any mix, read in order)
   IMAGE                  an image file (PNG, JPEG, BMP, TGA, GIF, PGM/PPM)
   LABELS.txt|.tsv        a label file: path<TAB>text per line, paths relative to its folder
   FOLDER                 every image in it (sorted), with name.gt.txt as its text when present
-  -                      image paths from stdin, one per line
-  --list FILE            image paths from FILE, one per line (relative to the working directory)
+  -                      image paths from stdin, one per line)");
+  p.arguments([&a](const std::string& path) { a.inputs.emplace_back(false, path); });
+  p.add({"--list", "FILE", "image paths from FILE, one per line (relative to the working directory)",
+         [&a](const std::string& path) { a.inputs.emplace_back(true, path); }});
 
-Model
-  --weights FILE         model file (default: weights/crnn-en.safetensors, the shipped model)
-  --arch A               crnn, crnn-s or svtr-lite: architecture of a weights-only file
-                         (checked against a model file's own)
-  --charset FILE         charset of a weights-only file (one character per line)
+  p.note("\nModel");
+  p.add(cli::text("--weights", "FILE", a.weights,
+                  "model file (default: weights/crnn-en.safetensors, the shipped model)"));
+  p.add(cli::text("--arch", "A", o.arch,
+                  "crnn, crnn-s or svtr-lite: architecture of a weights-only file\n"
+                  "(checked against a model file's own)"));
+  p.add(cli::text("--charset", "FILE", o.charset_path, "charset of a weights-only file (one character per line)"));
 
-Devices and batching
-  --device cpu|cuda:N    run on one device (default: cpu)
-  --devices LIST         one worker per device, e.g. cuda:0,cuda:1 or cuda:0,cpu or cpu,cpu
-  --threads N            CPU threads for decoding images and for CPU workers (default: all)
-  --batch N              lines per batch, grouped by width (32)
-  --precision fp32|bf16|auto
-                         CPU matrix products and convolutions in float32 (the default) or
-                         bf16 (operands rounded to bf16, sums in float32: products about twice
-                         as fast on CPUs with AVX512_BF16, whole lines about 1.3x; the same speed
-                         as fp32 elsewhere); auto: bf16 where the CPU has bf16 instructions,
-                         else fp32. The summary says which
-                         path and precision ran. OCRT_CPU_ISA=avx2|avx512|avx512bf16|amx forces
-                         an instruction-set path (docs/ops/gemm.md)
-  --conv fast|exact      CPU 3x3 convolutions through Winograd (fast, the default: about 1e-5
-                         relative rounding) or im2col (exact: about 1e-7); docs/ops/conv.md
-  --max-image-pixels N   read an image only when its header says it has at most N pixels
-                         (16777216, e.g. 16384 x 1024; a text line is far smaller); larger
-                         ones get an error of their own before anything is allocated
-  --plain-preprocess     resize and pad only, as training does: no blank-line check, no
-                         inversion of light-on-dark lines, no contrast stretch of faint ones
+  p.note("\nDevices and batching");
+  p.add(cli::text("--device", "cpu|cuda:N", a.device, "run on one device (default: cpu)"));
+  p.add(cli::text("--devices", "LIST", a.devices, "one worker per device, e.g. cuda:0,cuda:1 or cuda:0,cpu or cpu,cpu"));
+  p.add(cli::integer("--threads", "N", o.threads, 1, 4096,
+                     "CPU threads for decoding images and for CPU workers (default: all)"));
+  p.add(cli::integer("--batch", "N", o.batch, 1, 65536, "lines per batch, grouped by width (32)"));
+  p.add(cli::choice("--precision", "fp32|bf16|auto", o.precision, parse_precision,
+                    "CPU matrix products and convolutions in float32 (the default) or\n"
+                    "bf16 (operands rounded to bf16, sums in float32: products about twice\n"
+                    "as fast on CPUs with AVX512_BF16, whole lines about 1.3x; the same speed\n"
+                    "as fp32 elsewhere); auto: bf16 where the CPU has bf16 instructions,\n"
+                    "else fp32. The summary says which\n"
+                    "path and precision ran. OCRT_CPU_ISA=avx2|avx512|avx512bf16|amx forces\n"
+                    "an instruction-set path (docs/ops/gemm.md)"));
+  p.add(cli::choice("--conv", "fast|exact", a.conv, parse_conv_mode,
+                    "CPU 3x3 convolutions through Winograd (fast, the default: about 1e-5\n"
+                    "relative rounding) or im2col (exact: about 1e-7); docs/ops/conv.md"));
+  p.add(cli::integer("--max-image-pixels", "N", o.max_image_pixels, 1, kMaxImagePixelsFlag,
+                     "read an image only when its header says it has at most N pixels\n"
+                     "(16777216, e.g. 16384 x 1024; a text line is far smaller); larger\n"
+                     "ones get an error of their own before anything is allocated"));
+  p.add(cli::toggle("--plain-preprocess", o.normalize.enabled, false,
+                    "resize and pad only, as training does: no blank-line check, no\n"
+                    "inversion of light-on-dark lines, no contrast stretch of faint ones"));
 
-Decoding and output
-  --decoder greedy|beam  CTC decoding (greedy)
-  --beam-width N         prefix beam width (10)
-  --lm FILE              character language model for --decoder beam (built by ocrt-lm,
-                         e.g. weights/lm-en.clm)
-  --lm-weight A          weight of the LM's log-probability per character (0.3)
-  --lm-bonus B           score added per character with --lm (1)
-  --format text|tsv|jsonl  text: the text; tsv: path, text, confidence, error;
-                         jsonl: one JSON object per line (default: text)
-  --positions            tsv/jsonl: each character's x position (and CTC frame in jsonl)
-  --eval                 compare with the true text (label files and .gt.txt folders): prints
-                         CER, line accuracy and the worst lines; with --format jsonl, per-line
-                         results and a last {"summary": ...} line
-  --worst N              lines listed by --eval (10)
-  --logits-out FILE      write each line's T x C logits to FILE (safetensors), under its path
-  --help                 this text
-
-Exit status: 0 all lines read; 1 some lines failed (errors per line); 2 nothing could run.
-A summary (lines, lines/s, each device's share) goes to stderr.
-)";
-
-struct Args {
-  std::string weights;
-  PredictorOptions options;
-  std::string device, devices;
-  FormatOptions format;
-  bool eval = false;
-  int64_t worst = 10;
-  std::string logits_out;
-  std::vector<std::pair<bool, std::string>> inputs;  // (is a --list file, path), in order
-};
-
-int64_t parse_int(const std::string& flag, const std::string& v, int64_t min) {
-  const int64_t x = cli::parse_int(flag, v);
-  OCRT_CHECK(x >= min, flag, ": must be >= ", min, ", got ", x);
-  return x;
+  p.note("\nDecoding and output");
+  p.add(cli::choice("--decoder", "greedy|beam", o.decoder, parse_decoder, "CTC decoding (greedy)"));
+  p.add(cli::integer("--beam-width", "N", o.beam_width, 1, 10000, "prefix beam width (10)"));
+  p.add(cli::text("--lm", "FILE", o.lm_path,
+                  "character language model for --decoder beam (built by ocrt-lm,\n"
+                  "e.g. weights/lm-en.clm)"));
+  p.add(cli::real("--lm-weight", "A", o.lm_weight, Range{0, kInf, false, true},
+                  "weight of the LM's log-probability per character (0.3)"));
+  p.add(cli::real("--lm-bonus", "B", o.lm_bonus, Range{-kInf, kInf, true, true}, "score added per character with --lm (1)"));
+  p.add(cli::choice("--format", "text|tsv|jsonl", a.format.format, parse_format,
+                    "text: the text; tsv: path, text, confidence, error;\n"
+                    "jsonl: one JSON object per line (default: text)"));
+  p.add(cli::toggle("--positions", a.format.positions, true,
+                    "tsv/jsonl: each character's x position (and CTC frame in jsonl)"));
+  p.add(cli::toggle("--eval", a.eval, true,
+                    "compare with the true text (label files and .gt.txt folders): prints\n"
+                    "CER, line accuracy and the worst lines; with --format jsonl, per-line\n"
+                    "results and a last {\"summary\": ...} line"));
+  p.add(cli::integer("--worst", "N", a.worst, 0, 1000000, "lines listed by --eval (10)"));
+  p.add(cli::text("--logits-out", "FILE", a.logits_out,
+                  "write each line's T x C logits to FILE (safetensors), under its path"));
+  p.note("  --help                 this text\n\n"
+         "Exit status: 0 all lines read; 1 some lines failed (errors per line); 2 nothing could run.\n"
+         "A summary (lines, lines/s, each device's share) goes to stderr.");
+  return p;
 }
 
 // --devices: like runtime's parse_device_list, except that cpu may repeat (several CPU workers
@@ -123,48 +145,8 @@ std::vector<Device> parse_workers(const std::string& text) {
 
 Args parse_args(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      OCRT_CHECK(i + 1 < argc, arg, ": expects a value");
-      return argv[++i];
-    };
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else if (arg == "--weights") a.weights = value();
-    else if (arg == "--arch") a.options.arch = value();
-    else if (arg == "--charset") a.options.charset_path = value();
-    else if (arg == "--device") a.device = value();
-    else if (arg == "--devices") a.devices = value();
-    else if (arg == "--threads") a.options.threads = (int)parse_int(arg, value(), 1);
-    else if (arg == "--batch") a.options.batch = parse_int(arg, value(), 1);
-    else if (arg == "--precision") {
-      a.options.precision = value();
-      OCRT_CHECK(a.options.precision == "fp32" || a.options.precision == "bf16" || a.options.precision == "auto",
-                 "--precision: expected fp32, bf16 or auto, got '", a.options.precision, "'");
-    }
-    else if (arg == "--conv") {
-      const std::string v = value();
-      OCRT_CHECK(v == "fast" || v == "exact", "--conv: expected fast or exact, got '", v, "'");
-      set_conv_mode(parse_conv_mode(v));
-    }
-    else if (arg == "--decoder") a.options.decoder = parse_decoder(value());
-    else if (arg == "--beam-width") a.options.beam_width = parse_int(arg, value(), 1);
-    else if (arg == "--lm") a.options.lm_path = value();
-    else if (arg == "--lm-weight") a.options.lm_weight = cli::parse_double(arg, value());
-    else if (arg == "--lm-bonus") a.options.lm_bonus = cli::parse_double(arg, value());
-    else if (arg == "--format") a.format.format = parse_format(value());
-    else if (arg == "--positions") a.format.positions = true;
-    else if (arg == "--eval") a.eval = true;
-    else if (arg == "--worst") a.worst = parse_int(arg, value(), 0);
-    else if (arg == "--logits-out") a.logits_out = value();
-    else if (arg == "--max-image-pixels") a.options.max_image_pixels = parse_int(arg, value(), 1);
-    else if (arg == "--plain-preprocess") a.options.normalize.enabled = false;
-    else if (arg == "--list") a.inputs.emplace_back(true, value());
-    else if (arg.size() > 1 && arg[0] == '-' && arg != "-") fail("unknown option '", arg, "' (see ocrt-infer --help)");
-    else a.inputs.emplace_back(false, arg);
-  }
+  infer_flags(a).parse(argc, argv);
+  set_conv_mode(a.conv);
   OCRT_CHECK(a.device.empty() || a.devices.empty(), "give --device or --devices, not both");
   if (!a.device.empty()) {
     a.options.devices = {Device::parse(a.device)};

@@ -23,25 +23,39 @@ using namespace ocrt;
 
 namespace {
 
-const char* kUsage = R"(usage: ocrt-lm --out FILE [options] CORPUS...
+struct LmArgs {
+  std::string out;
+  int order = 5;
+  int64_t min_count = 2;
+  std::vector<std::string> skip, held_out;
+};
+
+cli::Parser lm_flags(LmArgs& a) {
+  cli::Parser p("ocrt-lm", R"(usage: ocrt-lm --out FILE [options] CORPUS...
 
 Builds a character n-gram language model (interpolated Witten-Bell) from UTF-8 text files for
 ocrt-infer --decoder beam --lm FILE.
-
-  --out FILE          where to write the model (written atomically)
-  --order N           n-gram order, 1..6 (5): the model sees the last N - 1 characters
-  --min-count N       n-grams of order >= 3 seen fewer than N times are not stored (2);
-                      their probability mass goes to the shorter contexts
-  --skip-line TEXT    drop corpus lines that hold exactly TEXT (after trimming spaces), e.g.
-                      --skip-line % for fortune files; may be repeated
-  --held-out FILE     also report bits per character on this text (read like the corpus);
-                      may be repeated
-  --help              this text
-
-Every run of whitespace in the corpus (line breaks too) becomes one space; other control
-characters are dropped, a backspace deletes the character before it (overstrike in old
-text files).
-)";
+)");
+  p.add(cli::text("--out", "FILE", a.out, "where to write the model (written atomically)"));
+  p.add(cli::integer("--order", "N", a.order, 1, nn::CharLM::kMaxOrder,
+                     "n-gram order, 1..6 (5): the model sees the last N - 1 characters"));
+  p.add(cli::integer("--min-count", "N", a.min_count, 1, 1000000000000,
+                     "n-grams of order >= 3 seen fewer than N times are not stored (2, >= 1);\n"
+                     "their probability mass goes to the shorter contexts"));
+  p.add({"--skip-line", "TEXT",
+         "drop corpus lines that hold exactly TEXT (after trimming spaces), e.g.\n"
+         "--skip-line % for fortune files; may be repeated",
+         [&a](const std::string& v) { a.skip.push_back(v); }});
+  p.add({"--held-out", "FILE",
+         "also report bits per character on this text (read like the corpus);\n"
+         "may be repeated",
+         [&a](const std::string& v) { a.held_out.push_back(v); }});
+  p.note("  --help                 this text\n\n"
+         "Every run of whitespace in the corpus (line breaks too) becomes one space; other control\n"
+         "characters are dropped, a backspace deletes the character before it (overstrike in old\n"
+         "text files).");
+  return p;
+}
 
 // One file, UTF-8, normalised as described above and appended to `out`.
 void read_corpus(const std::string& path, const std::vector<std::string>& skip, std::u32string& out) {
@@ -79,45 +93,21 @@ void read_corpus(const std::string& path, const std::vector<std::string>& skip, 
 
 int main(int argc, char** argv) {
   try {
-    std::string out_path;
-    int order = 5;
-    int64_t min_count = 2;
-    std::vector<std::string> skip, held_out, corpus;
-    for (int i = 1; i < argc; ++i) {
-      const std::string arg = argv[i];
-      auto value = [&]() -> std::string {
-        OCRT_CHECK(i + 1 < argc, arg, ": expects a value");
-        return argv[++i];
-      };
-      if (arg == "--help" || arg == "-h") {
-        std::fputs(kUsage, stdout);
-        return 0;
-      } else if (arg == "--out") out_path = value();
-      else if (arg == "--order") {
-        const int64_t v = cli::parse_int(arg, value());
-        OCRT_CHECK(v >= 1 && v <= nn::CharLM::kMaxOrder, "--order: must be in [1, ", nn::CharLM::kMaxOrder, "], got ", v);
-        order = (int)v;
-      } else if (arg == "--min-count") {
-        min_count = cli::parse_int(arg, value());
-        OCRT_CHECK(min_count >= 1, "--min-count: must be >= 1, got ", min_count);
-      } else if (arg == "--skip-line") skip.push_back(value());
-      else if (arg == "--held-out") held_out.push_back(value());
-      else if (arg.size() > 1 && arg[0] == '-') fail("unknown option '", arg, "' (see ocrt-lm --help)");
-      else corpus.push_back(arg);
-    }
-    OCRT_CHECK(!out_path.empty(), "--out FILE is required (see ocrt-lm --help)");
+    LmArgs a;
+    const std::vector<std::string> corpus = lm_flags(a).parse(argc, argv);
+    OCRT_CHECK(!a.out.empty(), "--out FILE is required (see ocrt-lm --help)");
     OCRT_CHECK(!corpus.empty(), "no corpus files given (see ocrt-lm --help)");
     std::u32string text;
-    for (const std::string& path : corpus) read_corpus(path, skip, text);
-    const nn::CharLM lm = nn::CharLM::build(text, order, min_count);
-    lm.save(out_path);
+    for (const std::string& path : corpus) read_corpus(path, a.skip, text);
+    const nn::CharLM lm = nn::CharLM::build(text, a.order, a.min_count);
+    lm.save(a.out);
     std::fprintf(stderr, "ocrt-lm: %zu files, %zu characters, vocabulary %d (+ other), order %d, min count %lld: "
                  "%lld n-grams -> %s\n",
-                 corpus.size(), text.size(), lm.vocab_size(), lm.order(), (long long)min_count, (long long)lm.ngrams(),
-                 out_path.c_str());
-    for (const std::string& path : held_out) {
+                 corpus.size(), text.size(), lm.vocab_size(), lm.order(), (long long)a.min_count, (long long)lm.ngrams(),
+                 a.out.c_str());
+    for (const std::string& path : a.held_out) {
       std::u32string h;
-      read_corpus(path, skip, h);
+      read_corpus(path, a.skip, h);
       std::fprintf(stderr, "ocrt-lm: %s: %zu characters, %.3f bits per character\n", path.c_str(), h.size(),
                    lm.bits_per_char(h));
     }

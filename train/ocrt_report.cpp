@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
+#include "runtime/cli.h"
 #include "runtime/error.h"
 #include "train/report.h"
 
@@ -12,40 +14,29 @@ using namespace ocrt;
 
 namespace {
 
-const char* kUsage = R"(usage: ocrt-report RUN_DIR [--out FILE]
+cli::Parser report_flags(std::string& out) {
+  cli::Parser p("ocrt-report", R"(usage: ocrt-report RUN_DIR [--out FILE]
 
 Writes one self-contained HTML page (no scripts, nothing fetched) about the ocrt-train run in
 RUN_DIR: charts of the training loss, validation CER, learning rate and lines per second by
 step and by wall time, the worst validation lines of the latest evaluation (RUN_DIR/worst/) with
 their images, truth and reading, and the run's settings and summary.
-
-  --out FILE   where to write the page (default: RUN_DIR/report.html), atomically
-  --help       this text
-
-Exit status: 0 when the page was written, 2 when it could not be (no such folder, a bad flag,
-an unwritable FILE). Missing or damaged files in RUN_DIR are noted on the page, not errors.
-)";
+)");
+  p.add(cli::text("--out", "FILE", out, "where to write the page (default: RUN_DIR/report.html), atomically"));
+  p.note("  --help                 this text\n\n"
+         "Exit status: 0 when the page was written, 2 when it could not be (no such folder, a bad flag,\n"
+         "an unwritable FILE). Missing or damaged files in RUN_DIR are noted on the page, not errors.");
+  return p;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string dir, out;
   try {
-    for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i];
-      if (a == "--help" || a == "-h") {
-        std::fputs(kUsage, stdout);
-        return 0;
-      } else if (a == "--out") {
-        OCRT_CHECK(i + 1 < argc, "--out: expects a file");
-        out = argv[++i];
-      } else if (a.size() > 1 && a[0] == '-') {
-        fail("unknown option '", a, "' (see ocrt-report --help)");
-      } else {
-        OCRT_CHECK(dir.empty(), "one run folder at a time (got '", dir, "' and '", a, "')");
-        dir = a;
-      }
-    }
+    const std::vector<std::string> dirs = report_flags(out).parse(argc, argv);
+    OCRT_CHECK(dirs.size() <= 1, "one run folder at a time (got '", dirs[0], "' and '", dirs[1], "')");
+    if (!dirs.empty()) dir = dirs[0];
     OCRT_CHECK(!dir.empty(), "give the run folder (the --out of ocrt-train); see ocrt-report --help");
     if (out.empty()) out = (std::filesystem::path(dir) / "report.html").string();
     const train::RunRecord run = train::write_report(dir, out);

@@ -28,36 +28,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kUsage = R"(usage: ocrt-synth --out DIR [options]
+constexpr const char* kUsage = R"(usage: ocrt-synth --out DIR [options]
 
 Renders synthetic text lines: DIR/NNNNNN.png + DIR/NNNNNN.gt.txt pairs, DIR/labels.txt
 (NNNNNN.png<TAB>text per line) and DIR/manifest.tsv (NNNNNN.png<TAB>font file<TAB>glyph
 height<TAB>scan preset<TAB>text kind per line, after a header line). The same seed gives the
 same files.
-
-  --out DIR              output folder (created when missing; required)
-  --count N              number of lines (1000)
-  --fonts PATH[,PATH...] font files or folders searched for *.ttf, *.otf, *.ttc
-                         (default: the Debian font folders that exist here)
-  --words FILE           word list, one word a line (/usr/share/dict/words); 'none' for
-                         digits, punctuation and random strings only
-  --prose FILES          text files (commas between) whose consecutive words make most lines
-                         (see ocrt-train --help); without it: words, numbers and symbols
-  --degrade PRESET       scan simulation at the rendered size: none (default), scan (the training
-                         mix) or one effect at a fixed strength: binarized, lowres, blur-noise,
-                         jpeg, speckle, warped, paper, ink, crop
-  --charset FILE         characters to use, one a line (default: the 95 printable ASCII)
-  --seed S               random seed, 0..2^64-1 (1)
-  --min-chars N          shortest line in characters (3)
-  --max-chars N          longest line in characters (28)
-  --height LO:HI         glyph height in pixels (ascent to descent), drawn per line from
-                         [LO, HI]; a single number for a fixed height (22:40)
-  --augment              apply the training augmentations (blur, noise, contrast, rotation,
-                         morphology, padding) with their default settings
-  --texts FILE           render these texts (one line of FILE a sample, in order) instead of random
-                         text; --count is then the number of lines, and --out must be empty
-  --list-fonts           print the fonts that load (and those skipped, with the reason), then exit
-  --help                 this text
 )";
 
 struct SynthConfig {
@@ -75,48 +51,51 @@ struct SynthConfig {
   std::string degrade = "none";
 };
 
-std::vector<std::string> split_list(const std::string& flag, const std::string& v) {
-  std::vector<std::string> out = cli::split_list(v);
-  OCRT_CHECK(!out.empty(), flag, ": expected one or more paths separated by commas, got '", v, "'");
-  return out;
+// "--height 22:40", or one number for a fixed height: each in [4, 512].
+cli::Flag height_flag(SynthConfig& c) {
+  return {"--height", "LO:HI",
+          "glyph height in pixels (ascent to descent), drawn per line from\n"
+          "[LO, HI]; a single number for a fixed height (22:40; 4 <= LO <= HI <= 512)",
+          [&c](const std::string& v) {
+            const size_t colon = v.find(':');
+            cli::real("--height", "", c.min_height, {4, 512}, "").set(v.substr(0, colon));
+            if (colon == std::string::npos) c.max_height = c.min_height;
+            else cli::real("--height", "", c.max_height, {4, 512}, "").set(v.substr(colon + 1));
+          }};
 }
 
-using cli::parse_double;
-using cli::parse_int;
-const auto parse_seed = cli::parse_u64;
-
-SynthConfig parse_args(int argc, char** argv) {
-  SynthConfig c;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      OCRT_CHECK(i + 1 < argc, a, ": expects a value");
-      return argv[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else if (a == "--out") c.out = value();
-    else if (a == "--count") c.count = parse_int(a, value());
-    else if (a == "--fonts") c.fonts = split_list(a, value());
-    else if (a == "--words") c.words = value();
-    else if (a == "--charset") c.charset = value();
-    else if (a == "--seed") c.seed = parse_seed(a, value());
-    else if (a == "--min-chars") c.min_chars = parse_int(a, value());
-    else if (a == "--max-chars") c.max_chars = parse_int(a, value());
-    else if (a == "--height") {
-      const std::string v = value();
-      const size_t colon = v.find(':');
-      c.min_height = parse_double(a, v.substr(0, colon));
-      c.max_height = colon == std::string::npos ? c.min_height : parse_double(a, v.substr(colon + 1));
-    } else if (a == "--augment") c.augment = true;
-    else if (a == "--texts") c.texts = value();
-    else if (a == "--prose") c.prose = split_list(a, value());
-    else if (a == "--degrade") c.degrade = value();
-    else if (a == "--list-fonts") c.list_fonts = true;
-    else fail("unknown option '", a, "' (see ocrt-synth --help)");
-  }
-  return c;
+cli::Parser synth_flags(SynthConfig& c) {
+  cli::Parser p("ocrt-synth", kUsage);
+  p.add(cli::text("--out", "DIR", c.out, "output folder (created when missing; required)"));
+  p.add(cli::integer("--count", "N", c.count, 1, 100000000, "number of lines (1000; at most 100000000)"));
+  p.add(cli::list("--fonts", "PATH[,PATH...]", c.fonts,
+                  "font files or folders searched for *.ttf, *.otf, *.ttc\n"
+                  "(default: the Debian font folders that exist here)"));
+  p.add(cli::text("--words", "FILE", c.words,
+                  "word list, one word a line (/usr/share/dict/words); 'none' for\n"
+                  "digits, punctuation and random strings only"));
+  p.add(cli::list("--prose", "FILES", c.prose,
+                  "text files (commas between) whose consecutive words make most lines\n"
+                  "(see ocrt-train --help); without it: words, numbers and symbols"));
+  p.add(cli::text("--degrade", "PRESET", c.degrade,
+                  "scan simulation at the rendered size: none (default), scan (the training\n"
+                  "mix) or one effect at a fixed strength: binarized, lowres, blur-noise,\n"
+                  "jpeg, speckle, warped, paper, ink, crop"));
+  p.add(cli::text("--charset", "FILE", c.charset, "characters to use, one a line (default: the 95 printable ASCII)"));
+  p.add(cli::u64("--seed", "S", c.seed, "random seed, 0..2^64-1 (1)"));
+  p.add(cli::integer("--min-chars", "N", c.min_chars, 1, 1000, "shortest line in characters (3; 1..1000)"));
+  p.add(cli::integer("--max-chars", "N", c.max_chars, 1, 1000, "longest line in characters (28; 1..1000)"));
+  p.add(height_flag(c));
+  p.add(cli::toggle("--augment", c.augment, true,
+                    "apply the training augmentations (blur, noise, contrast, rotation,\n"
+                    "morphology, padding) with their default settings"));
+  p.add(cli::text("--texts", "FILE", c.texts,
+                  "render these texts (one line of FILE a sample, in order) instead of random\n"
+                  "text; --count is then the number of lines, and --out must be empty"));
+  p.add(cli::toggle("--list-fonts", c.list_fonts, true,
+                    "print the fonts that load (and those skipped, with the reason), then exit"));
+  p.note("  --help                 this text");
+  return p;
 }
 
 size_t name_digits(int64_t count) { return std::max<size_t>(6, std::to_string(count - 1).size()); }
@@ -319,7 +298,10 @@ int run(const SynthConfig& c) {
 
 int main(int argc, char** argv) {
   try {
-    const SynthConfig c = parse_args(argc, argv);
+    SynthConfig c;
+    const std::vector<std::string> others = synth_flags(c).parse(argc, argv);
+    OCRT_CHECK(others.empty(), "unexpected argument '", others.empty() ? "" : others[0],
+               "': ocrt-synth takes only flags (see ocrt-synth --help)");
     validate(c);
     return run(c);
   } catch (const std::exception& e) {

@@ -28,6 +28,28 @@ double now_seconds() {
 
 // ---- where a run starts
 
+namespace {
+
+// A resumed run ends bit-identical to an uninterrupted one only with the settings its trajectory
+// depends on unchanged (resume_changes, trainer.h): a change is refused, listing every one, unless
+// --allow-changes is given; then each is printed.
+void check_resume_settings(const Checkpoint& ckpt, const TrainConfig& cfg, bool lead) {
+  Json saved = ckpt.state.settings;
+  // The seed is in the checkpoint's state even where its settings predate the seed's entry.
+  if (saved.is_object() && !saved.contains("seed")) saved.set("seed", std::to_string(ckpt.state.seed));
+  const std::vector<std::string> changes = resume_changes(saved, cfg);
+  if (changes.empty()) return;
+  std::string list;
+  for (const std::string& c : changes) list += "\n  " + c;
+  OCRT_CHECK(cfg.allow_changes, "--resume: ", ckpt.path, " was saved with other settings, and the run would not ",
+             "continue as it began (the data order depends on --seed, the learning rate on the schedule):", list,
+             "\ngive the same flags, or --allow-changes to continue with the new ones");
+  if (lead) std::fprintf(stderr, "resume with --allow-changes: settings changed since %s:%s\n", ckpt.path.c_str(),
+                         list.c_str());
+}
+
+}  // namespace
+
 StartPoint resolve_start(const TrainConfig& cfg, const nn::Charset& charset, bool lead) {
   std::optional<Checkpoint> ckpt;
   if (cfg.resume || cfg.resume_if_present) {
@@ -47,8 +69,7 @@ StartPoint resolve_start(const TrainConfig& cfg, const nn::Charset& charset, boo
     OCRT_CHECK(ckpt->info.arch == cfg.arch, "--resume: ", ckpt->path, " is a ", ckpt->info.arch,
                " checkpoint, but --arch is ", cfg.arch);
     OCRT_CHECK(ckpt->info.charset == charset.chars(), "--resume: ", ckpt->path, " was trained with another charset");
-    OCRT_CHECK(ckpt->state.seed == cfg.seed, "--resume: ", ckpt->path, " was made with --seed ", ckpt->state.seed,
-               "; resume with the same seed (the data order depends on it)");
+    check_resume_settings(*ckpt, cfg, lead);
     conf = ckpt->info.config;
   } else if (init && init->info) {
     OCRT_CHECK(init->info->arch == cfg.arch, "--init: ", cfg.init, " holds a ", init->info->arch,

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -177,10 +178,13 @@ void TrainConfig::validate() const {
   OCRT_CHECK(synth.min_pixel_height >= 4 && synth.min_pixel_height <= synth.max_pixel_height &&
                  synth.max_pixel_height <= 512,
              "--synth-height: need 4 <= LO <= HI <= 512, got ", synth.min_pixel_height, ":", synth.max_pixel_height);
-  OCRT_CHECK(batch >= 1, "--batch: must be >= 1, got ", batch);
-  OCRT_CHECK(steps >= 1, "--steps: must be >= 1, got ", steps);
-  // 1e6 epochs is far beyond any real run and keeps epochs * samples / batch exact in an int64.
-  OCRT_CHECK(std::isfinite(epochs) && epochs >= 0 && epochs <= 1e6, "--epochs: must be in (0, 1e6], got ", epochs);
+  // The same ranges as ocrt-train's flags (ocrt_train.cpp), for callers that fill a TrainConfig
+  // themselves. 1e6 epochs is far beyond any real run and keeps epochs * samples / batch exact.
+  auto in = [](auto x, auto lo, auto hi) { return x >= lo && x <= hi; };
+  OCRT_CHECK(in(batch, 1, kMaxBatch), "--batch: must be in [1, ", kMaxBatch, "], got ", batch);
+  OCRT_CHECK(in(steps, 1, kMaxSteps), "--steps: must be in [1, ", kMaxSteps, "], got ", steps);
+  OCRT_CHECK(std::isfinite(epochs) && epochs >= 0 && epochs <= kMaxEpochs, "--epochs: must be in (0, 1e6], got ",
+             epochs);
   OCRT_CHECK(std::isfinite(lr) && lr > 0, "--lr: must be > 0, got ", lr);
   OCRT_CHECK(std::isfinite(momentum) && momentum >= 0 && momentum < 1, "--momentum: must be in [0, 1), got ",
              momentum);
@@ -188,22 +192,24 @@ void TrainConfig::validate() const {
              weight_decay);
   OCRT_CHECK(std::isfinite(clip_grad) && clip_grad >= 0, "--clip-grad: must be >= 0 (0: no clipping), got ",
              clip_grad);
-  OCRT_CHECK(workers >= 1 && workers <= 256, "--workers: must be in [1, 256], got ", workers);
-  OCRT_CHECK(threads >= 0, "--threads: must be >= 0, got ", threads);
-  OCRT_CHECK(save_every >= 1, "--save-every: must be >= 1, got ", save_every);
-  OCRT_CHECK(eval_every >= 1, "--eval-every: must be >= 1, got ", eval_every);
-  OCRT_CHECK(log_every >= 1, "--log-every: must be >= 1, got ", log_every);
-  OCRT_CHECK(keep >= 1, "--keep: must be >= 1, got ", keep);
-  OCRT_CHECK(worst_lines >= 0 && worst_lines <= 1000, "--worst: must be in [0, 1000], got ", worst_lines);
-  OCRT_CHECK(stop_at >= 0, "--stop-at: must be >= 0, got ", stop_at);
+  OCRT_CHECK(in(workers, 1, 256), "--workers: must be in [1, 256], got ", workers);
+  OCRT_CHECK(in(threads, 0, kMaxThreads), "--threads: must be in [0, ", kMaxThreads, "], got ", threads);
+  OCRT_CHECK(in(save_every, 1, kMaxSteps), "--save-every: must be in [1, ", kMaxSteps, "], got ", save_every);
+  OCRT_CHECK(in(eval_every, 1, kMaxSteps), "--eval-every: must be in [1, ", kMaxSteps, "], got ", eval_every);
+  OCRT_CHECK(in(log_every, 1, kMaxSteps), "--log-every: must be in [1, ", kMaxSteps, "], got ", log_every);
+  OCRT_CHECK(in(keep, 1, 1000000), "--keep: must be in [1, 1000000], got ", keep);
+  OCRT_CHECK(in(worst_lines, 0, 1000), "--worst: must be in [0, 1000], got ", worst_lines);
+  OCRT_CHECK(in(stop_at, 0, kMaxSteps), "--stop-at: must be in [0, ", kMaxSteps, "], got ", stop_at);
   OCRT_CHECK(std::isfinite(max_minutes) && max_minutes >= 0, "--max-minutes: must be >= 0, got ", max_minutes);
-  OCRT_CHECK(bucket_window >= 0, "--bucket-window: must be >= 0, got ", bucket_window);
-  OCRT_CHECK(max_bad_steps >= 1, "--max-bad-steps: must be >= 1, got ", max_bad_steps);
-  OCRT_CHECK(val_size >= 1, "--val-size: must be >= 1, got ", val_size);
-  OCRT_CHECK(warmup >= 0, "--warmup: must be >= 0, got ", warmup);
+  OCRT_CHECK(in(bucket_window, 0, 1000000), "--bucket-window: must be in [0, 1000000], got ", bucket_window);
+  OCRT_CHECK(in(max_bad_steps, 1, kMaxSteps), "--max-bad-steps: must be in [1, ", kMaxSteps, "], got ",
+             max_bad_steps);
+  OCRT_CHECK(in(val_size, 1, kMaxLines), "--val-size: must be in [1, ", kMaxLines, "], got ", val_size);
+  OCRT_CHECK(in(synth.size, 1, kMaxLines), "--synth-epoch: must be in [1, ", kMaxLines, "], got ", synth.size);
+  OCRT_CHECK(in(warmup, 0, kMaxSteps), "--warmup: must be in [0, ", kMaxSteps, "], got ", warmup);
   OCRT_CHECK(!out.empty(), "--out: give a folder for checkpoints and logs");
-  OCRT_CHECK(synth.min_chars >= 1 && synth.max_chars >= synth.min_chars, "--synth-chars: need 1 <= min <= max, got ",
-             synth.min_chars, ":", synth.max_chars);
+  OCRT_CHECK(synth.min_chars >= 1 && synth.max_chars >= synth.min_chars && synth.max_chars <= 1000,
+             "--synth-chars: need 1 <= MIN <= MAX <= 1000, got ", synth.min_chars, ":", synth.max_chars);
   if (!init.empty()) OCRT_CHECK(fs::exists(init), "--init: ", init, " does not exist");
   OCRT_CHECK(std::isfinite(comm_timeout) && comm_timeout > 0, "--comm-timeout: must be > 0 seconds, got ", comm_timeout);
   if (!device_from_local_rank) ocrt::validate(device);
@@ -226,36 +232,119 @@ Json TrainConfig::to_json() const {
     for (const auto& s : v) a.push_back(s);
     return a;
   };
+  auto pair = [](auto lo, auto hi) { return Json(lo).dump() + ":" + Json(hi).dump(); };
   j.set("arch", arch);
   j.set("train", list(train));
   j.set("val", list(val));
   j.set("charset", charset_path);
   j.set("fonts", list(fonts));
   j.set("val_fonts", list(val_fonts));
+  j.set("words", words);
+  j.set("prose", list(prose));
+  j.set("scan", scan);
+  j.set("synth_chars", pair(synth.min_chars, synth.max_chars));
+  j.set("synth_height", pair(synth.min_pixel_height, synth.max_pixel_height));
+  j.set("synth_epoch", synth.size);
   j.set("device", device.str());
   j.set("batch", batch);
   j.set("steps", steps);
+  j.set("epochs", epochs);
   j.set("lr", lr);
   j.set("optimizer", optimizer_kind_name(optimizer));
+  j.set("momentum", momentum);
   j.set("weight_decay", weight_decay);
   j.set("schedule", schedule_kind_name(schedule));
   j.set("warmup", warmup);
   j.set("clip_grad", clip_grad);
   j.set("seed", std::to_string(seed));
   j.set("augment", augment);
-  if (scan != "none") j.set("scan", scan);
-  if (!prose.empty()) {
-    Json files = Json::array();
-    for (const auto& p : prose) files.push_back(p);
-    j.set("prose", files);
-  }
+  j.set("shuffle", shuffle);
+  j.set("bucket_window", bucket_window);
   j.set("init", init);
-  if (!batch_norm) j.set("batch_norm", false);
+  j.set("batch_norm", batch_norm);
+  j.set("sync_batch_norm", sync_batch_norm);
   if (overlap != Overlap::automatic) j.set("overlap", overlap_name(overlap));
   if (conv != ConvMode::fast) j.set("conv", conv_mode_name(conv));
-  if (sync_batch_norm) j.set("sync_batch_norm", true);
+  if (precision != cpu::MatmulPrecision::f32) j.set("precision", cpu::matmul_precision_name(precision));
   if (!devices.empty()) j.set("devices", join_devices(devices));
   return j;
+}
+
+namespace {
+
+// A setting that a resumed run must keep for the resume to be exact: how the user sets it, its
+// key in TrainConfig::to_json(), and when it matters (momentum only for SGD, --steps only when
+// no --epochs and the schedule depends on the run's length, the synthetic lines' settings only
+// when training on them).
+struct KeptSetting {
+  const char* flag;
+  const char* key;
+  bool (*matters)(const TrainConfig&);
+};
+bool always(const TrainConfig&) { return true; }
+bool synthetic(const TrainConfig& c) { return std::find(c.train.begin(), c.train.end(), "synth") != c.train.end(); }
+bool sgd(const TrainConfig& c) { return c.optimizer == OptimizerKind::sgd; }
+bool length_sets_lr(const TrainConfig& c) { return c.schedule != ScheduleKind::constant; }
+bool by_steps(const TrainConfig& c) { return c.epochs <= 0 && length_sets_lr(c); }
+bool cosine(const TrainConfig& c) { return c.schedule == ScheduleKind::cosine; }
+
+const KeptSetting kKeptOnResume[] = {
+    {"--train", "train", always},
+    {"--charset", "charset", always},
+    {"--fonts", "fonts", synthetic},
+    {"--words", "words", synthetic},
+    {"--prose", "prose", synthetic},
+    {"--scan", "scan", synthetic},
+    {"--synth-chars", "synth_chars", synthetic},
+    {"--synth-height", "synth_height", synthetic},
+    {"--synth-epoch", "synth_epoch", synthetic},
+    {"--augment/--no-augment", "augment", always},
+    {"--no-shuffle", "shuffle", always},
+    {"--bucket-window", "bucket_window", always},
+    {"--batch", "batch", always},
+    {"--steps", "steps", by_steps},
+    {"--epochs", "epochs", length_sets_lr},
+    {"--lr", "lr", always},
+    {"--optimizer", "optimizer", always},
+    {"--momentum", "momentum", sgd},
+    {"--weight-decay", "weight_decay", always},
+    {"--schedule", "schedule", always},
+    {"--warmup", "warmup", cosine},
+    {"--clip-grad", "clip_grad", always},
+    {"--seed", "seed", always},
+    {"--no-batch-norm", "batch_norm", always},
+    {"--sync-batch-norm", "sync_batch_norm", always},
+};
+
+// A setting's value as the user wrote it: lists with commas, switches as on/off.
+std::string setting_text(const Json& v) {
+  if (v.is_string()) return v.as_string().empty() ? "''" : v.as_string();
+  if (v.is_bool()) return v.as_bool() ? "on" : "off";
+  if (v.is_array()) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) s += ',';
+      s += setting_text(v[i]);
+    }
+    return v.size() ? s : "''";
+  }
+  return v.dump();
+}
+
+}  // namespace
+
+std::vector<std::string> resume_changes(const Json& saved, const TrainConfig& now) {
+  std::vector<std::string> changes;
+  if (!saved.is_object()) return changes;
+  const Json current = now.to_json();
+  for (const KeptSetting& k : kKeptOnResume) {
+    const Json* before = saved.find(k.key);
+    if (!before || !k.matters(now)) continue;
+    const Json& after = current.at(k.key);
+    if (!(*before == after))
+      changes.push_back(std::string(k.flag) + ": " + setting_text(*before) + " -> " + setting_text(after));
+  }
+  return changes;
 }
 
 Json TrainResult::to_json() const {

@@ -39,6 +39,14 @@ const char* overlap_name(Overlap o);
 OnBadSample parse_on_bad_sample(const std::string& name);
 const char* on_bad_sample_name(OnBadSample o);
 
+// The largest values ocrt-train's flags take (docs/cli.md): far beyond any real run, and small
+// enough that counts of steps and samples stay exact in an int64 and a double.
+constexpr int64_t kMaxSteps = 1'000'000'000'000;  // --steps, --warmup, --save-every, ...
+constexpr int64_t kMaxBatch = 1 << 20;             // --batch
+constexpr int64_t kMaxLines = 1'000'000'000;       // --synth-epoch, --val-size
+constexpr double kMaxEpochs = 1e6;                 // --epochs
+constexpr int kMaxThreads = 4096;                  // --threads
+
 struct TrainConfig {
   std::string arch = "crnn-s";               // crnn | crnn-s
   std::vector<std::string> train;            // label files / folders, or {"synth"}
@@ -71,6 +79,7 @@ struct TrainConfig {
   int64_t worst_lines = 16;                  // validation lines read worst, kept in out/worst/ (0: none)
   bool resume = false;                       // an error when `out` holds no checkpoint...
   bool resume_if_present = false;            // ...unless this is set: then a fresh start
+  bool allow_changes = false;                // resume although settings the run depends on changed
   double max_minutes = 0;                    // > 0: evaluate, save and stop after this much wall time
   int64_t bucket_window = 8;                 // loader: sort lines by width within this many batches (0: off)
   int64_t stop_at = 0;                       // > 0: save and stop once this step is done (as if interrupted)
@@ -101,8 +110,16 @@ struct TrainConfig {
 
   // Checks every field; throws naming the flag (--batch, --lr, ...) and what was expected.
   void validate() const;
+  // The settings as JSON (checkpoints, metrics.jsonl's start event): every setting a resumed run
+  // must keep (resume_changes) and the devices, not output paths or intervals.
   Json to_json() const;
 };
+
+// What `now` changes of the settings a checkpoint was saved with (`saved`: its to_json()), among
+// those the run's trajectory depends on (data, model, batch, optimiser, schedule, seed, ...): one
+// line per change, "--lr 0.001 -> 0.002". Settings that `saved` lacks (older checkpoints) are
+// not compared. docs/cli.md ("Resuming") lists what may change freely.
+std::vector<std::string> resume_changes(const Json& saved, const TrainConfig& now);
 
 struct TrainResult {
   int64_t steps = 0;

@@ -147,7 +147,7 @@ TEST_CASE("ocrt-export refuses bad flags and check inputs with exit status 2", "
   CHECK(run_command(kBin + " --onnx " + onnx, &said) == 2);
   CHECK_THAT(said, Catch::Contains("--weights FILE is required"));
   CHECK(run_command(base + " --frobnicate", &said) == 2);
-  CHECK_THAT(said, Catch::Contains("unknown argument '--frobnicate'"));
+  CHECK_THAT(said, Catch::Contains("unknown option '--frobnicate'"));
   CHECK(run_command(base + " --arch svtr-lite", &said) == 2);
   CHECK_THAT(said, Catch::Contains("holds a 'crnn' model, but 'svtr-lite' was asked for"));
   CHECK(run_command(base + " --check-input x.safetensors", &said) == 2);
