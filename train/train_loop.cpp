@@ -41,9 +41,8 @@ void check_resume_settings(const Checkpoint& ckpt, const TrainConfig& cfg, bool 
   if (changes.empty()) return;
   std::string list;
   for (const std::string& c : changes) list += "\n  " + c;
-  OCRT_CHECK(cfg.allow_changes, "--resume: ", ckpt.path, " was saved with other settings, and the run would not ",
-             "continue as it began (the data order depends on --seed, the learning rate on the schedule):", list,
-             "\ngive the same flags, or --allow-changes to continue with the new ones");
+  OCRT_CHECK(cfg.allow_changes, "--resume: ", ckpt.path, " was saved with other settings, so the run would not ",
+             "continue exactly as it began:", list, "\ngive the same flags, or --allow-changes to continue with the new ones");
   if (lead) std::fprintf(stderr, "resume with --allow-changes: settings changed since %s:%s\n", ckpt.path.c_str(),
                          list.c_str());
 }

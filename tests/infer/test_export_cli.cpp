@@ -20,6 +20,7 @@
 #include "ops/conv.h"
 #include "ops/random.h"
 #include "proto_reader.h"
+#include "run_command.h"
 #include "runtime/safetensors.h"
 #include "temp_dir.h"
 
@@ -27,17 +28,6 @@ using namespace ocrt;
 using namespace ocrt::testing;
 
 namespace {
-
-int run_command(const std::string& cmd, std::string* output) {
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::string out;
-  while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = ::pclose(p);
-  if (output) *output = out;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -167,4 +157,14 @@ TEST_CASE("ocrt-export refuses bad flags and check inputs with exit status 2", "
   save_safetensors(in, {{"x", Tensor::zeros({2, 1, 32, 8})}, {"x.widths", Tensor::full({2}, 12, DType::i64)}});
   CHECK(run_command(check, &said) == 2);
   CHECK_THAT(said, Catch::Contains("width 12 of line 0 must be a multiple of 4 in [4, 8]"));
+}
+
+TEST_CASE("ocrt-export --help lists its flags, and docs/cli.md describes each", "[infer][export][cli]") {
+  const std::vector<std::string> flags = help_flags("ocrt-export");
+  CHECK(flags.size() == 8);
+  const std::string doc = cli_doc();
+  for (const std::string& flag : flags) {
+    INFO(flag);
+    CHECK(doc.find("`" + flag) != std::string::npos);
+  }
 }

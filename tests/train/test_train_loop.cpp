@@ -122,6 +122,29 @@ TEST_CASE("resolve_start: the seed, a missing checkpoint, a checkpoint, and mism
   CHECK_THROWS_WITH(resolve_start(resume, nn::Charset::from_chars({"a", "b"}), false),
                     Catch::Contains("another charset"));
 
+  // Settings the trajectory does not depend on may change (docs/cli.md, "Resuming").
+  TrainConfig free = resume;
+  free.eval_every = 7, free.save_every = 3, free.log_every = 1, free.keep = 9, free.worst_lines = 0;
+  free.stop_at = 9, free.max_minutes = 5, free.max_bad_steps = 2, free.workers = 3, free.threads = 1;
+  free.val = {"synth"}, free.val_size = 4, free.conv = ConvMode::exact, free.overlap = Overlap::off;
+  free.init = "ignored-on-resume.safetensors";
+  CHECK(resolve_start(free, charset, false).state.step == 5);
+
+  // Others are refused, each change listed, unless --allow-changes; then the run goes on.
+  TrainConfig changed = resume;
+  changed.batch = 4;
+  changed.lr = 2e-3;
+  changed.optimizer = OptimizerKind::sgd;
+  changed.augment = false;
+  CHECK_THROWS_WITH(resolve_start(changed, charset, false),
+                    Catch::Contains("--batch: 2 -> 4") && Catch::Contains("--lr: 0.001 -> 0.002") &&
+                        Catch::Contains("--optimizer: adamw -> sgd") &&
+                        Catch::Contains("--augment/--no-augment: on -> off") && Catch::Contains("--allow-changes"));
+  changed.allow_changes = true;
+  const StartPoint allowed = resolve_start(changed, charset, false);
+  CHECK(allowed.state.step == 5);
+  CHECK(allowed.state.settings.at("batch").as_int() == 4);  // later checkpoints carry the new settings
+
   // --init with a model file of another arch.
   const fs::path model_file = dir.path / "svtr.safetensors";
   {

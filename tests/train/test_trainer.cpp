@@ -217,6 +217,62 @@ TEST_CASE("ocrt-train settings are validated with the flag's name", "[trainer]")
   if (!cuda_built() || cuda_device_count() < 8) REQUIRE_THROWS_WITH(c.validate(), Catch::Contains("cuda:7"));
 }
 
+TEST_CASE("resume_changes lists the settings a resumed run must keep", "[trainer]") {
+  TrainConfig c;
+  c.train = {"data/train.txt"};
+  const Json saved = c.to_json();
+  CHECK(resume_changes(saved, c).empty());
+  TrainConfig d = c;
+  d.batch = 64;
+  d.lr = 0.002;
+  d.augment = false;
+  d.seed = 7;
+  d.train = {"data/train.txt", "more"};
+  CHECK(resume_changes(saved, d) == std::vector<std::string>{"--train: data/train.txt -> data/train.txt,more",
+                                                             "--augment/--no-augment: on -> off",
+                                                             "--batch: 32 -> 64", "--lr: 0.001 -> 0.002",
+                                                             "--seed: 1 -> 7"});
+  // Where the run goes, how often it reports and saves, and when it stops: free.
+  d = c;
+  d.out = "elsewhere", d.eval_every = 5, d.save_every = 1, d.log_every = 1, d.keep = 1, d.worst_lines = 0;
+  d.stop_at = 3, d.max_minutes = 2, d.max_bad_steps = 3, d.val = {"val.txt"}, d.val_size = 9, d.threads = 3;
+  d.workers = 5, d.device = Device::cuda(0), d.devices = {Device::cpu(), Device::cpu()}, d.comm_timeout = 9;
+  d.conv = ConvMode::exact, d.precision = cpu::MatmulPrecision::bf16, d.overlap = Overlap::on;
+  d.on_bad_sample = OnBadSample::fail, d.init = "x.safetensors";
+  CHECK(resume_changes(saved, d).empty());
+  // Settings that do not matter to this run: momentum without SGD, the synthetic lines' settings
+  // without synthetic training lines, --steps with a constant learning rate.
+  d = c;
+  d.momentum = 0.5, d.fonts = {"f.ttf"}, d.synth.min_chars = 5, d.scan = "jpeg";
+  CHECK(resume_changes(saved, d).empty());
+  d.optimizer = OptimizerKind::sgd;
+  CHECK(resume_changes(saved, d) ==
+        std::vector<std::string>{"--optimizer: adamw -> sgd", "--momentum: 0.9 -> 0.5"});
+  TrainConfig constant = c;
+  constant.schedule = ScheduleKind::constant;
+  TrainConfig longer = constant;
+  longer.steps = 5000;
+  CHECK(resume_changes(constant.to_json(), longer).empty());
+  longer.schedule = ScheduleKind::cosine;
+  CHECK(resume_changes(constant.to_json(), longer) ==
+        std::vector<std::string>{"--steps: 1000 -> 5000", "--schedule: constant -> cosine"});
+  TrainConfig synth = c;
+  synth.train = {"synth"};
+  TrainConfig other_fonts = synth;
+  other_fonts.fonts = {"f.ttf"};
+  other_fonts.synth.min_chars = 5;
+  CHECK(resume_changes(synth.to_json(), other_fonts) ==
+        std::vector<std::string>{"--fonts: '' -> f.ttf", "--synth-chars: 3:28 -> 5:28"});
+  // A checkpoint from before a setting was recorded: that setting is not compared.
+  Json old = Json::object();
+  old.set("batch", 32);
+  d = c;
+  d.lr = 5;
+  CHECK(resume_changes(old, d).empty());
+  d.batch = 8;
+  CHECK(resume_changes(old, d) == std::vector<std::string>{"--batch: 32 -> 8"});
+}
+
 TEST_CASE("ocrt-train's named choices are parsed once, and the binary names the flag", "[trainer]") {
   CHECK(parse_optimizer_kind("sgd") == OptimizerKind::sgd);
   CHECK(parse_optimizer_kind("adamw") == OptimizerKind::adamw);

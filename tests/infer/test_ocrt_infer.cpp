@@ -1,0 +1,54 @@
+// ocrt-infer as a command (infer/ocrt_infer.cpp): every number on its command line is read
+// strictly and range-checked before any model or input is read, the error naming the flag; its
+// --help lists the flags docs/cli.md describes. (Its reading of lines: test_odd_input.cpp,
+// test_hostile_output.cpp, test_shipped_model.cpp.)
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "run_command.h"
+
+using namespace ocrt::testing;
+
+TEST_CASE("ocrt-infer refuses every bad number by its flag before any work", "[infer][cli]") {
+  // A model file that does not exist: a flag error must come first.
+  const std::string bin = program("ocrt-infer") + " --weights /nonexistent.safetensors ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--threads 0 a.png", "--threads: must be in [1, 4096], got 0"},
+      {"--threads=-2 a.png", "--threads: must be in [1, 4096], got -2"},
+      {"--batch 1e3 a.png", "--batch: expected an integer, got '1e3'"},
+      {"--batch 0 a.png", "--batch: must be in [1, 65536], got 0"},
+      {"--beam-width 0 a.png", "--beam-width: must be in [1, 10000], got 0"},
+      {"--beam-width 18446744073709551617 a.png", "--beam-width: 18446744073709551617 is beyond the range"},
+      {"--lm-weight nan a.png", "--lm-weight: expected a finite number, got 'nan'"},
+      {"--lm-weight -1 a.png", "--lm-weight: must be in [0, inf), got -1"},
+      {"--lm-bonus inf a.png", "--lm-bonus: expected a finite number, got 'inf'"},
+      {"--lm-bonus 1e999 a.png", "--lm-bonus: expected a finite number"},
+      {"--worst -1 a.png", "--worst: must be in [0, 1000000], got -1"},
+      {"--max-image-pixels 0 a.png", "--max-image-pixels: must be in [1, 4294967296], got 0"},
+      {"--max-image-pixels 1e9 a.png", "--max-image-pixels: expected an integer"},
+      {"--precision fp8 a.png", "--precision: expected fp32, bf16 or auto, got 'fp8'"},
+      {"--conv winograd a.png", "--conv: unknown convolution mode 'winograd'"},
+      {"--decoder viterbi a.png", "--decoder:"},
+      {"--format xml a.png", "--format:"},
+      {"--worst", "--worst: expects a value (N)"},
+      {"--frobnicate a.png", "unknown option '--frobnicate' (see ocrt-infer --help)"},
+  };
+  for (const auto& [args, error] : cases) {
+    INFO(args);
+    std::string said;
+    CHECK(run_command(bin + args, &said) == 2);
+    CHECK_THAT(said, Catch::StartsWith("ocrt-infer: " + error));
+  }
+}
+
+TEST_CASE("ocrt-infer --help lists its flags, and docs/cli.md describes each", "[infer][cli]") {
+  const std::vector<std::string> flags = help_flags("ocrt-infer");
+  CHECK(flags.size() > 20);
+  const std::string doc = cli_doc();
+  for (const std::string& flag : flags) {
+    INFO(flag);
+    CHECK(doc.find("`" + flag) != std::string::npos);
+  }
+}
