@@ -1,7 +1,10 @@
 // Running the built programs from tests: a command's exit status and everything it printed,
-// and the flags a program's --help lists (to check them against docs/cli.md).
+// the checks that a program refuses bad command lines, and the flags its --help lists (to check
+// them against docs/cli.md).
 #pragma once
 #include <sys/wait.h>
+
+#include <catch2/catch.hpp>
 
 #include <cstdio>
 #include <fstream>
@@ -48,6 +51,27 @@ inline std::string cli_doc() {
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
+}
+
+// The flags `name --help` lists that docs/cli.md does not describe (as "`--flag").
+inline std::vector<std::string> undocumented_flags(const std::string& name) {
+  const std::string doc = cli_doc();
+  std::vector<std::string> missing;
+  for (const std::string& flag : help_flags(name))
+    if (doc.find("`" + flag) == std::string::npos) missing.push_back(flag);
+  return missing;
+}
+
+// For each (arguments, error) case: `command arguments` exits with `status` and says
+// "<name>: <error>..." first.
+inline void check_refusals(const std::string& name, const std::string& command, int status,
+                           const std::vector<std::pair<std::string, std::string>>& cases) {
+  for (const auto& [args, error] : cases) {
+    INFO(command << args);
+    std::string said;
+    CHECK(run_command(command + args, &said) == status);
+    CHECK_THAT(said, Catch::StartsWith(name + ": " + error));
+  }
 }
 
 }  // namespace ocrt::testing

@@ -27,6 +27,7 @@
 #include "runtime/image.h"
 #include "runtime/mpi_comm.h"
 #include "golden_runner.h"
+#include "run_command.h"
 #include "temp_dir.h"
 #include "twin_comm.h"
 #include "train/grad_sync.h"
@@ -37,6 +38,7 @@
 using namespace ocrt;
 using namespace ocrt::train;
 using ocrt::testing::max_rel_diff;
+using ocrt::testing::run_command;
 using ocrt::testing::TempDir;
 namespace fs = std::filesystem;
 
@@ -409,18 +411,6 @@ void check_same_weights(const std::string& a, const std::string& b, double tol) 
   }
   INFO(a << " vs " << b);
   CHECK(worst < tol);
-}
-
-// Runs a shell command; returns its exit status (or -1) and what it printed.
-int run_command(const std::string& cmd, std::string* output) {
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  std::string out;
-  while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int st = ::pclose(p);
-  if (output) *output = out;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 bool have_mpirun() { return mpi_built() && run_command("command -v mpirun", nullptr) == 0; }

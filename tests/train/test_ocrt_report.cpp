@@ -17,12 +17,7 @@ TEST_CASE("ocrt-report refuses bad flags and arguments with exit status 2", "[re
       {"a --frobnicate", "unknown option '--frobnicate' (see ocrt-report --help)"},
       {"/nonexistent-run --out=/nonexistent-run/r.html", ""},
   };
-  for (const auto& [args, error] : cases) {
-    INFO(args);
-    std::string said;
-    CHECK(run_command(program("ocrt-report") + " " + args, &said) == 2);
-    CHECK_THAT(said, Catch::StartsWith("ocrt-report: " + error));
-  }
+  check_refusals("ocrt-report", program("ocrt-report") + " ", 2, cases);
 }
 
 TEST_CASE("ocrt-report --help lists its flags, and docs/cli.md describes each", "[report][cli]") {

@@ -69,24 +69,13 @@ TEST_CASE("ocrt-train refuses every bad number by its flag before any work", "[t
       {"--frobnicate 3", "unknown option '--frobnicate' (see ocrt-train --help)"},
       {"stray", "unexpected argument 'stray'"},
   };
-  for (const auto& [args, error] : cases) {
-    INFO(args);
-    std::string said;
-    CHECK(run_command(bin + args, &said) == 1);
-    CHECK_THAT(said, Catch::StartsWith("ocrt-train: " + error));
-    CHECK(said.find("scanning") == std::string::npos);
-  }
+  check_refusals("ocrt-train", bin, 1, cases);
   CHECK_FALSE(fs::exists(out));  // refused before anything was written
 }
 
 TEST_CASE("ocrt-train --help lists its flags, and docs/cli.md describes each", "[trainer][cli]") {
-  const std::vector<std::string> flags = help_flags("ocrt-train");
-  CHECK(flags.size() > 50);
-  const std::string doc = cli_doc();
-  for (const std::string& flag : flags) {
-    INFO(flag);
-    CHECK(doc.find("`" + flag) != std::string::npos);
-  }
+  CHECK(help_flags("ocrt-train").size() >= 50);
+  CHECK(undocumented_flags("ocrt-train").empty());
 }
 
 namespace {

@@ -22,6 +22,7 @@
 #include "train/checkpoint.h"
 #include "train/synth.h"
 #include "train/trainer.h"
+#include "run_command.h"
 #include "temp_dir.h"
 
 using namespace ocrt;
@@ -290,13 +291,8 @@ TEST_CASE("ocrt-train's named choices are parsed once, and the binary names the 
                                 "--on-bad-sample ignore", "--precision fp8", "--fault 1:2:explode"}) {
     INFO(bad);
     const std::string flag = bad.substr(0, bad.find(' '));
-    const std::string cmd = bin + bad + " 2>&1";
-    FILE* f = popen(cmd.c_str(), "r");
-    REQUIRE(f);
     std::string out;
-    char buf[512];
-    while (size_t n = fread(buf, 1, sizeof buf, f)) out.append(buf, n);
-    CHECK(pclose(f) != 0);
+    CHECK(ocrt::testing::run_command(bin + bad, &out) != 0);
     CHECK(out.find(flag + ":") != std::string::npos);
   }
 }
@@ -342,10 +338,11 @@ TEST_CASE("SIGINT saves a checkpoint and stops, --resume finishes the run", "[tr
   auto ckpts = list_checkpoints(out.path.string());
   REQUIRE(ckpts.size() == 1);
   REQUIRE(ckpts.back() == checkpoint_path(out.path.string(), r.steps));
-  // Resume and finish a few steps later.
+  // Resume and stop a few steps later (with the same --steps: a resume that changes the run's
+  // length, and with it the learning rate schedule, is refused without --allow-changes).
   TrainConfig c2 = c;
   c2.resume = true;
-  c2.steps = r.steps + 3;
+  c2.stop_at = r.steps + 3;
   TrainResult r2 = run_training(c2);
   REQUIRE_FALSE(r2.interrupted);
   REQUIRE(r2.steps == r.steps + 3);
