@@ -67,6 +67,18 @@ double parse_double(const std::string& flag, const std::string& text) {
   return x;
 }
 
+int64_t parse_int(const std::string& flag, const std::string& text, int64_t lo, int64_t hi) {
+  const int64_t x = parse_int(flag, text);
+  OCRT_CHECK(x >= lo && x <= hi, flag, ": must be in [", lo, ", ", hi, "], got ", x);
+  return x;
+}
+
+double parse_double(const std::string& flag, const std::string& text, Range range) {
+  const double x = parse_double(flag, text);
+  OCRT_CHECK(range.contains(x), flag, ": must be in ", range.str(), ", got ", text);
+  return x;
+}
+
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -103,21 +115,13 @@ Flag list(const std::string& name, const std::string& value, std::vector<std::st
 
 Flag integer(const std::string& name, const std::string& value, int64_t& to, int64_t lo, int64_t hi,
              const std::string& help) {
-  return Flag{name, value, help, [name, &to, lo, hi](const std::string& v) {
-                const int64_t x = parse_int(name, v);
-                OCRT_CHECK(x >= lo && x <= hi, name, ": must be in [", lo, ", ", hi, "], got ", x);
-                to = x;
-              }};
+  return Flag{name, value, help, [name, &to, lo, hi](const std::string& v) { to = parse_int(name, v, lo, hi); }};
 }
 
 Flag integer(const std::string& name, const std::string& value, int& to, int64_t lo, int64_t hi,
              const std::string& help) {
   OCRT_CHECK(lo >= INT32_MIN && hi <= INT32_MAX, name, ": the range of an int flag must fit an int");
-  return Flag{name, value, help, [name, &to, lo, hi](const std::string& v) {
-                const int64_t x = parse_int(name, v);
-                OCRT_CHECK(x >= lo && x <= hi, name, ": must be in [", lo, ", ", hi, "], got ", x);
-                to = (int)x;
-              }};
+  return Flag{name, value, help, [name, &to, lo, hi](const std::string& v) { to = (int)parse_int(name, v, lo, hi); }};
 }
 
 Flag u64(const std::string& name, const std::string& value, uint64_t& to, const std::string& help) {
@@ -136,11 +140,7 @@ std::string Range::str() const {
 }
 
 Flag real(const std::string& name, const std::string& value, double& to, Range range, const std::string& help) {
-  return Flag{name, value, help, [name, &to, range](const std::string& v) {
-                const double x = parse_double(name, v);
-                OCRT_CHECK(range.contains(x), name, ": must be in ", range.str(), ", got ", v);
-                to = x;
-              }};
+  return Flag{name, value, help, [name, &to, range](const std::string& v) { to = parse_double(name, v, range); }};
 }
 
 // ---- the parser

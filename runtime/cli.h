@@ -31,6 +31,16 @@ uint64_t parse_u64(const std::string& flag, const std::string& text);
 // A finite number: "1e-3", "0.5", "-2"; NaN, infinities and values beyond a double's range
 // (1e400, or 1e-400 that would round to 0) are refused.
 double parse_double(const std::string& flag, const std::string& text);
+// Where a real number may lie: [lo, hi], or with open ends "(lo, hi)" for > lo, < hi.
+struct Range {
+  double lo, hi;
+  bool lo_open = false, hi_open = false;
+  bool contains(double x) const;
+  std::string str() const;  // "[0, 1)"
+};
+// The same, and inside a range: "--batch: must be in [1, 1048576], got 0".
+int64_t parse_int(const std::string& flag, const std::string& text, int64_t lo, int64_t hi);
+double parse_double(const std::string& flag, const std::string& text, Range range);
 // "a,b,,c" -> {"a", "b", "c"}: empty items are dropped.
 std::vector<std::string> split_list(const std::string& text);
 // "3:28" -> {"3", "28"}; text without a colon is an error quoting `form` ("MIN:MAX").
@@ -60,13 +70,7 @@ Flag integer(const std::string& name, const std::string& value, int& to, int64_t
 // Any unsigned 64-bit value (a seed).
 Flag u64(const std::string& name, const std::string& value, uint64_t& to, const std::string& help);
 
-// Where a real number may lie: [lo, hi], or with open ends "(lo, hi)" for > lo, < hi.
-struct Range {
-  double lo, hi;
-  bool lo_open = false, hi_open = false;
-  bool contains(double x) const;
-  std::string str() const;  // "[0, 1)"
-};
+// A finite number in `range`.
 Flag real(const std::string& name, const std::string& value, double& to, Range range, const std::string& help);
 
 // One of a few names, read by `parse` (e.g. parse_optimizer_kind), whose error gets the flag's

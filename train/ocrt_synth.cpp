@@ -58,9 +58,9 @@ cli::Flag height_flag(SynthConfig& c) {
           "[LO, HI]; a single number for a fixed height (22:40; 4 <= LO <= HI <= 512)",
           [&c](const std::string& v) {
             const size_t colon = v.find(':');
-            cli::real("--height", "", c.min_height, {4, 512}, "").set(v.substr(0, colon));
-            if (colon == std::string::npos) c.max_height = c.min_height;
-            else cli::real("--height", "", c.max_height, {4, 512}, "").set(v.substr(colon + 1));
+            c.min_height = cli::parse_double("--height", v.substr(0, colon), {4, 512});
+            c.max_height = colon == std::string::npos ? c.min_height
+                                                      : cli::parse_double("--height", v.substr(colon + 1), {4, 512});
           }};
 }
 

@@ -23,18 +23,16 @@ cli::Flag synth_chars(SynthOptions& s) {
   return {"--synth-chars", "MIN:MAX", "characters per synthetic line (3:28; each in [1, 1000])",
           [&s](const std::string& v) {
             const auto [lo, hi] = cli::split_pair("--synth-chars", v, "MIN:MAX");
-            int64_t a = 0, b = 0;
-            cli::integer("--synth-chars", "", a, 1, 1000, "").set(lo);
-            cli::integer("--synth-chars", "", b, 1, 1000, "").set(hi);
-            s.min_chars = a, s.max_chars = b;
+            s.min_chars = cli::parse_int("--synth-chars", lo, 1, 1000);
+            s.max_chars = cli::parse_int("--synth-chars", hi, 1, 1000);
           }};
 }
 cli::Flag synth_height(SynthOptions& s) {
   return {"--synth-height", "LO:HI", "glyph height in pixels before the resize to 32 (22:40; 4 <= LO <= HI <= 512)",
           [&s](const std::string& v) {
             const auto [lo, hi] = cli::split_pair("--synth-height", v, "LO:HI");
-            cli::real("--synth-height", "", s.min_pixel_height, {4, 512}, "").set(lo);
-            cli::real("--synth-height", "", s.max_pixel_height, {4, 512}, "").set(hi);
+            s.min_pixel_height = cli::parse_double("--synth-height", lo, {4, 512});
+            s.max_pixel_height = cli::parse_double("--synth-height", hi, {4, 512});
           }};
 }
 

@@ -53,6 +53,10 @@ TEST_CASE("cli ranges: closed and open ends, written as intervals", "[cli]") {
   CHECK(cli::Range{0, 1e6, true}.str() == "(0, 1e6]");
   CHECK(cli::Range{0, HUGE_VAL, false, true}.str() == "[0, inf)");
   CHECK(cli::Range{1e-5, 0.25}.str() == "[1e-5, 0.25]");
+  CHECK(cli::parse_double("--m", "0.5", momentum) == 0.5);
+  CHECK_THROWS_WITH(cli::parse_double("--m", "1", momentum), Contains("--m: must be in [0, 1), got 1"));
+  CHECK(cli::parse_int("--n", "7", 1, 7) == 7);
+  CHECK_THROWS_WITH(cli::parse_int("--n", "8", 1, 7), Contains("--n: must be in [1, 7], got 8"));
 }
 
 namespace {
