@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <sstream>
 
 namespace ocrt::cli {
@@ -19,20 +18,19 @@ bool starts_like_a_number(const std::string& text) {
   return !text.empty() && !std::isspace((unsigned char)text[0]);
 }
 
-// The shortest text that reads back as x (1e-3, not 0.0010000000000000000208).
+// The shortest text that reads back as x, exponent as a person writes it: 1e-3, 1e6, 0.25.
 std::string number_str(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", x);
-  for (int digits = 1; digits <= 17; ++digits) {
-    char shorter[32];
-    std::snprintf(shorter, sizeof shorter, "%.*g", digits, x);
-    if (std::strtod(shorter, nullptr) != x) continue;
-    std::string s = shorter;  // 1e+06 -> 1e6, 1e-05 -> 1e-5
-    for (const char* from : {"e+0", "e+", "e-0"})
-      if (const size_t at = s.find(from); at != std::string::npos) s.replace(at, std::strlen(from), from[1] == '-' ? "e-" : "e");
-    return s;
+  char text[32];
+  for (int digits = 1; digits <= 17; ++digits) {  // 17 significant digits always read back
+    std::snprintf(text, sizeof text, "%.*g", digits, x);
+    if (std::strtod(text, nullptr) == x) break;
   }
-  return buf;
+  std::string s = text;
+  const size_t e = s.find('e');  // "1e+06" -> "1e6", "1e-05" -> "1e-5"
+  if (e == std::string::npos) return s;
+  const bool negative = s[e + 1] == '-';
+  const size_t digits = s.find_first_not_of("+-0", e + 1);
+  return s.substr(0, e) + (negative ? "e-" : "e") + s.substr(digits);
 }
 
 }  // namespace
@@ -61,9 +59,9 @@ double parse_double(const std::string& flag, const std::string& text) {
   const double x = std::strtod(text.c_str(), &end);
   OCRT_CHECK(starts_like_a_number(text) && *end == '\0', flag, ": expected a number, got '", text, "'");
   OCRT_CHECK(std::isfinite(x), flag, ": expected a finite number, got '", text, "'");
-  // ERANGE: overflow (caught above as an infinity) or underflow, a value rounded to 0 or
-  // towards it; a setting of 1e-400 is a typo, not a request for 0.
-  OCRT_CHECK(errno == 0, flag, ": ", text, " is beyond the range of a double");
+  // ERANGE here is underflow (overflow is an infinity, refused above): a value rounded to 0 or
+  // towards it. A setting of 1e-400 is a typo, not a request for 0.
+  OCRT_CHECK(errno == 0, flag, ": ", text, " is too small for a double (it would round towards 0)");
   return x;
 }
 

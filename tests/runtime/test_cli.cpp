@@ -33,7 +33,7 @@ TEST_CASE("cli numbers: the whole text, finite, within the type", "[cli]") {
   for (const char* bad : {"", " 1", "1 ", "1,5", "0.1x", "e5"})
     CHECK_THROWS_WITH(cli::parse_double("--lr", bad), Contains("--lr: expected a number"));
   // 1e-400 would round to 0: a typo, not a request for 0.
-  CHECK_THROWS_WITH(cli::parse_double("--lr", "1e-400"), Contains("--lr") && Contains("beyond the range"));
+  CHECK_THROWS_WITH(cli::parse_double("--lr", "1e-400"), Contains("--lr: 1e-400 is too small for a double"));
 }
 
 TEST_CASE("cli lists and pairs", "[cli]") {

@@ -33,7 +33,7 @@ TEST_CASE("ocrt-train refuses every bad number by its flag before any work", "[t
       {"--weight-decay=-1e-4", "--weight-decay: must be in [0, inf)"},
       {"--lr inf", "--lr: expected a finite number, got 'inf'"},
       {"--lr 0", "--lr: must be in (0, inf), got 0"},
-      {"--lr 1e-400", "--lr: 1e-400 is beyond the range of a double"},
+      {"--lr 1e-400", "--lr: 1e-400 is too small for a double"},
       {"--batch 0", "--batch: must be in [1, 1048576], got 0"},
       {"--batch 1e3", "--batch: expected an integer, got '1e3'"},
       {"--batch 99999999999999999999", "--batch: 99999999999999999999 is beyond the range of a 64-bit integer"},
