@@ -36,7 +36,7 @@ constexpr int64_t kMaxImagePixelsFlag = int64_t(1) << 32;
 struct Args {
   std::string weights;
   PredictorOptions options;
-  std::string device, devices;
+  std::vector<Device> device, devices;  // --device (one) and --devices
   ConvMode conv = ConvMode::fast;
   FormatOptions format;
   bool eval = false;
@@ -44,6 +44,21 @@ struct Args {
   std::string logits_out;
   std::vector<std::pair<bool, std::string>> inputs;  // (is a --list file, path), in order
 };
+
+// --devices: like runtime's parse_device_list, except that cpu may repeat (several CPU workers
+// share the CPU threads); a GPU listed twice is refused by the Predictor (one thread per GPU).
+std::vector<Device> parse_workers(const std::string& text) {
+  std::vector<Device> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    Device d = Device::parse(item);
+    validate(d);  // names the devices that exist when this one does not
+    out.push_back(d);
+  }
+  OCRT_CHECK(!out.empty(), "empty device list, expected e.g. cpu or cuda:0,cuda:1");
+  return out;
+}
 
 std::string parse_precision(const std::string& v) {
   OCRT_CHECK(v == "fp32" || v == "bf16" || v == "auto", "expected fp32, bf16 or auto, got '", v, "'");
@@ -77,8 +92,12 @@ Inputs (any mix, read in order)
   p.add(cli::text("--charset", "FILE", o.charset_path, "charset of a weights-only file (one character per line)"));
 
   p.note("\nDevices and batching");
-  p.add(cli::text("--device", "cpu|cuda:N", a.device, "run on one device (default: cpu)"));
-  p.add(cli::text("--devices", "LIST", a.devices, "one worker per device, e.g. cuda:0,cuda:1 or cuda:0,cpu or cpu,cpu"));
+  p.add({"--device", "cpu|cuda:N", "run on one device (default: cpu)", [&a](const std::string& v) {
+           a.device = {Device::parse(v)};
+           validate(a.device[0]);  // names the devices that exist when this one does not
+         }});
+  p.add({"--devices", "LIST", "one worker per device, e.g. cuda:0,cuda:1 or cuda:0,cpu or cpu,cpu",
+         [&a](const std::string& v) { a.devices = parse_workers(v); }});
   p.add(cli::integer("--threads", "N", o.threads, 1, 4096,
                      "CPU threads for decoding images and for CPU workers (default: all)"));
   p.add(cli::integer("--batch", "N", o.batch, 1, 65536, "lines per batch, grouped by width (32)"));
@@ -128,32 +147,13 @@ Inputs (any mix, read in order)
   return p;
 }
 
-// --devices: like runtime's parse_device_list, except that cpu may repeat (several CPU workers
-// share the CPU threads); a GPU listed twice is refused by the Predictor (one thread per GPU).
-std::vector<Device> parse_workers(const std::string& text) {
-  std::vector<Device> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    Device d = Device::parse(item);
-    validate(d);  // names the devices that exist when this one does not
-    out.push_back(d);
-  }
-  OCRT_CHECK(!out.empty(), "--devices: empty device list, expected e.g. cpu or cuda:0,cuda:1");
-  return out;
-}
-
 Args parse_args(int argc, char** argv) {
   Args a;
   infer_flags(a).parse(argc, argv);
   set_conv_mode(a.conv);
   OCRT_CHECK(a.device.empty() || a.devices.empty(), "give --device or --devices, not both");
-  if (!a.device.empty()) {
-    a.options.devices = {Device::parse(a.device)};
-    validate(a.options.devices[0]);  // names the devices that exist when this one does not
-  } else if (!a.devices.empty()) {
-    a.options.devices = parse_workers(a.devices);
-  }
+  if (!a.device.empty()) a.options.devices = a.device;
+  if (!a.devices.empty()) a.options.devices = a.devices;
   a.options.keep_logits = !a.logits_out.empty();
   OCRT_CHECK(!a.inputs.empty(),
              "no input lines: give image paths, a label file, a folder, --list FILE or '-' for stdin (see --help)");

@@ -162,6 +162,17 @@ Parser& Parser::arguments(std::function<void(const std::string&)> take) {
   return *this;
 }
 
+// Every error of a flag's setter names the flag: "--device: invalid device 'gpu0': ...".
+void Parser::set(const Flag& flag, const std::string& value) const {
+  try {
+    flag.set(value);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    if (what.starts_with(flag.name + ":")) throw;
+    fail(flag.name, ": ", what);
+  }
+}
+
 const Flag* Parser::find(const std::string& name) const {
   for (const Flag& f : rows_)
     if (!f.name.empty() && f.name == name) return &f;
@@ -199,15 +210,15 @@ std::vector<std::string> Parser::parse(const std::vector<std::string>& args) con
     OCRT_CHECK(flag, "unknown option '", name, "' (see ", program_, " --help)");
     if (flag->value.empty()) {
       OCRT_CHECK(eq == std::string::npos, name, ": takes no value, got '", arg, "'");
-      flag->set("");
+      set(*flag, "");
     } else if (eq != std::string::npos) {
-      flag->set(arg.substr(eq + 1));
+      set(*flag, arg.substr(eq + 1));
     } else {
       OCRT_CHECK(i + 1 < args.size(), name, ": expects a value (", flag->value, ")");
       const std::string& value = args[++i];
       OCRT_CHECK(!value.starts_with("--"), name, ": expects a value (", flag->value, "), got the flag '", value,
                  "' (write ", name, "=", value, " if that is the value)");
-      flag->set(value);
+      set(*flag, value);
     }
   }
   return others;

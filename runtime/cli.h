@@ -52,7 +52,8 @@ struct Flag {
   std::string name;   // "--batch"; empty: a line of help text (a heading, a paragraph)
   std::string value;  // the value's name in the help ("N", "FILE"); empty: a switch, no value
   std::string help;   // the help text; '\n' starts another line
-  // Reads the value and stores it (a switch gets ""); throws an Error naming the flag.
+  // Reads the value and stores it (a switch gets ""); throws when it cannot (the Parser puts
+  // the flag's name in front of the message when it does not start with it).
   std::function<void(const std::string& value)> set;
 };
 
@@ -73,18 +74,12 @@ Flag u64(const std::string& name, const std::string& value, uint64_t& to, const 
 // A finite number in `range`.
 Flag real(const std::string& name, const std::string& value, double& to, Range range, const std::string& help);
 
-// One of a few names, read by `parse` (e.g. parse_optimizer_kind), whose error gets the flag's
-// name in front.
+// One of a few names, read by `parse` (e.g. parse_optimizer_kind, which throws listing the
+// names it takes).
 template <class T>
 Flag choice(const std::string& name, const std::string& value, T& to, T (*parse)(const std::string&),
             const std::string& help) {
-  return Flag{name, value, help, [name, &to, parse](const std::string& v) {
-                try {
-                  to = parse(v);
-                } catch (const Error& e) {
-                  fail(name, ": ", e.what());
-                }
-              }};
+  return Flag{name, value, help, [&to, parse](const std::string& v) { to = parse(v); }};
 }
 
 // ---- the parser
@@ -112,6 +107,7 @@ class Parser {
 
  private:
   const Flag* find(const std::string& name) const;
+  void set(const Flag& flag, const std::string& value) const;
   std::string program_, usage_;
   std::vector<Flag> rows_;
   std::function<void(const std::string&)> take_argument_;

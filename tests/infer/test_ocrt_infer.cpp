@@ -32,6 +32,8 @@ TEST_CASE("ocrt-infer refuses every bad number by its flag before any work", "[i
       {"--conv winograd a.png", "--conv: unknown convolution mode 'winograd'"},
       {"--decoder viterbi a.png", "--decoder:"},
       {"--format xml a.png", "--format:"},
+      {"--device cuda:1x a.png", "--device: invalid device 'cuda:1x'"},
+      {"--devices cpu,gpu a.png", "--devices: invalid device 'gpu'"},
       {"--worst", "--worst: expects a value (N)"},
       {"--frobnicate a.png", "unknown option '--frobnicate' (see ocrt-infer --help)"},
   };

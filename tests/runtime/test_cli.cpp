@@ -93,6 +93,9 @@ cli::Parser parser(Settings& s, int& kind) {
   p.add(cli::choice("--kind", "one|two", kind, parse_kind, "a choice"));
   p.add({"--list", "FILE", "repeatable", [&s](const std::string& v) { s.lists.push_back(v); }});
   p.add(cli::text("--a-rather-long-flag-name", "VALUE", s.out, "its help below it"));
+  p.add({"--device", "D", "a setter whose errors do not name the flag",
+         [](const std::string& v) { fail("invalid device '", v, "'"); }});
+  p.add({"--named", "X", "a setter whose errors do", [](const std::string&) { fail("--named: no"); }});
   return p;
 }
 
@@ -154,6 +157,9 @@ TEST_CASE("cli parser: every error names the flag", "[cli]") {
   CHECK_THAT(error({"--momentum", "1"}), Contains("--momentum: must be in [0, 1), got 1"));
   CHECK_THAT(error({"--kind", "three"}), Contains("--kind: unknown kind 'three' (expected one or two)"));
   CHECK_THAT(error({"--train", ","}), Contains("--train: expected one or more items"));
+  // The parser puts the flag's name in front of a setter's error, once.
+  CHECK(error({"--device", "gpu0"}) == "--device: invalid device 'gpu0'");
+  CHECK(error({"--named=1"}) == "--named: no");
   // Negative numbers are values, not flags.
   CHECK_THAT(error({"--lr", "-1"}), Contains("--lr: must be in (0, inf), got -1"));
   // A value that fails leaves the setting as it was.

@@ -63,6 +63,8 @@ TEST_CASE("ocrt-train refuses every bad number by its flag before any work", "[t
       {"--comm-timeout 0", "--comm-timeout: must be in (0, inf)"},
       {"--comm-timeout inf", "--comm-timeout: expected a finite number"},
       {"--fault 1:x:hang", "--fault: expected an integer, got 'x'"},
+      {"--device gpu", "--device: invalid device 'gpu'"},
+      {"--devices cpu,cuda:x", "--devices: invalid device 'cuda:x'"},
       {"--batch", "--batch: expects a value (N)"},
       {"--out --resume", "--out: expects a value (DIR), got the flag '--resume'"},
       {"--resume=1", "--resume: takes no value"},
