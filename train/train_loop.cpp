@@ -32,19 +32,20 @@ namespace {
 
 // A resumed run ends bit-identical to an uninterrupted one only with the settings its trajectory
 // depends on unchanged (resume_changes, trainer.h): a change is refused, listing every one, unless
-// --allow-changes is given; then each is printed.
-void check_resume_settings(const Checkpoint& ckpt, const TrainConfig& cfg, bool lead) {
+// --allow-changes is given; then each is printed, and returned for the run's start event.
+std::vector<std::string> check_resume_settings(const Checkpoint& ckpt, const TrainConfig& cfg, bool lead) {
   Json saved = ckpt.state.settings;
   // The seed is in the checkpoint's state even where its settings predate the seed's entry.
   if (saved.is_object() && !saved.contains("seed")) saved.set("seed", std::to_string(ckpt.state.seed));
   const std::vector<std::string> changes = resume_changes(saved, cfg);
-  if (changes.empty()) return;
+  if (changes.empty()) return changes;
   std::string list;
   for (const std::string& c : changes) list += "\n  " + c;
   OCRT_CHECK(cfg.allow_changes, "--resume: ", ckpt.path, " was saved with other settings, so the run would not ",
              "continue exactly as it began:", list, "\ngive the same flags, or --allow-changes to continue with the new ones");
   if (lead) std::fprintf(stderr, "resume with --allow-changes: settings changed since %s:%s\n", ckpt.path.c_str(),
                          list.c_str());
+  return changes;
 }
 
 }  // namespace
@@ -64,11 +65,12 @@ StartPoint resolve_start(const TrainConfig& cfg, const nn::Charset& charset, boo
   // The architecture config: the checkpoint's or the --init file's when they carry one (a model
   // of any config of the arch can be resumed or fine-tuned), else the arch's preset.
   Json conf;
+  std::vector<std::string> changes;
   if (ckpt) {
     OCRT_CHECK(ckpt->info.arch == cfg.arch, "--resume: ", ckpt->path, " is a ", ckpt->info.arch,
                " checkpoint, but --arch is ", cfg.arch);
     OCRT_CHECK(ckpt->info.charset == charset.chars(), "--resume: ", ckpt->path, " was trained with another charset");
-    check_resume_settings(*ckpt, cfg, lead);
+    changes = check_resume_settings(*ckpt, cfg, lead);
     conf = ckpt->info.config;
   } else if (init && init->info) {
     OCRT_CHECK(init->info->arch == cfg.arch, "--init: ", cfg.init, " holds a ", init->info->arch,
@@ -106,6 +108,7 @@ StartPoint resolve_start(const TrainConfig& cfg, const nn::Charset& charset, boo
     s.from = cfg.init;
   }
   s.state.settings = cfg.to_json();
+  s.changes = changes;
   return s;
 }
 
@@ -359,6 +362,11 @@ void RunFiles::start(const StartPoint& start, int replicas) {
   j.set("parameters", parameters);
   if (replicas > 1) j.set("replicas", replicas);
   j.set("settings", start.state.settings);
+  if (!start.changes.empty()) {
+    Json changes = Json::array();
+    for (const std::string& c : start.changes) changes.push_back(c);
+    j.set("changed_settings", changes);
+  }
   event(j);
 }
 

@@ -48,6 +48,7 @@ struct StartPoint {
   std::optional<nn::StateDict> optim;  // the checkpoint's optimizer state, if any
   nn::ModelInfo info;                 // what every saved model file of the run carries
   std::string from;                   // the checkpoint's or --init file's path; empty: the seed
+  std::vector<std::string> changes;   // settings changed since the checkpoint (--allow-changes)
 };
 StartPoint resolve_start(const TrainConfig& cfg, const nn::Charset& charset, bool lead);
 

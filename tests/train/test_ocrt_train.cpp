@@ -125,4 +125,10 @@ TEST_CASE("ocrt-train --resume refuses changed settings, lists them, and --allow
   CHECK_THAT(said, Catch::Contains("settings changed") && Catch::Contains("--batch: 2 -> 3") &&
                        Catch::Contains("--lr: 0.001 -> 0.002"));
   CHECK_THAT(said, Catch::Contains("\"steps\":4"));
+  // metrics.jsonl's start event of that part records them.
+  std::ifstream metrics(dir.path / "run" / "metrics.jsonl");
+  std::string line, starts;
+  while (std::getline(metrics, line))
+    if (line.find("\"event\":\"start\"") != std::string::npos) starts += line + "\n";
+  CHECK_THAT(starts, Catch::Contains(R"("changed_settings":["--batch: 2 -> 3","--lr: 0.001 -> 0.002"])"));
 }

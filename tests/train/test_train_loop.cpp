@@ -144,6 +144,7 @@ TEST_CASE("resolve_start: the seed, a missing checkpoint, a checkpoint, and mism
   const StartPoint allowed = resolve_start(changed, charset, false);
   CHECK(allowed.state.step == 5);
   CHECK(allowed.state.settings.at("batch").as_int() == 4);  // later checkpoints carry the new settings
+  CHECK(allowed.changes.size() == 4);                         // and the start event lists the changes
 
   // --init with a model file of another arch.
   const fs::path model_file = dir.path / "svtr.safetensors";
