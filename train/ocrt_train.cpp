@@ -74,17 +74,18 @@ cli::Parser train_flags(TrainConfig& c) {
   p.add(cli::integer("--steps", "N", c.steps, 1, kMaxSteps, "optimizer steps (1000)"));
   p.add(cli::real("--epochs", "E", c.epochs, Range{0, kMaxEpochs, true}, "passes over the training data (instead of --steps)"));
   p.add(cli::real("--lr", "LR", c.lr, Range{0, kInf, true, true}, "learning rate (1e-3)"));
-  p.add(cli::choice("--optimizer", "sgd|adam|adamw", c.optimizer, parse_optimizer_kind, "(adamw)"));
-  p.add(cli::real("--weight-decay", "W", c.weight_decay, Range{0, kInf, false, true}, "(1e-4)"));
-  p.add(cli::real("--momentum", "M", c.momentum, Range{0, 1, false, true}, "(0.9, sgd)"));
-  p.add(cli::choice("--schedule", "constant|step|cosine|onecycle", c.schedule, parse_schedule_kind, "(cosine)"));
-  p.add(cli::integer("--warmup", "N", c.warmup, 0, kMaxSteps, "(200 steps, cosine)"));
+  p.add(cli::choice("--optimizer", "sgd|adam|adamw", c.optimizer, parse_optimizer_kind, "the optimizer (adamw)"));
+  p.add(cli::real("--weight-decay", "W", c.weight_decay, Range{0, kInf, false, true}, "weight decay (1e-4)"));
+  p.add(cli::real("--momentum", "M", c.momentum, Range{0, 1, false, true}, "momentum of sgd (0.9)"));
+  p.add(cli::choice("--schedule", "constant|step|cosine|onecycle", c.schedule, parse_schedule_kind,
+                    "the learning rate by step (cosine)"));
+  p.add(cli::integer("--warmup", "N", c.warmup, 0, kMaxSteps, "warm-up steps of the cosine schedule (200)"));
   p.add(cli::real("--clip-grad", "NORM", c.clip_grad, Range{0, kInf, false, true},
                   "clip the global gradient norm (5; 0: off)"));
-  p.add(cli::u64("--seed", "S", c.seed, "(1): data order, augmentation and initial weights"));
+  p.add(cli::u64("--seed", "S", c.seed, "data order, augmentation and initial weights (1)"));
 
   p.note("\nRun");
-  p.add({"--device", "cpu|cuda:N", "(cpu)", [&c](const std::string& v) {
+  p.add({"--device", "cpu|cuda:N", "where the model trains (cpu)", [&c](const std::string& v) {
            c.device_from_local_rank = v == "cuda";
            c.device = c.device_from_local_rank ? Device::cuda(0) : Device::parse(v);
          }});
