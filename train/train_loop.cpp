@@ -100,6 +100,7 @@ StartPoint resolve_start(const TrainConfig& cfg, const nn::Charset& charset, boo
   if (ckpt) {
     s.model->load_state_dict(ckpt->model);
     s.state = ckpt->state;
+    s.state.seed = cfg.seed;  // the same, or changed with --allow-changes
     if (!ckpt->optim.empty()) s.optim = ckpt->optim;
     s.from = ckpt->path;
     if (lead) std::fprintf(stderr, "resuming from %s at step %lld\n", ckpt->path.c_str(), (long long)s.state.step);
