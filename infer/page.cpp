@@ -6,26 +6,6 @@
 
 namespace ocrt::infer {
 
-Rect Rect::united(const Rect& o) const {
-  if (o.empty()) return *this;
-  if (empty()) return o;
-  return {std::min(x0, o.x0), std::min(y0, o.y0), std::max(x1, o.x1), std::max(y1, o.y1)};
-}
-
-Rect bounding_rect(const Point* points, size_t n) {
-  if (n == 0) return {};
-  Rect r{points[0].x, points[0].y, points[0].x, points[0].y};
-  for (size_t i = 1; i < n; ++i) {
-    r.x0 = std::min(r.x0, points[i].x), r.x1 = std::max(r.x1, points[i].x);
-    r.y0 = std::min(r.y0, points[i].y), r.y1 = std::max(r.y1, points[i].y);
-  }
-  return r;
-}
-
-Quad Quad::from_rect(const Rect& r) {
-  return {{Point{r.x0, r.y0}, Point{r.x1, r.y0}, Point{r.x1, r.y1}, Point{r.x0, r.y1}}};
-}
-
 namespace {
 
 Point lerp(const Point& a, const Point& b, double f) { return {a.x + (b.x - a.x) * f, a.y + (b.y - a.y) * f}; }

@@ -14,34 +14,9 @@
 #include <vector>
 
 #include "infer/predictor.h"
+#include "runtime/geometry.h"
 
 namespace ocrt::infer {
-
-struct Point {
-  double x = 0, y = 0;
-};
-
-// An axis-aligned box in page pixels: x0 <= x < x1, y0 <= y < y1.
-struct Rect {
-  double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
-  double width() const { return x1 - x0; }
-  double height() const { return y1 - y0; }
-  bool empty() const { return !(x1 > x0 && y1 > y0); }
-  Rect united(const Rect& o) const;  // the smallest box holding both (an empty box is ignored)
-};
-
-// The smallest axis-aligned box around some points.
-Rect bounding_rect(const Point* points, size_t n);
-
-// A text line's outline on the page: the four corners of a (possibly rotated) rectangle, in
-// the order top-left, top-right, bottom-right, bottom-left as the text reads. The line image
-// given to the recogniser is this rectangle cut out and turned upright: its top edge is
-// corners[0] -> corners[1].
-struct Quad {
-  std::array<Point, 4> corners;
-  Rect box() const { return bounding_rect(corners.data(), 4); }
-  static Quad from_rect(const Rect& r);
-};
 
 struct PageChar {
   std::string ch;  // UTF-8

@@ -242,14 +242,16 @@ GrayImage jpeg_blocks(const GrayImage& image, int quality) {
   return out;
 }
 
-GrayImage degrade(const GrayImage& image, const ScanOptions& opt, SampleRng& rng) {
+GrayImage degrade(const GrayImage& image, const ScanOptions& opt, SampleRng& rng, double text_height) {
   check_image(image, "degrade");
   opt.validate();
+  OCRT_CHECK(std::isfinite(text_height) && text_height >= 0, "degrade: text_height must be finite and >= 0, got ",
+             text_height);
   // Every coin and parameter first, in a fixed order and count (as augment() does). With
   // fixed_strength, magnitudes come from the upper half of their ranges.
   const double lo = opt.fixed_strength ? 0.5 : 0.0;
   auto mag = [&](double max) { return max * rng.uniform(lo, 1.0); };
-  const double h = (double)image.height;
+  const double h = text_height > 0 ? text_height : (double)image.height;
   const bool do_crop = rng.uniform() < opt.p_crop;
   const double crop_top = mag(opt.max_crop), crop_bottom = mag(opt.max_crop);
   const bool do_margin = rng.uniform() < opt.p_margin;

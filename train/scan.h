@@ -63,7 +63,10 @@ struct ScanOptions {
 // in this order, each with its probability: crop or margins, skew, curve, ink, paper, blur,
 // lower resolution, noise, speckle, binarize, JPEG. The size changes with crop, margins, skew,
 // curve and lower resolution; the caller resizes to the model height afterwards.
-GrayImage degrade(const GrayImage& image, const ScanOptions& opt, SampleRng& rng);
+//
+// text_height: the height h that the magnitudes are relative to; 0 (the default) means the
+// image's height, right for a line; a page passes its text's height.
+GrayImage degrade(const GrayImage& image, const ScanOptions& opt, SampleRng& rng, double text_height = 0);
 
 // The single steps, exposed for tests. Each throws for an empty image or a parameter that is
 // not finite, and is safe on a 1x1 image.

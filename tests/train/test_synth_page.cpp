@@ -1,0 +1,175 @@
+// Synthetic pages (train/synth_page.h): every layout draws lines whose outlines hold their
+// words and whose words hold ink, inside the page, upright or turned; a page is a function of
+// its seed; the options are checked; the truth JSON carries every line.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "runtime/json.h"
+#include "train/synth_page.h"
+
+using namespace ocrt;
+using namespace ocrt::train;
+
+namespace {
+
+std::vector<std::shared_ptr<Font>> test_fonts() {
+  const auto dirs = default_font_dirs();
+  if (dirs.empty()) return {};
+  std::vector<std::shared_ptr<Font>> fonts;
+  for (auto& f : load_fonts(dirs))
+    if (f->covers("Hag 7.:-") && fonts.size() < 3) fonts.push_back(f);
+  return fonts;
+}
+
+const TextSource& test_text() {
+  static const TextSource source({"alpha", "beta", "gamma", "delta", "Epsilon", "zeta", "eta", "theta", "42", "iota"},
+                                 nn::Charset::ascii(),
+                                 {"The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog,", "and", "then",
+                                  "it", "sleeps", "in", "the", "warm", "sun", "for", "an", "hour."});
+  return source;
+}
+
+PageSynthOptions quick(int layout) {
+  PageSynthOptions o;
+  o.min_dpi = o.max_dpi = 90;  // small pages: fast
+  o.min_pt = 9, o.max_pt = 12;
+  o.max_skew_deg = 0;
+  o.p_scan = 0;
+  o.layout_weights = {0, 0, 0, 0, 0};
+  o.layout_weights[(size_t)layout] = 1;
+  return o;
+}
+
+bool inside(const Rect& inner, const Rect& outer, double slack) {
+  return inner.x0 >= outer.x0 - slack && inner.y0 >= outer.y0 - slack && inner.x1 <= outer.x1 + slack &&
+         inner.y1 <= outer.y1 + slack;
+}
+
+// How far the pixel under a box that differs most from the paper is from it.
+int contrast(const GrayImage& img, const Rect& r, int paper) {
+  int most = 0;
+  for (int64_t y = std::max<int64_t>(0, (int64_t)r.y0); y < std::min<int64_t>(img.height, (int64_t)std::ceil(r.y1)); ++y)
+    for (int64_t x = std::max<int64_t>(0, (int64_t)r.x0); x < std::min<int64_t>(img.width, (int64_t)std::ceil(r.x1)); ++x)
+      most = std::max(most, paper < 128 ? img.at(x, y) - paper : paper - img.at(x, y));
+  return most;
+}
+
+// The paper: the most common gray level.
+int paper_of(const GrayImage& img) {
+  std::vector<int64_t> count(256, 0);
+  for (uint8_t p : img.pixels) ++count[p];
+  return (int)(std::max_element(count.begin(), count.end()) - count.begin());
+}
+
+// Every line on the page, its words inside it and its text their words; ink under every word:
+// paper of 215-255 and ink of 0-60 differ by at least 155 levels, and a stroke one pixel thin
+// keeps at least half of that through the bilinear turn, so some pixel under each word is at
+// least 50 levels darker than the paper (lighter, on a dark slide).
+void check_page(const SynthPage& page, size_t min_lines) {
+  const Rect all{0, 0, (double)page.image.width, (double)page.image.height};
+  const int paper = paper_of(page.image);
+  CHECK(page.lines.size() >= min_lines);
+  for (const SynthLine& l : page.lines) {
+    INFO(l.text);
+    CHECK(inside(l.outline.box(), all, 0));
+    REQUIRE(!l.words.empty());
+    std::string joined;
+    for (const SynthWord& w : l.words) {
+      joined += (joined.empty() ? "" : " ") + w.text;
+      CHECK(inside(w.outline.box(), l.outline.box(), 1e-6));
+      CHECK(contrast(page.image, w.outline.box(), paper) > 50);  // ink under every word
+    }
+    CHECK(joined == l.text);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("synthetic pages: every layout, upright", "[synth_page]") {
+  const auto fonts = test_fonts();
+  if (fonts.empty()) {
+    WARN("no Debian fonts installed (scripts/install-deps.sh); skipping");
+    return;
+  }
+  const size_t min_lines[5] = {15, 10, 4, 5, 3};
+  for (int layout = 0; layout < 5; ++layout) {
+    for (uint64_t seed : {1u, 2u}) {
+      INFO("layout " << page_layout_name((PageLayout)layout) << ", seed " << seed);
+      const SynthPage page = render_page(test_text(), fonts, seed, quick(layout));
+      CHECK(page.layout == (PageLayout)layout);
+      CHECK(page.skew_deg == 0);
+      check_page(page, min_lines[layout]);
+    }
+  }
+}
+
+TEST_CASE("synthetic pages: turned and scanned pages keep their outlines on the ink", "[synth_page]") {
+  const auto fonts = test_fonts();
+  if (fonts.empty()) return;
+  PageSynthOptions o = quick(0);
+  o.max_skew_deg = 3;
+  for (uint64_t seed : {3u, 4u, 5u}) {
+    const SynthPage page = render_page(test_text(), fonts, seed, o);
+    INFO("seed " << seed << ", skew " << page.skew_deg);
+    REQUIRE(page.skew_deg != 0);
+    check_page(page, 10);
+    const Quad& q = page.lines.front().outline;
+    CHECK(q.corners[1].y - q.corners[0].y == Approx((q.corners[1].x - q.corners[0].x) * std::tan(page.skew_deg * M_PI / 180)));
+  }
+  o.p_scan = 1;
+  const SynthPage scanned = render_page(test_text(), fonts, 6, o);
+  CHECK(scanned.lines.size() >= 10);
+}
+
+TEST_CASE("synthetic pages: a page is a function of its seed", "[synth_page]") {
+  const auto fonts = test_fonts();
+  if (fonts.empty()) return;
+  PageSynthOptions o = quick(0);
+  o.layout_weights = {1, 1, 1, 1, 1};
+  o.p_scan = 0.5;
+  o.max_skew_deg = 2;
+  const SynthPage a = render_page(test_text(), fonts, 11, o), b = render_page(test_text(), fonts, 11, o);
+  CHECK(a.image.pixels == b.image.pixels);
+  CHECK(page_truth_json(a) == page_truth_json(b));
+  const SynthPage c = render_page(test_text(), fonts, 12, o);
+  CHECK(page_truth_json(a) != page_truth_json(c));
+}
+
+TEST_CASE("synthetic pages: the truth JSON", "[synth_page]") {
+  const auto fonts = test_fonts();
+  if (fonts.empty()) return;
+  const SynthPage page = render_page(test_text(), fonts, 7, quick(1));
+  const Json j = parse_json(page_truth_json(page));
+  CHECK(j.at("width").as_int() == page.image.width);
+  CHECK(j.at("layout").as_string() == "table");
+  REQUIRE(j.at("lines").size() == page.lines.size());
+  const Json& l = j.at("lines")[0];
+  CHECK(l.at("text").as_string() == page.lines[0].text);
+  CHECK(l.at("points").size() == 4);
+  CHECK(l.at("words").size() == page.lines[0].words.size());
+}
+
+TEST_CASE("synthetic pages: options are checked", "[synth_page]") {
+  PageSynthOptions o;
+  CHECK_NOTHROW(o.validate());
+  o.min_dpi = 20;
+  CHECK_THROWS_WITH(o.validate(), Catch::Contains("min_dpi"));
+  o = {};
+  o.max_pt = 2;
+  CHECK_THROWS_WITH(o.validate(), Catch::Contains("max_pt"));
+  o = {};
+  o.layout_weights = {0, 0, 0, 0, 0};
+  CHECK_THROWS_WITH(o.validate(), Catch::Contains("all zero"));
+  o = {};
+  o.layout_weights = {1, 1};
+  CHECK_THROWS_WITH(o.validate(), Catch::Contains("5 weights"));
+  o = {};
+  o.scan.p_skew = 0.5;
+  CHECK_THROWS_WITH(o.validate(), Catch::Contains("cannot crop, pad, skew"));
+  CHECK_THROWS_WITH(parse_page_layout("poster"), Catch::Contains("article, table, form, receipt or slide"));
+  CHECK(parse_page_layout("receipt") == PageLayout::receipt);
+  CHECK_THROWS_WITH(render_page(test_text(), {}, 1), Catch::Contains("no fonts"));
+}

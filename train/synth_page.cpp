@@ -1,0 +1,634 @@
+#include "train/synth_page.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+
+#include "runtime/error.h"
+#include "runtime/json.h"
+
+namespace ocrt::train {
+
+const char* page_layout_name(PageLayout layout) {
+  switch (layout) {
+    case PageLayout::article: return "article";
+    case PageLayout::table: return "table";
+    case PageLayout::form: return "form";
+    case PageLayout::receipt: return "receipt";
+    case PageLayout::slide: return "slide";
+  }
+  return "?";
+}
+
+PageLayout parse_page_layout(const std::string& name) {
+  for (PageLayout l : {PageLayout::article, PageLayout::table, PageLayout::form, PageLayout::receipt, PageLayout::slide})
+    if (name == page_layout_name(l)) return l;
+  fail("unknown page layout '", name, "' (expected article, table, form, receipt or slide)");
+}
+
+ScanOptions PageSynthOptions::page_scan_options() {
+  ScanOptions s;
+  s.p_crop = s.p_margin = s.p_skew = s.p_curve = s.p_lowres = 0;
+  return s;
+}
+
+void PageSynthOptions::validate() const {
+  auto in = [](double v, double lo, double hi, const char* name) {
+    OCRT_CHECK(std::isfinite(v) && v >= lo && v <= hi, "page synthesis: ", name, " must be in [", lo, ", ", hi, "], got ", v);
+  };
+  in(min_dpi, 50, 600, "min_dpi");
+  in(max_dpi, min_dpi, 600, "max_dpi");
+  in(min_pt, 4, 72, "min_pt");
+  in(max_pt, min_pt, 72, "max_pt");
+  in(max_skew_deg, 0, 10, "max_skew_deg");
+  in(p_scan, 0, 1, "p_scan");
+  scan.validate();
+  OCRT_CHECK(scan.p_crop == 0 && scan.p_margin == 0 && scan.p_skew == 0 && scan.p_curve == 0 && scan.p_lowres == 0,
+             "page synthesis: the scan simulation of a page cannot crop, pad, skew, curve or resample it "
+             "(the outlines would no longer match)");
+  OCRT_CHECK(layout_weights.size() == 5, "page synthesis: layout_weights needs 5 weights, got ", layout_weights.size());
+  double sum = 0;
+  for (double w : layout_weights) {
+    in(w, 0, 1e9, "a layout weight");
+    sum += w;
+  }
+  OCRT_CHECK(sum > 0, "page synthesis: the layout weights are all zero");
+  OCRT_CHECK(max_pixels >= 10000, "page synthesis: max_pixels must be at least 10000, got ", max_pixels);
+}
+
+namespace {
+
+// ---- drawing
+
+class Canvas {
+ public:
+  Canvas(int64_t width, int64_t height, uint8_t paper) {
+    image_.width = width, image_.height = height;
+    image_.pixels.assign((size_t)(width * height), paper);
+  }
+  GrayImage& image() { return image_; }
+  int64_t width() const { return image_.width; }
+  int64_t height() const { return image_.height; }
+
+  void fill(const Rect& r, uint8_t v) {
+    const int64_t x0 = clampx(r.x0), x1 = clampx(r.x1), y0 = clampy(r.y0), y1 = clampy(r.y1);
+    for (int64_t y = y0; y < y1; ++y)
+      std::fill(image_.pixels.begin() + y * image_.width + x0, image_.pixels.begin() + y * image_.width + x1, v);
+  }
+  // The outline of r, `t` pixels thick.
+  void frame(const Rect& r, double t, uint8_t v) {
+    fill({r.x0, r.y0, r.x1, r.y0 + t}, v);
+    fill({r.x0, r.y1 - t, r.x1, r.y1}, v);
+    fill({r.x0, r.y0, r.x0 + t, r.y1}, v);
+    fill({r.x1 - t, r.y0, r.x1, r.y1}, v);
+  }
+  // Glyphs rendered dark on white (0 ink, 255 paper), laid on the page in colour `ink` with
+  // their darkness as coverage.
+  void draw(const GrayImage& glyphs, int64_t x, int64_t y, uint8_t ink) {
+    for (int64_t gy = 0; gy < glyphs.height; ++gy) {
+      const int64_t py = y + gy;
+      if (py < 0 || py >= image_.height) continue;
+      for (int64_t gx = 0; gx < glyphs.width; ++gx) {
+        const int64_t px = x + gx;
+        if (px < 0 || px >= image_.width) continue;
+        const double a = (255.0 - glyphs.at(gx, gy)) / 255.0;
+        uint8_t& p = image_.pixels[(size_t)(py * image_.width + px)];
+        p = (uint8_t)std::lround(p * (1 - a) + ink * a);
+      }
+    }
+  }
+
+ private:
+  int64_t clampx(double v) const { return std::clamp<int64_t>((int64_t)std::lround(v), 0, image_.width); }
+  int64_t clampy(double v) const { return std::clamp<int64_t>((int64_t)std::lround(v), 0, image_.height); }
+  GrayImage image_;
+};
+
+// A word rendered once, measured and then drawn.
+struct Rendered {
+  std::string text;
+  GrayImage glyphs;
+};
+
+// Everything a layout needs: the page being drawn, its text, fonts and random stream.
+class Composer {
+ public:
+  Composer(const TextSource& text, const std::vector<std::shared_ptr<Font>>& fonts, SampleRng& rng, double dpi,
+           double body_pt)
+      : text_(text), fonts_(fonts), rng_(rng), dpi_(dpi), body_pt_(body_pt) {
+    body_ = pick_font();
+    heading_ = rng_.uniform() < 0.5 ? body_ : pick_font();
+  }
+
+  SampleRng& rng() { return rng_; }
+  double px(double pt) const { return pt / 72.0 * dpi_; }  // a font size in pixels
+  double body_px() const { return px(body_pt_); }
+  const Font& body() const { return *body_; }
+  const Font& heading() const { return *heading_; }
+  std::vector<SynthLine>& lines() { return lines_; }
+
+  void start(Canvas* canvas, uint8_t ink) { canvas_ = canvas, ink_ = ink; }
+
+  // The next word of running text (prose, structured items and mixed words, as training lines
+  // are), one the font can draw.
+  std::string next_word(const Font& font) {
+    for (int tries = 0; tries < 1000; ++tries) {
+      if (queue_.empty()) refill();
+      std::string w = std::move(queue_.front());
+      queue_.pop_front();
+      if (!w.empty() && font.covers(w)) return w;
+    }
+    fail("page synthesis: the font ", font.path(), " covers none of the text's words");
+  }
+  // A short text (a table cell, a label, a price): one sample of 1 to max_chars characters.
+  std::string short_text(const Font& font, int64_t max_chars) {
+    for (int tries = 0; tries < 100; ++tries) {
+      std::string s = text_.sample(rng_.next(), 1, std::max<int64_t>(1, max_chars));
+      while (!s.empty() && s.back() == ' ') s.pop_back();
+      if (!s.empty() && font.covers(s)) return s;
+    }
+    return next_word(font);
+  }
+
+  Rendered render(const Font& font, const std::string& word, double size_px) {
+    return {word, font.render(word, size_px, 0, 0, 255)};
+  }
+
+  // Draws words left to right from (x, y) with gaps `space` between them; the line's outline
+  // spans the font's line height. Returns the line (and keeps it).
+  SynthLine& draw_line(const std::vector<Rendered>& words, double x, double y, double space, double size_px,
+                       bool heading = false) {
+    SynthLine line;
+    line.heading = heading;
+    double h = 0;
+    for (const Rendered& w : words) h = std::max(h, (double)w.glyphs.height);
+    h = std::max(h, size_px);
+    double at = x;
+    for (size_t i = 0; i < words.size(); ++i) {
+      const Rendered& w = words[i];
+      canvas_->draw(w.glyphs, (int64_t)std::lround(at), (int64_t)std::lround(y), ink_);
+      line.words.push_back({w.text, Quad::from_rect({at, y, at + (double)w.glyphs.width, y + h})});
+      line.text += (i ? " " : "") + w.text;
+      at += (double)w.glyphs.width + space;
+    }
+    const double right = words.empty() ? x : at - space;
+    line.outline = Quad::from_rect({x, y, right, y + h});
+    lines_.push_back(std::move(line));
+    return lines_.back();
+  }
+
+  // Fills one line of running text up to `width` pixels: words while they fit (a word wider
+  // than the whole line is skipped). justify: the gaps widened so the line reaches the width.
+  // Returns the words drawn (none when even one does not fit).
+  size_t text_line(const Font& font, double size_px, double x, double y, double width, bool justify,
+                   const std::string& prefix = "", bool heading = false) {
+    const double space = 0.28 * size_px;
+    std::vector<Rendered> words;
+    double used = 0;
+    if (!prefix.empty() && font.covers(prefix)) {
+      words.push_back(render(font, prefix, size_px));
+      used = (double)words.back().glyphs.width;
+    }
+    for (int skipped = 0; skipped < 20;) {
+      const std::string w = next_word(font);
+      Rendered r = render(font, w, size_px);
+      const double need = (words.empty() ? 0 : space) + (double)r.glyphs.width;
+      if (used + need > width) {
+        if (words.empty() && (double)r.glyphs.width > width) {
+          ++skipped;
+          continue;
+        }
+        queue_.push_front(w);  // it starts the next line
+        break;
+      }
+      used += need;
+      words.push_back(std::move(r));
+    }
+    if (words.empty()) return 0;
+    double gap = space;
+    if (justify && words.size() > 1) gap += (width - used) / (double)(words.size() - 1);
+    draw_line(words, x, y, gap, size_px, heading);
+    return words.size();
+  }
+
+  // A single piece of text (one or more words, drawn as one word-run) at (x, y): its width.
+  double text_at(const Font& font, const std::string& text, double size_px, double x, double y, bool heading = false) {
+    std::vector<Rendered> words;
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t end = text.find(' ', start);
+      if (end == std::string::npos) end = text.size();
+      if (end > start) words.push_back(render(font, text.substr(start, end - start), size_px));
+      start = end + 1;
+    }
+    if (words.empty()) return 0;
+    const SynthLine& l = draw_line(words, x, y, 0.28 * size_px, size_px, heading);
+    return l.outline.box().width();
+  }
+  double measure(const Font& font, const std::string& text, double size_px) {
+    double w = 0;
+    size_t start = 0, n = 0;
+    while (start < text.size()) {
+      size_t end = text.find(' ', start);
+      if (end == std::string::npos) end = text.size();
+      if (end > start) w += (double)render(font, text.substr(start, end - start), size_px).glyphs.width, ++n;
+      start = end + 1;
+    }
+    return w + (n > 1 ? (double)(n - 1) * 0.28 * size_px : 0);
+  }
+
+  Canvas& canvas() { return *canvas_; }
+  uint8_t ink() const { return ink_; }
+
+ private:
+  std::shared_ptr<Font> pick_font() { return fonts_[(size_t)rng_.integer(0, (int64_t)fonts_.size() - 1)]; }
+  void refill() {
+    const std::string s = text_.sample(rng_.next(), 120, 400);
+    size_t start = 0;
+    while (start < s.size()) {
+      size_t end = s.find(' ', start);
+      if (end == std::string::npos) end = s.size();
+      if (end > start) queue_.push_back(s.substr(start, end - start));
+      start = end + 1;
+    }
+    if (queue_.empty()) queue_.push_back("text");
+  }
+
+  const TextSource& text_;
+  const std::vector<std::shared_ptr<Font>>& fonts_;
+  SampleRng& rng_;
+  double dpi_, body_pt_;
+  std::shared_ptr<Font> body_, heading_;
+  std::deque<std::string> queue_;
+  std::vector<SynthLine> lines_;
+  Canvas* canvas_ = nullptr;
+  uint8_t ink_ = 0;
+};
+
+// A picture that is not text (a photo or drawing): shaded blocks, circles and noise.
+void draw_figure(Canvas& c, const Rect& r, SampleRng& rng) {
+  c.fill(r, (uint8_t)rng.integer(150, 230));
+  for (int k = 0, n = (int)rng.integer(3, 12); k < n; ++k) {
+    const double w = rng.uniform(0.1, 0.5) * r.width(), h = rng.uniform(0.1, 0.5) * r.height();
+    const double x = rng.uniform(r.x0, r.x1 - w), y = rng.uniform(r.y0, r.y1 - h);
+    const uint8_t v = (uint8_t)rng.integer(20, 200);
+    if (rng.uniform() < 0.5) {
+      c.fill({x, y, x + w, y + h}, v);
+    } else {  // an ellipse
+      const double cx = x + w / 2, cy = y + h / 2;
+      for (int64_t py = (int64_t)y; py < (int64_t)(y + h); ++py)
+        for (int64_t px = (int64_t)x; px < (int64_t)(x + w); ++px) {
+          const double dx = ((double)px - cx) / (w / 2), dy = ((double)py - cy) / (h / 2);
+          if (dx * dx + dy * dy <= 1) c.fill({(double)px, (double)py, (double)px + 1, (double)py + 1}, v);
+        }
+    }
+  }
+}
+
+// ---- layouts (sizes in pixels; `m` is the margin)
+
+void layout_article(Composer& k, Canvas& c) {
+  SampleRng& rng = k.rng();
+  const double W = (double)c.width(), H = (double)c.height();
+  const double m = rng.uniform(0.06, 0.12) * W;
+  const double body = k.body_px(), lead = rng.uniform(1.15, 1.45) * body;
+  double y = m;
+  if (rng.uniform() < 0.5) {  // running head
+    const double s = 0.8 * body;
+    k.text_line(k.body(), s, m, y * 0.6, rng.uniform(0.3, 0.6) * (W - 2 * m), false);
+    if (rng.uniform() < 0.5) c.fill({m, y * 0.6 + 1.3 * s, W - m, y * 0.6 + 1.3 * s + std::max(1.0, s / 12)}, k.ink());
+  }
+  if (rng.uniform() < 0.8) {  // title
+    const double s = rng.uniform(1.5, 2.6) * body;
+    for (int l = 0, n = (int)rng.integer(1, 2); l < n && y + 1.3 * s < H - m; ++l, y += 1.25 * s)
+      k.text_line(k.heading(), s, m, y, W - 2 * m, false, "", true);
+    y += 0.8 * body;
+  }
+  const int columns = rng.uniform() < 0.4 ? 1 : rng.uniform() < 0.67 ? 2 : 3;
+  const double gutter = rng.uniform(0.025, 0.06) * W;
+  const double cw = (W - 2 * m - gutter * (columns - 1)) / columns;
+  const bool justify = rng.uniform() < 0.5, indent = rng.uniform() < 0.5;
+  const double bottom = H - m;
+  bool figure_drawn = false;
+  for (int col = 0; col < columns; ++col) {
+    const double x = m + col * (cw + gutter);
+    double cy = y;
+    while (cy + lead < bottom) {
+      const double u = rng.uniform();
+      if (!figure_drawn && u < 0.06 && cy + 0.2 * H < bottom) {  // a figure across the column
+        const double fh = rng.uniform(0.1, 0.25) * H;
+        draw_figure(c, {x, cy, x + cw, cy + fh}, rng);
+        figure_drawn = true;
+        cy += fh + lead;
+        continue;
+      }
+      if (u < 0.14) {  // a subheading
+        k.text_line(k.heading(), 1.2 * body, x, cy, rng.uniform(0.4, 1.0) * cw, false, "", true);
+        cy += 1.5 * lead;
+        continue;
+      }
+      const bool list = u < 0.26;
+      const int n = (int)rng.integer(list ? 2 : 2, list ? 6 : 10);
+      for (int l = 0; l < n && cy + lead < bottom; ++l, cy += lead) {
+        if (list) {
+          const std::string mark = rng.uniform() < 0.5 ? "-" : std::to_string(l + 1) + ".";
+          const double hang = 1.6 * body;
+          k.text_at(k.body(), mark, body, x + 0.5 * body, cy);
+          k.text_line(k.body(), body, x + 0.5 * body + hang, cy, cw - 0.5 * body - hang, false);
+        } else {
+          const bool first = l == 0, last = l == n - 1;
+          const double in = first && indent ? 1.5 * body : 0;
+          const double width = last ? rng.uniform(0.2, 1.0) * (cw - in) : cw - in;
+          k.text_line(k.body(), body, x + in, cy, width, justify && !last);
+        }
+      }
+      cy += indent && !list ? 0 : rng.uniform(0.4, 1.0) * lead;
+    }
+  }
+  if (rng.uniform() < 0.6) {  // page number
+    const std::string num = std::to_string(rng.integer(1, 480));
+    const double s = 0.9 * body, w = k.measure(k.body(), num, s);
+    const double x = rng.uniform() < 0.5 ? (W - w) / 2 : W - m - w;
+    k.text_at(k.body(), num, s, x, H - m * 0.6);
+  }
+}
+
+void layout_table(Composer& k, Canvas& c) {
+  SampleRng& rng = k.rng();
+  const double W = (double)c.width(), H = (double)c.height();
+  const double m = rng.uniform(0.06, 0.1) * W, body = k.body_px();
+  double y = m;
+  k.text_line(k.heading(), 1.6 * body, m, y, W - 2 * m, false, "", true);
+  y += 3 * body;
+  const int cols = (int)rng.integer(2, 6);
+  std::vector<double> share(cols);
+  double total = 0;
+  for (double& s : share) total += s = rng.uniform(0.6, 2.0);
+  const double row_h = rng.uniform(1.6, 2.4) * body, pad = 0.4 * body;
+  const bool rules = rng.uniform() < 0.5, vertical = rules && rng.uniform() < 0.6;
+  const double t = std::max(1.0, body / 14);
+  const int rows = (int)std::min<double>(rng.integer(5, 30), (H - m - y) / row_h);
+  double x = m;
+  std::vector<double> xs = {m};
+  for (double s : share) xs.push_back(x += s / total * (W - 2 * m));
+  for (int r = 0; r < rows; ++r) {
+    const double ry = y + r * row_h;
+    const Font& f = r == 0 ? k.heading() : k.body();
+    for (int col = 0; col < cols; ++col) {
+      const double cw = xs[col + 1] - xs[col] - 2 * pad;
+      if (rng.uniform() < 0.08) continue;  // an empty cell
+      const bool number = col > 0 && rng.uniform() < 0.6 && r > 0;
+      std::string text = number ? (rng.uniform() < 0.5 ? std::to_string(rng.integer(0, 99999))
+                                                       : std::to_string(rng.integer(0, 9999)) + "." +
+                                                             std::to_string(rng.integer(10, 99)))
+                                : k.short_text(f, std::max<int64_t>(1, (int64_t)(cw / (0.55 * body))));
+      if (!f.covers(text)) continue;
+      double w = k.measure(f, text, body);
+      while (w > cw && text.find(' ') != std::string::npos) {  // drop words until it fits
+        text = text.substr(0, text.rfind(' '));
+        w = k.measure(f, text, body);
+      }
+      if (w > cw || text.empty()) continue;
+      const double tx = number ? xs[col + 1] - pad - w : xs[col] + pad;
+      k.text_at(f, text, body, tx, ry + (row_h - body) / 2, r == 0);
+    }
+    if (rules || r == 1) c.fill({m, ry, W - m, ry + t}, k.ink());
+  }
+  if (rules) {
+    c.fill({m, y + rows * row_h, W - m, y + rows * row_h + t}, k.ink());
+    if (vertical)
+      for (double vx : xs) c.fill({vx, y, vx + t, y + rows * row_h}, k.ink());
+  }
+}
+
+void layout_form(Composer& k, Canvas& c) {
+  SampleRng& rng = k.rng();
+  const double W = (double)c.width(), H = (double)c.height();
+  const double m = rng.uniform(0.06, 0.1) * W, body = k.body_px();
+  double y = m;
+  k.text_line(k.heading(), 1.5 * body, m, y, W - 2 * m, false, "", true);
+  y += 3 * body;
+  const double label_w = rng.uniform(0.2, 0.35) * (W - 2 * m);
+  const double row_h = rng.uniform(2.2, 3.2) * body, t = std::max(1.0, body / 14);
+  const bool boxes = rng.uniform() < 0.5;
+  for (int r = 0, rows = (int)rng.integer(5, 18); r < rows && y + row_h < H - m; ++r, y += row_h) {
+    if (rng.uniform() < 0.15) {  // check boxes with labels
+      double x = m;
+      for (int b = 0, n = (int)rng.integer(2, 4); b < n; ++b) {
+        const double s = body;
+        c.frame({x, y, x + s, y + s}, t, k.ink());
+        if (rng.uniform() < 0.4) c.fill({x + 0.25 * s, y + 0.25 * s, x + 0.75 * s, y + 0.75 * s}, k.ink());
+        const std::string label = k.short_text(k.body(), 12);
+        const double w = k.measure(k.body(), label, body);
+        if (x + 1.5 * s + w > W - m) break;
+        k.text_at(k.body(), label, body, x + 1.5 * s, y);
+        x += 1.5 * s + w + 2 * body;
+      }
+      continue;
+    }
+    std::string label = k.short_text(k.body(), 16);
+    if (rng.uniform() < 0.7 && k.body().covers(":")) label += ":";
+    if (k.measure(k.body(), label, body) > label_w - body) continue;
+    k.text_at(k.body(), label, body, m, y);
+    const Rect field{m + label_w, y - 0.4 * body, W - m, y + 1.4 * body};
+    if (boxes) c.frame(field, t, k.ink());
+    else c.fill({field.x0, field.y1 - t, field.x1, field.y1}, k.ink());
+    if (rng.uniform() < 0.8) k.text_line(k.body(), body, field.x0 + 0.5 * body, y, field.width() - body, false);
+  }
+}
+
+void layout_receipt(Composer& k, Canvas& c) {
+  SampleRng& rng = k.rng();
+  const double W = (double)c.width(), H = (double)c.height();
+  const double m = 0.06 * W, body = k.body_px(), lead = 1.3 * body;
+  double y = m;
+  for (int l = 0, n = (int)rng.integer(1, 3); l < n; ++l, y += lead) {  // a centred header
+    const std::string s = k.short_text(k.heading(), 20);
+    const double w = k.measure(k.heading(), s, body);
+    if (w < W - 2 * m) k.text_at(k.heading(), s, body, (W - w) / 2, y, l == 0);
+  }
+  y += 0.5 * lead;
+  auto separator = [&] {
+    c.fill({m, y + 0.4 * lead, W - m, y + 0.4 * lead + std::max(1.0, body / 14)}, k.ink());
+    y += lead;
+  };
+  separator();
+  while (y + 3 * lead < H - m) {
+    const std::string price = std::to_string(rng.integer(0, 199)) + "." + std::to_string(rng.integer(10, 99));
+    const double pw = k.measure(k.body(), price, body);
+    std::string item = k.short_text(k.body(), 18);
+    while (k.measure(k.body(), item, body) > W - 2 * m - pw - body && item.find(' ') != std::string::npos)
+      item = item.substr(0, item.rfind(' '));
+    if (k.measure(k.body(), item, body) <= W - 2 * m - pw - body) k.text_at(k.body(), item, body, m, y);
+    k.text_at(k.body(), price, body, W - m - pw, y);
+    y += lead;
+  }
+  separator();
+  const std::string total = std::to_string(rng.integer(10, 999)) + "." + std::to_string(rng.integer(10, 99));
+  if (k.heading().covers("TOTAL")) k.text_at(k.heading(), "TOTAL", body, m, y, true);
+  k.text_at(k.heading(), total, body, W - m - k.measure(k.heading(), total, body), y, true);
+}
+
+void layout_slide(Composer& k, Canvas& c, double title_px, double bullet_px) {
+  SampleRng& rng = k.rng();
+  const double W = (double)c.width(), H = (double)c.height();
+  const double m = rng.uniform(0.05, 0.08) * W;
+  double y = m;
+  for (int l = 0, n = (int)rng.integer(1, 2); l < n; ++l, y += 1.2 * title_px)
+    k.text_line(k.heading(), title_px, m, y, W - 2 * m, false, "", true);
+  y += 0.6 * title_px;
+  const double lead = rng.uniform(1.4, 1.8) * bullet_px;
+  while (y + lead < H - m) {
+    const bool bullet = rng.uniform() < 0.8;
+    const double indent = bullet ? 1.5 * bullet_px : 0;
+    if (bullet) c.fill({m, y + 0.35 * bullet_px, m + 0.4 * bullet_px, y + 0.75 * bullet_px}, k.ink());
+    k.text_line(k.body(), bullet_px, m + indent, y, rng.uniform(0.4, 1.0) * (W - 2 * m - indent), false);
+    y += lead;
+  }
+}
+
+// The page turned by deg degrees (clockwise positive) about its centre, on a canvas of the same
+// size (bilinear; what comes in from outside is `paper`), and the point map that goes with it.
+GrayImage turn(const GrayImage& in, double deg, uint8_t paper) {
+  GrayImage out;
+  out.width = in.width, out.height = in.height;
+  out.pixels.assign(in.pixels.size(), paper);
+  const double a = deg * M_PI / 180, ca = std::cos(a), sa = std::sin(a);
+  const double cx = (double)in.width / 2, cy = (double)in.height / 2;
+  for (int64_t y = 0; y < out.height; ++y)
+    for (int64_t x = 0; x < out.width; ++x) {
+      // the source of this pixel's centre: turned back by -deg
+      const double dx = (double)x + 0.5 - cx, dy = (double)y + 0.5 - cy;
+      const double sx = ca * dx + sa * dy + cx - 0.5, sy = -sa * dx + ca * dy + cy - 0.5;
+      const int64_t x0 = (int64_t)std::floor(sx), y0 = (int64_t)std::floor(sy);
+      const double fx = sx - (double)x0, fy = sy - (double)y0;
+      auto at = [&](int64_t px, int64_t py) {
+        return px < 0 || py < 0 || px >= in.width || py >= in.height ? (double)paper : (double)in.at(px, py);
+      };
+      const double v = (1 - fy) * ((1 - fx) * at(x0, y0) + fx * at(x0 + 1, y0)) +
+                       fy * ((1 - fx) * at(x0, y0 + 1) + fx * at(x0 + 1, y0 + 1));
+      out.pixels[(size_t)(y * out.width + x)] = (uint8_t)std::lround(std::clamp(v, 0.0, 255.0));
+    }
+  return out;
+}
+
+Point turn_point(const Point& p, double deg, double cx, double cy) {
+  const double a = deg * M_PI / 180, ca = std::cos(a), sa = std::sin(a);
+  const double dx = p.x - cx, dy = p.y - cy;
+  return {ca * dx - sa * dy + cx, sa * dx + ca * dy + cy};
+}
+
+}  // namespace
+
+SynthPage render_page(const TextSource& text, const std::vector<std::shared_ptr<Font>>& fonts, uint64_t seed,
+                      const PageSynthOptions& o) {
+  o.validate();
+  OCRT_CHECK(!fonts.empty(), "page synthesis: no fonts");
+  SampleRng rng(seed);
+  SynthPage page;
+  double total = 0;
+  for (double w : o.layout_weights) total += w;
+  double pick = rng.uniform() * total;
+  int layout = 0;
+  while (layout < 4 && pick >= o.layout_weights[(size_t)layout]) pick -= o.layout_weights[(size_t)layout++];
+  page.layout = (PageLayout)layout;
+
+  // The page's size in inches and its resolution.
+  double win = 8.5, hin = 11;
+  if (page.layout == PageLayout::receipt) win = rng.uniform(58, 80) / 25.4, hin = rng.uniform(4, 10);
+  if (page.layout == PageLayout::slide) {
+    win = rng.uniform() < 0.5 ? 10 : 13.333, hin = 7.5;
+  } else if (page.layout != PageLayout::receipt && rng.uniform() < 0.4) {
+    win = 8.27, hin = 11.69;  // A4
+  }
+  double dpi = rng.uniform(o.min_dpi, o.max_dpi);
+  if (page.layout == PageLayout::slide) dpi = std::min(dpi, rng.uniform(72, 150));  // screenshots and exports
+  dpi = std::min(dpi, std::sqrt((double)o.max_pixels / (win * hin)));
+  page.dpi = dpi;
+  const int64_t W = std::max<int64_t>(16, (int64_t)std::lround(win * dpi));
+  const int64_t H = std::max<int64_t>(16, (int64_t)std::lround(hin * dpi));
+
+  // Paper and ink: dark on light, or for slides sometimes light on dark.
+  uint8_t paper = (uint8_t)rng.integer(215, 255), ink = (uint8_t)rng.integer(0, 60);
+  if (page.layout == PageLayout::slide && rng.uniform() < 0.5)
+    paper = (uint8_t)rng.integer(10, 90), ink = (uint8_t)rng.integer(200, 255);
+  Canvas canvas(W, H, paper);
+  const double body_pt = rng.uniform(o.min_pt, o.max_pt);
+  Composer k(text, fonts, rng, dpi, page.layout == PageLayout::receipt ? std::min(body_pt, 10.0) : body_pt);
+  k.start(&canvas, ink);
+  switch (page.layout) {
+    case PageLayout::article: layout_article(k, canvas); break;
+    case PageLayout::table: layout_table(k, canvas); break;
+    case PageLayout::form: layout_form(k, canvas); break;
+    case PageLayout::receipt: layout_receipt(k, canvas); break;
+    case PageLayout::slide: layout_slide(k, canvas, k.px(rng.uniform(28, 44)), k.px(rng.uniform(18, 28))); break;
+  }
+  page.lines = std::move(k.lines());
+  const double text_px = k.body_px();
+  page.image = std::move(canvas.image());
+
+  page.skew_deg = o.max_skew_deg > 0 ? rng.uniform(-o.max_skew_deg, o.max_skew_deg) : 0;
+  if (page.skew_deg != 0) {
+    page.image = turn(page.image, page.skew_deg, paper);
+    const double cx = (double)W / 2, cy = (double)H / 2;
+    for (SynthLine& l : page.lines) {
+      for (Point& p : l.outline.corners) p = turn_point(p, page.skew_deg, cx, cy);
+      for (SynthWord& w : l.words)
+        for (Point& p : w.outline.corners) p = turn_point(p, page.skew_deg, cx, cy);
+    }
+  }
+  // Lines that are not wholly on the page (drawn past an edge, or turned off it) are not text a
+  // detector can be asked for: they go, their ink stays.
+  std::erase_if(page.lines, [&](const SynthLine& l) {
+    const Rect b = l.outline.box();
+    return l.words.empty() || b.x0 < 0 || b.y0 < 0 || b.x1 > (double)W || b.y1 > (double)H;
+  });
+  // The scan's magnitudes (blur, ink spread) scale with the body text's height, as on a line.
+  if (rng.uniform() < o.p_scan) page.image = degrade(page.image, o.scan, rng, text_px);
+  return page;
+}
+
+namespace {
+
+Json points_json(const Quad& q) {
+  Json pts = Json::array();
+  for (const Point& p : q.corners) {
+    Json pt = Json::array();
+    pt.push_back(std::round(p.x * 10) / 10);
+    pt.push_back(std::round(p.y * 10) / 10);
+    pts.push_back(pt);
+  }
+  return pts;
+}
+
+}  // namespace
+
+std::string page_truth_json(const SynthPage& page) {
+  Json lines = Json::array();
+  for (const SynthLine& l : page.lines) {
+    Json words = Json::array();
+    for (const SynthWord& w : l.words) {
+      Json jw = Json::object();
+      jw.set("text", w.text);
+      jw.set("points", points_json(w.outline));
+      words.push_back(jw);
+    }
+    Json jl = Json::object();
+    jl.set("text", l.text);
+    jl.set("points", points_json(l.outline));
+    jl.set("heading", l.heading);
+    jl.set("words", words);
+    lines.push_back(jl);
+  }
+  Json j = Json::object();
+  j.set("width", page.image.width);
+  j.set("height", page.image.height);
+  j.set("dpi", std::round(page.dpi * 10) / 10);
+  j.set("layout", page_layout_name(page.layout));
+  j.set("skew", std::round(page.skew_deg * 1000) / 1000);
+  j.set("lines", lines);
+  return j.dump() + "\n";
+}
+
+}  // namespace ocrt::train

@@ -1,0 +1,80 @@
+// Synthetic pages: whole pages rendered with the fonts and text of the synthetic lines
+// (train/synth.h), with the outline of every text line and word, for training and testing a
+// text detector and the page pipeline (docs/pages.md).
+//
+// A page is drawn in one of several layouts, each the kind of page users scan:
+//   article  1 to 3 columns of paragraphs (indented or spaced), a heading, sometimes a list, a
+//            running head, a page number, rules and figures (pictures that are not text)
+//   table    a title over a grid of short cells (words, numbers, prices), with or without rules
+//   form     labels beside values written in boxes or on underlines, and check boxes
+//   receipt  a narrow slip: a centred header, items with right-aligned prices, a total
+//   slide    a wide page with large type, a title and bullet points, light on dark or dark on
+//            light
+// Type size (in points) and resolution (dpi) are drawn from the options, the page may be turned
+// by a small angle (outlines turn with it), and the scan simulation of train/scan.h (without its
+// geometric steps, which would move the text away from its outlines) is applied to the page.
+//
+// Everything is drawn from SampleRng(seed): a page is a pure function of (text source, fonts,
+// seed, options).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/geometry.h"
+#include "runtime/image.h"
+#include "train/scan.h"
+#include "train/synth.h"
+
+namespace ocrt::train {
+
+enum class PageLayout { article, table, form, receipt, slide };
+const char* page_layout_name(PageLayout layout);
+PageLayout parse_page_layout(const std::string& name);  // throws listing the names
+
+struct PageSynthOptions {
+  double min_dpi = 150, max_dpi = 300;  // scan resolution, in [50, 600]
+  double min_pt = 8, max_pt = 14;       // body text size in points, in [4, 72]; headings and slides larger
+  double max_skew_deg = 3;              // the page turned by up to this, in [0, 10]
+  double p_scan = 0.7;                  // the scan simulation applied (probability)
+  ScanOptions scan = page_scan_options();
+  // How often each layout is drawn (weights, not all zero): article, table, form, receipt, slide.
+  std::vector<double> layout_weights = {0.5, 0.15, 0.15, 0.1, 0.1};
+  int64_t max_pixels = int64_t(1) << 24;  // a page larger than this at its dpi is drawn at a lower dpi
+  // Throws naming the field for a value outside its range.
+  void validate() const;
+  // The scan simulation for pages: the line defaults without the steps that move or resize
+  // the text (crop, margins, skew, curve, lower resolution).
+  static ScanOptions page_scan_options();
+};
+
+struct SynthWord {
+  std::string text;
+  Quad outline;
+};
+
+struct SynthLine {
+  std::string text;       // the words joined by single spaces
+  Quad outline;           // from the top of the font's ascent to the bottom of its descent
+  std::vector<SynthWord> words;
+  bool heading = false;   // title, heading or slide title
+};
+
+struct SynthPage {
+  GrayImage image;
+  std::vector<SynthLine> lines;  // in the order they were drawn (not reading order)
+  PageLayout layout = PageLayout::article;
+  double dpi = 0;
+  double skew_deg = 0;  // the page's turn, clockwise positive
+};
+
+SynthPage render_page(const TextSource& text, const std::vector<std::shared_ptr<Font>>& fonts, uint64_t seed,
+                      const PageSynthOptions& options = {});
+
+// The page's lines and words as one JSON text (what ocrt-synth --pages writes beside each image):
+// {"width", "height", "dpi", "layout", "skew", "lines": [{"text", "points": [[x, y] x 4],
+// "heading", "words": [{"text", "points"}]}]}. Points are rounded to 0.1 pixel.
+std::string page_truth_json(const SynthPage& page);
+
+}  // namespace ocrt::train
