@@ -21,6 +21,10 @@ bool starts_like_a_number(const std::string& text) {
 // The shortest text that reads back as x, exponent as a person writes it: 1e-3, 1e6, 0.25.
 std::string number_str(double x) {
   char text[32];
+  if (x == std::floor(x) && std::fabs(x) < 1e5) {  // a small whole number as one: 50, not 5e1
+    std::snprintf(text, sizeof text, "%.0f", x);
+    return text;
+  }
   for (int digits = 1; digits <= 17; ++digits) {  // 17 significant digits always read back
     std::snprintf(text, sizeof text, "%.*g", digits, x);
     if (std::strtod(text, nullptr) == x) break;

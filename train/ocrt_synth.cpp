@@ -21,6 +21,7 @@
 #include "train/augment.h"
 #include "train/scan.h"
 #include "train/synth.h"
+#include "train/synth_page.h"
 
 using namespace ocrt;
 using namespace ocrt::train;
@@ -32,8 +33,9 @@ constexpr const char* kUsage = R"(usage: ocrt-synth --out DIR [options]
 
 Renders synthetic text lines: DIR/NNNNNN.png + DIR/NNNNNN.gt.txt pairs, DIR/labels.txt
 (NNNNNN.png<TAB>text per line) and DIR/manifest.tsv (NNNNNN.png<TAB>font file<TAB>glyph
-height<TAB>scan preset<TAB>text kind per line, after a header line). The same seed gives the
-same files.
+height<TAB>scan preset<TAB>text kind per line, after a header line). With --pages, whole
+pages instead: DIR/NNNNNN.png + DIR/NNNNNN.json (every line and word with its outline; see
+docs/pages.md). The same seed gives the same files.
 )";
 
 struct SynthConfig {
@@ -49,6 +51,9 @@ struct SynthConfig {
   std::string texts;  // --texts FILE: render these lines (one a line) instead of random text
   std::vector<std::string> prose;
   std::string degrade = "none";
+  bool pages = false;             // --pages: whole pages (train/synth_page.h)
+  double min_dpi = 150, max_dpi = 300;
+  std::vector<std::string> layouts;  // --layouts: only these (default: the usual mix)
 };
 
 // "--height 22:40", or one number for a fixed height: each in [4, 512].
@@ -92,6 +97,18 @@ cli::Parser synth_flags(SynthConfig& c) {
   p.add(cli::text("--texts", "FILE", c.texts,
                   "render these texts (one line of FILE a sample, in order) instead of random\n"
                   "text; --count is then the number of lines, and --out must be empty"));
+  p.add(cli::toggle("--pages", c.pages, true,
+                    "render whole pages (NNNNNN.png + NNNNNN.json with every line's and word's\n"
+                    "outline) instead of lines; --degrade scan adds the scan simulation"));
+  p.add({"--dpi", "LO:HI", "--pages: resolution drawn per page from [LO, HI] (150:300; 50..600)",
+         [&c](const std::string& v) {
+           const size_t colon = v.find(':');
+           c.min_dpi = cli::parse_double("--dpi", v.substr(0, colon), {50, 600});
+           c.max_dpi = colon == std::string::npos ? c.min_dpi : cli::parse_double("--dpi", v.substr(colon + 1), {50, 600});
+         }});
+  p.add(cli::list("--layouts", "NAMES", c.layouts,
+                  "--pages: only these layouts, commas between: article, table, form,\n"
+                  "receipt, slide (default: all, articles half of the pages)"));
   p.add(cli::toggle("--list-fonts", c.list_fonts, true,
                     "print the fonts that load (and those skipped, with the reason), then exit"));
   p.note("  --help                 this text");
@@ -117,11 +134,31 @@ void check_no_stale_files(const SynthConfig& c) {
     const size_t dot = name.find('.');
     const std::string stem = name.substr(0, dot), ext = dot == std::string::npos ? "" : name.substr(dot);
     const bool ours = stem.size() == digits && std::all_of(stem.begin(), stem.end(), [](unsigned char ch) { return std::isdigit(ch) != 0; }) &&
-                      (ext == ".png" || ext == ".gt.txt") && std::stoll(stem) < c.count;
+                      (ext == ".png" || ext == (c.pages ? ".json" : ".gt.txt")) && std::stoll(stem) < c.count;
     OCRT_CHECK(ours, "--out: ", c.out, " already holds ", name,
                ", which this run would not overwrite; use an empty (or new) folder");
   }
   OCRT_CHECK(!ec, "--out: cannot list ", c.out, ": ", ec.message());
+}
+
+// --pages: the page options of the flags (throws naming --layouts for an unknown layout).
+PageSynthOptions page_options(const SynthConfig& c) {
+  PageSynthOptions o;
+  o.min_dpi = c.min_dpi, o.max_dpi = c.max_dpi;
+  o.p_scan = c.degrade == "scan" ? 1 : 0;
+  if (!c.layouts.empty()) {
+    std::vector<double> weights(5, 0.0);
+    for (const auto& name : c.layouts) {
+      try {
+        weights[(size_t)parse_page_layout(name)] = o.layout_weights[(size_t)parse_page_layout(name)];
+      } catch (const Error& e) {
+        fail("--layouts: ", e.what());
+      }
+    }
+    o.layout_weights = weights;
+  }
+  o.validate();
+  return o;
 }
 
 // Everything that can be checked without touching a font, so that a typo fails at once.
@@ -148,6 +185,14 @@ void validate(const SynthConfig& c) {
     ScanOptions::preset(c.degrade);
   } catch (const Error& e) {
     fail("--degrade: ", e.what());
+  }
+  if (c.pages) {
+    OCRT_CHECK(c.min_dpi <= c.max_dpi, "--dpi: LO (", c.min_dpi, ") must not exceed HI (", c.max_dpi, ")");
+    OCRT_CHECK(c.degrade == "none" || c.degrade == "scan", "--degrade: pages take none or scan, got ", c.degrade);
+    OCRT_CHECK(c.texts.empty() && !c.augment, "--pages: --texts and --augment are for lines");
+    page_options(c);  // the layout names
+  } else {
+    OCRT_CHECK(c.layouts.empty() && c.min_dpi == 150 && c.max_dpi == 300, "--dpi and --layouts: only with --pages");
   }
   check_no_stale_files(c);
 }
@@ -214,6 +259,36 @@ Sample make_sample(const SynthConfig& c, const TextSource& text_source, const st
        " drawn texts (the fonts cover different parts of the charset; give fonts that share more characters)");
 }
 
+// --pages: page i from SampleRng::derive(seed, i), its image and its truth.
+int write_pages(const SynthConfig& c, const TextSource& text_source, const std::vector<std::shared_ptr<Font>>& fonts,
+                size_t digits) {
+  const PageSynthOptions options = page_options(c);
+  std::string error;
+  int64_t lines = 0;
+#pragma omp parallel for schedule(dynamic, 1) reduction(+ : lines)
+  for (int64_t i = 0; i < c.count; ++i) {
+    bool stop;
+#pragma omp critical(ocrt_synth_error)
+    stop = !error.empty();
+    if (stop) continue;
+    try {
+      std::string name = std::to_string(i);
+      name.insert(0, digits - name.size(), '0');
+      const SynthPage page = render_page(text_source, fonts, SampleRng::derive(c.seed, (uint64_t)i), options);
+      save_gray_png((fs::path(c.out) / (name + ".png")).string(), page.image);
+      write_text(fs::path(c.out) / (name + ".json"), page_truth_json(page));
+      lines += (int64_t)page.lines.size();
+    } catch (const std::exception& e) {
+#pragma omp critical(ocrt_synth_error)
+      if (error.empty()) error = e.what();
+    }
+  }
+  OCRT_CHECK(error.empty(), error);
+  std::printf("ocrt-synth: wrote %lld pages with %lld lines to %s (%zu fonts)\n", (long long)c.count, (long long)lines,
+              c.out.c_str(), fonts.size());
+  return 0;
+}
+
 int run(const SynthConfig& c) {
   std::vector<std::string> skipped, paths = c.fonts.empty() ? default_font_dirs() : c.fonts;
   OCRT_CHECK(!paths.empty(), "--fonts: not given, and none of Debian's font folders is installed here "
@@ -253,6 +328,7 @@ int run(const SynthConfig& c) {
   }
   const int64_t count = fixed.empty() ? c.count : (int64_t)fixed.size();
   const size_t digits = name_digits(count);
+  if (c.pages) return write_pages(c, text_source, fonts, digits);
   std::vector<std::string> names((size_t)count), texts((size_t)count), manifest((size_t)count);
   std::string error;
   // Samples are independent, so they render on every core; the first error stops the rest.

@@ -185,3 +185,9 @@ TEST_CASE("cli parser: a flag is in the table once, and --help is written from t
                            "--kind one|two", "--list FILE"})
     CHECK_THAT(help, Contains(std::string("  ") + flag + " "));
 }
+
+TEST_CASE("cli: ranges print small whole numbers as they are written", "[cli]") {
+  CHECK(cli::Range{50, 600}.str() == "[50, 600]");  // not [5e1, 6e2]
+  CHECK(cli::Range{0, 4096}.str() == "[0, 4096]");
+  CHECK(cli::Range{0, 1e9}.str() == "[0, 1e9]");
+}

@@ -4,10 +4,13 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "run_command.h"
+#include "runtime/json.h"
 #include "temp_dir.h"
 
 using namespace ocrt::testing;
@@ -39,4 +42,44 @@ TEST_CASE("ocrt-synth refuses bad numbers by their flag before any work", "[cli]
 TEST_CASE("ocrt-synth --help lists its flags, and docs/cli.md describes each", "[cli]") {
   CHECK(help_flags("ocrt-synth").size() >= 14);
   CHECK(undocumented_flags("ocrt-synth").empty());
+}
+
+TEST_CASE("ocrt-synth --pages writes pages with their truth, and checks its page flags", "[cli]") {
+  TempDir dir("synth-pages");
+  const fs::path out = dir.path / "pages";
+  std::string output;
+  const std::string cmd = program("ocrt-synth") + " --pages --count 2 --dpi 60 --layouts table,form --seed 5 --out " +
+                          out.string();
+  REQUIRE(run_command(cmd, &output) == 0);
+  CHECK(output.find("wrote 2 pages") != std::string::npos);
+  for (const char* name : {"000000", "000001"}) {
+    INFO(name);
+    CHECK(fs::file_size(out / (std::string(name) + ".png")) > 1000);
+    std::ifstream in(out / (std::string(name) + ".json"));
+    std::stringstream text;
+    text << in.rdbuf();
+    const ocrt::Json j = ocrt::parse_json(text.str());
+    const std::string layout = j.at("layout").as_string();
+    CHECK((layout == "table" || layout == "form"));
+    CHECK(j.at("dpi").as_number() == Approx(60));
+    REQUIRE(j.at("lines").size() > 3);
+    CHECK(j.at("lines")[0].at("points").size() == 4);
+  }
+  // The same seed, the same pages.
+  const fs::path again = dir.path / "again";
+  REQUIRE(run_command(program("ocrt-synth") + " --pages --count 2 --dpi 60 --layouts table,form --seed 5 --out " +
+                      again.string()) == 0);
+  std::ifstream a(out / "000001.json"), b(again / "000001.json");
+  std::stringstream sa, sb;
+  sa << a.rdbuf(), sb << b.rdbuf();
+  CHECK(sa.str() == sb.str());
+
+  const std::string bin = program("ocrt-synth") + " --out " + (dir.path / "bad").string() + " ";
+  check_refusals("ocrt-synth", bin, 1,
+                 {{"--pages --layouts poster", "--layouts: unknown page layout 'poster'"},
+                  {"--pages --dpi 40", "--dpi: must be in [50, 600], got 40"},
+                  {"--pages --dpi 300:200", "--dpi: LO (300) must not exceed HI (200)"},
+                  {"--pages --degrade jpeg", "--degrade: pages take none or scan"},
+                  {"--dpi 100", "--dpi and --layouts: only with --pages"}});
+  CHECK_FALSE(fs::exists(dir.path / "bad"));
 }
