@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "runtime/stb.h"
+#include "runtime/tiff.h"
 
 namespace ocrt {
 
@@ -168,28 +169,25 @@ std::mutex in_flight_mu;
 std::condition_variable in_flight_cv;
 int64_t in_flight_pixels = 0;
 
-struct InFlight {
-  int64_t pixels;
-  explicit InFlight(int64_t n) : pixels(n) {
-    std::unique_lock<std::mutex> lock(in_flight_mu);
-    in_flight_cv.wait(lock, [&] { return in_flight_pixels == 0 || in_flight_pixels + n <= kDecodePixelsInFlight; });
-    in_flight_pixels += n;
-  }
-  ~InFlight() {
-    {
-      std::lock_guard<std::mutex> lock(in_flight_mu);
-      in_flight_pixels -= pixels;
-    }
-    in_flight_cv.notify_all();
-  }
-  InFlight(const InFlight&) = delete;
-  InFlight& operator=(const InFlight&) = delete;
-};
-
 }  // namespace
+
+DecodeReservation::DecodeReservation(int64_t pixels) : pixels_(pixels) {
+  std::unique_lock<std::mutex> lock(in_flight_mu);
+  in_flight_cv.wait(lock, [&] { return in_flight_pixels == 0 || in_flight_pixels + pixels <= kDecodePixelsInFlight; });
+  in_flight_pixels += pixels;
+}
+
+DecodeReservation::~DecodeReservation() {
+  {
+    std::lock_guard<std::mutex> lock(in_flight_mu);
+    in_flight_pixels -= pixels_;
+  }
+  in_flight_cv.notify_all();
+}
 
 GrayImage decode_gray_image(const void* data, size_t size, const std::string& name, int64_t max_pixels) {
   OCRT_CHECK(size > 0, name, ": the image file is empty (0 bytes)");
+  if (is_tiff(data, size)) return decode_tiff_page(data, size, name, 0, max_pixels);  // libtiff, not stb
   OCRT_CHECK(size <= (size_t)INT32_MAX, name, ": the image file is too large (", size, " bytes)");
   const auto* bytes = static_cast<const stbi_uc*>(data);
   const int64_t bad_table = oversized_jpeg_huffman_table(bytes, size);
@@ -216,7 +214,7 @@ GrayImage decode_gray_image(const void* data, size_t size, const std::string& na
   OCRT_CHECK(w > 0 && h > 0, name, ": the image has zero size (", w, "x", h, ")");
   OCRT_CHECK((int64_t)w * h <= max_pixels, name, ": the image is too large (", w, "x", h, " = ", (int64_t)w * h,
              " pixels; at most ", max_pixels, " are read, ocrt-infer --max-image-pixels raises it)");
-  const InFlight in_flight((int64_t)w * h);
+  const DecodeReservation reservation((int64_t)w * h);
   const bool sixteen = stbi_is_16_bit_from_memory(bytes, (int)size);
   stbi_io_callbacks io{&MemoryReader::read, &MemoryReader::skip, &MemoryReader::eof};
   MemoryReader reader{bytes, size};

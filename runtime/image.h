@@ -43,7 +43,21 @@ struct GrayImage {
 constexpr int64_t kDefaultMaxImagePixels = int64_t(1) << 24;
 constexpr int64_t kDecodePixelsInFlight = int64_t(1) << 26;
 
-// Decodes a file (PNG, JPEG, BMP, TGA, GIF's first frame, PNM, ...). Throws an Error naming the
+// Holds `pixels` of the kDecodePixelsInFlight budget while it lives: waits until they fit (or,
+// for an image larger than the budget, until nothing else is being decoded). Every decoder
+// (stb_image's formats here, TIFF in runtime/tiff.cpp) takes one before it allocates.
+class DecodeReservation {
+ public:
+  explicit DecodeReservation(int64_t pixels);
+  ~DecodeReservation();
+  DecodeReservation(const DecodeReservation&) = delete;
+  DecodeReservation& operator=(const DecodeReservation&) = delete;
+
+ private:
+  int64_t pixels_;
+};
+
+// Decodes a file (PNG, JPEG, BMP, TGA, GIF's first frame, PNM, TIFF's first page, ...). Throws an Error naming the
 // path for a missing, unreadable, empty, truncated, corrupt, zero-sized or too large image (the
 // message says which, with the size from the header when it is known).
 GrayImage load_gray_image(const std::string& path, int64_t max_pixels = kDefaultMaxImagePixels);

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 # python3-venv: the ONNX round trip (ctest -L onnx) makes a virtual environment for ONNX Runtime.
-packages=(build-essential cmake pkg-config libeigen3-dev libstb-dev catch2 libopenmpi-dev openmpi-bin
+packages=(build-essential cmake pkg-config libeigen3-dev libstb-dev libtiff-dev catch2 libopenmpi-dev openmpi-bin
           fonts-dejavu-core fonts-liberation fonts-freefont-ttf fonts-urw-base35 wamerican python3-venv)
 
 # --train: also what the English models train on (scripts/fonts-en.sh, scripts/train-en.sh):
