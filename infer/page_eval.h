@@ -1,0 +1,64 @@
+// Scoring a read page against its truth (docs/pages.md, "Evaluation"): words matched by
+// position, as page OCR is judged.
+//
+//   - Each truth word is matched to the output word whose box overlaps it most (by area; no
+//     overlap: missed). Several truth words may match one output word (two words read as one):
+//     each is then judged against it, so at most one of them can be right.
+//   - A matched truth word is right when both texts agree once punctuation is removed
+//     (ASCII punctuation; "end." and "end" agree, "end" and "End" do not). A truth word that is
+//     only punctuation is right when it is matched at all.
+//   - An output word that no truth word matched is extra.
+//   - The CER of the reading-order text: the edit distance, in code points, between the output
+//     and the truth texts with every run of white space made one space, over the truth's length.
+//
+// Word accuracy is right / truth words; missed and extra words are reported beside it, so that
+// reading the same word twice (or everything into one box) cannot look good.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "infer/page.h"
+#include "runtime/json.h"
+
+namespace ocrt::infer {
+
+struct TruthWord {
+  std::string text;
+  Rect box;
+};
+
+struct PageTruth {
+  std::vector<TruthWord> words;  // in reading order
+  std::string text;              // the page's text in reading order (lines apart by '\n')
+};
+
+// The truth ocrt-synth --pages writes beside a page (NNNNNN.json: lines of words with their
+// outlines, in the order they were drawn, which is the reading order of the layouts it draws).
+// Throws naming `name` for a document that is not one.
+PageTruth truth_from_synth_json(const std::string& json_text, const std::string& name);
+
+struct PageScore {
+  int64_t truth_words = 0;
+  int64_t right = 0;       // matched and agreeing
+  int64_t wrong = 0;       // matched, disagreeing
+  int64_t missed = 0;      // no output word overlaps them
+  int64_t extra = 0;       // output words no truth word matched
+  int64_t distance = 0;    // edit distance of the reading-order texts, code points
+  int64_t truth_chars = 0;
+
+  double word_accuracy() const;  // right / truth_words; 1 for a page with no words and no extra ones
+  double cer() const;            // distance / truth_chars; 0 when both are 0, 1 when only truth_chars is
+  PageScore& operator+=(const PageScore& o);
+  Json to_json() const;          // the counts and both rates
+};
+
+// The words of a page's output, in reading order.
+std::vector<TruthWord> page_words(const Page& page);
+
+PageScore score_page(const Page& output, const PageTruth& truth);
+
+// The text with punctuation removed, for comparing words.
+std::string without_punctuation(const std::string& word);
+
+}  // namespace ocrt::infer

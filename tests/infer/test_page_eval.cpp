@@ -1,0 +1,116 @@
+// Page scoring (infer/page_eval.h) on pages built by hand: a perfect reading, a wrong, a missed
+// and an extra word, punctuation and case, two words read as one, the text's CER with its
+// white space ignored; and the truth files ocrt-synth --pages writes, good and broken.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "infer/page_eval.h"
+
+using namespace ocrt;
+using namespace ocrt::infer;
+
+namespace {
+
+PageWord word(const std::string& text, double x0, double y0, double x1, double y1) {
+  PageWord w;
+  w.text = text;
+  w.box = {x0, y0, x1, y1};
+  return w;
+}
+
+// One block of one line holding the words; the line's text is the words joined by spaces.
+Page page_of(const std::vector<PageWord>& words) {
+  PageLine l;
+  for (const PageWord& w : words) {
+    l.words.push_back(w);
+    l.text += (l.text.empty() ? "" : " ") + w.text;
+    l.box = l.box.united(w.box);
+  }
+  Page p;
+  p.blocks.resize(1);
+  p.blocks[0].lines.push_back(l);
+  return p;
+}
+
+PageTruth truth_of(const std::vector<PageWord>& words) {
+  PageTruth t;
+  for (const PageWord& w : words) {
+    t.words.push_back({w.text, w.box});
+    t.text += (t.text.empty() ? "" : " ") + w.text;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("score_page: a perfect reading, and each kind of error", "[page]") {
+  const std::vector<PageWord> truth = {word("The", 0, 0, 30, 10), word("end.", 40, 0, 80, 10), word("Now", 0, 20, 30, 30)};
+  const PageScore perfect = score_page(page_of(truth), truth_of(truth));
+  CHECK(perfect.truth_words == 3);
+  CHECK(perfect.right == 3);
+  CHECK(perfect.extra == 0);
+  CHECK(perfect.word_accuracy() == 1.0);
+  CHECK(perfect.cer() == 0.0);
+
+  // "end" for "end." is right (punctuation), "now" for "Now" is wrong (case); an extra word
+  // where there is none; "The" never read.
+  const PageScore s = score_page(page_of({word("end", 41, 1, 79, 9), word("now", 0, 20, 30, 30), word("x", 200, 200, 210, 210)}),
+                                 truth_of(truth));
+  CHECK(s.right == 1);
+  CHECK(s.wrong == 1);
+  CHECK(s.missed == 1);
+  CHECK(s.extra == 1);
+  CHECK(s.word_accuracy() == Approx(1.0 / 3));
+  // Texts "The end. Now" and "end now x": 12 characters of truth.
+  CHECK(s.truth_chars == 12);
+  CHECK(s.distance > 0);
+}
+
+TEST_CASE("score_page: two words read as one, punctuation-only words, white space", "[page]") {
+  const std::vector<PageWord> truth = {word("foo", 0, 0, 30, 10), word("bar", 35, 0, 65, 10), word("-", 70, 0, 75, 10)};
+  const PageScore merged = score_page(page_of({word("foobar", 0, 0, 65, 10), word("-", 70, 0, 75, 10)}), truth_of(truth));
+  CHECK(merged.right == 1);  // only the dash
+  CHECK(merged.wrong == 2);  // both halves judged against "foobar"
+  CHECK(merged.extra == 0);
+  const PageScore dash = score_page(page_of({word("foo", 0, 0, 30, 10), word("bar", 35, 0, 65, 10), word("~", 70, 0, 75, 10)}),
+                                    truth_of(truth));
+  CHECK(dash.right == 3);  // a punctuation-only truth word counts when it is found
+  // The text's white space (line breaks, blank lines between blocks) is not an error.
+  Page two_blocks = page_of({word("foo", 0, 0, 30, 10)});
+  two_blocks.blocks.push_back(page_of({word("bar", 35, 0, 65, 10), word("-", 70, 0, 75, 10)}).blocks[0]);
+  CHECK(score_page(two_blocks, truth_of(truth)).distance == 0);
+}
+
+TEST_CASE("score_page: empty pages and totals", "[page]") {
+  const PageScore nothing = score_page(Page{}, PageTruth{});
+  CHECK(nothing.word_accuracy() == 1.0);
+  CHECK(nothing.cer() == 0.0);
+  const PageScore garbage = score_page(page_of({word("x", 0, 0, 5, 5)}), PageTruth{});
+  CHECK(garbage.word_accuracy() == 0.0);
+  CHECK(garbage.extra == 1);
+  CHECK(garbage.cer() == 1.0);
+  PageScore total = garbage;
+  total += nothing;
+  CHECK(total.extra == 1);
+  CHECK(total.to_json().at("word_accuracy").as_number() == 0.0);
+}
+
+TEST_CASE("truth_from_synth_json: ocrt-synth's page truth, and broken files", "[page]") {
+  const std::string doc = R"({"width":100,"height":50,"dpi":150,"layout":"article","skew":0,"lines":[
+    {"text":"Hello world","points":[[0,0],[90,0],[90,10],[0,10]],"heading":true,"words":[
+      {"text":"Hello","points":[[0,0],[40,0],[40,10],[0,10]]},{"text":"world","points":[[50,0],[90,1],[90,11],[50,10]]}]},
+    {"text":"bye","points":[[0,20],[30,20],[30,30],[0,30]],"heading":false,"words":[
+      {"text":"bye","points":[[0,20],[30,20],[30,30],[0,30]]}]}]})";
+  const PageTruth t = truth_from_synth_json(doc, "p.json");
+  REQUIRE(t.words.size() == 3);
+  CHECK(t.words[1].text == "world");
+  CHECK(t.words[1].box.y1 == 11);
+  CHECK(t.text == "Hello world\nbye");
+  CHECK_THROWS_WITH(truth_from_synth_json("{", "p.json"), Catch::Contains("p.json: not a page truth file"));
+  CHECK_THROWS_WITH(truth_from_synth_json("[]", "p.json"), Catch::Contains("expected an object with \"lines\""));
+  CHECK_THROWS_WITH(truth_from_synth_json(R"({"lines":[{"text":"a"}]})", "p.json"), Catch::Contains("line 1 needs"));
+  CHECK_THROWS_WITH(truth_from_synth_json(R"({"lines":[{"text":"a","words":[{"text":"a","points":[[1]]}]}]})", "p.json"),
+                    Catch::Contains("a point must be [x, y]"));
+}
