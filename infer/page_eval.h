@@ -20,6 +20,7 @@
 
 #include "infer/page.h"
 #include "runtime/json.h"
+#include "runtime/xml.h"
 
 namespace ocrt::infer {
 
@@ -37,6 +38,23 @@ struct PageTruth {
 // outlines, in the order they were drawn, which is the reading order of the layouts it draws).
 // Throws naming `name` for a document that is not one.
 PageTruth truth_from_synth_json(const std::string& json_text, const std::string& name);
+
+// Truth in the page formats other tools write (and ocrt writes, infer/page_format.h), words in
+// document order:
+//   hOCR      every element of class ocrx_word: its title's bbox and its text (trimmed); lines
+//             are the ocr_line / ocrx_line / ocr_header / ocr_caption / ocr_textfloat elements
+//   ALTO      every String: HPOS, VPOS, WIDTH, HEIGHT and CONTENT, in pixels (MeasurementUnit
+//             pixel; other units are refused, naming them); lines are the TextLines
+//   PAGE XML  every Word: the box of its Coords points and the Unicode of its first TextEquiv;
+//             a TextLine without Words gives its own TextEquiv's words, splitting its box by
+//             their share of the characters
+// A word without text is left out. Throws naming `name` for a document of none of these forms.
+PageTruth truth_from_hocr(const XmlElement& root, const std::string& name);
+PageTruth truth_from_alto(const XmlElement& root, const std::string& name);
+PageTruth truth_from_page_xml(const XmlElement& root, const std::string& name);
+
+// A truth file by its content: ocrt-synth's JSON, hOCR, ALTO or PAGE XML.
+PageTruth read_page_truth(const std::string& path);
 
 struct PageScore {
   int64_t truth_words = 0;

@@ -3,10 +3,14 @@
 // white space ignored; and the truth files ocrt-synth --pages writes, good and broken.
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "infer/page_eval.h"
+#include "infer/page_format.h"
+#include "runtime/xml.h"
+#include "temp_dir.h"
 
 using namespace ocrt;
 using namespace ocrt::infer;
@@ -113,4 +117,60 @@ TEST_CASE("truth_from_synth_json: ocrt-synth's page truth, and broken files", "[
   CHECK_THROWS_WITH(truth_from_synth_json(R"({"lines":[{"text":"a"}]})", "p.json"), Catch::Contains("line 1 needs"));
   CHECK_THROWS_WITH(truth_from_synth_json(R"({"lines":[{"text":"a","words":[{"text":"a","points":[[1]]}]}]})", "p.json"),
                     Catch::Contains("a point must be [x, y]"));
+}
+
+TEST_CASE("page truth from hOCR, ALTO and PAGE XML: ocrt's own documents read back", "[page]") {
+  // Two lines; whole-pixel boxes so that the formats' rounding keeps them.
+  Page page = page_of({word("Hello", 10, 10, 60, 30), word("w&rld", 70, 10, 130, 30)});
+  PageLine second;
+  second.text = "bye";
+  second.words.push_back(word("bye", 10, 40, 40, 60));
+  second.box = second.words[0].box;
+  second.outline = Quad::from_rect(second.box);
+  page.blocks[0].lines[0].outline = Quad::from_rect(page.blocks[0].lines[0].box);
+  page.blocks[0].lines.push_back(second);
+  page.name = "p.png";
+  page.width = 200, page.height = 100;
+  for (PageFormat f : {PageFormat::hocr, PageFormat::alto, PageFormat::page}) {
+    INFO(page_format_name(f));
+    const std::string doc = format_pages({page}, f);
+    const XmlElement root = parse_xml(doc, "t");
+    const PageTruth t = f == PageFormat::hocr ? truth_from_hocr(root, "t")
+                        : f == PageFormat::alto ? truth_from_alto(root, "t")
+                                                : truth_from_page_xml(root, "t");
+    REQUIRE(t.words.size() == 3);
+    CHECK(t.words[1].text == "w&rld");
+    CHECK(t.words[1].box.x0 == 70);
+    CHECK(t.words[1].box.x1 == 130);
+    CHECK(t.words[2].box.y0 == 40);
+    CHECK(t.text == "Hello w&rld\nbye");
+    const PageScore s = score_page(page, t);
+    CHECK(s.right == 3);
+    CHECK(s.distance == 0);
+    // And read_page_truth tells the format from the file.
+    ocrt::testing::TempDir dir("truth");
+    const auto path = dir.path / "t.xml";
+    std::ofstream(path) << doc;
+    CHECK(read_page_truth(path.string()).words.size() == 3);
+  }
+}
+
+TEST_CASE("page truth: a PAGE line without words, units, and what is not a truth file", "[page]") {
+  const std::string page_xml = R"(<PcGts xmlns="http://schema.primaresearch.org/PAGE/gts/pagecontent/2019-07-15"><Page>
+    <TextRegion id="r"><TextLine id="l"><Coords points="0,0 100,0 100,10 0,10"/>
+    <TextEquiv><Unicode>abc defgh</Unicode></TextEquiv></TextLine></TextRegion></Page></PcGts>)";
+  const PageTruth t = truth_from_page_xml(parse_xml(page_xml, "p"), "p");
+  REQUIRE(t.words.size() == 2);
+  CHECK(t.words[0].box.x1 == Approx(40));  // "abc " is 4 of the 10 characters with spaces
+  CHECK(t.words[1].text == "defgh");
+  const std::string alto_mm = R"(<alto><Description><MeasurementUnit>mm10</MeasurementUnit></Description></alto>)";
+  CHECK_THROWS_WITH(truth_from_alto(parse_xml(alto_mm, "a"), "a"), Catch::Contains("ALTO in mm10"));
+  const std::string no_bbox = R"(<html><body><span class="ocrx_word" title="x_wconf 9">hi</span></body></html>)";
+  CHECK_THROWS_WITH(truth_from_hocr(parse_xml(no_bbox, "h"), "h"), Catch::Contains("without a bbox"));
+  const std::string bad_num = R"(<alto><String HPOS="1e999" VPOS="0" WIDTH="1" HEIGHT="1" CONTENT="x"/></alto>)";
+  CHECK_THROWS_WITH(truth_from_alto(parse_xml(bad_num, "a"), "a"), Catch::Contains("HPOS is not a number"));
+  ocrt::testing::TempDir dir("truth-bad");
+  std::ofstream(dir.path / "svg.xml") << "<svg/>";
+  CHECK_THROWS_WITH(read_page_truth((dir.path / "svg.xml").string()), Catch::Contains("its root element is <svg>"));
+  CHECK_THROWS_WITH(read_page_truth((dir.path / "none.xml").string()), Catch::Contains("cannot read the truth file"));
 }
