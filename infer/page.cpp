@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "runtime/error.h"
+
 namespace ocrt::infer {
 
 namespace {
@@ -78,6 +80,36 @@ PageLine place_words(const LineResult& r, const Quad& outline, double line_width
   }
   finish_word();
   return line;
+}
+
+GrayImage crop_line(const GrayImage& page, const Quad& outline, int64_t height, uint8_t outside, int64_t max_width) {
+  const auto& c = outline.corners;
+  const double along = distance(c[0], c[1]), across = distance(c[0], c[3]);
+  for (const Point& p : c) OCRT_CHECK(std::isfinite(p.x) && std::isfinite(p.y), "crop_line: an outline corner is not finite");
+  OCRT_CHECK(along >= 1 && across >= 1, "crop_line: the outline is smaller than a pixel (", along, " x ", across, ")");
+  OCRT_CHECK(height >= 0 && max_width >= 1, "crop_line: bad height ", height, " or max_width ", max_width);
+  GrayImage out;
+  out.height = height > 0 ? height : std::max<int64_t>(1, std::llround(across));
+  out.width = std::clamp<int64_t>(std::llround(along * (double)out.height / across), 1, max_width);
+  out.pixels.resize((size_t)(out.width * out.height));
+  auto at = [&](int64_t x, int64_t y) -> double {
+    return x < 0 || y < 0 || x >= page.width || y >= page.height ? (double)outside : (double)page.at(x, y);
+  };
+  for (int64_t v = 0; v < out.height; ++v) {
+    const double fv = ((double)v + 0.5) / (double)out.height;
+    const Point left = lerp(c[0], c[3], fv), right = lerp(c[1], c[2], fv);
+    for (int64_t u = 0; u < out.width; ++u) {
+      const Point p = lerp(left, right, ((double)u + 0.5) / (double)out.width);
+      const double sx = p.x - 0.5, sy = p.y - 0.5;  // pixel centres sit at +0.5
+      const double fx0 = std::floor(sx), fy0 = std::floor(sy);
+      const int64_t x0 = (int64_t)fx0, y0 = (int64_t)fy0;
+      const double fx = sx - fx0, fy = sy - fy0;
+      const double value = (1 - fy) * ((1 - fx) * at(x0, y0) + fx * at(x0 + 1, y0)) +
+                           fy * ((1 - fx) * at(x0, y0 + 1) + fx * at(x0 + 1, y0 + 1));
+      out.pixels[(size_t)(v * out.width + u)] = (uint8_t)std::clamp<long>(std::lround(value), 0, 255);
+    }
+  }
+  return out;
 }
 
 std::string page_text(const Page& page) {

@@ -61,6 +61,14 @@ struct Page {
 // no words.
 PageLine place_words(const LineResult& r, const Quad& outline, double line_width);
 
+// The line under `outline` cut out of the page and turned upright: the outline's top edge
+// (corner 0 to corner 1) becomes the image's top row. `height` rows high (0: the outline's own
+// height, rounded), its width in proportion to the outline's (at most max_width); each pixel
+// sampled bilinearly at its centre's place on the page; what lies outside the page is
+// `outside`. This is the image the recogniser reads, and place_words maps its x back.
+GrayImage crop_line(const GrayImage& page, const Quad& outline, int64_t height = 0, uint8_t outside = 255,
+                    int64_t max_width = 16384);
+
 // The text of a page in reading order: lines joined by '\n', a blank line between blocks.
 std::string page_text(const Page& page);
 

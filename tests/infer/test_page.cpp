@@ -1,9 +1,11 @@
 // Pages without a model (infer/page.h): recognised characters placed back on the page and split
 // into words, and the reading order of lines laid out by hand (an article with a heading,
-// two columns and a footer; a table; a form; lines side by side), given in shuffled order.
+// two columns and a footer; a table; a form; lines side by side), given in shuffled order; and
+// lines cut out of a page along their outlines.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -164,4 +166,48 @@ TEST_CASE("page_text: lines in order, a blank line between blocks", "[page]") {
   page.blocks[1].lines = {line_at("three", 0, 0, 1, 1)};
   CHECK(page_text(page) == "one\ntwo\n\nthree\n");
   CHECK(page_text(Page{}) == "");
+}
+
+TEST_CASE("crop_line: an upright box is copied, a turned one sampled where it lies", "[page]") {
+  // A page whose gray is a linear function of the position: bilinear sampling reproduces it
+  // exactly, so every crop pixel must equal the function at its centre's place.
+  GrayImage page;
+  page.width = 120, page.height = 80;
+  auto f = [](double x, double y) { return 20 + 1.0 * x + 1.5 * y; };  // at pixel centres x + 0.5, y + 0.5
+  for (int64_t y = 0; y < page.height; ++y)
+    for (int64_t x = 0; x < page.width; ++x) page.pixels.push_back((uint8_t)std::lround(f((double)x + 0.5, (double)y + 0.5)));
+
+  SECTION("an axis-aligned box at its own size is the sub-image") {
+    const GrayImage crop = crop_line(page, Quad::from_rect({10, 20, 50, 30}));
+    REQUIRE(crop.width == 40);
+    REQUIRE(crop.height == 10);
+    for (int64_t y = 0; y < 10; ++y)
+      for (int64_t x = 0; x < 40; ++x) REQUIRE(crop.at(x, y) == page.at(10 + x, 20 + y));
+  }
+  SECTION("a box turned by 20 degrees, resized to 16 rows") {
+    const double a = 20 * M_PI / 180, len = 60, h = 12;
+    const Point o{30, 15};
+    const Point u{std::cos(a), std::sin(a)}, v{-std::sin(a), std::cos(a)};
+    Quad q;
+    q.corners = {o, Point{o.x + len * u.x, o.y + len * u.y}, Point{o.x + len * u.x + h * v.x, o.y + len * u.y + h * v.y},
+                 Point{o.x + h * v.x, o.y + h * v.y}};
+    const GrayImage crop = crop_line(page, q, 16);
+    REQUIRE(crop.height == 16);
+    CHECK(crop.width == 80);  // 60 x 12 scaled to 16 rows
+    for (int64_t y = 0; y < crop.height; ++y)
+      for (int64_t x = 0; x < crop.width; ++x) {
+        const double s = ((double)x + 0.5) / (double)crop.width * len, t = ((double)y + 0.5) / (double)crop.height * h;
+        const double px = o.x + s * u.x + t * v.x, py = o.y + s * u.y + t * v.y;
+        REQUIRE(std::abs((double)crop.at(x, y) - f(px, py)) <= 1.0);  // the page's own rounding, then the crop's
+      }
+  }
+  SECTION("outside the page is the paper given; degenerate outlines are refused") {
+    const GrayImage crop = crop_line(page, Quad::from_rect({-20, -10, -5, -2}), 0, 7);
+    for (uint8_t p : crop.pixels) CHECK((int)p == 7);
+    CHECK_THROWS_WITH(crop_line(page, Quad::from_rect({5, 5, 5.5, 20})), Catch::Contains("smaller than a pixel"));
+    Quad bad = Quad::from_rect({0, 0, 10, 10});
+    bad.corners[2].x = NAN;
+    CHECK_THROWS_WITH(crop_line(page, bad), Catch::Contains("not finite"));
+    CHECK(crop_line(page, Quad::from_rect({0, 0, 100000, 10}), 10, 255, 500).width == 500);
+  }
 }
