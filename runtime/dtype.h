@@ -44,29 +44,34 @@ template <> struct dtype_of<int32_t> { static constexpr DType value = DType::i32
 template <> struct dtype_of<int64_t> { static constexpr DType value = DType::i64; };
 template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::u8; };
 
+// Calls fn with a zero of the C++ type that `dtype` names (float for f32, double for f64, ...),
+// so that a generic lambda can name that type as decltype of its argument:
+//
+//   dispatch_float(x.dtype(), "softmax", [&](auto zero) { softmax_typed<decltype(zero)>(x, y); });
+//
+// This is the one place where a runtime dtype becomes a compile-time type. dispatch_float
+// accepts only float32/float64 and throws for anything else, naming `op`; dispatch_all accepts
+// every dtype.
+template <class Fn>
+decltype(auto) dispatch_float(DType dtype, const char* op, Fn&& fn) {
+  switch (dtype) {
+    case DType::f32: return fn(float{});
+    case DType::f64: return fn(double{});
+    default: break;
+  }
+  throw Error(std::string(op) + ": expected a float32 or float64 tensor, got " + dtype_name(dtype));
+}
+
+template <class Fn>
+decltype(auto) dispatch_all(DType dtype, const char* op, Fn&& fn) {
+  switch (dtype) {
+    case DType::f32: return fn(float{});
+    case DType::f64: return fn(double{});
+    case DType::i32: return fn(int32_t{});
+    case DType::i64: return fn(int64_t{});
+    case DType::u8: return fn(uint8_t{});
+  }
+  throw Error(std::string(op) + ": unknown dtype");
+}
+
 }  // namespace ocrt
-
-// Runs BODY with `scalar_t` bound to the C++ type of DTYPE. The _FLOAT form accepts only
-// float32/float64 and throws for anything else, naming OPNAME.
-#define OCRT_DISPATCH_FLOAT(DTYPE, OPNAME, ...)                                        \
-  [&] {                                                                                \
-    switch (DTYPE) {                                                                   \
-      case ::ocrt::DType::f32: { using scalar_t = float; return __VA_ARGS__(); }       \
-      case ::ocrt::DType::f64: { using scalar_t = double; return __VA_ARGS__(); }      \
-      default:                                                                         \
-        throw ::ocrt::Error(std::string(OPNAME) + ": expected a float32 or float64 tensor, got " + \
-                            ::ocrt::dtype_name(DTYPE));                                \
-    }                                                                                  \
-  }()
-
-#define OCRT_DISPATCH_ALL(DTYPE, OPNAME, ...)                                          \
-  [&] {                                                                                \
-    switch (DTYPE) {                                                                   \
-      case ::ocrt::DType::f32: { using scalar_t = float; return __VA_ARGS__(); }       \
-      case ::ocrt::DType::f64: { using scalar_t = double; return __VA_ARGS__(); }      \
-      case ::ocrt::DType::i32: { using scalar_t = int32_t; return __VA_ARGS__(); }     \
-      case ::ocrt::DType::i64: { using scalar_t = int64_t; return __VA_ARGS__(); }     \
-      case ::ocrt::DType::u8: { using scalar_t = uint8_t; return __VA_ARGS__(); }      \
-    }                                                                                  \
-    throw ::ocrt::Error(std::string(OPNAME) + ": unknown dtype");                     \
-  }()

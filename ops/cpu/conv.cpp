@@ -291,12 +291,13 @@ void conv2d_backward_typed(const Tensor& x, const Tensor& w, const Tensor& dy, c
 }
 
 void cpu_conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, const Tensor& y) {
-  OCRT_DISPATCH_FLOAT(y.dtype(), "conv2d", [&] { conv2d_typed<scalar_t>(x, w, bias, p, y); });
+  dispatch_float(y.dtype(), "conv2d", [&](auto zero) { conv2d_typed<decltype(zero)>(x, w, bias, p, y); });
 }
 
 void cpu_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy, const Conv2dParams& p, const Tensor& dx,
                          const Tensor& dw, const Tensor& db) {
-  OCRT_DISPATCH_FLOAT(x.dtype(), "conv2d backward", [&] { conv2d_backward_typed<scalar_t>(x, w, dy, p, dx, dw, db); });
+  dispatch_float(x.dtype(), "conv2d backward",
+      [&](auto zero) { conv2d_backward_typed<decltype(zero)>(x, w, dy, p, dx, dw, db); });
 }
 
 }  // namespace

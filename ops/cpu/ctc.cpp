@@ -156,14 +156,15 @@ void ctc_backward_typed(const Tensor& log_probs, const Tensor& targets, const st
 void register_cpu_ctc(LayerBackend& b) {
   b.ctc_loss = [](const Tensor& lp, const Tensor& tg, const std::vector<int64_t>& off, const std::vector<int64_t>& il,
                   const std::vector<int64_t>& tl, int64_t blank, const Tensor& losses, const Tensor& alpha) {
-    OCRT_DISPATCH_FLOAT(lp.dtype(), "ctc_loss", [&] { ctc_forward_typed<scalar_t>(lp, tg, off, il, tl, blank, losses, alpha); });
+    dispatch_float(lp.dtype(), "ctc_loss",
+        [&](auto zero) { ctc_forward_typed<decltype(zero)>(lp, tg, off, il, tl, blank, losses, alpha); });
   };
   b.ctc_loss_backward = [](const Tensor& lp, const Tensor& tg, const std::vector<int64_t>& off,
                            const std::vector<int64_t>& il, const std::vector<int64_t>& tl, int64_t blank,
                            const Tensor& losses, const Tensor& alpha, const std::vector<double>& scale,
                            const Tensor& grad) {
-    OCRT_DISPATCH_FLOAT(lp.dtype(), "ctc_loss backward",
-                        [&] { ctc_backward_typed<scalar_t>(lp, tg, off, il, tl, blank, losses, alpha, scale, grad); });
+    dispatch_float(lp.dtype(), "ctc_loss backward",
+        [&](auto zero) { ctc_backward_typed<decltype(zero)>(lp, tg, off, il, tl, blank, losses, alpha, scale, grad); });
   };
 }
 

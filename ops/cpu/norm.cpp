@@ -189,25 +189,26 @@ void ln_backward(const Tensor& x, const Tensor& dy, const Tensor& mean, const Te
 
 void register_cpu_norm(LayerBackend& b) {
   b.batch_norm_stats = [](const Tensor& x, const Tensor& mean, const Tensor& var) {
-    OCRT_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] { bn_stats<scalar_t>(x, mean, var); });
+    dispatch_float(x.dtype(), "batch_norm", [&](auto zero) { bn_stats<decltype(zero)>(x, mean, var); });
   };
   b.batch_norm_apply = [](const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& w, const Tensor& bias,
                           const Tensor& y) {
-    OCRT_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] { bn_apply<scalar_t>(x, mean, invstd, w, bias, y); });
+    dispatch_float(x.dtype(), "batch_norm", [&](auto zero) { bn_apply<decltype(zero)>(x, mean, invstd, w, bias, y); });
   };
   b.batch_norm_backward = [](const Tensor& x, const Tensor& dy, const Tensor& mean, const Tensor& invstd,
                              const Tensor& w, bool training, const Tensor& dx, const Tensor& dw, const Tensor& db) {
-    OCRT_DISPATCH_FLOAT(x.dtype(), "batch_norm backward",
-                        [&] { bn_backward<scalar_t>(x, dy, mean, invstd, w, training, dx, dw, db); });
+    dispatch_float(x.dtype(), "batch_norm backward",
+        [&](auto zero) { bn_backward<decltype(zero)>(x, dy, mean, invstd, w, training, dx, dw, db); });
   };
   b.layer_norm = [](const Tensor& x, const Tensor& w, const Tensor& bias, double eps, const Tensor& y,
                     const Tensor& mean, const Tensor& rstd) {
-    OCRT_DISPATCH_FLOAT(x.dtype(), "layer_norm", [&] { ln_forward<scalar_t>(x, w, bias, eps, y, mean, rstd); });
+    dispatch_float(x.dtype(), "layer_norm",
+        [&](auto zero) { ln_forward<decltype(zero)>(x, w, bias, eps, y, mean, rstd); });
   };
   b.layer_norm_backward = [](const Tensor& x, const Tensor& dy, const Tensor& mean, const Tensor& rstd,
                              const Tensor& w, const Tensor& dx, const Tensor& dw, const Tensor& db) {
-    OCRT_DISPATCH_FLOAT(x.dtype(), "layer_norm backward",
-                        [&] { ln_backward<scalar_t>(x, dy, mean, rstd, w, dx, dw, db); });
+    dispatch_float(x.dtype(), "layer_norm backward",
+        [&](auto zero) { ln_backward<decltype(zero)>(x, dy, mean, rstd, w, dx, dw, db); });
   };
 }
 

@@ -65,11 +65,12 @@ void softmax_backward_typed(bool log, const Tensor& y, const Tensor& dy, int64_t
 }
 
 void cpu_softmax(bool log, const Tensor& x, int64_t dim, const Tensor& y) {
-  OCRT_DISPATCH_FLOAT(x.dtype(), "softmax", [&] { softmax_typed<scalar_t>(log, x, dim, y); });
+  dispatch_float(x.dtype(), "softmax", [&](auto zero) { softmax_typed<decltype(zero)>(log, x, dim, y); });
 }
 
 void cpu_softmax_backward(bool log, const Tensor& y, const Tensor& dy, int64_t dim, const Tensor& dx) {
-  OCRT_DISPATCH_FLOAT(y.dtype(), "softmax_backward", [&] { softmax_backward_typed<scalar_t>(log, y, dy, dim, dx); });
+  dispatch_float(y.dtype(), "softmax_backward",
+      [&](auto zero) { softmax_backward_typed<decltype(zero)>(log, y, dy, dim, dx); });
 }
 
 }  // namespace

@@ -242,10 +242,11 @@ void cuda_ctc_loss(const Tensor& log_probs, const Tensor& targets, const std::ve
   if (N == 0) return;
   cuda::DeviceScope ds(log_probs);
   const Tensor info = sample_info(offsets, input_lengths, target_lengths, log_probs.device());
-  OCRT_DISPATCH_FLOAT(log_probs.dtype(), "ctc_loss", [&] {
-    ctc_forward_kernel<scalar_t><<<(unsigned)N, threads_for(S_max), 0, ds.stream>>>(
-        log_probs.data<scalar_t>(), targets.data<int64_t>(), info.data<int64_t>(), N, C, Tmax, S_max, blank,
-        losses.data<scalar_t>(), alpha.data<double>());
+  dispatch_float(log_probs.dtype(), "ctc_loss", [&](auto zero) {
+    using T = decltype(zero);
+    ctc_forward_kernel<T><<<(unsigned)N, threads_for(S_max), 0, ds.stream>>>(
+        log_probs.data<T>(), targets.data<int64_t>(), info.data<int64_t>(), N, C, Tmax, S_max, blank,
+        losses.data<T>(), alpha.data<double>());
   });
   OCRT_CUDA_LAUNCH_CHECK("ctc_loss", ds.device);
 }
@@ -265,10 +266,11 @@ void cuda_ctc_loss_backward(const Tensor& log_probs, const Tensor& targets, cons
   const Tensor first_pos = Tensor::empty({N, C}, DType::i32, dev);
   // The block covers the label positions and the classes of a frame.
   const int threads = threads_for(std::max(S_max, C));
-  OCRT_DISPATCH_FLOAT(log_probs.dtype(), "ctc_loss backward", [&] {
-    ctc_backward_kernel<scalar_t><<<(unsigned)N, threads, 0, ds.stream>>>(
-        log_probs.data<scalar_t>(), targets.data<int64_t>(), info.data<int64_t>(), N, C, Tmax, S_max, blank,
-        losses.data<scalar_t>(), alpha.data<double>(), scale_d.data<double>(), grad.data<scalar_t>(),
+  dispatch_float(log_probs.dtype(), "ctc_loss backward", [&](auto zero) {
+    using T = decltype(zero);
+    ctc_backward_kernel<T><<<(unsigned)N, threads, 0, ds.stream>>>(
+        log_probs.data<T>(), targets.data<int64_t>(), info.data<int64_t>(), N, C, Tmax, S_max, blank,
+        losses.data<T>(), alpha.data<double>(), scale_d.data<double>(), grad.data<T>(),
         scratch.data<double>(), next_same.data<int32_t>(), first_pos.data<int32_t>());
   });
   OCRT_CUDA_LAUNCH_CHECK("ctc_loss backward", ds.device);

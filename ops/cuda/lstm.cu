@@ -139,13 +139,14 @@ void cell_backward(const Tensor& act, const Tensor& c_prev, const Tensor& c, con
 void register_cuda_lstm(LayerBackend& b) {
   b.lstm_cell = [](const Tensor& gx, const Tensor& gh, const Tensor& hp, const Tensor& cp, const Tensor& active,
                    const Tensor& act, const Tensor& h, const Tensor& c, const Tensor& out) {
-    OCRT_DISPATCH_FLOAT(h.dtype(), "lstm", [&] { cell_forward<scalar_t>(gx, gh, hp, cp, active, act, h, c, out); });
+    dispatch_float(h.dtype(), "lstm",
+        [&](auto zero) { cell_forward<decltype(zero)>(gx, gh, hp, cp, active, act, h, c, out); });
   };
   b.lstm_cell_backward = [](const Tensor& act, const Tensor& cp, const Tensor& c, const Tensor& dh, const Tensor& dout,
                             const Tensor& dc, const Tensor& active, const Tensor& dg, const Tensor& dcp,
                             const Tensor& carry) {
-    OCRT_DISPATCH_FLOAT(c.dtype(), "lstm backward",
-                        [&] { cell_backward<scalar_t>(act, cp, c, dh, dout, dc, active, dg, dcp, carry); });
+    dispatch_float(c.dtype(), "lstm backward",
+        [&](auto zero) { cell_backward<decltype(zero)>(act, cp, c, dh, dout, dc, active, dg, dcp, carry); });
   };
 }
 

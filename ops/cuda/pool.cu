@@ -245,23 +245,25 @@ void adaptive_avg_backward_typed(const Tensor& dy, const Tensor& dx) {
 
 void register_cuda_pool(LayerBackend& b) {
   b.max_pool2d = [](const Tensor& x, const Pool2dParams& p, const Tensor& y, const Tensor& idx) {
-    OCRT_DISPATCH_FLOAT(x.dtype(), "max_pool2d", [&] { max_pool_typed<scalar_t>(x, p, y, idx); });
+    dispatch_float(x.dtype(), "max_pool2d", [&](auto zero) { max_pool_typed<decltype(zero)>(x, p, y, idx); });
   };
   b.max_pool2d_backward = [](const Tensor& dy, const Tensor& idx, const Tensor& dx) {
-    OCRT_DISPATCH_FLOAT(dx.dtype(), "max_pool2d backward", [&] { max_pool_backward_typed<scalar_t>(dy, idx, dx); });
+    dispatch_float(dx.dtype(), "max_pool2d backward",
+        [&](auto zero) { max_pool_backward_typed<decltype(zero)>(dy, idx, dx); });
   };
   b.avg_pool2d = [](const Tensor& x, const Pool2dParams& p, const Tensor& y) {
-    OCRT_DISPATCH_FLOAT(x.dtype(), "avg_pool2d", [&] { avg_pool_typed<scalar_t>(x, p, y); });
+    dispatch_float(x.dtype(), "avg_pool2d", [&](auto zero) { avg_pool_typed<decltype(zero)>(x, p, y); });
   };
   b.avg_pool2d_backward = [](const Tensor& dy, const Pool2dParams& p, const Tensor& dx) {
-    OCRT_DISPATCH_FLOAT(dx.dtype(), "avg_pool2d backward", [&] { avg_pool_backward_typed<scalar_t>(dy, p, dx); });
+    dispatch_float(dx.dtype(), "avg_pool2d backward",
+        [&](auto zero) { avg_pool_backward_typed<decltype(zero)>(dy, p, dx); });
   };
   b.adaptive_avg_pool2d = [](const Tensor& x, const Tensor& y) {
-    OCRT_DISPATCH_FLOAT(x.dtype(), "adaptive_avg_pool2d", [&] { adaptive_avg_typed<scalar_t>(x, y); });
+    dispatch_float(x.dtype(), "adaptive_avg_pool2d", [&](auto zero) { adaptive_avg_typed<decltype(zero)>(x, y); });
   };
   b.adaptive_avg_pool2d_backward = [](const Tensor& dy, const Tensor& dx) {
-    OCRT_DISPATCH_FLOAT(dx.dtype(), "adaptive_avg_pool2d backward",
-                        [&] { adaptive_avg_backward_typed<scalar_t>(dy, dx); });
+    dispatch_float(dx.dtype(), "adaptive_avg_pool2d backward",
+        [&](auto zero) { adaptive_avg_backward_typed<decltype(zero)>(dy, dx); });
   };
 }
 

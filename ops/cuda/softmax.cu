@@ -113,8 +113,8 @@ void cuda_softmax(bool log_out, const Tensor& x, int64_t dim, const Tensor& y) {
   cuda::DeviceScope ds(y);
   SoftmaxShape s = softmax_shape(x, dim);
   if (s.outer * s.inner == 0) return;
-  OCRT_DISPATCH_FLOAT(x.dtype(), "softmax", [&] {
-    using T = scalar_t;
+  dispatch_float(x.dtype(), "softmax", [&](auto zero) {
+    using T = decltype(zero);
     if (s.inner == 1)
       softmax_rows_kernel<T><<<cuda::grid_for(s.outer * 32), cuda::kThreads, 0, ds.stream>>>(
           log_out, x.data<T>(), y.data<T>(), s.outer, s.n);
@@ -129,8 +129,8 @@ void cuda_softmax_backward(bool log_out, const Tensor& y, const Tensor& dy, int6
   cuda::DeviceScope ds(dx);
   SoftmaxShape s = softmax_shape(y, dim);
   if (s.outer * s.inner == 0) return;
-  OCRT_DISPATCH_FLOAT(y.dtype(), "softmax_backward", [&] {
-    using T = scalar_t;
+  dispatch_float(y.dtype(), "softmax_backward", [&](auto zero) {
+    using T = decltype(zero);
     if (s.inner == 1)
       softmax_backward_rows_kernel<T><<<cuda::grid_for(s.outer * 32), cuda::kThreads, 0, ds.stream>>>(
           log_out, y.data<T>(), dy.data<T>(), dx.data<T>(), s.outer, s.n);

@@ -33,17 +33,18 @@ void copy_typed(const Tensor& src, const Tensor& dst) {
 }
 
 void cpu_copy(const Tensor& src, const Tensor& dst) {
-  OCRT_DISPATCH_ALL(src.dtype(), "copy", [&] {
-    using S = scalar_t;
-    OCRT_DISPATCH_ALL(dst.dtype(), "copy", [&] { copy_typed<S, scalar_t>(src, dst); });
+  dispatch_all(src.dtype(), "copy", [&](auto src_zero) {
+    dispatch_all(dst.dtype(), "copy",
+                 [&](auto dst_zero) { copy_typed<decltype(src_zero), decltype(dst_zero)>(src, dst); });
   });
 }
 
 void cpu_fill(const Tensor& dst, double value) {
-  OCRT_DISPATCH_ALL(dst.dtype(), "fill", [&] {
-    const scalar_t v = static_cast<scalar_t>(value);
+  dispatch_all(dst.dtype(), "fill", [&](auto zero) {
+    using T = decltype(zero);
+    const T v = static_cast<T>(value);
     cpu::for_each_run<1>({dst}, [v](std::array<char*, 1> p, std::array<int64_t, 1> s, int64_t n) {
-      scalar_t* d = reinterpret_cast<scalar_t*>(p[0]);
+      T* d = reinterpret_cast<T*>(p[0]);
       for (int64_t i = 0; i < n; ++i) d[i * s[0]] = v;
     });
   });

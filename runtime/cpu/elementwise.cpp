@@ -95,8 +95,8 @@ void with_unary_op(UnaryOp op, F&& f) {
 // ---- kernels
 
 void cpu_unary(UnaryOp op, UnaryParams p, const Tensor& x, const Tensor& out) {
-  OCRT_DISPATCH_FLOAT(x.dtype(), "unary", [&] {
-    using T = scalar_t;
+  dispatch_float(x.dtype(), "unary", [&](auto zero) {
+    using T = decltype(zero);
     with_unary_op(op, [&](auto op_tag) {
       using OpT = decltype(op_tag);
       cpu::for_each_run<2>({out, x}, [p](std::array<char*, 2> ptr, std::array<int64_t, 2> s, int64_t n) {
@@ -114,8 +114,8 @@ void cpu_unary(UnaryOp op, UnaryParams p, const Tensor& x, const Tensor& out) {
 
 void cpu_unary_backward(UnaryOp op, UnaryParams p, const Tensor& x, const Tensor& y, const Tensor& dy,
                         const Tensor& dx) {
-  OCRT_DISPATCH_FLOAT(x.dtype(), "unary_backward", [&] {
-    using T = scalar_t;
+  dispatch_float(x.dtype(), "unary_backward", [&](auto zero) {
+    using T = decltype(zero);
     with_unary_op(op, [&](auto op_tag) {
       using OpT = decltype(op_tag);
       cpu::for_each_run<4>({dx, x, y, dy}, [p](std::array<char*, 4> ptr, std::array<int64_t, 4> s, int64_t n) {
@@ -151,8 +151,8 @@ void binary_loop(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
 }
 
 void cpu_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
-  OCRT_DISPATCH_ALL(a.dtype(), "binary", [&] {
-    using T = scalar_t;
+  dispatch_all(a.dtype(), "binary", [&](auto zero) {
+    using T = decltype(zero);
     switch (op) {
       case BinaryOp::add: return binary_loop<T, T>(a, b, out, [](T x, T y) { return T(x + y); });
       case BinaryOp::sub: return binary_loop<T, T>(a, b, out, [](T x, T y) { return T(x - y); });
@@ -175,8 +175,8 @@ void cpu_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out
 }
 
 void cpu_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
-  OCRT_DISPATCH_ALL(a.dtype(), "where", [&] {
-    using T = scalar_t;
+  dispatch_all(a.dtype(), "where", [&](auto zero) {
+    using T = decltype(zero);
     cpu::for_each_run<4>({out, cond, a, b}, [](std::array<char*, 4> ptr, std::array<int64_t, 4> s, int64_t n) {
       T* o = reinterpret_cast<T*>(ptr[0]);
       const uint8_t* c = reinterpret_cast<const uint8_t*>(ptr[1]);

@@ -105,11 +105,12 @@ void index_select_packed(const Tensor& x, int64_t dim, const Tensor& index, cons
 }
 
 void cpu_index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
-  OCRT_DISPATCH_ALL(x.dtype(), "index_select", [&] {
+  dispatch_all(x.dtype(), "index_select", [&](auto zero) {
+    using T = decltype(zero);
     if (split_at(out.shape(), x, dim).inner_contiguous && split_at(out.shape(), out, dim).inner_contiguous)
-      index_select_packed<scalar_t>(x, dim, index, out);
+      index_select_packed<T>(x, dim, index, out);
     else
-      index_select_ref<scalar_t>(x, dim, index, out);
+      index_select_ref<T>(x, dim, index, out);
   });
 }
 
@@ -153,7 +154,7 @@ void index_add_typed(const Tensor& dst, int64_t dim, const Tensor& index, const 
 }
 
 void cpu_index_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) {
-  OCRT_DISPATCH_ALL(dst.dtype(), "index_add", [&] { index_add_typed<scalar_t>(dst, dim, index, src); });
+  dispatch_all(dst.dtype(), "index_add", [&](auto zero) { index_add_typed<decltype(zero)>(dst, dim, index, src); });
 }
 
 // ---- gather / scatter_add, walked line by line. index has the iteration shape (its size
@@ -205,7 +206,7 @@ void gather_typed(const Tensor& x, int64_t dim, const Tensor& index, const Tenso
 }
 
 void cpu_gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
-  OCRT_DISPATCH_ALL(x.dtype(), "gather", [&] { gather_typed<scalar_t>(x, dim, index, out); });
+  dispatch_all(x.dtype(), "gather", [&](auto zero) { gather_typed<decltype(zero)>(x, dim, index, out); });
 }
 
 // Indices of one line only point inside that line of dst, so lines never collide: each is
@@ -226,7 +227,7 @@ void scatter_add_typed(const Tensor& dst, int64_t dim, const Tensor& index, cons
 }
 
 void cpu_scatter_add(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) {
-  OCRT_DISPATCH_ALL(dst.dtype(), "scatter_add", [&] { scatter_add_typed<scalar_t>(dst, dim, index, src); });
+  dispatch_all(dst.dtype(), "scatter_add", [&](auto zero) { scatter_add_typed<decltype(zero)>(dst, dim, index, src); });
 }
 
 }  // namespace

@@ -187,7 +187,7 @@ void cpu_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
 #if defined(OCRT_CPU_SGEMM)
   if (out.dtype() == DType::f32 && cpu::sgemm_available()) return matmul_sgemm(a, b, out);
 #endif
-  OCRT_DISPATCH_FLOAT(out.dtype(), "matmul", [&] { matmul_typed<scalar_t>(a, b, out); });
+  dispatch_float(out.dtype(), "matmul", [&](auto zero) { matmul_typed<decltype(zero)>(a, b, out); });
 }
 
 }  // namespace
@@ -198,8 +198,8 @@ void matmul_reference(const Tensor& a, const Tensor& b, const Tensor& out) {
   OCRT_CHECK(a.dim() == 3 && b.dim() == 3 && out.dim() == 3 && out.is_contiguous(),
              "matmul_reference: expected a (B,M,K), b (B,K,N) and a contiguous out (B,M,N)");
   const int64_t B = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
-  OCRT_DISPATCH_FLOAT(out.dtype(), "matmul_reference", [&] {
-    using T = scalar_t;
+  dispatch_float(out.dtype(), "matmul_reference", [&](auto zero) {
+    using T = decltype(zero);
     const T* ap = a.data<T>();
     const T* bp = b.data<T>();
     T* op = out.data<T>();

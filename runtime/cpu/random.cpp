@@ -63,11 +63,12 @@ void normal_typed(const Tensor& out, uint64_t seed, uint64_t offset, double mean
 }
 
 void cpu_uniform(const Tensor& out, uint64_t seed, uint64_t offset, double lo, double hi) {
-  OCRT_DISPATCH_FLOAT(out.dtype(), "uniform", [&] { uniform_typed<scalar_t>(out, seed, offset, lo, hi); });
+  dispatch_float(out.dtype(), "uniform", [&](auto zero) { uniform_typed<decltype(zero)>(out, seed, offset, lo, hi); });
 }
 
 void cpu_normal(const Tensor& out, uint64_t seed, uint64_t offset, double mean, double stddev) {
-  OCRT_DISPATCH_FLOAT(out.dtype(), "normal", [&] { normal_typed<scalar_t>(out, seed, offset, mean, stddev); });
+  dispatch_float(out.dtype(), "normal",
+      [&](auto zero) { normal_typed<decltype(zero)>(out, seed, offset, mean, stddev); });
 }
 
 }  // namespace

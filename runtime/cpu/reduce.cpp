@@ -143,7 +143,7 @@ void reduce_typed(ReduceKind op, const Tensor& x, const Tensor& out) {
 }
 
 void cpu_reduce(ReduceKind op, const Tensor& x, const Tensor& out) {
-  OCRT_DISPATCH_ALL(x.dtype(), "reduce", [&] { reduce_typed<scalar_t>(op, x, out); });
+  dispatch_all(x.dtype(), "reduce", [&](auto zero) { reduce_typed<decltype(zero)>(op, x, out); });
 }
 
 // values/indices (keepdim, contiguous) of the max or min along `dim`; first index wins ties;
@@ -180,7 +180,8 @@ void arg_reduce_typed(bool is_max, const Tensor& x, int64_t dim, const Tensor& v
 }
 
 void cpu_arg_reduce(bool is_max, const Tensor& x, int64_t dim, const Tensor& values, const Tensor& indices) {
-  OCRT_DISPATCH_ALL(x.dtype(), "max/min", [&] { arg_reduce_typed<scalar_t>(is_max, x, dim, values, indices); });
+  dispatch_all(x.dtype(), "max/min",
+      [&](auto zero) { arg_reduce_typed<decltype(zero)>(is_max, x, dim, values, indices); });
 }
 
 }  // namespace

@@ -48,11 +48,11 @@ void cuda_copy(const Tensor& src, const Tensor& dst) {
     return;
   }
   auto calc = cuda::make_offset_calc<2>({dst, src}, "copy");
-  OCRT_DISPATCH_ALL(src.dtype(), "copy", [&] {
-    using S = scalar_t;
-    OCRT_DISPATCH_ALL(dst.dtype(), "copy", [&] {
-      copy_kernel<S, scalar_t><<<cuda::grid_for(n), cuda::kThreads, 0, ds.stream>>>(src.data<S>(), dst.data<scalar_t>(),
-                                                                                    n, calc);
+  dispatch_all(src.dtype(), "copy", [&](auto src_zero) {
+    using S = decltype(src_zero);
+    dispatch_all(dst.dtype(), "copy", [&](auto dst_zero) {
+      using D = decltype(dst_zero);
+      copy_kernel<S, D><<<cuda::grid_for(n), cuda::kThreads, 0, ds.stream>>>(src.data<S>(), dst.data<D>(), n, calc);
     });
   });
   OCRT_CUDA_LAUNCH_CHECK("copy", ds.device);
@@ -62,9 +62,10 @@ void cuda_fill(const Tensor& dst, double value) {
   cuda::DeviceScope ds(dst);
   const int64_t n = dst.numel();
   auto calc = cuda::make_offset_calc<1>({dst}, "fill");
-  OCRT_DISPATCH_ALL(dst.dtype(), "fill", [&] {
-    fill_kernel<scalar_t><<<cuda::grid_for(n), cuda::kThreads, 0, ds.stream>>>(dst.data<scalar_t>(),
-                                                                               static_cast<scalar_t>(value), n, calc);
+  dispatch_all(dst.dtype(), "fill", [&](auto zero) {
+    using T = decltype(zero);
+    fill_kernel<T><<<cuda::grid_for(n), cuda::kThreads, 0, ds.stream>>>(dst.data<T>(), static_cast<T>(value), n,
+                                                                        calc);
   });
   OCRT_CUDA_LAUNCH_CHECK("fill", ds.device);
 }

@@ -109,8 +109,8 @@ void cuda_unary(UnaryOp op, UnaryParams p, const Tensor& x, const Tensor& out) {
   cuda::DeviceScope ds(out);
   const int64_t n = out.numel();
   auto calc = cuda::make_offset_calc<2>({out, x}, "unary");
-  OCRT_DISPATCH_FLOAT(x.dtype(), "unary", [&] {
-    using T = scalar_t;
+  dispatch_float(x.dtype(), "unary", [&](auto zero) {
+    using T = decltype(zero);
     with_unary_op(op, [&](auto tag) {
       unary_kernel<decltype(tag)::value, T>
           <<<cuda::grid_for(n), cuda::kThreads, 0, ds.stream>>>(p, x.data<T>(), out.data<T>(), n, calc);
@@ -124,8 +124,8 @@ void cuda_unary_backward(UnaryOp op, UnaryParams p, const Tensor& x, const Tenso
   cuda::DeviceScope ds(dx);
   const int64_t n = dx.numel();
   auto calc = cuda::make_offset_calc<4>({dx, x, y, dy}, "unary_backward");
-  OCRT_DISPATCH_FLOAT(x.dtype(), "unary_backward", [&] {
-    using T = scalar_t;
+  dispatch_float(x.dtype(), "unary_backward", [&](auto zero) {
+    using T = decltype(zero);
     with_unary_op(op, [&](auto tag) {
       unary_backward_kernel<decltype(tag)::value, T><<<cuda::grid_for(n), cuda::kThreads, 0, ds.stream>>>(
           p, x.data<T>(), y.data<T>(), dy.data<T>(), dx.data<T>(), n, calc);
@@ -181,8 +181,8 @@ void cuda_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& ou
   cuda::DeviceScope ds(out);
   const int64_t n = out.numel();
   auto calc = cuda::make_offset_calc<3>({out, a, b}, "binary");
-  OCRT_DISPATCH_ALL(a.dtype(), "binary", [&] {
-    using T = scalar_t;
+  dispatch_all(a.dtype(), "binary", [&](auto zero) {
+    using T = decltype(zero);
     with_binary_op(op, [&](auto tag) {
       constexpr BinaryOp kOp = decltype(tag)::value;
       using R = std::conditional_t<(kOp >= BinaryOp::eq), uint8_t, T>;
@@ -207,8 +207,8 @@ void cuda_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tens
   cuda::DeviceScope ds(out);
   const int64_t n = out.numel();
   auto calc = cuda::make_offset_calc<4>({out, cond, a, b}, "where");
-  OCRT_DISPATCH_ALL(a.dtype(), "where", [&] {
-    using T = scalar_t;
+  dispatch_all(a.dtype(), "where", [&](auto zero) {
+    using T = decltype(zero);
     where_kernel<T><<<cuda::grid_for(n), cuda::kThreads, 0, ds.stream>>>(cond.data<uint8_t>(), a.data<T>(),
                                                                          b.data<T>(), out.data<T>(), n, calc);
   });

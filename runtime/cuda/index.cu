@@ -89,9 +89,10 @@ void cuda_index_select(const Tensor& x, int64_t dim, const Tensor& index, const 
   if (n == 0) return;
   auto calc = cuda::make_offset_calc<2>({out, without_dim(x, out.shape(), dim)}, "index_select");
   const int64_t len = out.shape()[(size_t)dim], inner = inner_size(out.shape(), dim);
-  OCRT_DISPATCH_ALL(x.dtype(), "index_select", [&] {
-    index_select_kernel<scalar_t><<<cuda::grid_for(n), cuda::kThreads, 0, ds.stream>>>(
-        x.data<scalar_t>(), index.data<int64_t>(), out.data<scalar_t>(), n, len, inner, x.strides()[(size_t)dim],
+  dispatch_all(x.dtype(), "index_select", [&](auto zero) {
+    using T = decltype(zero);
+    index_select_kernel<T><<<cuda::grid_for(n), cuda::kThreads, 0, ds.stream>>>(
+        x.data<T>(), index.data<int64_t>(), out.data<T>(), n, len, inner, x.strides()[(size_t)dim],
         calc);
   });
   OCRT_CUDA_LAUNCH_CHECK("index_select", ds.device);
@@ -123,9 +124,10 @@ void cuda_gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
   const int64_t n = index.numel();
   if (n == 0) return;
   auto calc = cuda::make_offset_calc<3>({out, without_dim(x, index.shape(), dim), index}, "gather");
-  OCRT_DISPATCH_ALL(x.dtype(), "gather", [&] {
-    gather_kernel<scalar_t><<<cuda::grid_for(n), cuda::kThreads, 0, ds.stream>>>(
-        x.data<scalar_t>(), index.data<int64_t>(), out.data<scalar_t>(), n, x.strides()[(size_t)dim], calc);
+  dispatch_all(x.dtype(), "gather", [&](auto zero) {
+    using T = decltype(zero);
+    gather_kernel<T><<<cuda::grid_for(n), cuda::kThreads, 0, ds.stream>>>(
+        x.data<T>(), index.data<int64_t>(), out.data<T>(), n, x.strides()[(size_t)dim], calc);
   });
   OCRT_CUDA_LAUNCH_CHECK("gather", ds.device);
 }

@@ -41,9 +41,10 @@ void cuda_uniform(const Tensor& out, uint64_t seed, uint64_t offset, double lo, 
   cuda::DeviceScope ds(out);
   const int64_t n = out.numel();
   if (n == 0) return;
-  OCRT_DISPATCH_FLOAT(out.dtype(), "uniform", [&] {
-    uniform_kernel<scalar_t><<<cuda::grid_for(n), cuda::kThreads, 0, ds.stream>>>(
-        out.data<scalar_t>(), n, seed, offset, (scalar_t)lo, (scalar_t)(hi - lo));
+  dispatch_float(out.dtype(), "uniform", [&](auto zero) {
+    using T = decltype(zero);
+    uniform_kernel<T><<<cuda::grid_for(n), cuda::kThreads, 0, ds.stream>>>(
+        out.data<T>(), n, seed, offset, (T)lo, (T)(hi - lo));
   });
   OCRT_CUDA_LAUNCH_CHECK("uniform", ds.device);
 }
@@ -52,9 +53,10 @@ void cuda_normal(const Tensor& out, uint64_t seed, uint64_t offset, double mean,
   cuda::DeviceScope ds(out);
   const int64_t n = out.numel();
   if (n == 0) return;
-  OCRT_DISPATCH_FLOAT(out.dtype(), "normal", [&] {
-    normal_kernel<scalar_t><<<cuda::grid_for(n), cuda::kThreads, 0, ds.stream>>>(out.data<scalar_t>(), n, seed,
-                                                                                  offset, mean, stddev);
+  dispatch_float(out.dtype(), "normal", [&](auto zero) {
+    using T = decltype(zero);
+    normal_kernel<T><<<cuda::grid_for(n), cuda::kThreads, 0, ds.stream>>>(out.data<T>(), n, seed, offset, mean,
+                                                                          stddev);
   });
   OCRT_CUDA_LAUNCH_CHECK("normal", ds.device);
 }

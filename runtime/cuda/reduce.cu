@@ -194,8 +194,8 @@ void reduce_typed(const Tensor& x, const Tensor& out, cudaStream_t stream, int d
 
 void cuda_reduce(ReduceKind op, const Tensor& x, const Tensor& out) {
   cuda::DeviceScope ds(out);
-  OCRT_DISPATCH_ALL(x.dtype(), "reduce", [&] {
-    using T = scalar_t;
+  dispatch_all(x.dtype(), "reduce", [&](auto zero) {
+    using T = decltype(zero);
     switch (op) {
       case ReduceKind::sum: return reduce_typed<T, ReduceKind::sum>(x, out, ds.stream, ds.device);
       case ReduceKind::mean: return reduce_typed<T, ReduceKind::mean>(x, out, ds.stream, ds.device);
@@ -236,9 +236,10 @@ void cuda_arg_reduce(bool is_max, const Tensor& x, int64_t dim, const Tensor& va
     if (d != dim) push(outd, x.shape()[d], x.strides()[d], "max/min");
   const int64_t num_out = values.numel();
   if (num_out == 0) return;
-  OCRT_DISPATCH_ALL(x.dtype(), "max/min", [&] {
-    arg_reduce_kernel<scalar_t><<<cuda::grid_for(num_out), cuda::kThreads, 0, ds.stream>>>(
-        is_max, x.data<scalar_t>(), outd, n, step, num_out, values.data<scalar_t>(), indices.data<int64_t>());
+  dispatch_all(x.dtype(), "max/min", [&](auto zero) {
+    using T = decltype(zero);
+    arg_reduce_kernel<T><<<cuda::grid_for(num_out), cuda::kThreads, 0, ds.stream>>>(
+        is_max, x.data<T>(), outd, n, step, num_out, values.data<T>(), indices.data<int64_t>());
   });
   OCRT_CUDA_LAUNCH_CHECK("max/min", ds.device);
 }
