@@ -11,11 +11,7 @@
 #pragma once
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define OCRT_HOST_DEVICE __host__ __device__
-#else
-#define OCRT_HOST_DEVICE
-#endif
+#include "runtime/host_device.h"
 
 namespace ocrt {
 

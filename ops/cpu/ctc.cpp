@@ -21,20 +21,13 @@
 #include <vector>
 
 #include "ops/backend.h"
+#include "ops/log_space.h"
 
 namespace ocrt {
 
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-
-// log(exp(a) + exp(b)) without overflow, exact for -inf operands.
-double lse(double a, double b) {
-  if (a == kNegInf) return b;
-  if (b == kNegInf) return a;
-  const double m = std::max(a, b);
-  return m + std::log1p(std::exp(-std::abs(a - b)));
-}
 
 // One sample's view of the inputs.
 template <class T>

@@ -4,21 +4,21 @@
 
 #include "ops/backend.h"
 #include "runtime/cpu/loops.h"
+#include "runtime/strided.h"
 
 namespace ocrt {
 
 namespace {
 
-// Softmax over `dim` of a contiguous tensor viewed as (outer, n, inner). Subtracting the row
+// Softmax over `dim` of a contiguous tensor viewed as (outer, n, inner) (around_dim,
+// runtime/strided.h). Subtracting the row
 // max keeps exp() in range for any input.
 template <class T>
 void softmax_typed(bool log, const Tensor& x, int64_t dim, const Tensor& y) {
   const T* xd = x.data<T>();
   T* yd = y.data<T>();
-  const int64_t n = x.dim() == 0 ? 1 : x.shape()[dim];
-  int64_t inner = 1;
-  for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= x.shape()[d];
-  const int64_t outer = n == 0 ? 0 : x.numel() / (n * inner);
+  const AroundDim split = around_dim(x, dim);
+  const int64_t outer = split.outer, n = split.n, inner = split.inner;
 #pragma omp parallel for collapse(2) schedule(static) if (x.numel() >= cpu::kParallelGrain)
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
@@ -43,10 +43,8 @@ void softmax_backward_typed(bool log, const Tensor& y, const Tensor& dy, int64_t
   const T* yd = y.data<T>();
   const T* gd = dy.data<T>();
   T* dd = dx.data<T>();
-  const int64_t n = y.dim() == 0 ? 1 : y.shape()[dim];
-  int64_t inner = 1;
-  for (int64_t d = dim + 1; d < y.dim(); ++d) inner *= y.shape()[d];
-  const int64_t outer = n == 0 ? 0 : y.numel() / (n * inner);
+  const AroundDim split = around_dim(y, dim);
+  const int64_t outer = split.outer, n = split.n, inner = split.inner;
 #pragma omp parallel for collapse(2) schedule(static) if (y.numel() >= cpu::kParallelGrain)
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {

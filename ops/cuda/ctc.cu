@@ -20,6 +20,7 @@
 #include <cmath>
 
 #include "ops/backend.h"
+#include "ops/log_space.h"  // lse, shared with the CPU
 #include "runtime/cuda/common.cuh"
 
 namespace ocrt {
@@ -27,14 +28,6 @@ namespace ocrt {
 namespace {
 
 constexpr double kNegInf = -INFINITY;
-
-// log(exp(a) + exp(b)) without overflow, exact for -inf operands (as the CPU's lse).
-__device__ __forceinline__ double lse(double a, double b) {
-  if (a == kNegInf) return b;
-  if (b == kNegInf) return a;
-  const double m = fmax(a, b);
-  return m + log1p(exp(-fabs(a - b)));
-}
 
 // Per-sample arguments, packed by the host into one (N, 3) int64 tensor.
 enum SampleField { kOffset = 0, kFrames = 1, kTargetLength = 2, kSampleFields = 3 };

@@ -5,6 +5,7 @@
 
 #include "ops/backend.h"
 #include "runtime/cuda/common.cuh"
+#include "runtime/strided.h"
 
 namespace ocrt {
 
@@ -96,22 +97,9 @@ __global__ void softmax_backward_cols_kernel(bool log_out, const T* y, const T* 
   }
 }
 
-struct SoftmaxShape {
-  int64_t outer, n, inner;
-};
-
-SoftmaxShape softmax_shape(const Tensor& x, int64_t dim) {
-  SoftmaxShape s;
-  s.n = x.dim() == 0 ? 1 : x.shape()[dim];
-  s.inner = 1;
-  for (int64_t d = dim + 1; d < x.dim(); ++d) s.inner *= x.shape()[d];
-  s.outer = s.n == 0 ? 0 : x.numel() / (s.n * s.inner);
-  return s;
-}
-
 void cuda_softmax(bool log_out, const Tensor& x, int64_t dim, const Tensor& y) {
   cuda::DeviceScope ds(y);
-  SoftmaxShape s = softmax_shape(x, dim);
+  const AroundDim s = around_dim(x, dim);  // runtime/strided.h
   if (s.outer * s.inner == 0) return;
   dispatch_float(x.dtype(), "softmax", [&](auto zero) {
     using T = decltype(zero);
@@ -127,7 +115,7 @@ void cuda_softmax(bool log_out, const Tensor& x, int64_t dim, const Tensor& y) {
 
 void cuda_softmax_backward(bool log_out, const Tensor& y, const Tensor& dy, int64_t dim, const Tensor& dx) {
   cuda::DeviceScope ds(dx);
-  SoftmaxShape s = softmax_shape(y, dim);
+  const AroundDim s = around_dim(y, dim);  // runtime/strided.h
   if (s.outer * s.inner == 0) return;
   dispatch_float(y.dtype(), "softmax_backward", [&](auto zero) {
     using T = decltype(zero);

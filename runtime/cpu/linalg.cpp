@@ -3,7 +3,7 @@
 // batch dims and passes transposed operands as strided views.
 //
 // The work is done by Eigen's GEMM, which reads each matrix through an Eigen::Map over the
-// tensor's own memory:
+// tensor's own memory, laid out by matrix_operand (runtime/strided.h, shared with CUDA):
 //   - a matrix whose rows are contiguous (column stride 1) is a row-major map whose outer
 //     stride is the row stride;
 //   - a matrix whose columns are contiguous (row stride 1), such as w.t() of a contiguous w,
@@ -44,6 +44,7 @@
 #include "runtime/backend.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/cpu/linalg_reference.h"
+#include "runtime/strided.h"
 
 namespace ocrt {
 
@@ -56,50 +57,11 @@ using ColMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::C
 template <class M>
 using StridedMap = Eigen::Map<const M, Eigen::Unaligned, Eigen::OuterStride<>>;
 
-// How one operand, all of whose matrices share the same inner strides, is read.
-struct Operand {
-  enum Kind { row_major, col_major } kind;
-  const char* data;     // first element of matrix 0
-  int64_t batch_stride;  // in elements; 0 when every batch index reads the same matrix
-  int64_t ld;            // outer stride in elements (row stride, or column stride)
-  Tensor keep_alive;     // the contiguous copy, when one was needed
-};
-
-// Decides the layout of x (B,R,C); copies it only when neither map can read it.
-Operand make_operand(const Tensor& x) {
-  const int64_t R = x.size(1), C = x.size(2);
-  const int64_t rs = x.stride(1), cs = x.stride(2);
-  // The stride of a size-1 dim is never followed, so it does not disqualify a layout.
-  const bool rows_contiguous = (cs == 1 || C == 1) && (R == 1 || rs >= C);
-  const bool cols_contiguous = (rs == 1 || R == 1) && (C == 1 || cs >= R);
-  Operand op;
-  if (rows_contiguous || cols_contiguous) {
-    op.data = static_cast<const char*>(x.raw_data());
-    op.batch_stride = x.size(0) == 1 ? 0 : x.stride(0);
-    if (rows_contiguous) {
-      op.kind = Operand::row_major;
-      op.ld = R == 1 ? C : rs;
-    } else {
-      op.kind = Operand::col_major;
-      op.ld = C == 1 ? R : cs;
-    }
-    return op;
-  }
-  // A broadcast operand (batch stride 0) is copied once, not once per batch index.
-  const bool broadcast = x.size(0) > 1 && x.stride(0) == 0;
-  op.keep_alive = (broadcast ? x.narrow(0, 0, 1) : x).contiguous();
-  op.kind = Operand::row_major;
-  op.data = static_cast<const char*>(op.keep_alive.raw_data());
-  op.batch_stride = broadcast ? 0 : R * C;
-  op.ld = C;
-  return op;
-}
-
 // Calls f with the Eigen map of matrix i of the operand.
 template <class T, class F>
-void with_matrix(const Operand& op, int64_t i, int64_t rows, int64_t cols, F&& f) {
-  const T* p = reinterpret_cast<const T*>(op.data) + i * op.batch_stride;
-  if (op.kind == Operand::row_major)
+void with_matrix(const MatrixOperand& op, int64_t i, int64_t rows, int64_t cols, F&& f) {
+  const T* p = static_cast<const T*>(op.data) + i * op.batch_stride;
+  if (!op.col_major)
     f(StridedMap<RowMajorMatrix<T>>(p, rows, cols, Eigen::OuterStride<>(op.ld)));
   else
     f(StridedMap<ColMajorMatrix<T>>(p, rows, cols, Eigen::OuterStride<>(op.ld)));
@@ -120,7 +82,7 @@ void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
     Eigen::Map<RowMajorMatrix<T>>(c, B * M, N).setZero();
     return;
   }
-  const Operand A = make_operand(a), Bop = make_operand(b);
+  const MatrixOperand A = matrix_operand(a), Bop = matrix_operand(b);  // runtime/strided.h
 
   // Work is cut into tasks: `tiles` tiles per product, each a band of output rows (or
   // columns, when N > M) computed by one single-threaded Eigen GEMM. B * tiles is made a

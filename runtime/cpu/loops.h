@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/strided.h"
 #include "runtime/tensor.h"
 
 namespace ocrt::cpu {
@@ -27,26 +28,10 @@ void for_each_run(const std::array<Tensor, N>& ts, F&& f) {
   const int64_t total = numel_of(shape);
   if (total == 0) return;
 
-  // Collapse: keep dims of size > 1, merging a dim into the next one when every tensor steps
-  // over the next dim exactly as far as one step of this dim.
-  std::vector<int64_t> sizes;
-  std::vector<std::array<int64_t, N>> strides;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    std::array<int64_t, N> st;
-    for (size_t k = 0; k < N; ++k) st[k] = ts[k].strides()[d];
-    if (!sizes.empty()) {
-      bool merge = true;
-      for (size_t k = 0; k < N; ++k) merge &= strides.back()[k] == st[k] * shape[d];
-      if (merge) {
-        sizes.back() *= shape[d];
-        strides.back() = st;
-        continue;
-      }
-    }
-    sizes.push_back(shape[d]);
-    strides.push_back(st);
-  }
+  // Merge dims laid out back to back (runtime/strided.h): a contiguous tensor is one run.
+  const MergedDims<N> merged = merge_dims(ts);
+  const std::vector<int64_t>& sizes = merged.sizes;
+  const std::vector<std::array<int64_t, N>>& strides = merged.strides;
 
   std::array<char*, N> base;
   std::array<int64_t, N> itemsize;

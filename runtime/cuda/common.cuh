@@ -1,7 +1,8 @@
 // Shared helpers for the CUDA kernels in ops/cuda/ (included by .cu files only).
 //
 //   - OffsetCalc<N>: walks N same-shaped tensors with any strides (stride 0 for broadcast). The
-//     host side merges dims laid out back to back (as the CPU loop driver does), so the common
+//     host side merges dims laid out back to back (merge_dims, runtime/strided.h, as the CPU
+//     loop driver does), so the common
 //     contiguous case becomes one dim of stride 1 and a kernel takes a plain indexed path.
 //   - grid_for(): a launch size for grid-stride loops.
 //   - warp_sum / block_sum: reductions of one value per thread.
@@ -14,6 +15,7 @@
 #include <cstdint>
 
 #include "runtime/backend.h"
+#include "runtime/strided.h"
 #include "runtime/cuda/cuda_context.cuh"
 
 namespace ocrt::cuda {
@@ -70,24 +72,9 @@ template <int N>
 OffsetCalc<N> make_offset_calc(const std::array<Tensor, N>& ts, const char* op) {
   const Shape& shape = ts[0].shape();
   OffsetCalc<N> c;
-  std::vector<int64_t> sizes;
-  std::vector<std::array<int64_t, N>> strides;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    std::array<int64_t, N> st;
-    for (int k = 0; k < N; ++k) st[k] = ts[k].strides()[d];
-    if (!sizes.empty()) {
-      bool merge = true;
-      for (int k = 0; k < N; ++k) merge &= strides.back()[k] == st[k] * shape[d];
-      if (merge) {
-        sizes.back() *= shape[d];
-        strides.back() = st;
-        continue;
-      }
-    }
-    sizes.push_back(shape[d]);
-    strides.push_back(st);
-  }
+  const MergedDims<(size_t)N> merged = merge_dims<(size_t)N>(ts);  // runtime/strided.h
+  const std::vector<int64_t>& sizes = merged.sizes;
+  const auto& strides = merged.strides;
   OCRT_CHECK(sizes.size() <= (size_t)kMaxDims, op, ": more than ", kMaxDims,
              " non-mergeable dims on CUDA; make the tensor contiguous first (shape ", shape_str(shape), ")");
   c.ndim = (int)sizes.size();
