@@ -57,10 +57,10 @@ Tensor state_before(const Tensor& states, const Tensor& init, int64_t t, int64_t
   return t == T - 1 ? init : states.select(0, t + 1);
 }
 
-}  // namespace
-
-LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMOptions& opt, const Tensor& h0,
-                const Tensor& c0, const std::vector<int64_t>& lengths) {
+// Checks the input, the weights of every layer and direction, the initial states and the
+// lengths against each other; returns the hidden size H.
+int64_t check_lstm_args(const Tensor& x, const std::vector<Tensor>& weights, const LSTMOptions& opt, const Tensor& h0,
+                        const Tensor& c0, const std::vector<int64_t>& lengths) {
   const char* op = "lstm";
   OCRT_CHECK(x.defined() && x.dim() == 3, op, ": expected an input (T, N, input_size), got ",
              x.defined() ? shape_str(x.shape()) : std::string("undefined"));
@@ -103,102 +103,148 @@ LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMO
   for (size_t n = 0; n < lengths.size(); ++n)
     OCRT_CHECK(lengths[n] >= 1 && lengths[n] <= T, op, ": length ", lengths[n], " of sample ", n,
                " is outside [1, T = ", T, "]");
+  return H;
+}
 
-  const Device dev = x.device();
-  const DType dt = x.dtype();
-  // active[t][n] = t < lengths[n]
+// active (T, N) u8: active[t][n] = t < lengths[n] (every step of every sample without lengths).
+Tensor active_steps(int64_t T, int64_t N, const std::vector<int64_t>& lengths, Device dev) {
   std::vector<uint8_t> mask((size_t)(T * N), 1);
   if (!lengths.empty())
     for (int64_t t = 0; t < T; ++t)
       for (int64_t n = 0; n < N; ++n) mask[(size_t)(t * N + n)] = t < lengths[(size_t)n];
-  const Tensor active = Tensor::from_vector(mask, {T, N}, dev);
+  return Tensor::from_vector(mask, {T, N}, dev);
+}
+
+// Direction d of one layer, forward: x (T, N, In) -> its H columns of out (T, N, dirs*H),
+// starting from the state (h_first, c_first) (N, H). Returns what the backward keeps.
+DirSaved forward_direction(const Tensor& x, const DirWeights& w, bool biases, const Tensor& h_first,
+                           const Tensor& c_first, const Tensor& active, int64_t d, const Tensor& out) {
+  const int64_t T = x.size(0), N = x.size(1), In = x.size(2), H = h_first.size(1);
+  const DType dt = x.dtype();
+  const Device dev = x.device();
+  auto cell = kernel(dev, &LayerBackend::lstm_cell, "lstm");
+  // The input projection of every step in one GEMM: gx (T, N, 4H) = x W_ih^T + b_ih + b_hh.
+  Tensor gx = matmul(x.view({T * N, In}), w.w_ih.t());
+  if (biases) add_(gx, add(w.b_ih, w.b_hh));
+  gx = gx.view({T, N, 4 * H});
+  DirSaved s{Tensor::empty({T, N, 4 * H}, dt, dev), Tensor::empty({T, N, H}, dt, dev),
+             Tensor::empty({T, N, H}, dt, dev)};
+  const Tensor w_hh_t = w.w_hh.t();
+  for (int64_t step = 0; step < T; ++step) {
+    const int64_t t = d == 0 ? step : T - 1 - step;
+    const Tensor h_prev = state_before(s.hs, h_first, t, d, T), c_prev = state_before(s.cs, c_first, t, d, T);
+    const Tensor gh = matmul(h_prev, w_hh_t);
+    cell(gx.select(0, t), gh, h_prev, c_prev, active.select(0, t), s.act.select(0, t), s.hs.select(0, t),
+         s.cs.select(0, t), out.select(0, t).narrow(1, d * H, H));
+  }
+  return s;
+}
+
+// The gradients of one direction of one layer.
+struct DirGrads {
+  Tensor dw_ih, dw_hh, db;  // db: of b_ih and of b_hh alike (undefined without biases)
+  Tensor dh0, dc0;          // of the initial state (N, H)
+};
+
+// Backpropagation through time for direction d of one layer: dout (T, N, dirs*H) is the
+// gradient of the layer's output, dh and dc (N, H) those of its final state. Adds the
+// gradient of the layer's input into dx (T, N, In).
+DirGrads backward_direction(const Tensor& x, const DirSaved& s, const DirWeights& w, bool biases,
+                            const Tensor& h_first, const Tensor& c_first, const Tensor& active, int64_t d,
+                            const Tensor& dout, Tensor dh, Tensor dc, const Tensor& dx) {
+  const int64_t T = x.size(0), N = x.size(1), In = x.size(2), H = h_first.size(1);
+  const DType dt = x.dtype();
+  const Device dev = x.device();
+  auto cell_back = kernel(dev, &LayerBackend::lstm_cell_backward, "lstm backward");
+  Tensor dgates = Tensor::empty({T, N, 4 * H}, dt, dev);
+  for (int64_t step = 0; step < T; ++step) {
+    const int64_t t = d == 0 ? T - 1 - step : step;  // reverse of the processing order
+    Tensor dc_prev = Tensor::empty({N, H}, dt, dev), carry = Tensor::empty({N, H}, dt, dev);
+    cell_back(s.act.select(0, t), state_before(s.cs, c_first, t, d, T), s.cs.select(0, t), dh,
+              dout.select(0, t).narrow(1, d * H, H), dc, active.select(0, t), dgates.select(0, t), dc_prev, carry);
+    dh = add(carry, matmul(dgates.select(0, t), w.w_hh));
+    dc = dc_prev;
+  }
+  DirGrads g;
+  g.dh0 = dh;
+  g.dc0 = dc;
+  // H_prev (T, N, H): the state before each step, in time order.
+  Tensor h_prev_all = d == 0 ? concat({h_first.unsqueeze(0), s.hs.narrow(0, 0, T - 1)}, 0)
+                             : concat({s.hs.narrow(0, 1, T - 1), h_first.unsqueeze(0)}, 0);
+  const Tensor dg2 = dgates.view({T * N, 4 * H});
+  g.dw_ih = matmul(dg2.t(), x.view({T * N, In}));
+  g.dw_hh = matmul(dg2.t(), h_prev_all.view({T * N, H}));
+  if (biases) g.db = sum(dg2, {0});
+  add_(dx, matmul(dg2, w.w_ih).view({T, N, In}));
+  return g;
+}
+
+}  // namespace
+
+LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMOptions& opt, const Tensor& h0,
+                const Tensor& c0, const std::vector<int64_t>& lengths) {
+  const char* op = "lstm";
+  const int64_t H = check_lstm_args(x, weights, opt, h0, c0, lengths);
+  const int64_t T = x.size(0), N = x.size(1), L = opt.num_layers, dirs = opt.bidirectional ? 2 : 1;
+  const bool biases = opt.has_biases;
+  const Device dev = x.device();
+  const DType dt = x.dtype();
+  const Tensor active = active_steps(T, N, lengths, dev);
   const Tensor h_init = h0.defined() ? h0.detach().contiguous() : Tensor::zeros({L * dirs, N, H}, dt, dev);
   const Tensor c_init = c0.defined() ? c0.detach().contiguous() : Tensor::zeros({L * dirs, N, H}, dt, dev);
   std::vector<Tensor> w;
   for (const Tensor& t : weights) w.push_back(t.detach());
 
-  auto cell = kernel(dev, &LayerBackend::lstm_cell, op);
+  // Forward: layer by layer, each direction over all steps; the final states go to h_n, c_n.
   std::vector<LayerSaved> saved((size_t)L);
   Tensor h_n = Tensor::empty({L * dirs, N, H}, dt, dev), c_n = Tensor::empty({L * dirs, N, H}, dt, dev);
   Tensor layer_in = x.detach().contiguous();
-  Tensor output;
   {
     NoGradGuard no_grad;
     for (int64_t l = 0; l < L; ++l) {
-      const int64_t in = layer_in.size(2);
       Tensor layer_out = Tensor::empty({T, N, dirs * H}, dt, dev);
       saved[(size_t)l].input = layer_in;
       for (int64_t d = 0; d < dirs; ++d) {
-        const DirWeights dw = weights_of(w, l, d, dirs, opt.has_biases);
-        Tensor gx = matmul(layer_in.view({T * N, in}), dw.w_ih.t());
-        if (opt.has_biases) add_(gx, add(dw.b_ih, dw.b_hh));
-        gx = gx.view({T, N, 4 * H});
-        DirSaved s{Tensor::empty({T, N, 4 * H}, dt, dev), Tensor::empty({T, N, H}, dt, dev),
-                   Tensor::empty({T, N, H}, dt, dev)};
-        const Tensor h_first = h_init.select(0, l * dirs + d), c_first = c_init.select(0, l * dirs + d);
-        const Tensor w_hh_t = dw.w_hh.t();
-        for (int64_t step = 0; step < T; ++step) {
-          const int64_t t = d == 0 ? step : T - 1 - step;
-          const Tensor h_prev = state_before(s.hs, h_first, t, d, T), c_prev = state_before(s.cs, c_first, t, d, T);
-          const Tensor gh = matmul(h_prev, w_hh_t);
-          cell(gx.select(0, t), gh, h_prev, c_prev, active.select(0, t), s.act.select(0, t), s.hs.select(0, t),
-               s.cs.select(0, t), layer_out.select(0, t).narrow(1, d * H, H));
-        }
+        const int64_t k = l * dirs + d;
+        DirSaved s = forward_direction(layer_in, weights_of(w, l, d, dirs, biases), biases, h_init.select(0, k),
+                                       c_init.select(0, k), active, d, layer_out);
         const int64_t last = d == 0 ? T - 1 : 0;
-        h_n.select(0, l * dirs + d).copy_(s.hs.select(0, last));
-        c_n.select(0, l * dirs + d).copy_(s.cs.select(0, last));
+        h_n.select(0, k).copy_(s.hs.select(0, last));
+        c_n.select(0, k).copy_(s.cs.select(0, last));
         saved[(size_t)l].dirs.push_back(s);
       }
       layer_in = layer_out;
     }
-    output = layer_in;
   }
+  const Tensor output = layer_in;
 
+  // Backward: one fused node for the whole LSTM, layers from the top.
   TensorList inputs{x, h0, c0};
   inputs.insert(inputs.end(), weights.begin(), weights.end());
   if (any_requires_grad(inputs)) {
-    const bool biases = opt.has_biases;
     const bool need_h0 = h0.defined() && h0.requires_grad(), need_c0 = c0.defined() && c0.requires_grad();
     record(op, inputs, {output, h_n, c_n}, [=](const TensorList& grads) {
-      auto cell_back = kernel(dev, &LayerBackend::lstm_cell_backward, "lstm backward");
       TensorList out((size_t)(3 + w.size()));
       Tensor dh0 = Tensor::zeros({L * dirs, N, H}, dt, dev), dc0 = Tensor::zeros({L * dirs, N, H}, dt, dev);
       Tensor dlayer_out = grads[0].contiguous();  // (T, N, dirs*H)
       for (int64_t l = L - 1; l >= 0; --l) {
         const LayerSaved& ls = saved[(size_t)l];
-        const int64_t in = ls.input.size(2);
-        Tensor dlayer_in = Tensor::zeros({T, N, in}, dt, dev);
+        Tensor dlayer_in = Tensor::zeros({T, N, ls.input.size(2)}, dt, dev);
         for (int64_t d = 0; d < dirs; ++d) {
-          const DirWeights dw = weights_of(w, l, d, dirs, biases);
-          const DirSaved& s = ls.dirs[(size_t)d];
           const int64_t k = l * dirs + d;
-          const Tensor h_first = h_init.select(0, k), c_first = c_init.select(0, k);
-          Tensor dh = grads[1].select(0, k).contiguous().clone(), dc = grads[2].select(0, k).contiguous().clone();
-          Tensor dgates = Tensor::empty({T, N, 4 * H}, dt, dev);
-          for (int64_t step = 0; step < T; ++step) {
-            const int64_t t = d == 0 ? T - 1 - step : step;  // reverse of the processing order
-            Tensor dc_prev = Tensor::empty({N, H}, dt, dev), carry = Tensor::empty({N, H}, dt, dev);
-            cell_back(s.act.select(0, t), state_before(s.cs, c_first, t, d, T), s.cs.select(0, t), dh,
-                      dlayer_out.select(0, t).narrow(1, d * H, H), dc, active.select(0, t), dgates.select(0, t),
-                      dc_prev, carry);
-            dh = add(carry, matmul(dgates.select(0, t), dw.w_hh));
-            dc = dc_prev;
-          }
-          dh0.select(0, k).copy_(dh);
-          dc0.select(0, k).copy_(dc);
-          // H_prev (T, N, H): the state before each step, in time order.
-          Tensor h_prev_all = d == 0 ? concat({h_first.unsqueeze(0), s.hs.narrow(0, 0, T - 1)}, 0)
-                                     : concat({s.hs.narrow(0, 1, T - 1), h_first.unsqueeze(0)}, 0);
-          const Tensor dg2 = dgates.view({T * N, 4 * H});
-          const int64_t base = 3 + k * (biases ? 4 : 2);
-          out[(size_t)base] = matmul(dg2.t(), ls.input.view({T * N, in}));
-          out[(size_t)base + 1] = matmul(dg2.t(), h_prev_all.view({T * N, H}));
+          const DirGrads g = backward_direction(
+              ls.input, ls.dirs[(size_t)d], weights_of(w, l, d, dirs, biases), biases, h_init.select(0, k),
+              c_init.select(0, k), active, d, dlayer_out, grads[1].select(0, k).contiguous().clone(),
+              grads[2].select(0, k).contiguous().clone(), dlayer_in);
+          dh0.select(0, k).copy_(g.dh0);
+          dc0.select(0, k).copy_(g.dc0);
+          const size_t base = (size_t)(3 + k * (biases ? 4 : 2));
+          out[base] = g.dw_ih;
+          out[base + 1] = g.dw_hh;
           if (biases) {
-            const Tensor db = sum(dg2, {0});
-            out[(size_t)base + 2] = db;
-            out[(size_t)base + 3] = db.clone();
+            out[base + 2] = g.db;
+            out[base + 3] = g.db.clone();
           }
-          add_(dlayer_in, matmul(dg2, dw.w_ih).view({T, N, in}));
         }
         dlayer_out = dlayer_in;
       }

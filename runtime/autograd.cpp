@@ -141,68 +141,89 @@ LeafGradHook::LeafGradHook(std::function<void(const TensorImpl*)> fn) : fn_(std:
 
 LeafGradHook::~LeafGradHook() { active_leaf_hook = previous_; }
 
-void run_backward(const TensorList& roots, const TensorList& grads, bool retain_graph) {
-  OCRT_CHECK(roots.size() == grads.size(), "backward: ", roots.size(), " roots but ", grads.size(), " gradients");
-  NoGradGuard no_grad;  // gradients are computed without recording (no higher-order grads)
+namespace {
 
-  // Seed: leaves accumulate at once, other roots go into their node's input buffer.
-  std::unordered_map<Node*, std::vector<GradSlot>> buffers;
+// One backward pass, in the three phases run_backward names: seed the roots' gradients, count
+// the edges into every reachable node, then run the nodes in topological order.
+struct BackwardPass {
+  bool retain_graph = false;
+  // The active LeafGradHook's function (null when none): called once per leaf, when its
+  // gradient for this pass is complete.
+  const std::function<void(const TensorImpl*)>* leaf_done = nullptr;
+
+  std::unordered_map<Node*, std::vector<GradSlot>> buffers;  // gradients waiting for a node, per output
   std::vector<std::shared_ptr<Node>> root_nodes;
-  std::vector<TensorImpl*> leaf_roots;
-  for (size_t i = 0; i < roots.size(); ++i) {
-    const Tensor& r = roots[i];
-    OCRT_CHECK(r.requires_grad(), "backward: tensor ", i, " (shape ", shape_str(r.shape()),
-               ") does not require grad and has no grad_fn");
-    check_grad_matches(grads[i], {r.shape(), r.dtype(), r.device()}, "backward");
-    if (!r.grad_fn()) {
-      accumulate_into_leaf(r.impl(), grads[i]);
-      leaf_roots.push_back(r.impl());
-      continue;
-    }
-    Node* n = r.grad_fn().get();
+  std::vector<TensorImpl*> leaf_roots;          // roots that are leaves: accumulated at seeding
+  std::unordered_map<Node*, int> deps;          // edges into a node that have not delivered yet
+  std::unordered_map<const TensorImpl*, int> leaf_uses;  // AccumulateGrad nodes left per leaf (hook only)
+
+  // Adds g to the gradient of output `output_nr` of node n.
+  void deliver(Node* n, int output_nr, const Tensor& g) {
     auto& buf = buffers[n];
     buf.resize(n->outputs.size());
-    buf[r.impl()->output_nr].add(grads[i]);
-    root_nodes.push_back(r.grad_fn());
+    buf[(size_t)output_nr].add(g);
   }
 
-  // Count, for every reachable node, how many edges point at it (iterative DFS).
-  // For the leaf hook: how many AccumulateGrad nodes of each leaf the pass will run (one per
-  // op that took the leaf as an input).
-  std::unordered_map<Node*, int> deps;
-  std::unordered_map<const TensorImpl*, int> leaf_uses;
-  LeafGradHook* const hook = active_leaf_hook;
-  std::unordered_set<Node*> seen;
-  std::vector<Node*> stack;
-  for (auto& n : root_nodes)
-    if (seen.insert(n.get()).second) stack.push_back(n.get());
-  while (!stack.empty()) {
-    Node* n = stack.back();
-    stack.pop_back();
-    OCRT_CHECK(!n->released, "backward through '", n->name,
-               "' a second time: its graph was freed by the first backward() (pass retain_graph=true "
-               "to the first call if you need to backpropagate twice)");
-    if (hook && n->leaf) leaf_uses[n->leaf.get()]++;
-    for (auto& e : n->next) {
-      if (!e.node) continue;
-      deps[e.node.get()]++;
-      if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+  // Leaves accumulate at once, other roots go into their node's input buffer.
+  void seed(const TensorList& roots, const TensorList& grads) {
+    for (size_t i = 0; i < roots.size(); ++i) {
+      const Tensor& r = roots[i];
+      OCRT_CHECK(r.requires_grad(), "backward: tensor ", i, " (shape ", shape_str(r.shape()),
+                 ") does not require grad and has no grad_fn");
+      check_grad_matches(grads[i], {r.shape(), r.dtype(), r.device()}, "backward");
+      if (!r.grad_fn()) {
+        accumulate_into_leaf(r.impl(), grads[i]);
+        leaf_roots.push_back(r.impl());
+        continue;
+      }
+      deliver(r.grad_fn().get(), r.impl()->output_nr, grads[i]);
+      root_nodes.push_back(r.grad_fn());
     }
   }
-  if (hook)
-    for (TensorImpl* leaf : leaf_roots)
-      if (!leaf_uses.count(leaf)) hook->fn_(leaf);  // a root that is a leaf and nothing else
+
+  // Counts, for every reachable node, how many edges point at it (iterative DFS), and for the
+  // leaf hook how many AccumulateGrad nodes of each leaf the pass will run (one per op that
+  // took the leaf as an input).
+  void count() {
+    std::unordered_set<Node*> seen;
+    std::vector<Node*> stack;
+    for (auto& n : root_nodes)
+      if (seen.insert(n.get()).second) stack.push_back(n.get());
+    while (!stack.empty()) {
+      Node* n = stack.back();
+      stack.pop_back();
+      OCRT_CHECK(!n->released, "backward through '", n->name,
+                 "' a second time: its graph was freed by the first backward() (pass retain_graph=true "
+                 "to the first call if you need to backpropagate twice)");
+      if (leaf_done && n->leaf) leaf_uses[n->leaf.get()]++;
+      for (auto& e : n->next) {
+        if (!e.node) continue;
+        deps[e.node.get()]++;
+        if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+      }
+    }
+    if (leaf_done)
+      for (TensorImpl* leaf : leaf_roots)
+        if (!leaf_uses.count(leaf)) (*leaf_done)(leaf);  // a root that is a leaf and nothing else
+  }
 
   // Kahn's algorithm: a node runs once every edge into it has delivered its gradient. The
   // queue holds owning pointers: releasing a node drops its edges, which may be the last
   // owners of the nodes waiting in the queue.
-  std::deque<std::shared_ptr<Node>> ready;
-  for (auto& n : root_nodes)
-    if (deps[n.get()] == 0 && std::find(ready.begin(), ready.end(), n) == ready.end()) ready.push_back(n);
-  while (!ready.empty()) {
-    std::shared_ptr<Node> keep = std::move(ready.front());
-    Node* n = keep.get();
-    ready.pop_front();
+  void run() {
+    std::deque<std::shared_ptr<Node>> ready;
+    for (auto& n : root_nodes)
+      if (deps[n.get()] == 0 && std::find(ready.begin(), ready.end(), n) == ready.end()) ready.push_back(n);
+    while (!ready.empty()) {
+      std::shared_ptr<Node> keep = std::move(ready.front());
+      ready.pop_front();
+      run_node(keep.get(), ready);
+    }
+  }
+
+  // Runs one node on the gradients its outputs received, passes the results along its edges,
+  // and queues the nodes that have now heard from every edge.
+  void run_node(Node* n, std::deque<std::shared_ptr<Node>>& ready) {
     TensorList grad_out(n->outputs.size());
     if (auto it = buffers.find(n); it != buffers.end()) {
       for (size_t i = 0; i < it->second.size(); ++i) grad_out[i] = std::move(it->second[i].grad);
@@ -213,8 +234,8 @@ void run_backward(const TensorList& roots, const TensorList& grads, bool retain_
 
     if (n->leaf) {
       if (grad_out[0].defined()) accumulate_into_leaf(n->leaf.get(), grad_out[0]);
-      if (hook && --leaf_uses[n->leaf.get()] == 0) hook->fn_(n->leaf.get());
-      continue;
+      if (leaf_done && --leaf_uses[n->leaf.get()] == 0) (*leaf_done)(n->leaf.get());
+      return;
     }
     TensorList grad_in;
     if (any) {
@@ -231,14 +252,25 @@ void run_backward(const TensorList& roots, const TensorList& grads, bool retain_
       if (any && grad_in[i].defined()) {
         check_grad_matches(grad_in[i], e.node->outputs[e.output_nr],
                            "autograd: gradient of input " + std::to_string(i) + " of '" + n->name + "'");
-        auto& buf = buffers[e.node.get()];
-        buf.resize(e.node->outputs.size());
-        buf[e.output_nr].add(grad_in[i]);
+        deliver(e.node.get(), e.output_nr, grad_in[i]);
       }
       if (--deps[e.node.get()] == 0) ready.push_back(e.node);
     }
     if (!retain_graph) n->release();
   }
+};
+
+}  // namespace
+
+void run_backward(const TensorList& roots, const TensorList& grads, bool retain_graph) {
+  OCRT_CHECK(roots.size() == grads.size(), "backward: ", roots.size(), " roots but ", grads.size(), " gradients");
+  NoGradGuard no_grad;  // gradients are computed without recording (no higher-order grads)
+  BackwardPass pass;
+  pass.retain_graph = retain_graph;
+  if (active_leaf_hook) pass.leaf_done = &active_leaf_hook->fn_;
+  pass.seed(roots, grads);
+  pass.count();
+  pass.run();
 }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {

@@ -366,16 +366,11 @@ Tensor pack_batch(const std::vector<GrayImage>& lines, const BatchSpec& spec, st
   return Tensor::from_vector(v, {N, 1, H, W});
 }
 
-GrayImage normalize_line(const GrayImage& line, const LineNormalizeOptions& options, LineNormalization* info) {
-  OCRT_CHECK(line.width >= 1 && line.height >= 1 && (int64_t)line.pixels.size() == line.width * line.height,
-             "normalize_line: the image is empty or inconsistent (", line.width, "x", line.height, ")");
-  LineNormalization n;
-  if (!options.enabled) {
-    if (info) *info = n;
-    return line;
-  }
+namespace {
+
+// 3x3 box sums of a line (0 .. 9 * 255), edge pixels repeated: rows, then columns.
+std::vector<int> box_sums_3x3(const GrayImage& line) {
   const int64_t W = line.width, H = line.height;
-  // 3x3 box sums (0 .. 9 * 255), edge pixels repeated: rows, then columns.
   std::vector<int> rows((size_t)(W * H)), sums((size_t)(W * H));
   for (int64_t y = 0; y < H; ++y)
     for (int64_t x = 0; x < W; ++x)
@@ -385,17 +380,24 @@ GrayImage normalize_line(const GrayImage& line, const LineNormalizeOptions& opti
     for (int64_t x = 0; x < W; ++x)
       sums[(size_t)(y * W + x)] = rows[(size_t)(std::max<int64_t>(y - 1, 0) * W + x)] + rows[(size_t)(y * W + x)] +
                                   rows[(size_t)(std::min(y + 1, H - 1) * W + x)];
-  // The line's noise: sigma from the 25th percentile of |difference| between horizontal
-  // neighbours (0.4506 sigma for Gaussian noise; text edges, a minority of the pairs, barely move it).
+  return sums;
+}
+
+// The line's noise: sigma from the 25th percentile of |difference| between horizontal
+// neighbours (0.4506 sigma for Gaussian noise; text edges, a minority of the pairs, barely move it).
+double noise_sigma(const GrayImage& line) {
   int64_t differences[256] = {}, pairs = 0;
-  for (int64_t y = 0; y < H; ++y)
-    for (int64_t x = 1; x < W; ++x, ++pairs) ++differences[std::abs((int)line.at(x, y) - (int)line.at(x - 1, y))];
+  for (int64_t y = 0; y < line.height; ++y)
+    for (int64_t x = 1; x < line.width; ++x, ++pairs)
+      ++differences[std::abs((int)line.at(x, y) - (int)line.at(x - 1, y))];
   int q25 = 0;
   for (int64_t seen = 0; pairs > 0 && q25 < 255 && (seen += differences[q25]) < (pairs + 3) / 4;) ++q25;
-  n.noise = q25 / 0.4506;
-  n.threshold = std::max(options.ink_threshold, (int)std::lround(2 * n.noise));
-  // Ink against each block's background (the median of its smoothed pixels); kind: 1 dark ink,
-  // 2 light ink.
+  return q25 / 0.4506;
+}
+
+// Ink against each block's background (the median of its smoothed pixels): per pixel, 1 dark
+// ink, 2 light ink, 0 neither; counts both kinds into n.
+std::vector<uint8_t> classify_ink(const std::vector<int>& sums, int64_t W, int64_t H, LineNormalization& n) {
   const int threshold = 9 * n.threshold;
   const int64_t blocks = std::max<int64_t>(1, W / (2 * H));
   std::vector<uint8_t> kind((size_t)(W * H), 0);
@@ -416,20 +418,20 @@ GrayImage normalize_line(const GrayImage& line, const LineNormalizeOptions& opti
         n.light_ink += kind[i] == 2;
       }
   }
-  n.blank = std::max(n.dark_ink, n.light_ink) < options.min_ink_pixels;
-  if (n.blank) {
-    if (info) *info = n;
-    return line;
-  }
-  // Polarity. The paper is the border's side: where the border's median (of the smoothed line)
-  // is clearly off the whole line's median, toward the light or the dark, that says which side
-  // the paper is on (this holds when bold or blurred ink makes up half the line and its median
-  // is no longer paper). Where they agree, the ink is whichever kind there is more of.
-  auto median = [](std::vector<int> v) {
-    auto mid = v.begin() + (std::ptrdiff_t)(v.size() / 2);
-    std::nth_element(v.begin(), mid, v.end());
-    return *mid;
-  };
+  return kind;
+}
+
+int median_of(std::vector<int> v) {
+  auto mid = v.begin() + (std::ptrdiff_t)(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+// Polarity. The paper is the border's side: where the border's median (of the smoothed line)
+// is clearly off the whole line's median, toward the light or the dark, that says which side
+// the paper is on (this holds when bold or blurred ink makes up half the line and its median
+// is no longer paper). Where they agree, the ink is whichever kind there is more of.
+bool is_inverted(const std::vector<int>& sums, int64_t W, int64_t H, LineNormalization& n) {
   std::vector<int> border;
   for (int64_t x = 0; x < W; ++x) {
     border.push_back(sums[(size_t)x]);
@@ -439,35 +441,66 @@ GrayImage normalize_line(const GrayImage& line, const LineNormalizeOptions& opti
     border.push_back(sums[(size_t)(y * W)]);
     if (W > 1) border.push_back(sums[(size_t)(y * W + W - 1)]);
   }
-  n.border = median(std::move(border)) / 9.0;
-  n.median = median(sums) / 9.0;
-  if (std::abs(n.border - n.median) >= n.threshold / 2.0) n.inverted = n.border < n.median;
-  else n.inverted = n.light_ink > n.dark_ink;
-  GrayImage out = line;
-  if (n.inverted)
-    for (auto& v : out.pixels) v = (uint8_t)(255 - v);
-  // Levels: the ink, the 10th percentile of the pixels where the smoothed line found ink of the
-  // line's own kind (a stroke's core, however thin), and the paper, the 99th percentile of all.
-  auto percentile = [](const int64_t (&histogram)[256], int64_t count, double q) {
-    const int64_t rank = std::max<int64_t>(1, (int64_t)std::ceil(q * (double)count));  // 1-based
-    int64_t seen = 0;
-    int level = 0;
-    while (level < 255 && (seen += histogram[level]) < rank) ++level;
-    return level;
-  };
+  n.border = median_of(std::move(border)) / 9.0;
+  n.median = median_of(sums) / 9.0;
+  if (std::abs(n.border - n.median) >= n.threshold / 2.0) return n.border < n.median;
+  return n.light_ink > n.dark_ink;
+}
+
+// The level at quantile q of `count` values counted in a histogram.
+int histogram_percentile(const int64_t (&histogram)[256], int64_t count, double q) {
+  const int64_t rank = std::max<int64_t>(1, (int64_t)std::ceil(q * (double)count));  // 1-based
+  int64_t seen = 0;
+  int level = 0;
+  while (level < 255 && (seen += histogram[level]) < rank) ++level;
+  return level;
+}
+
+// Levels: the ink, the 10th percentile of the pixels where the smoothed line found ink of the
+// line's own kind (a stroke's core, however thin), and the paper, the 99th percentile of all;
+// stretched to 0 .. 255 when they are closer than options.stretch_below.
+void stretch_levels(GrayImage& out, const std::vector<uint8_t>& kind, const LineNormalizeOptions& options,
+                    LineNormalization& n) {
   int64_t ink_histogram[256] = {}, histogram[256] = {}, ink_count = 0;
   const uint8_t own = n.inverted ? 2 : 1;
   for (size_t i = 0; i < out.pixels.size(); ++i) {
     ++histogram[out.pixels[i]];
     if (kind[i] == own) ++ink_histogram[out.pixels[i]], ++ink_count;
   }
-  n.lo = percentile(ink_histogram, ink_count, 0.10);
-  n.hi = percentile(histogram, (int64_t)out.pixels.size(), 0.99);
+  n.lo = histogram_percentile(ink_histogram, ink_count, 0.10);
+  n.hi = histogram_percentile(histogram, (int64_t)out.pixels.size(), 0.99);
   n.stretched = n.hi > n.lo && n.hi - n.lo < options.stretch_below;
   if (n.stretched) {
     const double scale = 255.0 / (double)(n.hi - n.lo);
     for (auto& v : out.pixels) v = (uint8_t)std::clamp<long>(std::lround(((double)v - n.lo) * scale), 0, 255);
   }
+}
+
+}  // namespace
+
+GrayImage normalize_line(const GrayImage& line, const LineNormalizeOptions& options, LineNormalization* info) {
+  OCRT_CHECK(line.width >= 1 && line.height >= 1 && (int64_t)line.pixels.size() == line.width * line.height,
+             "normalize_line: the image is empty or inconsistent (", line.width, "x", line.height, ")");
+  LineNormalization n;
+  if (!options.enabled) {
+    if (info) *info = n;
+    return line;
+  }
+  const int64_t W = line.width, H = line.height;
+  const std::vector<int> sums = box_sums_3x3(line);
+  n.noise = noise_sigma(line);
+  n.threshold = std::max(options.ink_threshold, (int)std::lround(2 * n.noise));
+  const std::vector<uint8_t> kind = classify_ink(sums, W, H, n);
+  n.blank = std::max(n.dark_ink, n.light_ink) < options.min_ink_pixels;
+  if (n.blank) {
+    if (info) *info = n;
+    return line;
+  }
+  n.inverted = is_inverted(sums, W, H, n);
+  GrayImage out = line;
+  if (n.inverted)
+    for (auto& v : out.pixels) v = (uint8_t)(255 - v);
+  stretch_levels(out, kind, options, n);
   if (info) *info = n;
   return out;
 }

@@ -29,6 +29,7 @@
 #include "ops/backend.h"
 #include "runtime/cpu/gemm.h"
 #include "ops/cpu/winograd.h"
+#include "runtime/cpu/loops.h"
 
 namespace ocrt {
 
@@ -193,56 +194,51 @@ void conv2d_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Co
   }
 }
 
+// db[co] = sum over n, q of dy[n, co, q]: summed in double, in a fixed order.
 template <class T>
-void conv2d_backward_typed(const Tensor& x, const Tensor& w, const Tensor& dy, const Conv2dParams& params,
-                           const Tensor& dx, const Tensor& dw, const Tensor& db) {
-  const Geometry g(x, w, dy.shape(), params);
-  const T* xp = x.data<T>();
-  const T* wp = w.data<T>();
-  const T* dyp = dy.data<T>();
-  T* dxp = dx.defined() ? dx.data<T>() : nullptr;
-  T* dwp = dw.defined() ? dw.data<T>() : nullptr;
-  T* dbp = db.defined() ? db.data<T>() : nullptr;
-
-  if (dbp) {  // db[co] = sum over n, q of dy[n, co, q]: summed in double, in a fixed order
-#pragma omp parallel for schedule(static) if (g.Cout * g.N * g.HoWo > 32768)
-    for (int64_t co = 0; co < g.Cout; ++co) {
-      double acc = 0;
-      for (int64_t n = 0; n < g.N; ++n) {
-        const T* row = dyp + (n * g.Cout + co) * g.HoWo;
-        for (int64_t q = 0; q < g.HoWo; ++q) acc += row[q];
-      }
-      dbp[co] = (T)acc;
+void bias_grad(const T* dyp, const Geometry& g, T* dbp) {
+#pragma omp parallel for schedule(static) if (g.Cout * g.N * g.HoWo > cpu::kParallelGrain)
+  for (int64_t co = 0; co < g.Cout; ++co) {
+    double acc = 0;
+    for (int64_t n = 0; n < g.N; ++n) {
+      const T* row = dyp + (n * g.Cout + co) * g.HoWo;
+      for (int64_t q = 0; q < g.HoWo; ++q) acc += row[q];
     }
+    dbp[co] = (T)acc;
   }
+}
+
 #if defined(OCRT_CPU_WINOGRAD)
-  // In fast mode both gradients of a 3x3 stride-1 layer go through Winograd too (winograd.h).
-  // dx is itself a 3x3 stride-1 convolution: of dy, padded by 2 - pad, with every filter
-  // turned by 180 degrees and the channel roles swapped,
-  //   dx[n, c, h, w] = sum over k, i, j of dy[n, k, h + pad - i, w + pad - j] w[k, c, i, j]
-  //                  = conv2d(dy, w')[n, c, h, w]   with w'[c, k, i, j] = w[k, c, 2 - i, 2 - j]
-  // (which needs pad <= 2). dw sums products of dy with the forward's input tiles.
-  if constexpr (std::is_same_v<T, float>) {
-    if (params.fast && cpu::winograd_applies(g.C, g.Cout, g.kh, g.kw, params)) {
-      if (dwp) {
-        cpu::winograd_conv2d_weight_grad(xp, dyp, dwp, g.N, g.C, g.H, g.W, g.Cout, params.pad_h, params.pad_w);
-        dwp = nullptr;  // done
-      }
-      if (dxp && params.pad_h <= 2 && params.pad_w <= 2) {
-        Tensor turned_mem;
-        T* turned = scratch<T>(turned_mem, g.C * g.Cout * 9);
-        for (int64_t k = 0; k < g.Cout; ++k)
-          for (int64_t c = 0; c < g.C; ++c)
-            for (int64_t i = 0; i < 9; ++i) turned[(c * g.Cout + k) * 9 + i] = wp[(k * g.C + c) * 9 + (8 - i)];
-        cpu::winograd_conv2d(dyp, turned, nullptr, dxp, g.N, g.Cout, g.Ho, g.Wo, g.C, 2 - params.pad_h,
-                             2 - params.pad_w);
-        dxp = nullptr;  // done
-      }
-    }
+// Fast mode: both gradients of a 3x3 stride-1 float32 layer through Winograd (winograd.h). It
+// computes what it can and sets that pointer to null; what is left goes through im2col.
+// dx is itself a 3x3 stride-1 convolution: of dy, padded by 2 - pad, with every filter turned
+// by 180 degrees and the channel roles swapped,
+//   dx[n, c, h, w] = sum over k, i, j of dy[n, k, h + pad - i, w + pad - j] w[k, c, i, j]
+//                  = conv2d(dy, w')[n, c, h, w]   with w'[c, k, i, j] = w[k, c, 2 - i, 2 - j]
+// (which needs pad <= 2). dw sums products of dy with the forward's input tiles.
+void winograd_backward(const float* xp, const float* wp, const float* dyp, const Geometry& g, float*& dxp,
+                       float*& dwp) {
+  const Conv2dParams& p = g.p;
+  if (dwp) {
+    cpu::winograd_conv2d_weight_grad(xp, dyp, dwp, g.N, g.C, g.H, g.W, g.Cout, p.pad_h, p.pad_w);
+    dwp = nullptr;  // done
   }
+  if (dxp && p.pad_h <= 2 && p.pad_w <= 2) {
+    Tensor turned_mem;
+    float* turned = scratch<float>(turned_mem, g.C * g.Cout * 9);
+    for (int64_t k = 0; k < g.Cout; ++k)
+      for (int64_t c = 0; c < g.C; ++c)
+        for (int64_t i = 0; i < 9; ++i) turned[(c * g.Cout + k) * 9 + i] = wp[(k * g.C + c) * 9 + (8 - i)];
+    cpu::winograd_conv2d(dyp, turned, nullptr, dxp, g.N, g.Cout, g.Ho, g.Wo, g.C, 2 - p.pad_h, 2 - p.pad_w);
+    dxp = nullptr;  // done
+  }
+}
 #endif
-  if (!dxp && !dwp) return;
 
+// dx and dw (either may be null) through im2col and GEMM, a chunk of samples at a time (the
+// file's opening comment).
+template <class T>
+void im2col_backward(const T* xp, const T* wp, const T* dyp, const Geometry& g, T* dxp, T* dwp) {
   const int64_t S = g.chunk();
   Tensor dyc_mem, buf_mem;
   T* dyc = scratch<T>(dyc_mem, g.Cout * S * g.HoWo);
@@ -283,11 +279,32 @@ void conv2d_backward_typed(const Tensor& x, const Tensor& w, const Tensor& dy, c
       }
     }
   }
-  if (dwp)
+  if (dwp)  // dW_g^T (CK, Coutg) back to w's layout (Cout, CK)
     for (int64_t gi = 0; gi < g.p.groups; ++gi)
       for (int64_t co = 0; co < g.Coutg; ++co)
         for (int64_t r = 0; r < g.CK; ++r)
           dwp[(gi * g.Coutg + co) * g.CK + r] = dwt[gi * g.CK * g.Coutg + r * g.Coutg + co];
+}
+
+// The gradients a caller asked for (dx, dw, db each may be undefined): db by a plain sum,
+// then Winograd where fast mode allows it, then im2col for whatever is left.
+template <class T>
+void conv2d_backward_typed(const Tensor& x, const Tensor& w, const Tensor& dy, const Conv2dParams& params,
+                           const Tensor& dx, const Tensor& dw, const Tensor& db) {
+  const Geometry g(x, w, dy.shape(), params);
+  const T* xp = x.data<T>();
+  const T* wp = w.data<T>();
+  const T* dyp = dy.data<T>();
+  T* dxp = dx.defined() ? dx.data<T>() : nullptr;
+  T* dwp = dw.defined() ? dw.data<T>() : nullptr;
+  if (db.defined()) bias_grad(dyp, g, db.data<T>());
+#if defined(OCRT_CPU_WINOGRAD)
+  if constexpr (std::is_same_v<T, float>) {
+    if (params.fast && cpu::winograd_applies(g.C, g.Cout, g.kh, g.kw, params))
+      winograd_backward(xp, wp, dyp, g, dxp, dwp);
+  }
+#endif
+  if (dxp || dwp) im2col_backward(xp, wp, dyp, g, dxp, dwp);
 }
 
 void cpu_conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, const Tensor& y) {
