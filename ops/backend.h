@@ -94,7 +94,6 @@ struct LayerBackend {
                              const Tensor& dout, const Tensor& dc, const Tensor& active, const Tensor& dgates,
                              const Tensor& dc_prev, const Tensor& dh_carry);
 
-
   // ---- CTC loss (ops/ctc.cpp)
   // CTC loss, log-space forward-backward. log_probs (T,N,C) contiguous; targets: all samples'
   // labels concatenated (i64, contiguous), sample n's at target_offsets[n] with

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "ops/backend.h"
+#include "runtime/cpu/loops.h"
 
 namespace ocrt {
 
@@ -16,7 +17,8 @@ namespace {
 int64_t adaptive_start(int64_t o, int64_t in, int64_t out) { return (o * in) / out; }
 int64_t adaptive_end(int64_t o, int64_t in, int64_t out) { return ((o + 1) * in + out - 1) / out; }
 
-bool parallel_planes(int64_t planes, int64_t work) { return planes > 1 && work > 16384; }
+// Pooling does little work per element read, so a plane is worth a thread at half the usual grain.
+bool parallel_planes(int64_t planes, int64_t work) { return planes > 1 && work > cpu::kParallelGrain / 2; }
 
 // Whether v takes the place of best in a window scanned in order: the first maximum wins, and a
 // NaN wins over everything (it propagates, as in PyTorch).

@@ -1,4 +1,4 @@
-// The LSTM: golden tests against torch.nn.LSTM (tools/reference/ops_rnn.py; multi-layer,
+// The LSTM: golden tests against torch.nn.LSTM (tools/reference/ops_lstm.py; multi-layer,
 // bidirectional, no bias, T = 1, variable lengths through packed sequences), a plain-loop
 // reference, float64 gradient checks, the padding property, and argument errors.
 #include <catch2/catch.hpp>
@@ -16,7 +16,7 @@ using namespace ocrt::testing;
 namespace {
 
 const SafetensorsFile& fixture() {
-  static const SafetensorsFile f = load_safetensors(std::string(OCRT_SOURCE_DIR) + "/tests/fixtures/ops_rnn.safetensors");
+  static const SafetensorsFile f = load_safetensors(std::string(OCRT_SOURCE_DIR) + "/tests/fixtures/ops_lstm.safetensors");
   return f;
 }
 

@@ -1,9 +1,9 @@
-"""Golden fixture for the LSTM: writes tests/fixtures/ops_rnn.safetensors, read by
+"""Golden fixture for the LSTM: writes tests/fixtures/ops_lstm.safetensors, read by
 tests/ops/test_lstm.cpp. Inputs of a case: x, h0, c0, then the weights in torch.nn.LSTM's
 _flat_weights order; outputs: output, h_n, c_n. Cases with variable lengths run through
 pack_padded_sequence(enforce_sorted=False) and store the lengths as <case>.lengths.
 
-    /usr/bin/python3 tools/reference/ops_rnn.py
+    /usr/bin/python3 tools/reference/ops_lstm.py
 """
 
 import os
@@ -54,8 +54,8 @@ def main():
 
         fx.case(name, fn, [x, h0, c0] + weights, gen)
     fx.tensors.extend(extra)
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fixtures", "ops_rnn.safetensors")
-    fx.write(path, "tools/reference/ops_rnn.py")
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fixtures", "ops_lstm.safetensors")
+    fx.write(path, "tools/reference/ops_lstm.py")
     print(f"{len(CASES)} cases, {os.path.getsize(path)} bytes -> {os.path.normpath(path)}")
 
 
