@@ -1,12 +1,13 @@
 // The LSTM: golden tests against torch.nn.LSTM (tools/reference/ops_lstm.py; multi-layer,
-// bidirectional, no bias, T = 1, variable lengths through packed sequences), a plain-loop
-// reference, float64 gradient checks, the padding property, and argument errors.
+// bidirectional, no bias, T = 1, variable lengths through packed sequences), the plain-loop
+// references of ops/cpu/lstm_reference.h (the cell kernels and a whole layer), float64 gradient checks, the padding property, and argument errors.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 
 #include "golden_runner.h"
 #include "ops/backend.h"
+#include "ops/cpu/lstm_reference.h"
 #include "ops/lstm.h"
 #include "ops/shape.h"
 
@@ -47,36 +48,6 @@ std::vector<Tensor> random_weights(int64_t I, int64_t H, int64_t layers, bool bi
   return w;
 }
 
-// Plain-loop reference of one unidirectional layer: x (T,N,I) -> y (T,N,H), for each sample
-// only its first len steps, from zero state. Shapes in the names: w_ih (4H,I), w_hh (4H,H).
-std::vector<double> reference_layer(const std::vector<double>& x, const std::vector<double>& w_ih,
-                                    const std::vector<double>& w_hh, const std::vector<double>& b, int64_t T, int64_t N,
-                                    int64_t I, int64_t H, const std::vector<int64_t>& len, bool reverse) {
-  std::vector<double> y((size_t)(T * N * H), 0.0);
-  auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
-  for (int64_t n = 0; n < N; ++n) {
-    std::vector<double> h((size_t)H, 0.0), c((size_t)H, 0.0);
-    for (int64_t s = 0; s < len[(size_t)n]; ++s) {
-      const int64_t t = reverse ? len[(size_t)n] - 1 - s : s;
-      std::vector<double> a((size_t)(4 * H));
-      for (int64_t r = 0; r < 4 * H; ++r) {
-        double v = b[(size_t)r];
-        for (int64_t k = 0; k < I; ++k) v += w_ih[(size_t)(r * I + k)] * x[(size_t)((t * N + n) * I + k)];
-        for (int64_t k = 0; k < H; ++k) v += w_hh[(size_t)(r * H + k)] * h[(size_t)k];
-        a[(size_t)r] = v;
-      }
-      for (int64_t j = 0; j < H; ++j) {
-        const double i = sig(a[(size_t)j]), f = sig(a[(size_t)(H + j)]), g = std::tanh(a[(size_t)(2 * H + j)]),
-                     o = sig(a[(size_t)(3 * H + j)]);
-        c[(size_t)j] = f * c[(size_t)j] + i * g;
-        h[(size_t)j] = o * std::tanh(c[(size_t)j]);
-        y[(size_t)((t * N + n) * H + j)] = h[(size_t)j];
-      }
-    }
-  }
-  return y;
-}
-
 }  // namespace
 
 TEST_CASE("lstm matches torch.nn.LSTM: outputs, final states and every gradient", "[lstm][golden]") {
@@ -99,7 +70,7 @@ TEST_CASE("lstm equals the plain-loop reference, both directions, with lengths",
   const auto xv = x.to_vector<double>();
   for (int d = 0; d < 2; ++d) {
     std::vector<double> b = add(w[(size_t)(d * 4 + 2)], w[(size_t)(d * 4 + 3)]).to_vector<double>();
-    auto ref = reference_layer(xv, w[(size_t)(d * 4)].to_vector<double>(), w[(size_t)(d * 4 + 1)].to_vector<double>(), b,
+    auto ref = reference::lstm_layer(xv, w[(size_t)(d * 4)].to_vector<double>(), w[(size_t)(d * 4 + 1)].to_vector<double>(), b,
                                T, N, I, H, len, d == 1);
     require_close(r.output.narrow(2, d * H, H), Tensor::from_vector(ref, {T, N, H}), 1e-12, 1e-12,
                   d ? "reverse direction" : "forward direction");
@@ -144,6 +115,40 @@ TEST_CASE("padded positions change neither the valid outputs nor any gradient", 
     REQUIRE(a[i].size() == b[i].size());
     for (size_t j = 0; j < a[i].size(); ++j) CHECK(a[i][j] == Approx(b[i][j]).margin(1e-12));
   }
+}
+
+TEST_CASE("the cell kernels equal the plain-loop reference, inactive rows included", "[lstm]") {
+  const int64_t N = 3, H = 19;  // two 8-lane blocks and a tail of 3
+  const LayerBackend& cpu = layer_backend(Device::cpu());
+  const Tensor gx = det_uniform({N, 4 * H}, 61, -4, 4), gh = det_uniform({N, 4 * H}, 62, -4, 4);
+  const Tensor hp = det_uniform({N, H}, 63), cp = det_uniform({N, H}, 64, -2, 2);
+  const std::vector<uint8_t> on = {1, 0, 1};
+  const Tensor active = Tensor::from_vector(on, {N});
+  Tensor act = Tensor::empty({N, 4 * H}, DType::f64), h = Tensor::empty({N, H}, DType::f64),
+         c = Tensor::empty({N, H}, DType::f64), out = Tensor::empty({N, H}, DType::f64);
+  cpu.lstm_cell(gx, gh, hp, cp, active, act, h, c, out);
+  const auto gxv = gx.to_vector<double>(), ghv = gh.to_vector<double>(), hpv = hp.to_vector<double>(),
+             cpv = cp.to_vector<double>();
+  std::vector<double> act_ref((size_t)(N * 4 * H)), h_ref((size_t)(N * H)), c_ref((size_t)(N * H)),
+      out_ref((size_t)(N * H));
+  reference::lstm_cell(gxv.data(), ghv.data(), hpv.data(), cpv.data(), on.data(), act_ref.data(), h_ref.data(),
+                       c_ref.data(), out_ref.data(), N, H);
+  require_close(act, Tensor::from_vector(act_ref, {N, 4 * H}), 1e-14, 1e-15, "act");
+  require_close(h, Tensor::from_vector(h_ref, {N, H}), 1e-14, 1e-15, "h");
+  require_close(c, Tensor::from_vector(c_ref, {N, H}), 1e-14, 1e-15, "c");
+  require_close(out, Tensor::from_vector(out_ref, {N, H}), 1e-14, 1e-15, "out");
+
+  const Tensor dh = det_uniform({N, H}, 65), dout = det_uniform({N, H}, 66), dc = det_uniform({N, H}, 67);
+  Tensor dg = Tensor::empty({N, 4 * H}, DType::f64), dcp = Tensor::empty({N, H}, DType::f64),
+         carry = Tensor::empty({N, H}, DType::f64);
+  cpu.lstm_cell_backward(act, cp, c, dh, dout, dc, active, dg, dcp, carry);
+  const auto dhv = dh.to_vector<double>(), doutv = dout.to_vector<double>(), dcv = dc.to_vector<double>();
+  std::vector<double> dg_ref((size_t)(N * 4 * H)), dcp_ref((size_t)(N * H)), carry_ref((size_t)(N * H));
+  reference::lstm_cell_backward(act_ref.data(), cpv.data(), c_ref.data(), dhv.data(), doutv.data(), dcv.data(),
+                                on.data(), dg_ref.data(), dcp_ref.data(), carry_ref.data(), N, H);
+  require_close(dg, Tensor::from_vector(dg_ref, {N, 4 * H}), 1e-13, 1e-15, "dgates");
+  require_close(dcp, Tensor::from_vector(dcp_ref, {N, H}), 1e-13, 1e-15, "dc_prev");
+  require_close(carry, Tensor::from_vector(carry_ref, {N, H}), 1e-13, 1e-15, "dh_carry");
 }
 
 TEST_CASE("the float32 cell kernels agree with float64 across the activations' range, NaN included", "[lstm]") {
