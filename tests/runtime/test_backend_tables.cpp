@@ -2,7 +2,16 @@
 // the layer table (ops/backend.h) is filled on the CPU, and, in builds with CUDA, on CUDA too
 // (checked without a GPU: building a table only fills in function pointers). The entry lists
 // below must name every field: a size check fails when a table gains an entry they lack.
+// And every entry has a CPU-vs-CUDA parity case in tests/cuda/parity_table.h (checked here, so
+// in every build: a kernel entry without a parity case fails the CPU suite too).
 #include <catch2/catch.hpp>
+
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <string>
+
+#include "cuda/parity_table.h"
 
 #include "ops/backend.h"
 #include "runtime/backend.h"
@@ -56,3 +65,29 @@ TEST_CASE("kernel tables: every entry is filled on CUDA", "[backend]") {
   check_layer_table(cuda_layer_backend());
 }
 #endif
+
+TEST_CASE("kernel tables: every entry has a CUDA parity case, and every case named exists", "[backend]") {
+  std::set<std::string> entries;
+#define OCRT_NAME(field) entries.insert(#field);
+  OCRT_TENSOR_ENTRIES(OCRT_NAME)
+  OCRT_LAYER_ENTRIES(OCRT_NAME)
+#undef OCRT_NAME
+  std::set<std::string> rows;
+  for (const parity::ParityRow& row : parity::parity_table()) {
+    INFO("parity table row " << row.entry);
+    CHECK(entries.count(row.entry) == 1);  // no row for an entry the tables do not have
+    CHECK(rows.insert(row.entry).second);  // one row per entry
+    CHECK(!row.cases.empty());
+    for (const parity::ParityCase& c : row.cases) {
+      const std::string path = std::string(OCRT_SOURCE_DIR) + "/tests/cuda/" + c.file;
+      std::ifstream f(path);
+      const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      INFO("case \"" << c.name << "\" in " << path);
+      CHECK(text.find(std::string("TEST_CASE(\"") + c.name + "\"") != std::string::npos);
+    }
+  }
+  for (const std::string& e : entries) {
+    INFO("kernel entry " << e);
+    CHECK(rows.count(e) == 1);  // an entry without a parity case
+  }
+}
