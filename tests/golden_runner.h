@@ -26,7 +26,7 @@ namespace ocrt::testing {
 // bound, lambda sqrt(n) u sum|terms|, exceeded with probability below 2 exp(-lambda^2 / 2)
 // (Higham and Mary, "A New Approach to Probabilistic Rounding Error Analysis", 2019). The
 // worst cases of the kernels underneath are tested against plain-loop references with
-// tests/tolerance.h (tests/ops/test_gemm.cpp, test_linalg.cpp, test_conv.cpp).
+// tests/tolerance.h (tests/runtime/test_gemm.cpp, test_linalg.cpp, test_conv.cpp).
 struct GoldenTolerance {
   double rtol64 = 1e-9, atol64 = 1e-11, rtol32 = 2e-4, atol32 = 1e-5;
 };

@@ -9,7 +9,7 @@
 //
 // The bound is reached, up to a small factor, when every term has the same sign and size: a
 // broadcast (stride 0) operand makes all K products of a dot product equal, and K = 1025 such
-// additions of 0.23 lose 1.3e-5 of the result (tests/ops/test_gemm.cpp), beyond the 1e-5 that a
+// additions of 0.23 lose 1.3e-5 of the result (tests/runtime/test_gemm.cpp), beyond the 1e-5 that a
 // fixed tolerance had allowed. A test that knows n and the sum of absolute terms for each result
 // element (the reference run on |inputs|) gets a tolerance that holds on every CPU and kernel.
 //

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "golden_runner.h"
+#include "temp_dir.h"
 #include "models/model_file.h"
 #include "runtime/image.h"
 #include "train/synth.h"
@@ -20,8 +21,8 @@ namespace fs = std::filesystem;
 
 TEST_CASE("a CPU run and a CUDA run of ocrt-train see the same batches and end at the same weights",
           "[cuda][trainer]") {
-  const fs::path root = fs::temp_directory_path() / ("ocrt-cuda-train-" + std::to_string(::getpid()));
-  fs::remove_all(root);
+  const ocrt::testing::TempDir tmp("cuda-train");  // removed however the test ends
+  const fs::path root = tmp.path;
   fs::create_directories(root / "data");
   const auto font_dirs = default_font_dirs();
   auto fonts = font_dirs.empty() ? std::vector<std::shared_ptr<Font>>{} : load_fonts(font_dirs);
@@ -65,5 +66,4 @@ TEST_CASE("a CPU run and a CUDA run of ocrt-train see the same batches and end a
   for (const auto& [name, t] : a.weights)
     worst = std::max(worst, ocrt::testing::max_rel_diff(b.weights.at(name), t, 1e-3));  // relative to the CPU run
   CHECK(worst < 1e-3);
-  fs::remove_all(root);
 }

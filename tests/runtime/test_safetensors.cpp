@@ -24,8 +24,10 @@ namespace {
 struct TempDir {
   std::string path;
   TempDir() {
-    char tmpl[] = "/tmp/ocrt_test_safetensors_XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    // A fresh name per folder (load_error makes many): mkdtemp, under the same prefix as
+    // tests/temp_dir.h's folders.
+    std::string tmpl = (std::filesystem::temp_directory_path() / "ocrt-test-safetensors-XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
     path = tmpl;
   }
   ~TempDir() { std::filesystem::remove_all(path); }

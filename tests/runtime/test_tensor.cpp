@@ -1,13 +1,11 @@
-// Tensor metadata, devices, views, copies and printing.
+// Tensor metadata, devices, views, copies and printing. The CPU allocator underneath has its
+// own tests (test_cpu_allocator.cpp).
 #include <catch2/catch.hpp>
-
-#include <set>
 
 #include "gradcheck.h"
 #include "ops/elementwise.h"
 #include "ops/shape.h"
 #include "runtime/cuda/cuda_glue.h"
-#include "runtime/cpu_allocator.h"
 #include "runtime/device.h"
 #include "runtime/storage.h"
 #include "runtime/tensor.h"
@@ -156,93 +154,4 @@ TEST_CASE("cuda devices fail clearly when absent", "[tensor][device]") {
   if (cuda_device_count() > 0) return;  // covered by the cuda tests on a GPU machine
   REQUIRE_THROWS_WITH(Tensor::zeros({2}, DType::f32, Device::cuda(0)), Catch::Contains("cuda:0"));
   REQUIRE_THROWS_WITH(Tensor::zeros({2}).to(Device::cuda(0)), Catch::Contains("cuda:0"));
-}
-
-TEST_CASE("the CPU allocator reuses large blocks and keeps exact statistics", "[tensor][allocator]") {
-  cpu_empty_cache();
-  CpuMemoryStats s0 = cpu_memory_stats();
-  REQUIRE(s0.cached == 0);
-  void* first;
-  {
-    Tensor big = Tensor::empty({1 << 20});  // 4 MiB
-    first = big.raw_data();
-    REQUIRE(reinterpret_cast<uintptr_t>(first) % kCpuAlignment == 0);
-    REQUIRE(cpu_memory_stats().allocated == s0.allocated + (4u << 20));
-    REQUIRE(cpu_memory_stats().peak >= s0.allocated + (4u << 20));
-  }
-  REQUIRE(cpu_memory_stats().allocated == s0.allocated);
-  REQUIRE(cpu_memory_stats().cached >= (4u << 20));
-  {
-    // A slightly smaller request falls in the same size class and gets the same block.
-    Tensor again = Tensor::empty({(1 << 20) - 1000});
-    REQUIRE(again.raw_data() == first);
-  }
-  cpu_empty_cache();
-  REQUIRE(cpu_memory_stats().cached == 0);
-  cpu_set_cache_limit(0);  // caching off: nothing is kept
-  { Tensor t = Tensor::empty({1 << 20}); }
-  REQUIRE(cpu_memory_stats().cached == 0);
-  cpu_set_cache_limit(size_t(2) << 30);
-}
-
-TEST_CASE("the CPU allocator serves a request from a larger cached block, up to twice its size",
-          "[tensor][allocator]") {
-  cpu_empty_cache();
-  void* six;
-  { Tensor t = Tensor::empty({6 << 18}); six = t.raw_data(); }  // a 6 MiB block, then cached
-  {
-    Tensor t = Tensor::empty({4 << 18});  // 4 MiB: served by the 6 MiB block
-    CHECK(t.raw_data() == six);
-    CHECK(cpu_memory_stats().cached == 0);
-  }
-  CHECK(cpu_memory_stats().cached == (6u << 20));  // returned at its real size
-  {
-    Tensor t = Tensor::empty({(3 << 18) - 100});  // just under 3 MiB: more than twice smaller
-    CHECK(t.raw_data() != six);
-  }
-  // Lines of shrinking widths, one batch alive at a time: each reuses the last one's block
-  // while it is within twice the size (40 sizes 9% apart, 16 MiB down to 0.5 MiB: about 20
-  // size classes, a block for every halving; all of them fit in the cache's 64 MiB).
-  cpu_empty_cache();
-  std::set<void*> blocks;
-  double floats = 1 << 22;  // 16 MiB
-  for (int i = 0; i < 40; ++i, floats /= 1.09) {
-    Tensor t = Tensor::empty({(int64_t)floats});
-    blocks.insert(t.raw_data());
-  }
-  CHECK(blocks.size() <= 7);
-  cpu_empty_cache();
-}
-
-TEST_CASE("with trimming on, the CPU allocator gives cached blocks back before live and cached bytes pass the working set",
-          "[tensor][allocator]") {
-  // Ever-wider batches, one alive at a time, 16 to ~460 MiB (never touched, so cheap): no
-  // cached block fits the next one, and keeping them would make RSS twice the working set.
-  cpu_empty_cache();
-  cpu_set_cache_trim(true);
-  double floats = 1 << 22;  // 16 MiB
-  for (int i = 0; i < 40; ++i, floats *= 1.09) {
-    Tensor t = Tensor::empty({(int64_t)floats});
-    const CpuMemoryStats s = cpu_memory_stats();
-    INFO("step " << i << ": allocated " << s.allocated << ", cached " << s.cached << ", peak " << s.peak);
-    CHECK(s.allocated + s.cached <= std::max<size_t>(size_t(64) << 20, s.peak));
-  }
-  cpu_set_cache_trim(false);
-  cpu_empty_cache();
-}
-
-TEST_CASE("the CPU allocator's cache stays within the largest working set seen", "[tensor][allocator]") {
-  // Batches of ever-new widths: blocks from 2 to ~60 MiB in about 20 size classes, one alive at
-  // a time (~250 MiB in all). Keeping one of each would be RSS for nothing; the cache keeps at
-  // most max(64 MiB, the peak of live bytes).
-  cpu_empty_cache();
-  double floats = 1 << 19;  // 2 MiB
-  for (int i = 0; i < 40; ++i, floats *= 1.09) {
-    Tensor t = Tensor::empty({(int64_t)floats});
-    t.fill_(1.0);
-  }
-  const CpuMemoryStats s = cpu_memory_stats();
-  CHECK(s.cached > 0);
-  CHECK(s.cached <= std::max<size_t>(size_t(64) << 20, s.peak));
-  cpu_empty_cache();
 }

@@ -14,7 +14,6 @@
 
 #include "models/crnn.h"
 #include "models/ctc_decode.h"
-#include "models/edit_distance.h"
 #include "models/model_file.h"
 #include "runtime/cuda/cuda_glue.h"
 #include "runtime/image.h"
@@ -295,15 +294,6 @@ TEST_CASE("ocrt-train's named choices are parsed once, and the binary names the 
     CHECK(ocrt::testing::run_command(bin + bad, &out) != 0);
     CHECK(out.find(flag + ":") != std::string::npos);
   }
-}
-
-TEST_CASE("edit distance", "[trainer]") {
-  using V = std::vector<int64_t>;
-  REQUIRE(nn::edit_distance(V{}, V{}) == 0);
-  REQUIRE(nn::edit_distance(V{1, 2, 3}, V{1, 2, 3}) == 0);
-  REQUIRE(nn::edit_distance(V{1, 2, 3}, V{1, 3}) == 1);
-  REQUIRE(nn::edit_distance(V{}, V{4, 5}) == 2);
-  REQUIRE(nn::edit_distance(V{1, 2}, V{2, 1}) == 2);
 }
 
 TEST_CASE("SIGINT saves a checkpoint and stops, --resume finishes the run", "[trainer]") {
