@@ -1,4 +1,5 @@
-// Reductions and softmax: values, keepdim, gradients, numerical stability, errors.
+// Reductions and softmax: the CPU kernels against the plain-loop references of
+// runtime/cpu/reduce_reference.h, values, keepdim, gradients, numerical stability, errors.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -7,6 +8,8 @@
 #include "gradcheck.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
+#include "runtime/backend.h"
+#include "runtime/cpu/reduce_reference.h"
 
 using namespace ocrt;
 using ocrt::testing::check_gradients;
@@ -29,6 +32,51 @@ TEST_CASE("sum and mean over dims, with and without keepdim", "[reduce]") {
   REQUIRE_THROWS_WITH(sum(x, {1, 1}), Catch::Contains("twice"));
   REQUIRE_THROWS_WITH(sum(x, {3}), Catch::Contains("out of range"));
   REQUIRE_THROWS_WITH(mean(Tensor::arange(3), {}), Catch::Contains("float"));
+}
+
+TEST_CASE("the reduction kernels equal the plain-loop reference: every kind, dims, strides, NaN and ties", "[reduce]") {
+  const TensorBackend& cpu = tensor_backend(Device::cpu());
+  const std::vector<int64_t> shape = {4, 5, 6};
+  std::vector<double> v = det_uniform(shape, 31, -2, 2).to_vector<double>();
+  for (size_t i = 0; i < v.size(); i += 7) v[i] = std::round(v[i]);  // ties for max and min
+  for (bool with_nan : {false, true}) {
+    if (with_nan) v[17] = NAN;
+    const Tensor x = Tensor::from_vector(v, shape);
+    for (bool transposed : {false, true}) {
+      // The same values read through strides: xt (6,5,4) is x's transpose, compared with the
+      // reference on its contiguous copy.
+      const Tensor in = transposed ? x.permute({2, 1, 0}) : x;
+      const std::vector<double> iv = in.contiguous().to_vector<double>();
+      const std::vector<int64_t> ishape = in.shape();
+      for (int mask = 0; mask < 8; ++mask)
+        for (ReduceKind kind : {ReduceKind::sum, ReduceKind::mean, ReduceKind::max, ReduceKind::min}) {
+          std::vector<bool> reduced = {(mask & 1) != 0, (mask & 2) != 0, (mask & 4) != 0};
+          Shape out_shape = ishape;
+          for (size_t d = 0; d < 3; ++d)
+            if (reduced[d]) out_shape[d] = 1;
+          INFO("kind " << (int)kind << ", reduced dims mask " << mask << (transposed ? ", transposed" : "")
+                       << (with_nan ? ", with a NaN" : ""));
+          Tensor out = Tensor::empty(out_shape, DType::f64);
+          cpu.reduce(kind, in, out);
+          require_close(out, Tensor::from_vector(reference::reduce(kind, iv, ishape, reduced), out_shape), 1e-13,
+                        1e-13, "reduce");
+        }
+      for (size_t dim = 0; dim < 3; ++dim)
+        for (bool is_max : {true, false}) {
+          INFO((is_max ? "max" : "min") << " along dim " << dim << (transposed ? ", transposed" : "")
+                                        << (with_nan ? ", with a NaN" : ""));
+          Shape out_shape = ishape;
+          out_shape[dim] = 1;
+          Tensor values = Tensor::empty(out_shape, DType::f64), indices = Tensor::empty(out_shape, DType::i64);
+          cpu.arg_reduce(is_max, in, (int64_t)dim, values, indices);
+          std::vector<double> want_v;
+          std::vector<int64_t> want_i;
+          reference::arg_reduce(is_max, iv, ishape, dim, want_v, want_i);
+          require_close(values, Tensor::from_vector(want_v, out_shape), 0, 0, "values");
+          REQUIRE(indices.to_vector<int64_t>() == want_i);
+        }
+    }
+  }
 }
 
 TEST_CASE("large reductions agree with a double-precision loop", "[reduce]") {
