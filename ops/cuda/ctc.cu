@@ -106,6 +106,30 @@ __global__ void ctc_forward_kernel(const T* log_probs, const int64_t* targets, c
 // Rows of the per-sample double scratch (N, kScratchRows, S_max) used by the backward.
 enum ScratchRow { kBetaA = 0, kBetaB = 1, kMass = 2, kPosterior = 3, kScratchRows = 4 };
 
+// Links the positions of l' (S of them) that carry the same label, for the posterior sums:
+// next[s] = the next position with l's label, or -1; first[c] = the first position labelled c,
+// written only for the classes that occur (the caller has set every first[c] to -1). The
+// block's threads share the positions: s = tid, tid + blockDim, ...
+template <class T>
+__device__ void link_same_labels(const Sample<T>& x, int64_t S, int32_t* next, int32_t* first) {
+  for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
+    bool is_first;
+    int64_t after = -1;
+    if (s % 2 == 0) {  // blanks sit at every even position
+      is_first = s == 0;
+      if (s + 2 < S) after = s + 2;
+    } else {
+      const int64_t k = s / 2, c = x.label[k];
+      is_first = true;
+      for (int64_t j = 0; j < k && is_first; ++j) is_first = x.label[j] != c;
+      for (int64_t j = k + 1; j < x.L && after < 0; ++j)
+        if (x.label[j] == c) after = 2 * j + 1;
+    }
+    next[s] = (int32_t)after;
+    if (is_first) first[x.ext(s)] = (int32_t)s;  // exactly one position writes each class
+  }
+}
+
 // Grid: one block per sample. grad (T,N,C) is written in full: 0 past the input length and for
 // samples with no gradient, scale * (exp(y) - posterior) elsewhere.
 // Scratch: `scratch` (N, 4, S_max) double; `next_same` (N, S_max) int32: the next position with
@@ -139,22 +163,7 @@ __global__ void ctc_backward_kernel(const T* log_probs, const int64_t* targets, 
   int32_t* first = first_pos + n * C;
   for (int64_t c = threadIdx.x; c < C; c += blockDim.x) first[c] = -1;
   __syncthreads();
-  for (int64_t s = threadIdx.x; s < S; s += blockDim.x) {
-    bool is_first;
-    int64_t after = -1;
-    if (s % 2 == 0) {  // blanks sit at every even position
-      is_first = s == 0;
-      if (s + 2 < S) after = s + 2;
-    } else {
-      const int64_t k = s / 2, c = x.label[k];
-      is_first = true;
-      for (int64_t j = 0; j < k && is_first; ++j) is_first = x.label[j] != c;
-      for (int64_t j = k + 1; j < x.L && after < 0; ++j)
-        if (x.label[j] == c) after = 2 * j + 1;
-    }
-    next[s] = (int32_t)after;
-    if (is_first) first[x.ext(s)] = (int32_t)s;  // exactly one position writes each class
-  }
+  link_same_labels(x, S, next, first);
 
   double* beta = scratch + (n * kScratchRows + kBetaA) * S_max;       // beta at frame t
   double* beta_next = scratch + (n * kScratchRows + kBetaB) * S_max;  // beta at frame t+1
