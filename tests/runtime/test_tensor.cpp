@@ -1,30 +1,14 @@
-// Tensor metadata, devices, views, copies and printing. The CPU allocator underneath has its
-// own tests (test_cpu_allocator.cpp).
+// Tensor metadata, views, copies and printing. Devices (test_device.cpp) and the CPU allocator
+// underneath (test_cpu_allocator.cpp) have their own tests.
 #include <catch2/catch.hpp>
 
 #include "gradcheck.h"
 #include "ops/elementwise.h"
 #include "ops/shape.h"
-#include "runtime/cuda/cuda_glue.h"
-#include "runtime/device.h"
 #include "runtime/storage.h"
 #include "runtime/tensor.h"
 
 using namespace ocrt;
-
-TEST_CASE("device parsing and validation", "[tensor][device]") {
-  REQUIRE(Device::parse("cpu") == Device::cpu());
-  REQUIRE(Device::parse("cuda:3") == Device::cuda(3));
-  REQUIRE(Device::parse("cuda:12").str() == "cuda:12");
-  for (const char* bad : {"gpu", "cuda", "cuda:", "cuda:x", "cuda:-1", "CPU", "", "cuda:0 "})
-    REQUIRE_THROWS_WITH(Device::parse(bad), Catch::Contains("invalid device") && Catch::Contains("cuda:N"));
-  REQUIRE_NOTHROW(validate(Device::cpu()));
-  // A GPU index that cannot exist lists what does.
-  REQUIRE_THROWS_WITH(validate(Device::cuda(999)), Catch::Contains("cuda:999") && Catch::Contains("cpu"));
-  REQUIRE(parse_device_list("cpu").size() == 1);
-  REQUIRE_THROWS_WITH(parse_device_list("cpu,cpu"), Catch::Contains("twice"));
-  REQUIRE_THROWS_WITH(parse_device_list(""), Catch::Contains("empty"));
-}
 
 TEST_CASE("factories, metadata and 64-byte alignment", "[tensor]") {
   Tensor t = Tensor::zeros({2, 3, 4});
@@ -148,10 +132,4 @@ TEST_CASE("printing shows shape, dtype, device and values", "[tensor]") {
   REQUIRE_THAT(big.str(), Catch::Contains("...") && Catch::Contains("999"));
   Tensor g = Tensor::ones({2}).set_requires_grad();
   REQUIRE_THAT(mul(g, 2.0).str(), Catch::Contains("grad_fn=mul"));
-}
-
-TEST_CASE("cuda devices fail clearly when absent", "[tensor][device]") {
-  if (cuda_device_count() > 0) return;  // covered by the cuda tests on a GPU machine
-  REQUIRE_THROWS_WITH(Tensor::zeros({2}, DType::f32, Device::cuda(0)), Catch::Contains("cuda:0"));
-  REQUIRE_THROWS_WITH(Tensor::zeros({2}).to(Device::cuda(0)), Catch::Contains("cuda:0"));
 }
