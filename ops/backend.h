@@ -54,6 +54,11 @@ struct LayerBackend {
   // y (N,C,Ho,Wo): the mean of window [floor(o*In/Out), ceil((o+1)*In/Out)) in each dim.
   void (*adaptive_avg_pool2d)(const Tensor& x, const Tensor& y);
   void (*adaptive_avg_pool2d_backward)(const Tensor& dy, const Tensor& dx);  // dx overwritten
+  // y (N,C,H*sh,W*sw): each pixel of x (N,C,H,W) repeated as an sh x sw block (nearest-neighbour
+  // upsampling by whole factors, as a feature pyramid's top-down path uses). x contiguous.
+  void (*upsample_nearest2d)(const Tensor& x, int64_t sh, int64_t sw, const Tensor& y);
+  // dx (N,C,H,W) = the sum of dy over each pixel's block (overwritten).
+  void (*upsample_nearest2d_backward)(const Tensor& dy, int64_t sh, int64_t sw, const Tensor& dx);
 
   // ---- normalisation (ops/norm.cpp)
   // Batch normalisation over x (N,C,S) contiguous (S = the spatial size, 1 for (N,C) input).

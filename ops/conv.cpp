@@ -199,4 +199,28 @@ Tensor adaptive_avg_pool2d(const Tensor& x, Pair output_size) {
   return y;
 }
 
+Tensor upsample_nearest2d(const Tensor& x, Pair scale) {
+  const char* op = "upsample_nearest2d";
+  check_image(x, op);
+  const int64_t sh = scale[0], sw = scale[1];
+  OCRT_CHECK(sh >= 1 && sw >= 1 && sh <= 1024 && sw <= 1024, op, ": scale factors must be in [1, 1024], got ",
+             pair_str(scale));
+  OCRT_CHECK(x.size(2) <= INT64_MAX / sh / std::max<int64_t>(1, x.size(3) * sw), op, ": the output of ",
+             shape_str(x.shape()), " x ", pair_str(scale), " is too large");
+  const Tensor xc = x.detach().contiguous();
+  Tensor y = Tensor::empty({x.size(0), x.size(1), x.size(2) * sh, x.size(3) * sw}, x.dtype(), x.device());
+  if (y.numel() > 0) kernel(x.device(), &LayerBackend::upsample_nearest2d, op)(xc, sh, sw, y);
+  if (any_requires_grad({x})) {
+    const Shape shape_x = x.shape();
+    record(op, {x}, {y}, [=](const TensorList& grads) {
+      Tensor dx = Tensor::empty(shape_x, grads[0].dtype(), grads[0].device());
+      if (dx.numel() > 0)
+        kernel(dx.device(), &LayerBackend::upsample_nearest2d_backward, "upsample_nearest2d backward")(
+            grads[0].contiguous(), sh, sw, dx);
+      return TensorList{dx};
+    });
+  }
+  return y;
+}
+
 }  // namespace ocrt

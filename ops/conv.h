@@ -70,4 +70,9 @@ Tensor avg_pool2d(const Tensor& x, const AvgPool2dOptions& opt);
 // x (N,C,H,W) -> (N,C,out_h,out_w).
 Tensor adaptive_avg_pool2d(const Tensor& x, Pair output_size);
 
+// Nearest-neighbour upsampling by whole factors: x (N,C,H,W) -> (N,C,H*scale_h,W*scale_w), each
+// pixel an scale_h x scale_w block (torch.nn.functional.interpolate(x, scale_factor=s,
+// mode="nearest") for whole s). Its gradient sums each block.
+Tensor upsample_nearest2d(const Tensor& x, Pair scale);
+
 }  // namespace ocrt

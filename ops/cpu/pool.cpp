@@ -1,4 +1,4 @@
-// Pooling on the CPU: max, average and adaptive average over NCHW planes. Each (n, c) plane is
+// Pooling on the CPU: max, average and adaptive average over NCHW planes, and nearest upsampling. Each (n, c) plane is
 // independent, so the planes are shared among OpenMP threads; inside a plane the loops are the
 // definition itself (pooling is memory-bound, and these loops read every input once per window).
 #include <omp.h>
@@ -226,6 +226,43 @@ void adaptive_avg_backward_typed(const Tensor& dy, const Tensor& dx) {
 
 }  // namespace
 
+// Nearest upsampling: each input row is widened once (every pixel repeated sw times), then
+// that output row is copied sh - 1 times.
+template <class T>
+void upsample_nearest_typed(const Tensor& x, int64_t sh, int64_t sw, const Tensor& y) {
+  const int64_t planes = x.size(0) * x.size(1), H = x.size(2), W = x.size(3), Wo = W * sw;
+  const T* in = x.data<T>();
+  T* out = y.data<T>();
+#pragma omp parallel for schedule(static) if (parallel_planes(planes, planes * H * W * sh * sw))
+  for (int64_t pl = 0; pl < planes; ++pl)
+    for (int64_t h = 0; h < H; ++h) {
+      const T* row = in + (pl * H + h) * W;
+      T* first = out + (pl * H + h) * sh * Wo;
+      for (int64_t w = 0; w < W; ++w)
+        for (int64_t j = 0; j < sw; ++j) first[w * sw + j] = row[w];
+      for (int64_t i = 1; i < sh; ++i) std::copy(first, first + Wo, first + i * Wo);
+    }
+}
+
+// Its gradient: each input pixel sums its block of dy, in double, rows then columns.
+template <class T>
+void upsample_nearest_backward_typed(const Tensor& dy, int64_t sh, int64_t sw, const Tensor& dx) {
+  const int64_t planes = dx.size(0) * dx.size(1), H = dx.size(2), W = dx.size(3), Wo = W * sw;
+  const T* g = dy.data<T>();
+  T* d = dx.data<T>();
+#pragma omp parallel for schedule(static) if (parallel_planes(planes, planes * H * W * sh * sw))
+  for (int64_t pl = 0; pl < planes; ++pl)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t w = 0; w < W; ++w) {
+        double sum = 0;
+        for (int64_t i = 0; i < sh; ++i) {
+          const T* block = g + ((pl * H + h) * sh + i) * Wo + w * sw;
+          for (int64_t j = 0; j < sw; ++j) sum += (double)block[j];
+        }
+        d[(pl * H + h) * W + w] = (T)sum;
+      }
+}
+
 void register_cpu_pool(LayerBackend& b) {
   b.max_pool2d = [](const Tensor& x, const Pool2dParams& p, const Tensor& y, const Tensor& idx) {
     dispatch_float(x.dtype(), "max_pool2d", [&](auto zero) { max_pool_typed<decltype(zero)>(x, p, y, idx); });
@@ -247,6 +284,13 @@ void register_cpu_pool(LayerBackend& b) {
   b.adaptive_avg_pool2d_backward = [](const Tensor& dy, const Tensor& dx) {
     dispatch_float(dx.dtype(), "adaptive_avg_pool2d backward",
         [&](auto zero) { adaptive_avg_backward_typed<decltype(zero)>(dy, dx); });
+  };
+  b.upsample_nearest2d = [](const Tensor& x, int64_t sh, int64_t sw, const Tensor& y) {
+    dispatch_float(x.dtype(), "upsample_nearest2d", [&](auto zero) { upsample_nearest_typed<decltype(zero)>(x, sh, sw, y); });
+  };
+  b.upsample_nearest2d_backward = [](const Tensor& dy, int64_t sh, int64_t sw, const Tensor& dx) {
+    dispatch_float(dx.dtype(), "upsample_nearest2d backward",
+        [&](auto zero) { upsample_nearest_backward_typed<decltype(zero)>(dy, sh, sw, dx); });
   };
 }
 

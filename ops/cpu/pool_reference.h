@@ -123,4 +123,24 @@ void adaptive_avg_pool2d_backward(const T* dy, T* dx, int64_t N, int64_t C, int6
       }
 }
 
+// Nearest upsampling by whole factors, straight from the definition: output (oh, ow) is input
+// (oh / sh, ow / sw); the gradient scatters each output's dy back to its source pixel.
+template <class T>
+void upsample_nearest2d(const T* x, T* y, int64_t N, int64_t C, int64_t H, int64_t W, int64_t sh, int64_t sw) {
+  const int64_t Ho = H * sh, Wo = W * sw;
+  for (int64_t nc = 0; nc < N * C; ++nc)
+    for (int64_t oh = 0; oh < Ho; ++oh)
+      for (int64_t ow = 0; ow < Wo; ++ow) y[(nc * Ho + oh) * Wo + ow] = x[(nc * H + oh / sh) * W + ow / sw];
+}
+
+template <class T>
+void upsample_nearest2d_backward(const T* dy, T* dx, int64_t N, int64_t C, int64_t H, int64_t W, int64_t sh,
+                                 int64_t sw) {
+  const int64_t Ho = H * sh, Wo = W * sw;
+  for (int64_t i = 0; i < N * C * H * W; ++i) dx[i] = 0;
+  for (int64_t nc = 0; nc < N * C; ++nc)
+    for (int64_t oh = 0; oh < Ho; ++oh)
+      for (int64_t ow = 0; ow < Wo; ++ow) dx[(nc * H + oh / sh) * W + ow / sw] += dy[(nc * Ho + oh) * Wo + ow];
+}
+
 }  // namespace ocrt::reference

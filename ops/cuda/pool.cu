@@ -1,4 +1,5 @@
-// Pooling on CUDA: max, average and adaptive average over NCHW planes, forward and backward.
+// Pooling on CUDA: max, average and adaptive average over NCHW planes, and nearest upsampling,
+// forward and backward.
 // The GPU twin of ops/cpu/pool.cpp, with the same window rules (padding never wins a max, NaN
 // propagates, count_include_pad, PyTorch's adaptive windows), checked against it by
 // tests/cuda/test_conv_pool.cpp.
@@ -186,6 +187,30 @@ __global__ void adaptive_avg_backward_kernel(const T* __restrict__ dy, Planes s,
   }
 }
 
+// Nearest upsampling: one thread per output element reads its source pixel; the gradient, one
+// thread per input pixel summing its sh x sw block in double, rows then columns (the CPU's order).
+template <class T>
+__global__ void upsample_nearest_kernel(const T* __restrict__ x, Planes s, int64_t sh, int64_t sw, T* __restrict__ y) {
+  OCRT_GRID_STRIDE(t, s.planes * s.Ho * s.Wo) {
+    const int64_t ow = t % s.Wo, oh = (t / s.Wo) % s.Ho, pl = t / (s.Wo * s.Ho);
+    y[t] = x[(pl * s.H + oh / sh) * s.W + ow / sw];
+  }
+}
+
+template <class T>
+__global__ void upsample_nearest_backward_kernel(const T* __restrict__ dy, Planes s, int64_t sh, int64_t sw,
+                                                 T* __restrict__ dx) {
+  OCRT_GRID_STRIDE(t, s.planes * s.H * s.W) {
+    const int64_t iw = t % s.W, ih = (t / s.W) % s.H, pl = t / (s.W * s.H);
+    double sum = 0;
+    for (int64_t i = 0; i < sh; ++i) {
+      const T* row = dy + (pl * s.Ho + ih * sh + i) * s.Wo + iw * sw;
+      for (int64_t j = 0; j < sw; ++j) sum += (double)row[j];
+    }
+    dx[t] = (T)sum;
+  }
+}
+
 #undef OCRT_GRID_STRIDE
 
 // ---------------------------------------------------------------- host side
@@ -243,6 +268,22 @@ void adaptive_avg_backward_typed(const Tensor& dy, const Tensor& dx) {
 
 }  // namespace
 
+template <class T>
+void upsample_nearest_typed(const Tensor& x, int64_t sh, int64_t sw, const Tensor& y) {
+  const DeviceScope ds(x);
+  upsample_nearest_kernel<T><<<grid_for(y.numel()), kThreads, 0, ds.stream>>>(x.data<T>(), planes_of(x, y), sh, sw,
+                                                                              y.data<T>());
+  OCRT_CUDA_LAUNCH_CHECK("upsample_nearest2d", ds.device);
+}
+
+template <class T>
+void upsample_nearest_backward_typed(const Tensor& dy, int64_t sh, int64_t sw, const Tensor& dx) {
+  const DeviceScope ds(dx);
+  upsample_nearest_backward_kernel<T><<<grid_for(dx.numel()), kThreads, 0, ds.stream>>>(
+      dy.data<T>(), planes_of(dx, dy), sh, sw, dx.data<T>());
+  OCRT_CUDA_LAUNCH_CHECK("upsample_nearest2d backward", ds.device);
+}
+
 void register_cuda_pool(LayerBackend& b) {
   b.max_pool2d = [](const Tensor& x, const Pool2dParams& p, const Tensor& y, const Tensor& idx) {
     dispatch_float(x.dtype(), "max_pool2d", [&](auto zero) { max_pool_typed<decltype(zero)>(x, p, y, idx); });
@@ -264,6 +305,13 @@ void register_cuda_pool(LayerBackend& b) {
   b.adaptive_avg_pool2d_backward = [](const Tensor& dy, const Tensor& dx) {
     dispatch_float(dx.dtype(), "adaptive_avg_pool2d backward",
         [&](auto zero) { adaptive_avg_backward_typed<decltype(zero)>(dy, dx); });
+  };
+  b.upsample_nearest2d = [](const Tensor& x, int64_t sh, int64_t sw, const Tensor& y) {
+    dispatch_float(x.dtype(), "upsample_nearest2d", [&](auto zero) { upsample_nearest_typed<decltype(zero)>(x, sh, sw, y); });
+  };
+  b.upsample_nearest2d_backward = [](const Tensor& dy, int64_t sh, int64_t sw, const Tensor& dx) {
+    dispatch_float(dx.dtype(), "upsample_nearest2d backward",
+        [&](auto zero) { upsample_nearest_backward_typed<decltype(zero)>(dy, sh, sw, dx); });
   };
 }
 

@@ -42,6 +42,7 @@ inline const std::vector<ParityRow>& parity_table() {
   static const ParityCase max_pool{"test_conv_pool.cpp", "max_pool2d on CUDA matches the CPU"};
   static const ParityCase avg_pool{"test_conv_pool.cpp", "avg_pool2d on CUDA matches the CPU"};
   static const ParityCase adaptive{"test_conv_pool.cpp", "adaptive_avg_pool2d on CUDA matches the CPU"};
+  static const ParityCase upsample{"test_conv_pool.cpp", "upsample_nearest2d on CUDA matches the CPU"};
   static const ParityCase bn_train{"test_norm_lstm.cpp",
                                    "cuda batch_norm in training mode matches the CPU, running statistics included"};
   static const ParityCase bn_eval{"test_norm_lstm.cpp", "cuda batch_norm in eval mode matches the CPU"};
@@ -82,6 +83,8 @@ inline const std::vector<ParityRow>& parity_table() {
       {"avg_pool2d_backward", {avg_pool}},
       {"adaptive_avg_pool2d", {adaptive}},
       {"adaptive_avg_pool2d_backward", {adaptive}},
+      {"upsample_nearest2d", {upsample}},
+      {"upsample_nearest2d_backward", {upsample}},
       {"batch_norm_stats", {bn_train}},
       {"batch_norm_apply", {bn_train, bn_eval}},
       {"batch_norm_backward", {bn_train, bn_eval, norm_grads}},

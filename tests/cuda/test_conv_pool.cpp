@@ -169,6 +169,20 @@ TEST_CASE("avg_pool2d on CUDA matches the CPU", "[cuda][pool]") {
   check_avg_pool("f64 2x2/1 pad 1", {2, 3, 5, 6}, avgp({2, 2}, {1, 1}, {1, 1}, true), DType::f64);
 }
 
+TEST_CASE("upsample_nearest2d on CUDA matches the CPU", "[cuda][pool]") {
+  for (auto [shape, scale] : {std::pair<Shape, Pair>{{2, 8, 5, 7}, {2, 2}}, {{1, 3, 4, 6}, {4, 4}}, {{2, 2, 3, 5}, {3, 1}}}) {
+    ParityEnv env;
+    check_op(env, "upsample " + shape_str(shape) + " x " + std::to_string(scale[0]) + "," + std::to_string(scale[1]),
+             {env.uniform(shape, -1, 1, DType::f32)},
+             [&](const std::vector<Tensor>& t) { return std::vector<Tensor>{upsample_nearest2d(t[0], scale)}; },
+             kTolElementwise);
+  }
+  ParityEnv env;
+  check_op(env, "upsample f64 2x3", {env.uniform({1, 2, 3, 4}, -1, 1, DType::f64)},
+           [&](const std::vector<Tensor>& t) { return std::vector<Tensor>{upsample_nearest2d(t[0], {2, 3})}; },
+           kTolElementwise);
+}
+
 TEST_CASE("adaptive_avg_pool2d on CUDA matches the CPU", "[cuda][pool]") {
   check_adaptive("height to 1 (CRNN/SVTR head)", {4, 64, 4, 25}, {1, 25});
   check_adaptive("height to 1, width 100 -> 33", {2, 8, 3, 100}, {1, 33});

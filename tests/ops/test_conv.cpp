@@ -71,6 +71,8 @@ TEST_CASE("pooling matches PyTorch, forward and gradient", "[pool][golden]") {
   run_golden_case(f, "avgpool_pad_exclude_ceil", [&](const TensorList& in) { return TensorList{avg_pool2d(in[0], avgp({3, 3}, {2, 2}, {1, 1}, true, false))}; });
   run_golden_case(f, "adaptive_avg", [](const TensorList& in) { return TensorList{adaptive_avg_pool2d(in[0], {3, 4})}; });
   run_golden_case(f, "adaptive_avg_height1", [](const TensorList& in) { return TensorList{adaptive_avg_pool2d(in[0], {1, 5})}; });
+  run_golden_case(f, "upsample_nearest_2x", [](const TensorList& in) { return TensorList{upsample_nearest2d(in[0], {2, 2})}; });
+  run_golden_case(f, "upsample_nearest_3x1", [](const TensorList& in) { return TensorList{upsample_nearest2d(in[0], {3, 1})}; });
 }
 
 TEST_CASE("conv2d and pooling gradients agree with finite differences", "[conv][pool][gradcheck]") {
@@ -89,6 +91,8 @@ TEST_CASE("conv2d and pooling gradients agree with finite differences", "[conv][
                   {det_uniform({1, 2, 5, 4}, 7)});
   check_gradients("adaptive_avg_pool2d", [](const std::vector<Tensor>& in) { return adaptive_avg_pool2d(in[0], {2, 3}); },
                   {det_uniform({2, 1, 5, 7}, 8)});
+  check_gradients("upsample_nearest2d", [](const std::vector<Tensor>& in) { return upsample_nearest2d(in[0], {2, 3}); },
+                  {det_uniform({2, 2, 3, 4}, 9)});
 }
 
 TEST_CASE("conv2d's im2col path equals the plain-loop reference on many geometries and thread counts", "[conv]") {

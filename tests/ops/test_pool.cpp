@@ -1,5 +1,5 @@
 // Pooling kernels (ops/cpu/pool.cpp) against their plain-loop references
-// (ops/cpu/pool_reference.h): max, average and adaptive average, forward and backward, on
+// (ops/cpu/pool_reference.h): max, average, adaptive average and nearest upsampling, forward and backward, on
 // many window geometries, and the 2x2 fast path's ties and NaNs. The golden and gradient
 // checks of pooling are in test_conv.cpp beside convolution's.
 #include <catch2/catch.hpp>
@@ -96,6 +96,36 @@ TEST_CASE("pooling kernels equal the plain-loop reference: max, avg, adaptive, f
     reference::adaptive_avg_pool2d_backward(dyv.data(), dx_ref.data(), N, C, H, W, Ho, Wo);
     require_close(dx, Tensor::from_vector(dx_ref, {N, C, H, W}), 1e-14, 1e-15, "adaptive_avg_pool2d backward");
   }
+}
+
+TEST_CASE("nearest upsampling equals the plain-loop reference, forward and backward", "[pool]") {
+  ThreadCountGuard guard;
+  for (int threads : {1, 2})
+    for (auto [sh, sw] : {std::pair<int64_t, int64_t>{1, 1}, {2, 2}, {3, 1}, {1, 4}, {4, 8}}) {
+      set_num_threads(threads);
+      const int64_t N = 2, C = 3, H = 5, W = 7;
+      INFO("scale " << sh << "x" << sw << ", " << threads << " threads");
+      const Tensor x = det_uniform({N, C, H, W}, 21), dy = det_uniform({N, C, H * sh, W * sw}, 22);
+      std::vector<double> xv = x.to_vector<double>(), dyv = dy.to_vector<double>();
+      std::vector<double> y_ref((size_t)(N * C * H * sh * W * sw)), dx_ref((size_t)(N * C * H * W));
+      Tensor y = Tensor::empty({N, C, H * sh, W * sw}, DType::f64), dx = Tensor::empty({N, C, H, W}, DType::f64);
+      cpu().upsample_nearest2d(x, sh, sw, y);
+      reference::upsample_nearest2d(xv.data(), y_ref.data(), N, C, H, W, sh, sw);
+      REQUIRE(y.to_vector<double>() == y_ref);  // copies: exact
+      cpu().upsample_nearest2d_backward(dy, sh, sw, dx);
+      reference::upsample_nearest2d_backward(dyv.data(), dx_ref.data(), N, C, H, W, sh, sw);
+      // sums of sh*sw terms of magnitude <= 1 in double: a few ulps
+      require_close(dx, Tensor::from_vector(dx_ref, {N, C, H, W}), 1e-14, 1e-14, "upsample_nearest2d backward");
+    }
+  // The front-end: f32 through autograd, shapes, and what it refuses.
+  Tensor x = det_uniform({1, 2, 3, 4}, 3).to(DType::f32);
+  x.set_requires_grad(true);
+  const Tensor y = upsample_nearest2d(x, {2, 3});
+  CHECK(y.shape() == Shape{1, 2, 6, 12});
+  sum(y).backward();
+  for (float g : x.grad().to_vector<float>()) CHECK(g == 6.0f);  // each pixel feeds a 2x3 block
+  CHECK_THROWS_WITH(upsample_nearest2d(x, {0, 2}), Catch::Contains("scale factors must be in [1, 1024]"));
+  CHECK_THROWS_WITH(upsample_nearest2d(Tensor::zeros({2, 3}), {2, 2}), Catch::Contains("upsample_nearest2d"));
 }
 
 TEST_CASE("max_pool2d's 2x2 path equals the reference window scan: values, argmax, ties, NaN, with and without grad",

@@ -1,4 +1,4 @@
-"""Golden fixture for conv2d and the pooling ops: writes tests/fixtures/ops_conv.safetensors,
+"""Golden fixture for conv2d, the pooling ops and nearest upsampling: writes tests/fixtures/ops_conv.safetensors,
 read by tests/ops/test_conv.cpp. Each case's parameters are written in both places.
 
     /usr/bin/python3 tools/reference/ops_conv.py
@@ -38,6 +38,8 @@ CASES = [
     ("avgpool_pad_exclude_ceil", lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False), [randn(1, 2, 8, 7)]),
     ("adaptive_avg", lambda x: F.adaptive_avg_pool2d(x, (3, 4)), [randn(2, 3, 7, 10)]),
     ("adaptive_avg_height1", lambda x: F.adaptive_avg_pool2d(x, (1, 5)), [randn(2, 4, 3, 5)]),
+    ("upsample_nearest_2x", lambda x: F.interpolate(x, scale_factor=2, mode="nearest"), [randn(2, 3, 4, 5)]),
+    ("upsample_nearest_3x1", lambda x: F.interpolate(x, scale_factor=(3, 1), mode="nearest"), [randn(1, 2, 3, 4)]),
 ]
 
 
