@@ -3,11 +3,10 @@
 #pragma once
 #include <vector>
 
+#include "ops/reduction.h"
 #include "runtime/tensor.h"
 
 namespace ocrt {
-
-enum class Reduction { none, sum, mean };
 
 struct CTCLossOptions {
   int64_t blank = 0;
