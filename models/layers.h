@@ -187,6 +187,23 @@ class MultiheadAttention : public Module {
   Generator gen_;
 };
 
+// A list of modules registered as "0", "1", ... (torch.nn.ModuleList); no forward of its own.
+class ModuleList : public Module {
+ public:
+  template <class M>
+  std::shared_ptr<M> add(std::shared_ptr<M> m) {
+    register_module(std::to_string(size_++), m);
+    return m;
+  }
+  int64_t size() const { return size_; }
+
+ protected:
+  const char* type_name() const override { return "ModuleList"; }
+
+ private:
+  int64_t size_ = 0;
+};
+
 // Children named "0", "1", ... run one after the other.
 class Sequential : public Module {
  public:

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "models/dbnet.h"
 #include "runtime/safetensors.h"
 
 namespace ocrt::nn {
@@ -49,7 +50,7 @@ Json default_input_spec() {
 
 void save_model_file(const std::string& path, const Module& module, const ModelInfo& info) {
   OCRT_CHECK(!info.arch.empty(), "save_model_file: the architecture name is empty");
-  OCRT_CHECK(!info.charset.empty(), "save_model_file: the charset is empty");
+  OCRT_CHECK(!info.charset.empty() || is_detector_arch(info.arch), "save_model_file: the charset is empty");
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (auto& [name, t] : module.state_dict()) tensors.emplace_back(name, t);
   Json charset = Json::array();
@@ -123,7 +124,9 @@ ModelFile load_model_file(const std::string& path, bool quiet) {
   info.config = parse_field(meta, "config", path);
   OCRT_CHECK(info.config.is_object(), path, ": model file 'config' must be a JSON object");
   const Json charset = parse_field(meta, "charset", path);
-  OCRT_CHECK(charset.is_array() && charset.size() > 0, path, ": model file 'charset' must be a non-empty JSON array");
+  // A detector reads no characters: its charset is the one array that may be empty.
+  OCRT_CHECK(charset.is_array() && (charset.size() > 0 || is_detector_arch(info.arch)), path,
+             ": model file 'charset' must be a non-empty JSON array");
   for (size_t i = 0; i < charset.size(); ++i) {
     OCRT_CHECK(charset[i].is_string() && !charset[i].as_string().empty(), path, ": charset entry ", i,
                " is not a non-empty string");

@@ -4,7 +4,8 @@
 //   "format"         "ocrt-model-1"
 //   "arch"           "crnn", "crnn-s", "svtr-lite", ...
 //   "config"         the architecture config, JSON (channels, hidden, num_classes, ...)
-//   "charset"        JSON array of the characters, class k+1 = charset[k] (0 is the CTC blank)
+//   "charset"        JSON array of the characters, class k+1 = charset[k] (0 is the CTC blank);
+//                    empty for a text detector (models/dbnet.h), which reads no characters
 //   "input"          JSON: {"height": 32, "channels": 1, "scale": 1/127.5, "offset": -1,
 //                    "width_multiple": 4} — pixel p becomes p * scale + offset
 //   "training"       JSON: a short record (data, steps, val CER, ...); optional

@@ -52,23 +52,6 @@ struct SVTRLiteConfig {
   void validate() const;                           // throws naming the bad field
 };
 
-// A list of modules registered as "0", "1", ... (torch.nn.ModuleList); no forward of its own.
-class ModuleList : public Module {
- public:
-  template <class M>
-  std::shared_ptr<M> add(std::shared_ptr<M> m) {
-    register_module(std::to_string(size_++), m);
-    return m;
-  }
-  int64_t size() const { return size_; }
-
- protected:
-  const char* type_name() const override { return "ModuleList"; }
-
- private:
-  int64_t size_ = 0;
-};
-
 // fc1 (dim -> hidden), GELU, fc2 (hidden -> dim).
 class Mlp : public Module {
  public:

@@ -1,5 +1,5 @@
 // Plain geometry in image pixels, shared by what renders pages (train/synth_page.h) and what
-// reads them (infer/page.h, infer/text_boxes.h).
+// reads them (infer/page.h, models/text_boxes.h).
 #pragma once
 #include <array>
 #include <cstddef>

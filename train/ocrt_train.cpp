@@ -68,7 +68,9 @@ cli::Parser train_flags(TrainConfig& c) {
   p.add(cli::toggle("--no-shuffle", c.shuffle, false, "keep the file order"));
 
   p.note("\nModel and optimisation");
-  p.add(cli::text("--arch", "A", c.arch, "crnn, crnn-s or svtr-lite (crnn-s; docs/models.md)"));
+  p.add(cli::text("--arch", "A", c.arch, "crnn, crnn-s or svtr-lite (crnn-s; docs/models.md), or the text detector dbnet (docs/pages.md)"));
+  p.add(cli::integer("--crop", "N", c.crop, 64, 4096, "dbnet: training crops of N x N pixels, a multiple of 32 (640)"));
+  p.add(cli::integer("--val-pages", "N", c.val_pages, 1, 100000, "dbnet: validation pages read at each evaluation (16)"));
   p.add(cli::text("--init", "FILE", c.init, "start from these weights (a model file)"));
   p.add(cli::integer("--batch", "N", c.batch, 1, kMaxBatch, "lines per step (32)"));
   p.add(cli::integer("--steps", "N", c.steps, 1, kMaxSteps, "optimizer steps (1000)"));

@@ -28,8 +28,6 @@ double now_seconds() {
 
 // ---- where a run starts
 
-namespace {
-
 // A resumed run ends bit-identical to an uninterrupted one only with the settings its trajectory
 // depends on unchanged (resume_changes, trainer.h): a change is refused, listing every one, unless
 // --allow-changes is given; then each is printed, and returned for the run's start event.
@@ -48,17 +46,18 @@ std::vector<std::string> check_resume_settings(const Checkpoint& ckpt, const Tra
   return changes;
 }
 
-}  // namespace
+std::optional<Checkpoint> checkpoint_to_resume(const TrainConfig& cfg) {
+  if (!cfg.resume && !cfg.resume_if_present) return std::nullopt;
+  auto all = list_checkpoints(cfg.out);
+  // A mistyped or empty --out must not silently become a run from step 0.
+  OCRT_CHECK(!all.empty() || cfg.resume_if_present, "--resume: no checkpoint (ckpt-*.safetensors) in '", cfg.out,
+             "'; start without --resume, or give --resume-if-present to start afresh when there is none");
+  if (all.empty()) return std::nullopt;
+  return load_checkpoint(all.back());
+}
 
 StartPoint resolve_start(const TrainConfig& cfg, const nn::Charset& charset, bool lead) {
-  std::optional<Checkpoint> ckpt;
-  if (cfg.resume || cfg.resume_if_present) {
-    auto all = list_checkpoints(cfg.out);
-    // A mistyped or empty --out must not silently become a run from step 0.
-    OCRT_CHECK(!all.empty() || cfg.resume_if_present, "--resume: no checkpoint (ckpt-*.safetensors) in '", cfg.out,
-               "'; start without --resume, or give --resume-if-present to start afresh when there is none");
-    if (!all.empty()) ckpt = load_checkpoint(all.back());
-  }
+  std::optional<Checkpoint> ckpt = checkpoint_to_resume(cfg);
   std::optional<nn::ModelFile> init;
   if (!ckpt && !cfg.init.empty()) init = nn::load_model_file(cfg.init);
 

@@ -30,6 +30,7 @@
 #include "train/loader.h"
 #include "train/optim.h"
 #include "train/report.h"
+#include "train/schedule.h"
 #include "train/trainer.h"
 
 namespace ocrt::train {
@@ -52,10 +53,22 @@ struct StartPoint {
 };
 StartPoint resolve_start(const TrainConfig& cfg, const nn::Charset& charset, bool lead);
 
+// resolve_start's parts that the detector's loop (det_trainer.h) shares: the newest checkpoint
+// in cfg.out under --resume (none: an error naming the folder, unless --resume-if-present), and
+// the check that the settings the trajectory depends on are those it was saved with (a change
+// is an error listing them all, unless --allow-changes: then they are printed and returned).
+std::optional<Checkpoint> checkpoint_to_resume(const TrainConfig& cfg);
+std::vector<std::string> check_resume_settings(const Checkpoint& ckpt, const TrainConfig& cfg, bool lead);
+
 // With several replicas: checks that all start at the same step (a resume must see the same
 // checkpoints everywhere) and gives every replica rank 0's parameters and buffers. Nothing with
 // one replica.
 void sync_replicas(Communicator& comm, nn::Module& model, int64_t step, Device device, const std::string& out);
+
+// The optimizer and the learning-rate schedule of a run's settings (--optimizer, --lr, --momentum,
+// --weight-decay; --schedule, --steps, --warmup), for the recognisers' loop and the detector's.
+std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& cfg, std::vector<Tensor> params);
+Schedule make_schedule(const TrainConfig& cfg);
 
 // ---- one step
 

@@ -17,6 +17,7 @@
 #include <optional>
 #include <thread>
 
+#include "models/dbnet.h"
 #include "models/recognizer.h"
 #include "models/layers.h"
 #include "models/model_file.h"
@@ -30,6 +31,7 @@
 #include "runtime/nccl_comm.h"
 #include "runtime/threading.h"
 #include "train/checkpoint.h"
+#include "train/det_trainer.h"
 #include "train/grad_sync.h"
 #include "train/optim.h"
 #include "train/schedule.h"
@@ -117,6 +119,22 @@ std::shared_ptr<const Dataset> make_dataset(const std::vector<std::string>& sour
   return std::make_shared<FileDataset>(std::move(report.good));
 }
 
+void print_progress(bool tty, int64_t step, int64_t total, double loss, double lr, double sps, double eta_s) {
+  if (tty) {
+    const int width = 30;
+    const int filled = total > 0 ? (int)(width * step / total) : 0;
+    std::string bar(filled, '#');
+    bar.resize(width, '.');
+    std::fprintf(stderr, "\r[%s] %lld/%lld loss %.4f lr %.2e %.0f samples/s ETA %.0fs   ", bar.c_str(),
+                 (long long)step, (long long)total, loss, lr, sps, eta_s);
+  } else {
+    std::fprintf(stderr, "step %lld/%lld loss %.4f lr %.3e %.1f samples/s ETA %.0fs\n", (long long)step,
+                 (long long)total, loss, lr, sps, eta_s);
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& cfg, std::vector<Tensor> params) {
   if (cfg.optimizer == OptimizerKind::sgd) {
     SGDOptions o;
@@ -143,24 +161,11 @@ Schedule make_schedule(const TrainConfig& cfg) {
   return s;
 }
 
-void print_progress(bool tty, int64_t step, int64_t total, double loss, double lr, double sps, double eta_s) {
-  if (tty) {
-    const int width = 30;
-    const int filled = total > 0 ? (int)(width * step / total) : 0;
-    std::string bar(filled, '#');
-    bar.resize(width, '.');
-    std::fprintf(stderr, "\r[%s] %lld/%lld loss %.4f lr %.2e %.0f samples/s ETA %.0fs   ", bar.c_str(),
-                 (long long)step, (long long)total, loss, lr, sps, eta_s);
-  } else {
-    std::fprintf(stderr, "step %lld/%lld loss %.4f lr %.3e %.1f samples/s ETA %.0fs\n", (long long)step,
-                 (long long)total, loss, lr, sps, eta_s);
-  }
-}
-
-}  // namespace
-
 void TrainConfig::validate() const {
-  OCRT_CHECK(nn::is_known_arch(arch), "--arch: expected one of ", nn::known_archs_str(), ", got '", arch, "'");
+  OCRT_CHECK(nn::is_known_arch(arch) || nn::is_detector_arch(arch), "--arch: expected one of ", nn::known_archs_str(),
+             " or the detector dbnet, got '", arch, "'");
+  OCRT_CHECK(crop >= 64 && crop <= 4096 && crop % 32 == 0, "--crop: must be a multiple of 32 in [64, 4096], got ", crop);
+  OCRT_CHECK(val_pages >= 1 && val_pages <= 100000, "--val-pages: must be in [1, 100000], got ", val_pages);
   OCRT_CHECK(!train.empty(), "--train: give label files, folders of .gt.txt pairs, or 'synth'");
   if (precision == cpu::MatmulPrecision::bf16) {
     bool gpu = device.is_cuda() || device_from_local_rank;
@@ -267,6 +272,7 @@ Json TrainConfig::to_json() const {
   if (conv != ConvMode::fast) j.set("conv", conv_mode_name(conv));
   if (precision != cpu::MatmulPrecision::f32) j.set("precision", cpu::matmul_precision_name(precision));
   if (!devices.empty()) j.set("devices", join_devices(devices));
+  if (nn::is_detector_arch(arch)) j.set("crop", crop);
   return j;
 }
 
@@ -314,6 +320,7 @@ const KeptSetting kKeptOnResume[] = {
     {"--seed", "seed", always},
     {"--no-batch-norm", "batch_norm", always},
     {"--sync-batch-norm", "sync_batch_norm", always},
+    {"--crop", "crop", always},  // detectors only (saved only for them)
 };
 
 // A setting's value as the user wrote it: lists with commas, switches as on/off.
@@ -477,6 +484,7 @@ void log_progress(const RunParts& run, const TrainState& state, int64_t steps, d
 // One replica's whole run: for a single replica `comm` is the no-op communicator, and every
 // collective below does nothing.
 TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device device) {
+  if (nn::is_detector_arch(cfg.arch)) return run_detector_replica(cfg, comm, device, g_signal);
   const int rank = comm.rank(), replicas = comm.size();
   const bool lead = rank == 0;  // writes progress, metrics and checkpoints
   fs::create_directories(cfg.out);

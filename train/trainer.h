@@ -48,7 +48,7 @@ constexpr double kMaxEpochs = 1e6;                 // --epochs
 constexpr int kMaxThreads = 4096;                  // --threads
 
 struct TrainConfig {
-  std::string arch = "crnn-s";               // crnn | crnn-s
+  std::string arch = "crnn-s";               // crnn | crnn-s | svtr-lite, or the detector dbnet
   std::vector<std::string> train;            // label files / folders, or {"synth"}
   std::vector<std::string> val;              // the same, or {"synth"}; empty: no evaluation
   std::string charset_path;                  // empty: printable ASCII
@@ -87,6 +87,10 @@ struct TrainConfig {
   OnBadSample on_bad_sample = OnBadSample::skip;  // a bad sample in the data: leave it out, or stop
   int64_t max_bad_steps = 20;                // non-finite steps in a row before giving up
   bool batch_norm = true;                    // false: CRNN without BatchNorm (--no-batch-norm)
+  // A detector's training (train/det_trainer.h): crops of crop x crop pixels (a multiple of 32)
+  // from pages scaled to 800-1600 pixels; val_pages validation pages at each evaluation.
+  int64_t crop = 640;
+  int64_t val_pages = 16;
   // --conv: fast lets CPU 3x3 layers run through Winograd (about 1e-5 relative rounding),
   // exact keeps im2col (ops/conv.h, ConvMode). Set for the whole process during the run.
   ConvMode conv = ConvMode::fast;

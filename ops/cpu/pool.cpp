@@ -224,8 +224,6 @@ void adaptive_avg_backward_typed(const Tensor& dy, const Tensor& dx) {
   }
 }
 
-}  // namespace
-
 // Nearest upsampling: each input row is widened once (every pixel repeated sw times), then
 // that output row is copied sh - 1 times.
 template <class T>
@@ -262,6 +260,8 @@ void upsample_nearest_backward_typed(const Tensor& dy, int64_t sh, int64_t sw, c
         d[(pl * H + h) * W + w] = (T)sum;
       }
 }
+
+}  // namespace
 
 void register_cpu_pool(LayerBackend& b) {
   b.max_pool2d = [](const Tensor& x, const Pool2dParams& p, const Tensor& y, const Tensor& idx) {

@@ -266,7 +266,6 @@ void adaptive_avg_backward_typed(const Tensor& dy, const Tensor& dx) {
   OCRT_CUDA_LAUNCH_CHECK("adaptive_avg_pool2d backward", ds.device);
 }
 
-}  // namespace
 
 template <class T>
 void upsample_nearest_typed(const Tensor& x, int64_t sh, int64_t sw, const Tensor& y) {
@@ -283,6 +282,8 @@ void upsample_nearest_backward_typed(const Tensor& dy, int64_t sh, int64_t sw, c
       dy.data<T>(), planes_of(dx, dy), sh, sw, dx.data<T>());
   OCRT_CUDA_LAUNCH_CHECK("upsample_nearest2d backward", ds.device);
 }
+
+}  // namespace
 
 void register_cuda_pool(LayerBackend& b) {
   b.max_pool2d = [](const Tensor& x, const Pool2dParams& p, const Tensor& y, const Tensor& idx) {

@@ -1,11 +1,11 @@
-#include "infer/text_boxes.h"
+#include "models/text_boxes.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "runtime/error.h"
 
-namespace ocrt::infer {
+namespace ocrt::nn {
 
 namespace {
 
@@ -67,10 +67,21 @@ RotatedRect min_area_rect(const std::vector<Point>& points) {
   return best;
 }
 
+double unshrink_offset(double w, double h, double shrink_ratio) {
+  // Training shrank a w0 x h0 rectangle by D = w0 h0 (1 - r^2) / (2 (w0 + h0)) on every side, so
+  // w = w0 - 2D, h = h0 - 2D. With c = (1 - r^2) / 2 that is 2D (w + h + 4D) = 2c (w + 2D)(h + 2D):
+  //   (4 - 4c) D^2 + (1 - 2c)(w + h) D - c w h = 0, whose positive root is D.
+  if (w <= 0 || h <= 0) return 0;
+  const double c = (1 - shrink_ratio * shrink_ratio) / 2;
+  const double qa = 4 - 4 * c, qb = (1 - 2 * c) * (w + h), qc = -c * w * h;
+  return (-qb + std::sqrt(qb * qb - 4 * qa * qc)) / (2 * qa);
+}
+
 std::vector<TextBox> text_boxes(const float* prob, int64_t height, int64_t width, const TextBoxOptions& o,
                                 int64_t image_width, int64_t image_height) {
   OCRT_CHECK(height >= 0 && width >= 0, "text_boxes: bad map size ", height, "x", width);
-  OCRT_CHECK(std::isfinite(o.threshold) && std::isfinite(o.box_threshold) && o.unclip_ratio >= 0 && o.min_size >= 0,
+  OCRT_CHECK(std::isfinite(o.threshold) && std::isfinite(o.box_threshold) && o.unclip_ratio >= 0 && o.min_size >= 0 &&
+                 std::isfinite(o.shrink_ratio) && o.shrink_ratio >= 0 && o.shrink_ratio < 1,
              "text_boxes: bad options");
   if (image_width <= 0) image_width = width;
   if (image_height <= 0) image_height = height;
@@ -111,10 +122,16 @@ std::vector<TextBox> text_boxes(const float* prob, int64_t height, int64_t width
           }
         }
     }
-    // 3-4. The region's rectangle: around the pixel centres, then out by half a pixel on every
-    // side so that it covers the pixels themselves.
+    // 3-4. The region's rectangle: around the pixel centres, then out to cover the pixels
+    // themselves. An edge that runs along the pixel grid has every centre half a pixel inside
+    // it; an edge that crosses rows or columns (turned by t against the grid, its centres'
+    // distances from it spread over length * sin t) has its outermost centres nearly on it.
+    // So each side moves out by half of max(0, 1 - spread).
     RotatedRect r = min_area_rect(centres);
-    r.width += 1, r.height += 1;
+    const double sin_t = std::min(std::abs(r.direction.x), std::abs(r.direction.y));
+    const double w = r.width, h = r.height;
+    r.height += std::max(0.0, 1 - w * sin_t);
+    r.width += std::max(0.0, 1 - h * sin_t);
     found.push_back({r, sum / (double)centres.size()});
   }
 
@@ -128,8 +145,9 @@ std::vector<TextBox> text_boxes(const float* prob, int64_t height, int64_t width
 
   for (const Candidate& c : kept) {
     RotatedRect r = c.rect;
-    // 5. Unclip.
-    const double grow = r.width * r.height * o.unclip_ratio / (2 * (r.width + r.height));
+    // 5. Unclip: exactly undo the training's shrink, or the paper's rule.
+    const double grow = o.shrink_ratio > 0 ? unshrink_offset(r.width, r.height, o.shrink_ratio)
+                                           : r.width * r.height * o.unclip_ratio / (2 * (r.width + r.height));
     r.width += 2 * grow, r.height += 2 * grow;
     // The text runs along the longer side, pointing right (or down when it stands upright).
     Point u = r.direction;
@@ -157,4 +175,4 @@ std::vector<TextBox> text_boxes(const float* prob, int64_t height, int64_t width
   return boxes;
 }
 
-}  // namespace ocrt::infer
+}  // namespace ocrt::nn

@@ -1,4 +1,4 @@
-// From probability maps drawn by hand to line outlines (infer/text_boxes.h): rectangles with
+// From probability maps drawn by hand to line outlines (models/text_boxes.h): rectangles with
 // and without unclipping, a rotated line, regions one pixel apart, weak and tiny regions
 // dropped, a map smaller than its image, and degenerate maps.
 #include <catch2/catch.hpp>
@@ -6,10 +6,10 @@
 #include <cmath>
 #include <vector>
 
-#include "infer/text_boxes.h"
+#include "models/text_boxes.h"
 
 using namespace ocrt;
-using namespace ocrt::infer;
+using namespace ocrt::nn;
 
 namespace {
 

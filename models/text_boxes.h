@@ -8,21 +8,26 @@
 //      the least area: a rectangle of least area has a side on the hull);
 //   5. grow it back to the glyphs' extent: the detector learns regions shrunk from the text by
 //      an offset D = A (1 - r^2) / L (area A, perimeter L); the rectangle is grown on every side
-//      by D' = A' * unclip_ratio / L' of the fitted rectangle (unclip_ratio 1.5 in the paper);
+//      by the offset that undoes that shrink exactly (shrink_ratio given), or by
+//      D' = A' * unclip_ratio / L' of the fitted rectangle (the paper's rule, unclip_ratio 1.5);
 //   6. scale from the map's pixels to the image's.
 // A region's outline runs along its longer side (a text line is wider than it is tall).
 #pragma once
 #include <cstdint>
 #include <vector>
 
-#include "infer/page.h"
+#include "runtime/geometry.h"
 
-namespace ocrt::infer {
+namespace ocrt::nn {
 
 struct TextBoxOptions {
   float threshold = 0.3f;       // a pixel is text when its probability is above this
   float box_threshold = 0.6f;   // a region is kept when its mean probability is at least this
-  double unclip_ratio = 1.5;    // growth of the fitted rectangle (0: none)
+  double unclip_ratio = 1.5;    // growth of the fitted rectangle (0: none), when shrink_ratio is 0
+  // > 0: the ratio r training shrank lines with; each fitted rectangle then grows by the offset
+  // that exactly undoes that shrink for a rectangle (unshrink_offset), instead of unclip_ratio.
+  // For long lines unclip_ratio ~ 1/r^2 - 1 comes close, but not for short ones.
+  double shrink_ratio = 0;
   double min_size = 3;          // the fitted rectangle's shorter side, in map pixels, must reach this
   int64_t max_regions = 10000;  // the regions kept, most probable first (a noise map cannot explode)
 };
@@ -40,6 +45,10 @@ struct TextBox {
 std::vector<TextBox> text_boxes(const float* prob, int64_t height, int64_t width, const TextBoxOptions& o = {},
                                 int64_t image_width = 0, int64_t image_height = 0);
 
+// The offset D that grows a w x h rectangle back to the one that training shrank (by
+// D = A (1 - r^2) / L on every side, r = shrink_ratio) into w x h.
+double unshrink_offset(double w, double h, double shrink_ratio);
+
 // The smallest-area rectangle around some points (width along its first side).
 struct RotatedRect {
   Point centre;
@@ -52,4 +61,4 @@ RotatedRect min_area_rect(const std::vector<Point>& points);
 // points dropped.
 std::vector<Point> convex_hull(std::vector<Point> points);
 
-}  // namespace ocrt::infer
+}  // namespace ocrt::nn

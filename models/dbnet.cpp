@@ -1,0 +1,204 @@
+// DBNet-lite: the layer table of dbnet.h, in code.
+#include "models/dbnet.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/model_file.h"
+#include "ops/conv.h"
+#include "ops/elementwise.h"
+#include "ops/shape.h"
+#include "runtime/error.h"
+
+namespace ocrt::nn {
+
+DBNetConfig DBNetConfig::preset(const std::string& name) {
+  OCRT_CHECK(name == "dbnet", "unknown detector preset '", name, "' (expected dbnet)");
+  return DBNetConfig{};
+}
+
+Json DBNetConfig::to_json() const {
+  Json ch = Json::array();
+  for (int64_t c : channels) ch.push_back(c);
+  Json j = Json::object();
+  j.set("channels", ch);
+  j.set("fpn", fpn);
+  j.set("head", head);
+  j.set("shrink_ratio", shrink_ratio);
+  j.set("unclip_ratio", unclip_ratio);
+  j.set("threshold", (double)threshold);
+  j.set("box_threshold", (double)box_threshold);
+  return j;
+}
+
+DBNetConfig DBNetConfig::from_json(const Json& j) {
+  OCRT_CHECK(j.is_object(), "DBNet config: expected a JSON object");
+  DBNetConfig c;
+  const Json* ch = j.find("channels");
+  OCRT_CHECK(ch && ch->is_array() && ch->size() == 5, "DBNet config: 'channels' must be an array of 5 integers");
+  for (size_t i = 0; i < 5; ++i) {
+    c.channels[i] = (*ch)[i].as_int();
+    OCRT_CHECK(c.channels[i] >= 1, "DBNet config: channel count ", i, " must be >= 1");
+  }
+  OCRT_CHECK(j.contains("fpn") && j.contains("head"), "DBNet config: needs 'fpn' and 'head'");
+  c.fpn = j.at("fpn").as_int();
+  c.head = j.at("head").as_int();
+  OCRT_CHECK(c.fpn >= 4 && c.fpn % 4 == 0, "DBNet config: 'fpn' must be a positive multiple of 4, got ", c.fpn);
+  OCRT_CHECK(c.head >= 1, "DBNet config: 'head' must be >= 1, got ", c.head);
+  auto real = [&](const char* name, double lo, double hi, double& out) {
+    if (const Json* v = j.find(name)) {
+      OCRT_CHECK(v->is_number(), "DBNet config: '", name, "' must be a number");
+      out = v->as_number();
+      OCRT_CHECK(out >= lo && out <= hi, "DBNet config: '", name, "' must be in [", lo, ", ", hi, "], got ", out);
+    }
+  };
+  real("shrink_ratio", 0.05, 0.95, c.shrink_ratio);
+  real("unclip_ratio", 0, 20, c.unclip_ratio);
+  double t = c.threshold, bt = c.box_threshold;
+  real("threshold", 0, 1, t);
+  real("box_threshold", 0, 1, bt);
+  c.threshold = (float)t, c.box_threshold = (float)bt;
+  return c;
+}
+
+Tensor Upsample::forward(const Tensor& x) { return upsample_nearest2d(x, {scale, scale}); }
+
+namespace {
+
+// conv 3x3 (stride s, padding 1, no bias) + BatchNorm + ReLU, appended to seq.
+void conv_bn_relu(Sequential& seq, int64_t in, int64_t out, int64_t stride, Generator& gen) {
+  Conv2dOptions o;
+  o.stride = {stride, stride};
+  o.padding = {1, 1};
+  seq.add(std::make_shared<Conv2d>(in, out, Pair{3, 3}, gen, o, false));
+  seq.add(std::make_shared<BatchNorm2d>(out));
+  seq.add(std::make_shared<ReLU>());
+}
+
+// A head: F (N, fpn, H/4, W/4) -> (N, 1, H, W) logits.
+//   0 conv 3x3, 1 BN, 2 ReLU, 3 up2, 4 conv 3x3, 5 BN, 6 ReLU, 7 up2, 8 conv 3x3 (with bias)
+std::shared_ptr<Sequential> make_head(int64_t in, int64_t mid, Generator& gen) {
+  auto h = std::make_shared<Sequential>();
+  conv_bn_relu(*h, in, mid, 1, gen);
+  h->add(std::make_shared<Upsample>(2));
+  conv_bn_relu(*h, mid, mid, 1, gen);
+  h->add(std::make_shared<Upsample>(2));
+  Conv2dOptions o;
+  o.padding = {1, 1};
+  h->add(std::make_shared<Conv2d>(mid, 1, Pair{3, 3}, gen, o, true));
+  return h;
+}
+
+}  // namespace
+
+DBNet::DBNet(const DBNetConfig& cfg, Generator& gen) : config(cfg) {
+  const auto& c = cfg.channels;
+  stem = register_module("stem", std::make_shared<Sequential>());
+  conv_bn_relu(*stem, 1, c[0], 2, gen);
+  stages = register_module("stages", std::make_shared<ModuleList>());
+  for (int i = 0; i < 4; ++i) {
+    stage_[i] = stages->add(std::make_shared<Sequential>());
+    conv_bn_relu(*stage_[i], c[i], c[i + 1], 2, gen);
+    conv_bn_relu(*stage_[i], c[i + 1], c[i + 1], 1, gen);
+  }
+  lateral = register_module("lateral", std::make_shared<ModuleList>());
+  smooth = register_module("smooth", std::make_shared<ModuleList>());
+  for (int i = 0; i < 4; ++i) {
+    lateral_[i] = lateral->add(std::make_shared<Conv2d>(c[i + 1], cfg.fpn, Pair{1, 1}, gen, Conv2dOptions{}, false));
+    Conv2dOptions o;
+    o.padding = {1, 1};
+    smooth_[i] = smooth->add(std::make_shared<Conv2d>(cfg.fpn, cfg.fpn / 4, Pair{3, 3}, gen, o, false));
+  }
+  prob_head = register_module("prob_head", make_head(cfg.fpn, cfg.head, gen));
+  thresh_head = register_module("thresh_head", make_head(cfg.fpn, cfg.head, gen));
+}
+
+DBNet::Maps DBNet::forward_maps(const Tensor& x, bool with_threshold) {
+  OCRT_CHECK(x.defined() && x.dim() == 4 && x.size(1) == 1, "DBNet: expected input (N, 1, H, W), got ",
+             x.defined() ? shape_str(x.shape()) : std::string("undefined"));
+  OCRT_CHECK(x.size(2) >= kSizeMultiple && x.size(3) >= kSizeMultiple && x.size(2) % kSizeMultiple == 0 &&
+                 x.size(3) % kSizeMultiple == 0,
+             "DBNet: the input's height and width must be positive multiples of ", kSizeMultiple, ", got ",
+             x.size(2), "x", x.size(3));
+  // The backbone: C[i] at 1/4, 1/8, 1/16, 1/32 of the input.
+  std::array<Tensor, 4> C;
+  Tensor y = stem->forward(x);
+  for (int i = 0; i < 4; ++i) C[i] = y = stage_[i]->forward(y);
+  // The pyramid, top-down: P5 = L5, Pi = Li + up2(P(i+1)).
+  std::array<Tensor, 4> P;
+  P[3] = lateral_[3]->forward(C[3]);
+  for (int i = 2; i >= 0; --i) P[i] = add(lateral_[i]->forward(C[i]), upsample_nearest2d(P[i + 1], {2, 2}));
+  // Each level smoothed to fpn/4 channels and brought to 1/4: F = cat(P5, P4, P3, P2).
+  std::vector<Tensor> parts;
+  for (int i = 3; i >= 0; --i) {
+    Tensor s = smooth_[i]->forward(P[i]);
+    const int64_t up = int64_t(1) << i;
+    parts.push_back(up > 1 ? upsample_nearest2d(s, {up, up}) : s);
+  }
+  Tensor F = concat(parts, 1);
+  Maps m;
+  m.prob = prob_head->forward(F);
+  if (with_threshold) m.thresh = thresh_head->forward(F);
+  return m;
+}
+
+DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_side, bool keep_map) {
+  OCRT_CHECK(max_side >= DBNet::kSizeMultiple, "detect_text_lines: max_side must be at least ", DBNet::kSizeMultiple,
+             ", got ", max_side);
+  DetectedPage out;
+  if (page.width <= 0 || page.height <= 0) return out;
+  // Scale so that the longer side fits (never up): resize_to_height keeps the aspect ratio.
+  GrayImage scaled = page;
+  const int64_t longer = std::max(page.width, page.height);
+  if (longer > max_side) {
+    const int64_t h = std::max<int64_t>(1, (int64_t)std::llround((double)page.height * (double)max_side / (double)longer));
+    scaled = resize_to_height(page, h);
+  }
+  const int64_t h = scaled.height, w = scaled.width;
+  const int64_t H = padded_width(h, DBNet::kSizeMultiple), W = padded_width(w, DBNet::kSizeMultiple);
+  Tensor x = Tensor::ones({1, 1, H, W});  // white: 255 / 127.5 - 1
+  float* px = x.data<float>();
+  for (int64_t y = 0; y < h; ++y)
+    for (int64_t c = 0; c < w; ++c) px[y * W + c] = (float)scaled.at(c, y) / 127.5f - 1.0f;
+  const bool was_training = model.is_training();
+  model.eval();
+  Tensor prob;
+  {
+    NoGradGuard no_grad;
+    prob = sigmoid(model.forward(x.to(model.device()))).to(Device::cpu()).contiguous();
+  }
+  model.train(was_training);
+  const float* p = prob.data<float>();
+  std::vector<float> map((size_t)(h * w));
+  for (int64_t y = 0; y < h; ++y) std::copy(p + y * W, p + y * W + w, map.begin() + y * w);
+  TextBoxOptions o;
+  o.threshold = model.config.threshold;
+  o.box_threshold = model.config.box_threshold;
+  o.unclip_ratio = model.config.unclip_ratio;
+  if (model.config.unclip_ratio == 0) o.shrink_ratio = model.config.shrink_ratio;
+  out.boxes = text_boxes(map.data(), h, w, o, page.width, page.height);
+  out.map_width = w, out.map_height = h;
+  if (keep_map) out.prob = std::move(map);
+  return out;
+}
+
+bool is_detector_arch(const std::string& arch) { return arch == "dbnet"; }
+
+std::shared_ptr<DBNet> make_detector(const std::string& arch, Generator& gen) {
+  OCRT_CHECK(is_detector_arch(arch), "unknown detector architecture '", arch, "' (expected dbnet)");
+  return std::make_shared<DBNet>(DBNetConfig::preset(arch), gen);
+}
+
+std::shared_ptr<DBNet> make_detector(const std::string& arch, const Json& config, Generator& gen) {
+  OCRT_CHECK(is_detector_arch(arch), "unknown detector architecture '", arch, "' (expected dbnet)");
+  return std::make_shared<DBNet>(DBNetConfig::from_json(config), gen);
+}
+
+Json detector_input_spec() {
+  Json j = default_input_spec();
+  j.set("height", 0);  // any height: the sides are multiples of size_multiple
+  j.set("size_multiple", DBNet::kSizeMultiple);
+  return j;
+}
+
+}  // namespace ocrt::nn

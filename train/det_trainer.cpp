@@ -1,0 +1,567 @@
+// The detector's training loop (see det_trainer.h).
+#include "train/det_trainer.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "models/dbnet.h"
+#include "models/model_file.h"
+#include "runtime/cpu_isa.h"
+#include "runtime/error.h"
+#include "runtime/image.h"
+#include "runtime/rng.h"
+#include "train/checkpoint.h"
+#include "train/det_loss.h"
+#include "train/det_targets.h"
+#include "train/grad_sync.h"
+#include "train/optim.h"
+#include "train/schedule.h"
+#include "train/synth_page.h"
+#include "train/train_loop.h"
+
+namespace fs = std::filesystem;
+
+namespace ocrt::train {
+
+namespace {
+
+// Seeds of samples and pages: splitmix64 of the run's seed and a running index, so that every
+// sample is a function of (seed, step, index) alone.
+uint64_t mix(uint64_t a, uint64_t b) {
+  uint64_t z = a ^ (b + 0x9E3779B97F4A7C15ull + (a << 6) + (a >> 2));
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// ---- pages and their lines
+
+struct TruthPage {
+  GrayImage image;
+  std::vector<Quad> lines;
+};
+
+class PageSource {
+ public:
+  virtual ~PageSource() = default;
+  // Page number `index` (synthetic: any index; folders: index modulo the pages).
+  virtual TruthPage page(uint64_t index) const = 0;
+  virtual int64_t size() const = 0;  // pages in a folder; 0: as many as asked for
+};
+
+// Pages rendered on the fly: page i is render_page(seed_base ^ i).
+class SynthPages : public PageSource {
+ public:
+  SynthPages(std::shared_ptr<const TextSource> text, std::vector<std::shared_ptr<Font>> fonts, uint64_t seed,
+             PageSynthOptions o)
+      : text_(std::move(text)), fonts_(std::move(fonts)), seed_(seed), o_(o) {}
+  TruthPage page(uint64_t index) const override {
+    SynthPage p = render_page(*text_, fonts_, mix(seed_, index), o_);
+    TruthPage t;
+    t.image = std::move(p.image);
+    for (const auto& l : p.lines) t.lines.push_back(l.outline);
+    return t;
+  }
+  int64_t size() const override { return 0; }
+
+ private:
+  std::shared_ptr<const TextSource> text_;
+  std::vector<std::shared_ptr<Font>> fonts_;
+  uint64_t seed_;
+  PageSynthOptions o_;
+};
+
+// The lines of an ocrt-synth --pages truth file: {"lines": [{"points": [[x, y] x 4], ...}]}.
+std::vector<Quad> read_truth_lines(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  OCRT_CHECK(f, path, ": cannot open");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const Json j = parse_json(ss.str());
+  const Json* lines = j.find("lines");
+  OCRT_CHECK(lines && lines->is_array(), path, ": expected ocrt-synth's page truth (an object with 'lines')");
+  std::vector<Quad> out;
+  for (size_t i = 0; i < lines->size(); ++i) {
+    const Json* pts = (*lines)[i].find("points");
+    OCRT_CHECK(pts && pts->is_array() && pts->size() == 4, path, ": line ", i, " needs 'points' with 4 corners");
+    Quad q;
+    for (size_t k = 0; k < 4; ++k) {
+      const Json& pt = (*pts)[k];
+      OCRT_CHECK(pt.is_array() && pt.size() == 2 && pt[0].is_number() && pt[1].is_number(), path, ": line ", i,
+                 " corner ", k, " is not [x, y]");
+      q.corners[k] = {pt[0].as_number(), pt[1].as_number()};
+    }
+    out.push_back(q);
+  }
+  return out;
+}
+
+// Pages from folders: every image with a NAME.json truth beside it.
+class FolderPages : public PageSource {
+ public:
+  FolderPages(const std::vector<std::string>& dirs, const char* flag) {
+    for (const auto& d : dirs) {
+      OCRT_CHECK(fs::is_directory(d), flag, ": ", d, " is not a folder (give 'synth' or folders that ocrt-synth ",
+                 "--pages wrote: NAME.png with NAME.json)");
+      std::vector<std::string> found;
+      for (const auto& e : fs::directory_iterator(d)) {
+        const fs::path p = e.path();
+        const std::string ext = p.extension().string();
+        if (ext != ".png" && ext != ".jpg" && ext != ".jpeg" && ext != ".tif" && ext != ".tiff" && ext != ".pgm") continue;
+        fs::path truth = p;
+        truth.replace_extension(".json");
+        if (fs::is_regular_file(truth)) found.push_back(p.string());
+      }
+      std::sort(found.begin(), found.end());
+      images_.insert(images_.end(), found.begin(), found.end());
+    }
+    OCRT_CHECK(!images_.empty(), flag, ": no page image with a NAME.json truth beside it in ", dirs[0],
+               dirs.size() > 1 ? " and the other folders" : "");
+  }
+  TruthPage page(uint64_t index) const override {
+    const std::string& path = images_[index % images_.size()];
+    TruthPage t;
+    t.image = load_gray_image(path);
+    fs::path truth(path);
+    truth.replace_extension(".json");
+    t.lines = read_truth_lines(truth.string());
+    return t;
+  }
+  int64_t size() const override { return (int64_t)images_.size(); }
+
+ private:
+  std::vector<std::string> images_;
+};
+
+// Synthetic pages for detector training: the page renderer's defaults at 120-220 dpi (pages
+// are scaled to 800-1600 pixels anyway; rendering fewer pixels is faster).
+PageSynthOptions training_page_options() {
+  PageSynthOptions o;
+  o.min_dpi = 120, o.max_dpi = 220;
+  return o;
+}
+
+std::shared_ptr<const PageSource> make_pages(const std::vector<std::string>& sources, const TrainConfig& cfg,
+                                             bool is_val, bool lead, std::shared_ptr<const TextSource>& text) {
+  const char* flag = is_val ? "--val" : "--train";
+  if (sources.size() == 1 && sources[0] == "synth") {
+    if (!text)
+      text = std::make_shared<const TextSource>(TextSource::read_words(cfg.words), nn::Charset::ascii(),
+                                                TextSource::read_prose(cfg.prose));
+    const auto& paths = is_val && !cfg.val_fonts.empty() ? cfg.val_fonts : cfg.fonts;
+    std::vector<std::string> p = paths.empty() ? default_font_dirs() : paths;
+    OCRT_CHECK(!p.empty(), is_val ? "--val-fonts" : "--fonts", ": no fonts given and none of Debian's font folders exist");
+    auto fonts = load_fonts(p);
+    OCRT_CHECK(!fonts.empty(), flag, ": no usable font");
+    if (lead) std::fprintf(stderr, "%s: synthetic pages from %zu fonts\n", flag, fonts.size());
+    // Validation pages come from seeds no training page uses.
+    return std::make_shared<SynthPages>(text, fonts, is_val ? ~cfg.seed : cfg.seed, training_page_options());
+  }
+  auto pages = std::make_shared<FolderPages>(sources, flag);
+  if (lead) std::fprintf(stderr, "%s: %lld pages\n", flag, (long long)pages->size());
+  return pages;
+}
+
+// ---- batches
+
+struct DetBatch {
+  int64_t step = 0;
+  Tensor images;                    // (n, 1, S, S), p / 127.5 - 1
+  std::vector<DetTargets> targets;  // one per image
+  int64_t lines = 0;
+};
+
+// Makes the batch of a step: this replica's share of the step's samples. Sample i of step s
+// (global index s * batch + i) is page mix(seed, s * batch + i) of the source (any page of a
+// folder, with replacement), scaled and cropped with the seed mix(seed ^ 1, ...).
+DetBatch make_batch(const PageSource& pages, const TrainConfig& cfg, const DetSampleOptions& so, int64_t step,
+                    int rank, int replicas) {
+  DetBatch b;
+  b.step = step;
+  std::vector<int64_t> mine;
+  for (int64_t i = rank; i < cfg.batch; i += replicas) mine.push_back(i);
+  const int64_t count = (int64_t)mine.size();
+  std::vector<GrayImage> crops((size_t)count);
+  b.targets.resize((size_t)count);
+  std::vector<int64_t> lines((size_t)count, 0);
+  std::vector<std::string> errors((size_t)count);
+  // Samples are independent: on the CPU's threads at once (one thread inside a worker thread,
+  // where OpenMP does not nest).
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t k = 0; k < count; ++k) {
+    try {
+      const uint64_t g = (uint64_t)(step * cfg.batch + mine[(size_t)k]);
+      TruthPage p = pages.page(mix(cfg.seed, g));
+      DetSample s = make_det_sample(p.image, p.lines, mix(cfg.seed ^ 1, g), so);
+      lines[(size_t)k] = (int64_t)s.lines.size();
+      crops[(size_t)k] = std::move(s.image);
+      b.targets[(size_t)k] = std::move(s.maps);
+    } catch (const std::exception& e) {
+      errors[(size_t)k] = e.what();
+    }
+  }
+  for (const auto& e : errors) OCRT_CHECK(e.empty(), e);
+  for (int64_t n : lines) b.lines += n;
+  const int64_t n = (int64_t)crops.size(), S = so.size;
+  b.images = Tensor::empty({n, 1, S, S});
+  float* x = b.images.data<float>();
+  for (int64_t k = 0; k < n; ++k)
+    for (int64_t j = 0; j < S * S; ++j) x[k * S * S + j] = (float)crops[(size_t)k].pixels[(size_t)j] / 127.5f - 1.0f;
+  return b;
+}
+
+// Batches made ahead by worker threads (rendering a page costs more than a GPU step), handed out
+// in step order; or, with no workers, made when asked for. Every batch depends only on its step,
+// so the workers' timing never changes what the model sees. A run on the CPU uses no workers:
+// a worker rendering beside the step's OpenMP team would leave that team waiting for a core at
+// every barrier (measured: a 256 x 256 step of 4 crops took 12 s instead of well under 1 s on
+// 2 cores, 76% of the time in libgomp's spin-wait); the batch's pages are then rendered on
+// every core between steps.
+class DetLoader {
+ public:
+  DetLoader(std::function<DetBatch(int64_t)> make, int workers, int64_t first_step, int64_t last_step)
+      : make_(std::move(make)), next_make_(first_step), next_take_(first_step), last_(last_step),
+        ahead_(std::max(2, workers + 1)) {
+    for (int w = 0; w < workers; ++w) threads_.emplace_back([this] { work(); });
+  }
+  ~DetLoader() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  DetBatch next() {
+    if (threads_.empty()) return make_(next_take_++);  // no workers: made here, on every CPU thread
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return ready_.count(next_take_) || !error_.empty(); });
+    OCRT_CHECK(error_.empty(), error_);
+    DetBatch b = std::move(ready_[next_take_]);
+    ready_.erase(next_take_++);
+    cv_.notify_all();
+    return b;
+  }
+
+ private:
+  void work() {
+    for (;;) {
+      int64_t step;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || (next_make_ < last_ && next_make_ < next_take_ + ahead_); });
+        if (stop_) return;
+        step = next_make_++;
+      }
+      try {
+        DetBatch b = make_(step);
+        std::lock_guard<std::mutex> lock(mu_);
+        ready_[step] = std::move(b);
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (error_.empty()) error_ = std::string("making the batch of step ") + std::to_string(step) + ": " + e.what();
+      }
+      cv_.notify_all();
+    }
+  }
+
+  std::function<DetBatch(int64_t)> make_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<int64_t, DetBatch> ready_;
+  int64_t next_make_, next_take_, last_, ahead_;
+  bool stop_ = false;
+  std::string error_;
+  std::vector<std::thread> threads_;
+};
+
+// ---- where the run starts
+
+struct DetStart {
+  std::shared_ptr<nn::DBNet> model;
+  TrainState state;
+  std::optional<nn::StateDict> optim;
+  nn::ModelInfo info;
+  std::string from;
+};
+
+DetStart resolve_detector_start(const TrainConfig& cfg, bool lead) {
+  std::optional<Checkpoint> ckpt = checkpoint_to_resume(cfg);
+  std::optional<nn::ModelFile> init;
+  if (!ckpt && !cfg.init.empty()) init = nn::load_model_file(cfg.init);
+  Json conf = nn::DBNetConfig::preset(cfg.arch).to_json();
+  if (ckpt) {
+    OCRT_CHECK(ckpt->info.arch == cfg.arch, "--resume: ", ckpt->path, " is a ", ckpt->info.arch,
+               " checkpoint, but --arch is ", cfg.arch);
+    check_resume_settings(*ckpt, cfg, lead);
+    conf = ckpt->info.config;
+  } else if (init && init->info) {
+    OCRT_CHECK(init->info->arch == cfg.arch, "--init: ", cfg.init, " holds a ", init->info->arch,
+               " model, but --arch is ", cfg.arch);
+    conf = init->info->config;
+  }
+  DetStart s;
+  Generator gen(cfg.seed);
+  s.model = nn::make_detector(cfg.arch, conf, gen);
+  s.info.arch = cfg.arch;
+  s.info.config = s.model->config_json();
+  s.info.input = nn::detector_input_spec();
+  s.state.seed = cfg.seed;
+  if (ckpt) {
+    s.model->load_state_dict(ckpt->model);
+    s.state = ckpt->state;
+    s.state.seed = cfg.seed;
+    if (!ckpt->optim.empty()) s.optim = ckpt->optim;
+    s.from = ckpt->path;
+    if (lead) std::fprintf(stderr, "resuming from %s at step %lld\n", ckpt->path.c_str(), (long long)s.state.step);
+  } else if (init) {
+    s.model->load_state_dict(init->weights);
+    s.from = cfg.init;
+  }
+  s.state.settings = cfg.to_json();
+  return s;
+}
+
+// ---- evaluation
+
+// Every validation page read as inference reads it; the counts summed over replicas (each reads
+// its share of the pages).
+DetectionScore evaluate_detector(nn::DBNet& model, const PageSource& pages, int64_t count, Communicator& comm,
+                                 Device device) {
+  DetectionScore total;
+  for (int64_t i = comm.rank(); i < count; i += comm.size()) {
+    TruthPage p = pages.page((uint64_t)i);
+    const nn::DetectedPage d = nn::detect_text_lines(model, p.image);
+    std::vector<Quad> found;
+    for (const auto& b : d.boxes) found.push_back(b.outline);
+    total.add(score_detection(found, p.lines));
+  }
+  if (comm.size() > 1) {
+    const auto s = comm.all_reduce_values({(double)total.found, (double)total.truth, (double)total.matched},
+                                          ReduceOp::sum, device);
+    total.found = (int64_t)s[0], total.truth = (int64_t)s[1], total.matched = (int64_t)s[2];
+  }
+  return total;
+}
+
+double peak_rss_mb() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss / 1024.0;
+}
+
+}  // namespace
+
+DetectionScore score_detection(const std::vector<Quad>& found, const std::vector<Quad>& truth, double iou) {
+  DetectionScore s;
+  s.found = (int64_t)found.size();
+  s.truth = (int64_t)truth.size();
+  std::vector<bool> used(truth.size(), false);
+  for (const Quad& f : found) {
+    const Rect a = f.box();
+    double best = 0;
+    size_t best_k = truth.size();
+    for (size_t k = 0; k < truth.size(); ++k) {
+      if (used[k]) continue;
+      const Rect b = truth[k].box();
+      const double w = std::min(a.x1, b.x1) - std::max(a.x0, b.x0), h = std::min(a.y1, b.y1) - std::max(a.y0, b.y0);
+      if (w <= 0 || h <= 0) continue;
+      const double inter = w * h, u = a.width() * a.height() + b.width() * b.height() - inter;
+      const double v = u > 0 ? inter / u : 0;
+      if (v > best) best = v, best_k = k;
+    }
+    if (best_k < truth.size() && best >= iou) {
+      used[best_k] = true;
+      s.matched++;
+    }
+  }
+  return s;
+}
+
+TrainResult run_detector_replica(const TrainConfig& cfg, Communicator& comm, Device device,
+                                 const std::atomic<int>& signal) {
+  const int rank = comm.rank(), replicas = comm.size();
+  const bool lead = rank == 0;
+  fs::create_directories(cfg.out);
+  OCRT_CHECK(cfg.batch >= replicas, "--batch ", cfg.batch, " is smaller than the number of replicas (", replicas, ")");
+  OCRT_CHECK(cfg.epochs <= 0, "--epochs: a detector trains by --steps (synthetic pages have no epoch)");
+
+  std::shared_ptr<const TextSource> text;
+  auto train_pages = make_pages(cfg.train, cfg, false, lead, text);
+  std::shared_ptr<const PageSource> val_pages;
+  if (!cfg.val.empty()) val_pages = make_pages(cfg.val, cfg, true, lead, text);
+  const int64_t val_count = val_pages ? (val_pages->size() > 0 ? std::min(val_pages->size(), cfg.val_pages) : cfg.val_pages) : 0;
+
+  DetStart start = resolve_detector_start(cfg, lead);
+  nn::DBNet& model = *start.model;
+  TrainState state = start.state;
+  model.to(device);
+  model.train(true);
+  sync_replicas(comm, model, state.step, device, cfg.out);
+
+  auto optim = make_optimizer(cfg, model.parameters());
+  if (start.optim) optim->load_state_dict(*start.optim);
+  const Schedule schedule = make_schedule(cfg);
+  GradSync grad_sync(optim->params());
+
+  DetSampleOptions so;
+  so.size = cfg.crop;
+  so.targets.shrink_ratio = model.config.shrink_ratio;
+  so.validate();
+  const int64_t steps = cfg.steps;
+  DetLoader loader([&](int64_t step) { return make_batch(*train_pages, cfg, so, step, rank, replicas); },
+                   device.is_cpu() ? 0 : cfg.workers, state.step, steps);
+
+  RunFiles files(cfg, start.info, lead, state.step);
+  {
+    Json j = Json::object();
+    j.set("event", "start");
+    j.set("step", state.step);
+    j.set("time", 0);
+    j.set("from", start.from);
+    j.set("arch", start.info.arch);
+    j.set("model", start.info.config);
+    j.set("parameters", model.num_parameters());
+    if (replicas > 1) j.set("replicas", replicas);
+    j.set("settings", state.settings);
+    files.event(j);
+  }
+  if (lead)
+    std::fprintf(stderr, "training %s (%lld parameters) on %s: %lld steps of %lld crops of %lld x %lld\n",
+                 cfg.arch.c_str(), (long long)model.num_parameters(), device.str().c_str(), (long long)steps,
+                 (long long)cfg.batch, (long long)cfg.crop, (long long)cfg.crop);
+
+  TrainResult result;
+  double loss_avg = 0, last_loss = 0;
+  int64_t bad_in_row = 0;
+  const int64_t first_step = state.step;
+  const double run_start = now_seconds();
+  double timed_start = 0, data_s_total = 0, step_s_total = 0;
+  int64_t timed_samples = 0, timed_steps = 0;
+  while (state.step < steps) {
+    const double t0 = now_seconds();
+    DetBatch b = loader.next();
+    const double t1 = now_seconds();
+    std::vector<const DetTargets*> maps;
+    for (const auto& t : b.targets) maps.push_back(&t);
+    const DetLossTargets targets = det_loss_targets(maps, device);
+    nn::DBNet::Maps out = model.forward_maps(b.images.to(device), true);
+    DetLoss l = det_loss(out.prob, out.thresh, targets);
+    // This replica's share of the batch's mean, so that the summed gradients are the batch's.
+    Tensor loss = replicas > 1 ? l.total * ((double)b.targets.size() / (double)cfg.batch) : l.total;
+    double value = loss.item();
+    if (replicas > 1) value = comm.all_reduce_values({value}, ReduceOp::sum, device)[0];
+    bool ok = std::isfinite(value);
+    if (ok) {
+      loss.backward();
+      grad_sync.all_reduce(comm);
+      const double norm = cfg.clip_grad > 0 ? clip_grad_norm(optim->params(), cfg.clip_grad) : grad_norm(optim->params());
+      ok = std::isfinite(norm);
+    }
+    if (ok) {
+      optim->set_lr(schedule.lr_at(state.step));
+      optim->step();
+    }
+    optim->zero_grad();
+    const double t2 = now_seconds();
+    if (ok) {
+      bad_in_row = 0;
+      last_loss = value;
+      loss_avg = state.step == first_step ? value : 0.95 * loss_avg + 0.05 * value;
+    } else {
+      state.skipped_steps++;
+      OCRT_CHECK(++bad_in_row < cfg.max_bad_steps, "stopping: ", bad_in_row,
+                 " steps in a row had a non-finite loss or gradient; the last good checkpoint is in ", cfg.out);
+    }
+    state.step++;
+    if (state.step - first_step == 2) timed_start = now_seconds();
+    if (state.step - first_step > 2) {
+      timed_samples += cfg.batch, timed_steps++;
+      data_s_total += t1 - t0, step_s_total += t2 - t1;
+    }
+    const double elapsed_timed = timed_start > 0 ? now_seconds() - timed_start : 0;
+    const double sps = elapsed_timed > 0 ? (double)timed_samples / elapsed_timed : 0;
+    if (state.step % cfg.log_every == 0 || state.step == steps) {
+      if (lead)
+        std::fprintf(stderr, "step %lld/%lld loss %.4f (prob %.4f thresh %.4f binary %.4f) lr %.2e %.2f pages/s\n",
+                     (long long)state.step, (long long)steps, loss_avg, l.prob, l.thresh, l.binary, optim->lr(), sps);
+      Json j = Json::object();
+      j.set("event", "train");
+      j.set("step", state.step);
+      j.set("loss", loss_avg);
+      j.set("loss_prob", l.prob);
+      j.set("loss_thresh", l.thresh);
+      j.set("loss_binary", l.binary);
+      j.set("lr", optim->lr());
+      j.set("samples_per_sec", sps);
+      j.set("skipped_steps", state.skipped_steps);
+      j.set("time", files.elapsed());
+      files.event(j);
+    }
+    const StopDecision stop = decide_stop(cfg, state.step, steps, now_seconds() - run_start, signal != 0, comm, device);
+    const bool last = state.step == steps;
+    if (val_pages && (state.step % cfg.eval_every == 0 || last || stop.out_of_time)) {
+      const DetectionScore s = evaluate_detector(model, *val_pages, val_count, comm, device);
+      const double error = 1 - s.f_measure();
+      if (lead)
+        std::fprintf(stderr, "step %lld: validation on %lld pages: precision %.2f%%, recall %.2f%%, F %.2f%% (%lld of %lld lines found)\n",
+                     (long long)state.step, (long long)val_count, 100 * s.precision(), 100 * s.recall(),
+                     100 * s.f_measure(), (long long)s.matched, (long long)s.truth);
+      Json j = Json::object();
+      j.set("event", "eval");
+      j.set("step", state.step);
+      j.set("precision", s.precision());
+      j.set("recall", s.recall());
+      j.set("f_measure", s.f_measure());
+      j.set("cer", error);  // the report's charts read "cer": here 1 - F
+      j.set("lines", s.truth);
+      j.set("time", files.elapsed());
+      files.event(j);
+      if (state.best_cer < 0 || error < state.best_cer) {
+        state.best_cer = error;
+        state.best_step = state.step;
+        files.best_model(model, state, error, device, replicas);
+      }
+    }
+    if (state.step % cfg.save_every == 0 || last || stop.why != Stop::no)
+      files.checkpoint(model, *optim, state, last ? "end" : stop.why != Stop::no ? stop_name(stop.why) : "periodic");
+    if (stop.why == Stop::no) continue;
+    if (lead) std::fprintf(stderr, "stopping at step %lld (%s): saved\n", (long long)state.step, stop_name(stop.why));
+    result.interrupted = stop.why == Stop::signal;
+    break;
+  }
+  if (!val_pages && !result.interrupted) files.best_model(model, state, -1, device, replicas);
+  comm.barrier();
+  result.steps = state.step;
+  result.rank = rank;
+  if (timed_steps > 0) {
+    result.samples_per_sec = (double)timed_samples / (now_seconds() - timed_start);
+    result.data_ms = 1000 * data_s_total / (double)timed_steps;
+    result.forward_ms = 1000 * step_s_total / (double)timed_steps;  // the whole step: forward, backward, update
+  }
+  result.peak_rss_mb = peak_rss_mb();
+  result.cpu_path = cpu_isa_name(cpu_isa());
+  result.precision = "fp32";
+  result.final_loss = last_loss;
+  result.best_cer = state.best_cer;
+  result.best_model = fs::exists(files.best_path()) ? files.best_path() : "";
+  Json j = result.to_json();
+  j.set("event", "summary");
+  j.set("time", files.elapsed());
+  files.event(j);
+  return result;
+}
+
+}  // namespace ocrt::train
