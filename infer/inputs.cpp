@@ -1,12 +1,15 @@
-// Input sources of ocrt-infer, read lazily (see inputs.h).
+// Input sources of ocrt-infer, read lazily, and lines told from pages (see inputs.h).
 #include "infer/inputs.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <iterator>
 #include <sstream>
 
 #include "runtime/error.h"
+#include "runtime/stb.h"
+#include "runtime/tiff.h"
 
 namespace ocrt::infer {
 
@@ -39,13 +42,14 @@ std::string read_ground_truth(const fs::path& p) {
 }  // namespace
 
 bool is_image_file_name(const std::string& path) {
-  static const char* kExtensions[] = {".png", ".jpg", ".jpeg", ".bmp", ".tga", ".gif", ".pgm", ".ppm", ".pnm"};
+  static const char* kExtensions[] = {".png", ".jpg", ".jpeg", ".bmp", ".tga", ".gif",
+                                      ".pgm", ".ppm", ".pnm", ".tif", ".tiff"};
   const std::string ext = lower_extension(path);
   return std::any_of(std::begin(kExtensions), std::end(kExtensions), [&](const char* e) { return ext == e; });
 }
 
-InputReader::InputReader(bool need_truth, std::istream* standard_input)
-    : need_truth_(need_truth), stdin_(standard_input ? standard_input : &std::cin) {}
+InputReader::InputReader(bool need_truth, std::istream* standard_input, bool pages)
+    : need_truth_(need_truth), pages_(pages), stdin_(standard_input ? standard_input : &std::cin) {}
 
 InputReader::~InputReader() = default;
 
@@ -57,7 +61,7 @@ void InputReader::add(const std::string& arg) {
   else if (fs::is_directory(arg, ec)) kind = Kind::folder;
   else if (ends_with(lower_extension(arg), ".txt") || ends_with(lower_extension(arg), ".tsv")) kind = Kind::label_file;
   else kind = Kind::image;
-  if (need_truth_)
+  if (need_truth_ && !pages_)
     OCRT_CHECK(kind == Kind::folder || kind == Kind::label_file, "--eval needs the true text of every line: '", arg,
                "' is ", kind == Kind::stdin_paths ? "stdin" : "an image path",
                "; give a label file (path<TAB>text) or a folder of name.png + name.gt.txt pairs");
@@ -66,7 +70,7 @@ void InputReader::add(const std::string& arg) {
 }
 
 void InputReader::add_list(const std::string& file) {
-  OCRT_CHECK(!need_truth_, "--eval needs the true text of every line: the list ", file,
+  OCRT_CHECK(!need_truth_ || pages_, "--eval needs the true text of every line: the list ", file,
              " holds only paths; give a label file (path<TAB>text) or a folder of .gt.txt pairs");
   std::error_code ec;
   OCRT_CHECK(fs::is_regular_file(file, ec), file, ": no such list file");
@@ -146,7 +150,8 @@ bool InputReader::next(InputLine& out) {
             out = {img.string(), read_ground_truth(gt)};
             return true;
           }
-          if (!need_truth_) {
+          if (!need_truth_ || (pages_ && (!page_truth_file(img.string()).empty() ||
+                                          !page_truth_file(img.string(), 1).empty()))) {
             out = {img.string(), std::nullopt};
             return true;
           }
@@ -155,6 +160,159 @@ bool InputReader::next(InputLine& out) {
         break;
     }
     current_.reset();  // this source is used up
+  }
+}
+
+// ---- lines and pages
+
+namespace {
+
+// The first `limit` bytes of a file (all of it when limit < 0); false when it cannot be read.
+bool read_bytes(const std::string& path, std::string& out, int64_t limit = -1) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return false;
+  std::ifstream in(path, std::ios::binary);
+  if (!in.good()) return false;
+  if (limit < 0) {
+    out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } else {
+    out.resize((size_t)limit);
+    in.read(out.data(), limit);
+    out.resize((size_t)in.gcount());
+  }
+  return !in.bad();
+}
+
+bool named_tiff(const std::string& path) {
+  const std::string ext = lower_extension(path);
+  return ext == ".tif" || ext == ".tiff";
+}
+
+std::string size_reason(int64_t w, int64_t h) {
+  return "it is " + std::to_string(w) + "x" + std::to_string(h) + " pixels: more than " +
+         std::to_string(kPageMinHeight) + " high and less than 6 times as wide as high";
+}
+
+}  // namespace
+
+bool page_shaped(int64_t width, int64_t height) {
+  return height > kPageMinHeight && (double)width < kPageMaxAspect * (double)height;
+}
+
+namespace {
+
+constexpr int64_t kHeaderBytes = 64 * 1024;
+
+// image_file_size from the file's first bytes, read already (more when they do not suffice).
+bool size_from_head(const std::string& path, std::string& bytes, int64_t& width, int64_t& height) {
+  // The header of every format stb_image reads sits in the first bytes, except a JPEG's frame
+  // header, which may follow large metadata (EXIF thumbnails): then the whole file.
+  if (bytes.empty()) return false;
+  int w = 0, h = 0, channels = 0;
+  auto info = [&] {
+    return bytes.size() <= (size_t)INT32_MAX &&
+           stbi_info_from_memory((const stbi_uc*)bytes.data(), (int)bytes.size(), &w, &h, &channels);
+  };
+  bool ok = info();
+  if (!ok && (int64_t)bytes.size() == kHeaderBytes && read_bytes(path, bytes)) ok = info();
+  if (!ok) return false;
+  if (h < 0 && h != INT32_MIN) h = -h;  // a BMP stored top-down
+  if (w <= 0 || h <= 0) return false;
+  width = w, height = h;
+  return true;
+}
+
+}  // namespace
+
+bool image_file_size(const std::string& path, int64_t& width, int64_t& height) {
+  std::string bytes;
+  return read_bytes(path, bytes, kHeaderBytes) && size_from_head(path, bytes, width, height);
+}
+
+std::string page_truth_file(const std::string& image_path, int64_t page_number) {
+  fs::path base = fs::path(image_path).replace_extension();
+  std::string stem = base.string();
+  if (page_number > 0) stem += "-" + std::to_string(page_number);
+  std::error_code ec;
+  for (const char* ext : {".json", ".hocr", ".xml"})
+    if (fs::is_regular_file(stem + ext, ec)) return stem + ext;
+  return "";
+}
+
+ItemReader::ItemReader(InputReader& inputs, InputKind kind, int64_t max_image_pixels)
+    : inputs_(inputs), kind_(kind), max_image_pixels_(max_image_pixels) {}
+
+bool ItemReader::next(InputItem& out) {
+  for (;;) {
+    // The pages of a TIFF, one at a time.
+    if (tiff_next_ < tiff_pages_) {
+      const int64_t k = tiff_next_++;
+      InputItem item;
+      item.path = tiff_input_.path;
+      item.pages_in_file = tiff_pages_;
+      item.page_number = tiff_pages_ > 1 ? k + 1 : 0;
+      item.name = tiff_pages_ > 1 ? item.path + "#" + std::to_string(k + 1) : item.path;
+      if (tiff_pages_ == 1) item.truth = tiff_input_.truth;
+      try {
+        item.image = decode_tiff_page(tiff_bytes_.data(), tiff_bytes_.size(), item.path, k, max_image_pixels_);
+      } catch (const std::exception& e) {
+        item.error = e.what();
+      }
+      if (kind_ == InputKind::page) {
+        item.page = true, item.why = "--page";
+      } else if (kind_ == InputKind::automatic && !(tiff_pages_ == 1 && item.truth)) {
+        if (tiff_pages_ > 1) item.page = true, item.why = "a page of a multi-page TIFF";
+        else if (item.image && page_shaped(item.image->width, item.image->height))
+          item.page = true, item.why = size_reason(item.image->width, item.image->height);
+      }
+      if (tiff_next_ == tiff_pages_) tiff_bytes_.clear(), tiff_bytes_.shrink_to_fit(), tiff_pages_ = tiff_next_ = 0;
+      out = std::move(item);
+      return true;
+    }
+
+    InputLine line;
+    if (!inputs_.next(line)) return false;
+    InputItem item;
+    item.path = item.name = line.path;
+    item.truth = std::move(line.truth);
+
+    // A TIFF: every page (--line reads each as a line). Looked for by content, except with
+    // --line, where only files named .tif/.tiff are opened here (a list of a million PNG lines
+    // is not read twice).
+    std::string head;
+    const bool look = kind_ != InputKind::line || named_tiff(item.path);
+    const bool need_size = kind_ == InputKind::automatic && !item.truth;
+    if (look && read_bytes(item.path, head, need_size ? kHeaderBytes : 8) && is_tiff(head.data(), head.size())) {
+      std::string bytes;
+      int64_t pages = 0;
+      std::string error;
+      if (!read_bytes(item.path, bytes)) error = item.path + ": cannot read it";
+      else try {
+          pages = tiff_page_count(bytes.data(), bytes.size(), item.path);
+        } catch (const std::exception& e) {
+          error = e.what();
+        }
+      if (error.empty() && pages > 0) {
+        tiff_bytes_ = std::move(bytes);
+        tiff_input_ = {item.path, item.truth};
+        tiff_pages_ = pages, tiff_next_ = 0;
+        continue;
+      }
+      item.error = error.empty() ? item.path + ": the TIFF has no pages" : error;
+      item.page = kind_ == InputKind::page;
+      if (item.page) item.why = "--page";
+      out = std::move(item);
+      return true;
+    }
+
+    if (kind_ == InputKind::page) {
+      item.page = true, item.why = "--page";
+    } else if (need_size) {
+      int64_t w = 0, h = 0;
+      if (size_from_head(item.path, head, w, h) && page_shaped(w, h)) item.page = true, item.why = size_reason(w, h);
+    }
+    out = std::move(item);
+    return true;
   }
 }
 

@@ -1,11 +1,13 @@
-// Where ocrt-infer's lines come from: image paths, list files, label files, folders and stdin,
-// read lazily in command-line order, so a list of millions of lines streams through.
+// Where ocrt-infer's inputs come from: image paths, list files, label files, folders and stdin,
+// read lazily in command-line order, so a list of millions of lines streams through; and
+// whether each image is a text line or a whole page (ItemReader, at the end).
 //
 // How an argument is read:
 //   "-"                       stdin, one image path per line
 //   a folder                  every image in it and below (.png .jpg .jpeg .bmp .tga .gif .pgm
-//                             .ppm .pnm, sorted by path), each with the text of name.gt.txt
-//                             beside it when there is one (the ocropus / tesstrain convention)
+//                             .ppm .pnm .tif .tiff, sorted by path), each with the text of
+//                             name.gt.txt beside it when there is one (the ocropus / tesstrain
+//                             convention)
 //   a file ending .txt/.tsv   a label file: `path<TAB>text` per line, paths relative to the
 //                             label file's folder (the PaddleOCR format, as in training)
 //   anything else             one image path (a missing or bad one fails on its own line)
@@ -24,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/image.h"
+
 namespace ocrt::infer {
 
 struct InputLine {
@@ -35,8 +39,10 @@ class InputReader {
  public:
   // need_truth (--eval): every line must come with its text. Image paths, list files and stdin
   // are then refused when added, and a folder's images without a .gt.txt are skipped (counted
-  // in skipped_without_truth()).
-  explicit InputReader(bool need_truth = false, std::istream* standard_input = nullptr);
+  // in skipped_without_truth()). With `pages` too (inputs may be pages, whose truth is a file
+  // beside them: page_truth_file), image paths, lists and stdin are taken, and a folder's
+  // images are kept when they have a .gt.txt or a page truth file.
+  explicit InputReader(bool need_truth = false, std::istream* standard_input = nullptr, bool pages = false);
   ~InputReader();
 
   void add(const std::string& arg);        // classified as above; throws for a bad use
@@ -57,7 +63,7 @@ class InputReader {
   bool open_next_source();
   bool read_line(std::istream& in, std::string& line);
 
-  bool need_truth_;
+  bool need_truth_, pages_;
   std::istream* stdin_;
   std::vector<Source> sources_;
   size_t next_source_ = 0;
@@ -72,5 +78,66 @@ class InputReader {
 
 // Image file name extensions a folder is scanned for (lower case, with the dot).
 bool is_image_file_name(const std::string& path);
+
+// ---- Lines and pages
+//
+// ocrt-infer reads an image as a text line or as a whole page (docs/cli.md, "Pages"). Unless
+// --line or --page says which, the image's shape decides: a page is more than kPageMinHeight
+// (100) pixels high and less than kPageMaxAspect (6) times as wide as it is high. A text line is
+// either low (the samples are 35-46 pixels high; a line scanned at 600 dpi is about 60-100) or
+// long (a line is many times as wide as high: a 150-pixel-high line of 30 characters is
+// about 3000 wide). So a pair of words at 600 dpi or a tall single word is read as a page; the
+// detector then finds that one line, so reading it costs time, not the text, while a page read
+// as one line would give nothing useful: when in doubt, a page. A multi-page TIFF is pages
+// (scanners write documents as multi-page TIFFs; text lines are not stored so). An input from a
+// label file or with a .gt.txt carries a line's text, so it is a line.
+constexpr int64_t kPageMinHeight = 100;
+constexpr double kPageMaxAspect = 6;
+bool page_shaped(int64_t width, int64_t height);
+
+// The size in an image file's header, without decoding it (the formats stb_image reads; not
+// TIFF). False when the file cannot be read or its header is not an image's.
+bool image_file_size(const std::string& path, int64_t& width, int64_t& height);
+
+// The truth file of a page for --eval, beside its image: NAME.json (ocrt-synth --pages),
+// NAME.hocr or NAME.xml (ALTO or PAGE XML), where NAME is the image's path without its
+// extension, followed by "-N" for page N (from 1) of a multi-page file (page_number > 0).
+// Empty when there is none.
+std::string page_truth_file(const std::string& image_path, int64_t page_number = 0);
+
+enum class InputKind { automatic, line, page };
+
+// One thing to read: a text line or a page.
+struct InputItem {
+  bool page = false;
+  std::string path;                  // the input file
+  std::string name;                  // path, or "path#N" for page N (from 1) of a multi-page file
+  int64_t page_number = 0;           // N above; 0 for a file of one image
+  int64_t pages_in_file = 1;         // the file's pages (1 unless a multi-page TIFF)
+  std::optional<GrayImage> image;    // already decoded (TIFF pages); else read from path
+  std::optional<std::string> truth;  // a line's text (label file, .gt.txt)
+  std::string why;                   // for a page: why it is read as one ("--page", its size...)
+  std::string error;                 // it could not be read (a TIFF page that does not decode)
+};
+
+// The items of an InputReader's inputs, lines or pages as `kind` says (see above). Images are
+// not decoded here, except TIFFs (whose pages are counted and decoded one at a time, as they
+// are asked for) and, in automatic mode, the header of every other image.
+class ItemReader {
+ public:
+  ItemReader(InputReader& inputs, InputKind kind, int64_t max_image_pixels = kDefaultMaxImagePixels);
+  // The next item, false at the end. Throws where InputReader::next does (a malformed label
+  // file); an unreadable image is an item with an error or a line that fails when read.
+  bool next(InputItem& item);
+
+ private:
+  InputReader& inputs_;
+  InputKind kind_;
+  int64_t max_image_pixels_;
+  // The TIFF whose pages are being handed out.
+  std::string tiff_bytes_;
+  InputLine tiff_input_;
+  int64_t tiff_pages_ = 0, tiff_next_ = 0;
+};
 
 }  // namespace ocrt::infer

@@ -1,28 +1,45 @@
-// ocrt-infer: recognises text-line images with a model file, in batches, on one or several
-// devices, and prints text, TSV or JSON lines in input order (docs/cli.md has the reference).
-// The work is done by infer/predictor.h; this file parses flags, finds the shipped model, reads
-// the inputs (infer/inputs.h) and writes the results (infer/report.h).
+// ocrt-infer: recognises text-line images and reads whole pages with model files, in batches,
+// on one or several devices, and prints text, TSV or JSON lines, or writes hOCR, ALTO or PAGE
+// XML, in input order (docs/cli.md has the reference, docs/pages.md the page pipeline).
+// The work is done by infer/predictor.h (lines) and infer/page_reader.h (pages); this file
+// parses flags, finds the shipped models, reads the inputs and tells lines from pages
+// (infer/inputs.h), and writes the results (infer/report.h, infer/page_format.h).
 //
-// Exit status: 0 every line was recognised; 1 some lines failed (each has its own error);
+// Lines stream through the predictor in runs; a page ends the run of lines before it, is read on
+// its own (detect, then all its lines in one predictor run), and the next lines start a new
+// run, so outputs stay in input order.
+//
+// Exit status: 0 every line and page was read; 1 some failed (each has its own error);
 // 2 nothing could run (a bad flag, model file or device, an unreadable input source).
+#include <unistd.h>
+
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "infer/detector.h"
 #include "infer/inputs.h"
+#include "infer/page_eval.h"
+#include "infer/page_format.h"
+#include "infer/page_reader.h"
 #include "infer/predictor.h"
 #include "infer/report.h"
 #include "ops/conv.h"
 #include "runtime/cpu_allocator.h"
 #include "runtime/cli.h"
 #include "runtime/error.h"
+#include "runtime/threading.h"
 
 using namespace ocrt;
 using namespace ocrt::infer;
@@ -33,15 +50,45 @@ namespace {
 // The largest --max-image-pixels: 2^32 pixels, 4 GB of gray at one byte a pixel.
 constexpr int64_t kMaxImagePixelsFlag = int64_t(1) << 32;
 
+// --format: a line format (text, tsv, jsonl) and a page format (text, hocr, alto, page, jsonl).
+// tsv is for lines only; hocr, alto and page write a line as a page of one line.
+struct OutputFormat {
+  std::string name = "text";
+  Format line = Format::text;
+  std::optional<PageFormat> page = PageFormat::text;  // none for tsv
+  bool page_document() const { return name == "hocr" || name == "alto" || name == "page"; }
+};
+
+OutputFormat parse_output_format(const std::string& v) {
+  OutputFormat f;
+  f.name = v;
+  if (v == "text" || v == "tsv" || v == "jsonl") f.line = parse_format(v);
+  if (v == "tsv") f.page.reset();
+  else if (v == "text" || v == "jsonl" || v == "hocr" || v == "alto" || v == "page") f.page = parse_page_format(v);
+  else fail("unknown output format '", v, "' (expected text, tsv, jsonl, hocr, alto or page)");
+  return f;
+}
+
+int parse_rotation(const std::string& v) {
+  if (v == "auto") return -1;
+  if (v == "0" || v == "90" || v == "180" || v == "270") return std::stoi(v);
+  fail("expected auto, 0, 90, 180 or 270, got '", v, "'");
+}
+
 struct Args {
-  std::string weights;
+  std::string weights, det_weights;
   PredictorOptions options;
   std::vector<Device> device, devices;  // --device (one) and --devices
   ConvMode conv = ConvMode::fast;
+  OutputFormat output;
   FormatOptions format;
   bool eval = false;
   int64_t worst = 10;
-  std::string logits_out;
+  std::string logits_out, output_dir;
+  bool force_line = false, force_page = false;
+  InputKind kind = InputKind::automatic;
+  int64_t max_side = 1280;
+  int rotation = -1;
   std::vector<std::pair<bool, std::string>> inputs;  // (is a --list file, path), in order
 };
 
@@ -71,32 +118,45 @@ cli::Parser infer_flags(Args& a) {
   PredictorOptions& o = a.options;
   cli::Parser p("ocrt-infer", R"(usage: ocrt-infer [options] INPUT...
 
-Recognises text-line images and prints what they say, one output line per input line, in
-input order.
+Recognises text-line images and reads whole pages, and prints what they say, in input order:
+one output line per text line, a page's text in reading order (or hOCR, ALTO, PAGE XML).
 
 Inputs (any mix, read in order)
-  IMAGE                  an image file (PNG, JPEG, BMP, TGA, GIF, PGM/PPM)
+  IMAGE                  an image file (PNG, JPEG, BMP, TGA, GIF, PGM/PPM, TIFF: every page)
   LABELS.txt|.tsv        a label file: path<TAB>text per line, paths relative to its folder
   FOLDER                 every image in it (sorted), with name.gt.txt as its text when present
-  -                      image paths from stdin, one per line)");
+  -                      image paths from stdin, one per line
+An image more than 100 pixels high and less than 6 times as wide as high is read as a page
+(a multi-page TIFF too); other images are text lines. --line and --page decide instead.)");
   p.arguments([&a](const std::string& path) { a.inputs.emplace_back(false, path); });
   p.add({"--list", "FILE", "image paths from FILE, one per line (relative to the working directory)",
          [&a](const std::string& path) { a.inputs.emplace_back(true, path); }});
+  p.add(cli::toggle("--line", a.force_line, true, "read every image as one text line"));
+  p.add(cli::toggle("--page", a.force_page, true, "read every image as a page (detect its lines first)"));
 
-  p.note("\nModel");
+  p.note("\nModels");
   p.add(cli::text("--weights", "FILE", a.weights,
-                  "model file (default: weights/crnn-en.safetensors, the shipped model)"));
+                  "recogniser model file (default: weights/crnn-en.safetensors, the shipped model)"));
   p.add(cli::text("--arch", "A", o.arch,
                   "crnn, crnn-s or svtr-lite: architecture of a weights-only file\n"
                   "(checked against a model file's own)"));
   p.add(cli::text("--charset", "FILE", o.charset_path, "charset of a weights-only file (one character per line)"));
+  p.add(cli::text("--det-weights", "FILE", a.det_weights,
+                  "text detector model file for pages (default: weights/det-en.safetensors\n"
+                  "when it exists; without one, each page gets an error)"));
+  p.add(cli::integer("--max-side", "N", a.max_side, 32, 65536,
+                     "pages are scaled down so that their longer side is at most N pixels\n"
+                     "before the detector (1280)"));
+  p.add(cli::choice("--rotation", "auto|0|90|180|270", a.rotation, parse_rotation,
+                    "how pages are turned, clockwise; auto (the default) decides per page"));
 
   p.note("\nDevices and batching");
   p.add({"--device", "cpu|cuda:N", "run on one device (default: cpu)", [&a](const std::string& v) {
            a.device = {Device::parse(v)};
            validate(a.device[0]);  // names the devices that exist when this one does not
          }});
-  p.add({"--devices", "LIST", "one worker per device, e.g. cuda:0,cuda:1 or cuda:0,cpu or cpu,cpu",
+  p.add({"--devices", "LIST", "one worker per device, e.g. cuda:0,cuda:1 or cuda:0,cpu or cpu,cpu\n"
+                              "(the detector runs on the first)",
          [&a](const std::string& v) { a.devices = parse_workers(v); }});
   p.add(cli::integer("--threads", "N", o.threads, 1, 4096,
                      "CPU threads for decoding images and for CPU workers (default: all)"));
@@ -114,7 +174,7 @@ Inputs (any mix, read in order)
                     "relative rounding) or im2col (exact: about 1e-7); docs/ops/conv.md"));
   p.add(cli::integer("--max-image-pixels", "N", o.max_image_pixels, 1, kMaxImagePixelsFlag,
                      "read an image only when its header says it has at most N pixels\n"
-                     "(16777216, e.g. 16384 x 1024; a text line is far smaller); larger\n"
+                     "(16777216, e.g. 16384 x 1024, or a page of 4096 x 4096); larger\n"
                      "ones get an error of their own before anything is allocated"));
   p.add(cli::toggle("--plain-preprocess", o.normalize.enabled, false,
                     "resize and pad only, as training does: no blank-line check, no\n"
@@ -129,21 +189,30 @@ Inputs (any mix, read in order)
   p.add(cli::real("--lm-weight", "A", o.lm_weight, Range{0, kInf, false, true},
                   "weight of the LM's log-probability per character (0.3)"));
   p.add(cli::real("--lm-bonus", "B", o.lm_bonus, Range{-kInf, kInf, true, true}, "score added per character with --lm (1)"));
-  p.add(cli::choice("--format", "text|tsv|jsonl", a.format.format, parse_format,
-                    "text: the text; tsv: path, text, confidence, error;\n"
-                    "jsonl: one JSON object per line (default: text)"));
+  p.add(cli::choice("--format", "text|tsv|jsonl|hocr|alto|page", a.output, parse_output_format,
+                    "text: the text (a page's in reading order); tsv: path, text,\n"
+                    "confidence, error (lines only); jsonl: one JSON object per line or\n"
+                    "page; hocr, alto, page: hOCR, ALTO or PAGE XML documents (a line is\n"
+                    "a page of one line). Default: text"));
+  p.add(cli::text("--output-dir", "DIR", a.output_dir,
+                  "write one file per input into DIR (NAME.txt, .json, .hocr or .xml:\n"
+                  "NAME is the input's file name without its extension) instead of stdout"));
   p.add(cli::toggle("--positions", a.format.positions, true,
-                    "tsv/jsonl: each character's x position (and CTC frame in jsonl)"));
+                    "tsv/jsonl: each character's x position (and CTC frame in jsonl);\n"
+                    "pages: each character's box"));
   p.add(cli::toggle("--eval", a.eval, true,
-                    "compare with the true text (label files and .gt.txt folders): prints\n"
-                    "CER, line accuracy and the worst lines; with --format jsonl, per-line\n"
-                    "results and a last {\"summary\": ...} line"));
+                    "compare with the true text (label files and .gt.txt folders; a page's\n"
+                    "truth is NAME.json, NAME.hocr or NAME.xml beside it): prints CER, line\n"
+                    "accuracy and the worst lines, and for pages word accuracy, missed and\n"
+                    "extra words and CER; with --format jsonl, per-line and per-page results\n"
+                    "and last {\"summary\": ...} / {\"page_summary\": ...} lines"));
   p.add(cli::integer("--worst", "N", a.worst, 0, 1000000, "lines listed by --eval (10)"));
   p.add(cli::text("--logits-out", "FILE", a.logits_out,
-                  "write each line's T x C logits to FILE (safetensors), under its path"));
+                  "write each line's T x C logits to FILE (safetensors), under its path\n"
+                  "(line inputs only)"));
   p.note("  --help                 this text\n\n"
-         "Exit status: 0 all lines read; 1 some lines failed (errors per line); 2 nothing could run.\n"
-         "A summary (lines, lines/s, each device's share) goes to stderr.");
+         "Exit status: 0 all lines and pages read; 1 some failed (errors on stderr); 2 nothing could run.\n"
+         "A summary (lines, lines/s, each device's share; pages) goes to stderr.");
   return p;
 }
 
@@ -152,19 +221,25 @@ Args parse_args(int argc, char** argv) {
   infer_flags(a).parse(argc, argv);
   set_conv_mode(a.conv);
   OCRT_CHECK(a.device.empty() || a.devices.empty(), "give --device or --devices, not both");
+  OCRT_CHECK(!(a.force_line && a.force_page), "give --line or --page, not both");
+  a.kind = a.force_line ? InputKind::line : a.force_page ? InputKind::page : InputKind::automatic;
   if (!a.device.empty()) a.options.devices = a.device;
   if (!a.devices.empty()) a.options.devices = a.devices;
   a.options.keep_logits = !a.logits_out.empty();
+  a.format.format = a.output.line;
+  OCRT_CHECK(a.output_dir.empty() || a.output.page, "--output-dir writes one document per input: give --format "
+             "text, jsonl, hocr, alto or page (tsv is one table of lines; leave --output-dir out)");
+  OCRT_CHECK(!a.eval || a.output_dir.size() || !a.output.page_document(), "--eval prints its report on stdout: "
+             "give --output-dir DIR for the ", a.output.name, " documents");
   OCRT_CHECK(!a.inputs.empty(),
              "no input lines: give image paths, a label file, a folder, --list FILE or '-' for stdin (see --help)");
   return a;
 }
 
-// The shipped model: weights/crnn-en.safetensors next to the binary or up to three folders
-// above it (a build folder inside the source tree), in an install prefix's share/ocrt, or in
-// the source tree this binary was built from.
-std::string default_weights() {
-  const fs::path rel = fs::path("weights") / "crnn-en.safetensors";
+// A shipped model file (weights/NAME): next to the binary or up to three folders above it (a
+// build folder inside the source tree), in an install prefix's share/ocrt, or in the source
+// tree this binary was built from. Empty when none exists; `looked` then lists where.
+std::string find_shipped(const fs::path& rel, std::string* looked) {
   std::vector<fs::path> tried;
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
@@ -182,8 +257,266 @@ std::string default_weights() {
     const std::string line = "\n  " + p.lexically_normal().string();
     if (list.find(line + "\n") == std::string::npos && !list.ends_with(line)) list += line;
   }
-  fail("no --weights given and the shipped model ", rel.string(), " was not found; looked in:", list,
-       "\npass --weights FILE");
+  if (looked) *looked = list;
+  return "";
+}
+
+std::string default_weights() {
+  const fs::path rel = fs::path("weights") / "crnn-en.safetensors";
+  std::string looked;
+  std::string found = find_shipped(rel, &looked);
+  if (found.empty())
+    fail("no --weights given and the shipped model ", rel.string(), " was not found; looked in:", looked,
+         "\npass --weights FILE");
+  return found;
+}
+
+// The text detector, loaded when the first page needs it (reading lines never does). An
+// explicit --det-weights is loaded at start-up instead: a mistyped path stops the run at once.
+class DetectorSlot {
+ public:
+  DetectorSlot(std::string explicit_path, DetectorOptions options)
+      : path_(std::move(explicit_path)), options_(options) {
+    if (!path_.empty()) detector_ = std::make_unique<TextDetector>(path_, options_);
+  }
+  // Throws a message that ends "... no text detector model ..." when there is none.
+  TextDetector& get() {
+    if (detector_) return *detector_;
+    if (error_.empty()) {
+      const fs::path rel = fs::path("weights") / "det-en.safetensors";
+      std::string looked;
+      const std::string found = find_shipped(rel, &looked);
+      if (found.empty()) {
+        // One line per page, however many pages: the places looked in, comma-separated.
+        std::istringstream lines(looked);
+        std::string place, places;
+        while (std::getline(lines, place))
+          if (const size_t at = place.find_first_not_of(' '); at != std::string::npos)
+            places += (places.empty() ? "" : ", ") + place.substr(at);
+        error_ = "there is no text detector model (no --det-weights, and " + rel.string() + " is in none of " +
+                 places + "); give --det-weights FILE";
+      } else {
+        try {
+          detector_ = std::make_unique<TextDetector>(found, options_);
+          return *detector_;
+        } catch (const std::exception& e) {
+          error_ = std::string("the text detector model could not be loaded: ") + e.what();
+        }
+      }
+    }
+    fail(error_);
+  }
+
+ private:
+  std::string path_;
+  DetectorOptions options_;
+  std::unique_ptr<TextDetector> detector_;
+  std::string error_;
+};
+
+// Writes `text` to `path` through a temporary file renamed over it (no half-written document
+// is ever seen under the name). Throws naming the path.
+void write_text_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(text.data(), (std::streamsize)text.size());
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      fail(path, ": cannot write it (", std::strerror(errno), ")");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    std::remove(tmp.c_str());
+    fail(path, ": cannot rename the temporary file (", ec.message(), ")");
+  }
+}
+
+// Where pages go (and lines, when they are written as pages of one line): stdout as they come
+// (text, jsonl, one PAGE document), stdout as one document at the end (hOCR, ALTO hold every
+// page), or one file per input in --output-dir.
+class PageWriter {
+ public:
+  PageWriter(PageFormat format, std::string dir, PageFormatOptions options, bool* stdout_used)
+      : format_(format), dir_(std::move(dir)), options_(std::move(options)), stdout_used_(stdout_used) {}
+
+  // A page of an input file (page_number from 1 of pages_in_file; 0 for a file of one page).
+  // `extra` is added to a jsonl page's object (--eval's scores). Returns an error or "".
+  std::string add(const Page& page, const std::string& path, int64_t page_number, int64_t pages_in_file,
+                  const Json* extra = nullptr) {
+    try {
+      if (dir_.empty()) to_stdout(page, extra);
+      else to_file(page, path, page_number, pages_in_file, extra);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  // hOCR and ALTO on stdout: the one document of every page.
+  void finish() {
+    if (dir_.empty() && (format_ == PageFormat::hocr || format_ == PageFormat::alto) && !held_.empty()) {
+      const std::string doc = format_pages(held_, format_, options_);
+      std::fwrite(doc.data(), 1, doc.size(), stdout);
+      held_.clear();
+    }
+  }
+
+ private:
+  std::string document(const std::vector<Page>& pages, const Json* extra) const {
+    if (format_ != PageFormat::jsonl || !extra) return format_pages(pages, format_, options_);
+    std::string out;
+    for (const Page& p : pages) {
+      Json j = parse_json(format_pages({p}, format_, options_));
+      for (const auto& [key, value] : extra->as_object()) j.set(key, value);
+      out += j.dump() + "\n";
+    }
+    return out;
+  }
+
+  void to_stdout(const Page& page, const Json* extra) {
+    switch (format_) {
+      case PageFormat::hocr:
+      case PageFormat::alto: held_.push_back(page); return;
+      case PageFormat::page:
+        OCRT_CHECK(!wrote_page_xml_, page.name, ": a PAGE XML document holds one page and one was written "
+                   "already; give --output-dir DIR for one document per page");
+        wrote_page_xml_ = true;
+        break;
+      case PageFormat::text:
+        if (*stdout_used_) std::fputc('\f', stdout);  // pages apart, as format_pages writes them
+        break;
+      case PageFormat::jsonl: break;
+    }
+    const std::string doc = document({page}, extra);
+    std::fwrite(doc.data(), 1, doc.size(), stdout);
+    *stdout_used_ = true;
+  }
+
+  void to_file(const Page& page, const std::string& path, int64_t page_number, int64_t pages_in_file,
+               const Json* extra) {
+    const std::string stem = fs::path(path).stem().string();
+    // PAGE XML holds one page: the pages of a multi-page file go to NAME-N.xml.
+    if (format_ == PageFormat::page && page_number > 0) {
+      write(stem + "-" + std::to_string(page_number), path, {page}, extra);
+      return;
+    }
+    held_.push_back(page);
+    if (page_number == 0 || page_number >= pages_in_file) {
+      std::vector<Page> pages = std::move(held_);
+      held_.clear();
+      write(stem, path, pages, extra);
+    }
+  }
+
+  void write(const std::string& stem, const std::string& input, const std::vector<Page>& pages, const Json* extra) {
+    const std::string file = stem + page_format_extension(format_);
+    const auto [it, fresh] = written_.emplace(file, input);
+    OCRT_CHECK(fresh || it->second == input, input, ": its output ", (fs::path(dir_) / file).string(),
+               " was written for ", it->second, " already (two inputs with the same file name); rename one");
+    write_text_file((fs::path(dir_) / file).string(), document(pages, extra));
+  }
+
+  PageFormat format_;
+  std::string dir_;
+  PageFormatOptions options_;
+  bool* stdout_used_;
+  std::vector<Page> held_;
+  bool wrote_page_xml_ = false;
+  std::map<std::string, std::string> written_;  // file name -> the input it holds
+};
+
+// A recognised line as a page of one line, its outline the whole image.
+Page line_as_page(const LineResult& r, int64_t width, int64_t height) {
+  Page p;
+  p.name = r.name;
+  p.width = std::max<int64_t>(0, width), p.height = std::max<int64_t>(0, height);
+  if (!r.ok()) {
+    p.error = r.error;
+    return p;
+  }
+  if (width <= 0 || height <= 0) {
+    p.error = r.name + ": the image's size could not be read again to place its words";
+    return p;
+  }
+  PageLine line = place_words(r, Quad::from_rect({0, 0, (double)width, (double)height}), (double)width);
+  if (line.text.empty()) return p;
+  PageBlock block;
+  block.box = line.box;
+  block.lines.push_back(std::move(line));
+  p.blocks.push_back(std::move(block));
+  return p;
+}
+
+// --eval on pages: each page's words against its truth file, and the totals.
+class PageEvaluation {
+ public:
+  void add(const std::string& name, const PageScore& s, const std::string& error) {
+    rows_.push_back({name, s, error});
+    total_ += s;
+    failed_ += !error.empty();
+  }
+  void no_truth() { ++failed_, ++unscored_; }
+
+  std::string report() const {
+    std::ostringstream os;
+    char buf[512];
+    os << "pages: " << rows_.size() + (size_t)unscored_ << " (" << failed_ << " failed";
+    if (unscored_) os << ", " << unscored_ << " without truth, not scored";
+    os << ")\n";
+    std::snprintf(buf, sizeof buf, "words: %lld, right %lld (%.2f%%), wrong %lld, missed %lld, extra %lld\n",
+                  (long long)total_.truth_words, (long long)total_.right, 100 * total_.word_accuracy(),
+                  (long long)total_.wrong, (long long)total_.missed, (long long)total_.extra);
+    os << buf;
+    std::snprintf(buf, sizeof buf, "CER: %.2f%% (distance %lld / %lld characters, reading order included)\n",
+                  100 * total_.cer(), (long long)total_.distance, (long long)total_.truth_chars);
+    os << buf;
+    if (!rows_.empty()) os << "per page:\n";
+    for (const Row& r : rows_) {
+      std::snprintf(buf, sizeof buf, "words %lld, right %.2f%%, missed %lld, extra %lld, CER %.2f%%",
+                    (long long)r.score.truth_words, 100 * r.score.word_accuracy(), (long long)r.score.missed,
+                    (long long)r.score.extra, 100 * r.score.cer());
+      os << "  " << r.name << ": " << buf;
+      if (!r.error.empty()) os << " (failed; its error is on stderr)";
+      os << "\n";
+    }
+    return os.str();
+  }
+
+  Json summary() const {
+    Json j = total_.to_json();
+    j.set("pages", (int64_t)rows_.size() + unscored_);
+    j.set("failed", failed_);
+    j.set("without_truth", unscored_);
+    return j;
+  }
+
+  bool empty() const { return rows_.empty() && unscored_ == 0; }
+
+ private:
+  struct Row {
+    std::string name;
+    PageScore score;
+    std::string error;
+  };
+  std::vector<Row> rows_;
+  PageScore total_;
+  int64_t failed_ = 0, unscored_ = 0;
+};
+
+void add_stats(RunStats& to, const RunStats& from) {
+  to.lines += from.lines, to.failed += from.failed, to.seconds += from.seconds;
+  to.cpu_path = from.cpu_path, to.precision = from.precision;
+  if (to.workers.size() < from.workers.size()) to.workers.resize(from.workers.size());
+  for (size_t i = 0; i < from.workers.size(); ++i) {
+    to.workers[i].device = from.workers[i].device;
+    to.workers[i].lines += from.workers[i].lines;
+    to.workers[i].batches += from.workers[i].batches;
+    to.workers[i].busy_seconds += from.workers[i].busy_seconds;
+  }
 }
 
 }  // namespace
@@ -195,58 +528,255 @@ int main(int argc, char** argv) {
   Args args;
   std::unique_ptr<Predictor> predictor;
   std::unique_ptr<InputReader> reader;
+  std::unique_ptr<DetectorSlot> detector;
   try {
     args = parse_args(argc, argv);
     // Every output path is checked before the first line is read, not after the whole run.
     if (!args.logits_out.empty()) check_output_path("--logits-out", args.logits_out);
-    reader = std::make_unique<InputReader>(args.eval);
+    if (!args.output_dir.empty()) {
+      std::error_code ec;
+      fs::create_directories(args.output_dir, ec);
+      OCRT_CHECK(fs::is_directory(args.output_dir, ec), "--output-dir ", args.output_dir, ": cannot make the folder",
+                 ec ? " (" + ec.message() + ")" : std::string());
+      check_output_path("--output-dir", (fs::path(args.output_dir) / "probe").string());
+    }
+    // The thread that reads pages runs the detector's CPU ops (the predictor's workers set
+    // their own counts).
+    if (args.options.threads > 0) set_num_threads(args.options.threads);
+    reader = std::make_unique<InputReader>(args.eval, nullptr, args.kind != InputKind::line);
     for (const auto& [is_list, path] : args.inputs) {
       if (is_list) reader->add_list(path);
       else reader->add(path);
     }
     if (args.weights.empty()) args.weights = default_weights();
     predictor = std::make_unique<Predictor>(args.weights, args.options);
+    detector = std::make_unique<DetectorSlot>(args.det_weights, DetectorOptions{args.options.devices[0], args.max_side});
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ocrt-infer: %s\n", e.what());
     return 2;
   }
 
   Evaluation evaluation;
-  std::vector<std::optional<std::string>> truths;  // by line index, for --eval
+  PageEvaluation page_evaluation;
   std::vector<std::pair<std::string, Tensor>> logits;
-  const bool per_line_output = !args.eval || args.format.format == Format::jsonl;
+  const bool jsonl = args.output.name == "jsonl";
+  // Lines are written as pages of one line for the XML formats and into --output-dir.
+  const bool lines_as_pages = args.output.page_document() || !args.output_dir.empty();
+  // With --eval, stdout holds the evaluation: per-line (and per-page) objects in jsonl, a
+  // report otherwise; documents go to --output-dir only.
+  const bool write_documents = !args.eval || !args.output_dir.empty();
+  bool stdout_used = false;
+  PageFormatOptions page_options;
+  page_options.char_boxes = args.format.positions;
+  std::unique_ptr<PageWriter> writer;
+  if (args.output.page)
+    writer = std::make_unique<PageWriter>(*args.output.page, args.output_dir, page_options, &stdout_used);
+  PageReaderOptions reader_options;
+  reader_options.rotation = args.rotation;
+
   RunStats stats;
-  try {
-    stats = predictor->run(
-        [&](LineInput& in) {
-          InputLine line;
-          if (!reader->next(line)) return false;
-          in = {line.path, std::nullopt};
-          truths.push_back(std::move(line.truth));
-          return true;
-        },
-        [&](int64_t index, LineResult&& r) {
-          std::optional<Scored> scored;
-          if (args.eval) scored = evaluation.add(r, *truths[(size_t)index]);
-          truths[(size_t)index].reset();
-          if (!r.ok() && args.format.format == Format::text) std::fprintf(stderr, "ocrt-infer: %s\n", r.error.c_str());
-          if (per_line_output) {
-            const std::string out = format_line(r, args.format, scored ? &*scored : nullptr);
-            std::fwrite(out.data(), 1, out.size(), stdout);
-          }
-          if (r.ok() && r.logits.defined()) logits.emplace_back(r.name, std::move(r.logits));
-        });
-    if (args.eval) {
-      if (args.format.format == Format::jsonl) {
-        Json j = Json::object();
-        j.set("summary", evaluation.summary());
-        std::printf("%s\n", j.dump().c_str());
-      } else {
-        std::fputs(evaluation.report(args.worst).c_str(), stdout);
+  // Lines that failed before the predictor (counted as read and failed), and lines read whose
+  // document could not be written (counted as failed).
+  int64_t line_items = 0, lines_failed_early = 0, lines_unwritten = 0, skipped_without_truth = 0;
+  int64_t pages = 0, pages_failed = 0, page_lines = 0, page_lines_failed = 0;
+  double page_seconds = 0;
+
+  // A line's result, whichever way it came (the predictor, or an item that failed before it).
+  struct LineMeta {
+    std::optional<std::string> truth;
+    std::string path;
+    int64_t page_number = 0, pages_in_file = 1;
+    int64_t width = -1, height = -1;  // known for images decoded here (TIFF pages)
+  };
+  auto write_line = [&](LineResult&& r, LineMeta& m) {
+    std::optional<Scored> scored;
+    if (args.eval) scored = evaluation.add(r, *m.truth);
+    // text and the XML documents have no place for a line's error; tsv and jsonl carry it.
+    if (!r.ok() && (args.output.name == "text" || args.output.page_document()))
+      std::fprintf(stderr, "ocrt-infer: %s\n", r.error.c_str());
+    if (lines_as_pages) {
+      if (write_documents) {
+        if (m.width < 0 && r.ok()) image_file_size(m.path, m.width, m.height);
+        const std::string error = writer->add(line_as_page(r, m.width, m.height), m.path, m.page_number, m.pages_in_file);
+        if (!error.empty()) std::fprintf(stderr, "ocrt-infer: %s\n", error.c_str()), ++lines_unwritten;
       }
-      if (reader->skipped_without_truth())
-        std::fprintf(stderr, "ocrt-infer: %lld images without a .gt.txt were left out of --eval\n",
-                     (long long)reader->skipped_without_truth());
+      if (args.eval && jsonl) {
+        const std::string out = format_line(r, args.format, &*scored);
+        std::fwrite(out.data(), 1, out.size(), stdout);
+      }
+    } else if (!args.eval || jsonl) {
+      const std::string out = format_line(r, args.format, scored ? &*scored : nullptr);
+      std::fwrite(out.data(), 1, out.size(), stdout);
+      stdout_used = true;
+    }
+    if (r.ok() && r.logits.defined()) logits.emplace_back(r.name, std::move(r.logits));
+  };
+
+  auto read_one_page = [&](InputItem& item) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ++pages;
+    if (!args.output.page) {
+      ++pages_failed;
+      std::fprintf(stderr, "ocrt-infer: %s: read as a page (%s), and --format tsv writes text lines only; use "
+                   "--format text, jsonl, hocr, alto or page for pages (or --line)\n", item.name.c_str(),
+                   item.why.c_str());
+      return;
+    }
+    Page page;
+    page.name = item.name;
+    PageReadInfo info;
+    if (!item.error.empty()) {
+      page.error = item.error;
+    } else {
+      try {
+        GrayImage image = item.image ? std::move(*item.image) : load_gray_image(item.path, args.options.max_image_pixels);
+        page.width = image.width, page.height = image.height;
+        TextDetector* det = nullptr;
+        try {
+          det = &detector->get();
+        } catch (const std::exception& e) {
+          fail(item.name, ": read as a page (", item.why, "), but ", e.what(),
+               args.kind == InputKind::page ? "" : ", or --line to read it as one text line");
+        }
+        page = read_page(image, item.name, *det, *predictor, reader_options, &info);
+      } catch (const std::exception& e) {
+        page.error = e.what();
+      }
+    }
+    page_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    page_lines += info.lines, page_lines_failed += info.failed_lines;
+    if (!page.error.empty()) ++pages_failed, std::fprintf(stderr, "ocrt-infer: %s\n", page.error.c_str());
+    std::optional<Json> scores;
+    if (args.eval) {
+      const std::string truth_file = page_truth_file(item.path, item.page_number);
+      try {
+        OCRT_CHECK(!truth_file.empty(), item.name, ": --eval: no truth file beside the page (",
+                   fs::path(item.path).replace_extension().string(),
+                   item.page_number > 0 ? "-" + std::to_string(item.page_number) : std::string(),
+                   ".json, .hocr or .xml)");
+        const PageScore s = score_page(page, read_page_truth(truth_file));
+        page_evaluation.add(item.name, s, page.error);
+        scores = Json::object();
+        scores->set("truth", truth_file);
+        scores->set("eval", s.to_json());
+      } catch (const std::exception& e) {
+        page_evaluation.no_truth();
+        if (page.error.empty()) ++pages_failed;
+        std::fprintf(stderr, "ocrt-infer: %s\n", e.what());
+      }
+    }
+    // Under --eval with jsonl and no --output-dir, stdout gets each page's object with its scores.
+    const bool scored_object = args.eval && jsonl && args.output_dir.empty();
+    if (write_documents || scored_object) {
+      const std::string error = writer->add(page, item.path, item.page_number, item.pages_in_file,
+                                            scored_object && scores ? &*scores : nullptr);
+      if (!error.empty()) {
+        std::fprintf(stderr, "ocrt-infer: %s\n", error.c_str());
+        if (page.error.empty()) ++pages_failed;
+      }
+    }
+    if (args.eval && jsonl && !args.output_dir.empty()) {
+      // The documents went to files: stdout gets the page's scores.
+      Json j = Json::object();
+      j.set("path", item.name);
+      if (scores)
+        for (const auto& [key, value] : scores->as_object()) j.set(key, value);
+      if (!page.error.empty()) j.set("error", page.error);
+      std::printf("%s\n", j.dump().c_str());
+    }
+  };
+
+  try {
+    ItemReader items(*reader, args.kind, args.options.max_image_pixels);
+    std::optional<InputItem> pending;
+    auto pull = [&]() -> bool {
+      if (pending) return true;
+      InputItem item;
+      if (!items.next(item)) return false;
+      pending = std::move(item);
+      return true;
+    };
+    while (pull()) {
+      InputItem& item = *pending;
+      if (item.page) {
+        InputItem page = std::move(item);
+        pending.reset();
+        read_one_page(page);
+        continue;
+      }
+      if (!item.error.empty() || (args.eval && !item.truth)) {
+        // A line that failed before the predictor (a TIFF page that does not decode), or one
+        // without truth under --eval (left out, as a folder's unlabelled images are).
+        InputItem line = std::move(item);
+        pending.reset();
+        if (args.eval && !line.truth) {
+          ++skipped_without_truth;
+          continue;
+        }
+        ++line_items, ++lines_failed_early;
+        LineResult r;
+        r.name = line.name;
+        r.error = line.error;
+        LineMeta m{line.truth, line.path, line.page_number, line.pages_in_file};
+        write_line(std::move(r), m);
+        continue;
+      }
+      // A run of lines, up to the next page or failed item.
+      std::vector<LineMeta> meta;
+      bool ended = false;
+      const RunStats run = predictor->run(
+          [&](LineInput& in) {
+            while (!ended) {
+              if (!pull() || pending->page || !pending->error.empty()) {
+                ended = true;
+                break;
+              }
+              InputItem line = std::move(*pending);
+              pending.reset();
+              if (args.eval && !line.truth) {
+                ++skipped_without_truth;
+                continue;
+              }
+              LineMeta m{line.truth, line.path, line.page_number, line.pages_in_file};
+              if (line.image) m.width = line.image->width, m.height = line.image->height;
+              meta.push_back(std::move(m));
+              in = {line.name, std::move(line.image)};
+              return true;
+            }
+            return false;
+          },
+          [&](int64_t index, LineResult&& r) {
+            LineMeta& m = meta[(size_t)index];
+            write_line(std::move(r), m);
+            m.truth.reset();
+          });
+      line_items += run.lines;
+      add_stats(stats, run);
+    }
+    if (writer && write_documents) writer->finish();
+    if (args.eval) {
+      const int64_t skipped = reader->skipped_without_truth() + skipped_without_truth;
+      if (jsonl) {
+        if (evaluation.lines() > 0 || page_evaluation.empty()) {
+          Json j = Json::object();
+          j.set("summary", evaluation.summary());
+          std::printf("%s\n", j.dump().c_str());
+        }
+        if (!page_evaluation.empty()) {
+          Json j = Json::object();
+          j.set("page_summary", page_evaluation.summary());
+          std::printf("%s\n", j.dump().c_str());
+        }
+      } else {
+        if (evaluation.lines() > 0 || page_evaluation.empty()) std::fputs(evaluation.report(args.worst).c_str(), stdout);
+        if (!page_evaluation.empty()) {
+          if (evaluation.lines() > 0) std::fputs("\n", stdout);
+          std::fputs(page_evaluation.report().c_str(), stdout);
+        }
+      }
+      if (skipped)
+        std::fprintf(stderr, "ocrt-infer: %lld images without a .gt.txt (or a page truth file) were left out of --eval\n",
+                     (long long)skipped);
     }
     std::fflush(stdout);
     if (!args.logits_out.empty()) write_logits_file(args.logits_out, logits, predictor->charset());
@@ -255,6 +785,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ocrt-infer: %s\n", e.what());
     return 2;
   }
-  std::fprintf(stderr, "ocrt-infer: %s\n", stats.summary().c_str());
-  return stats.failed ? 1 : 0;
+  stats.lines += lines_failed_early;
+  stats.failed += lines_failed_early + lines_unwritten;
+  if (line_items > 0 || pages == 0) std::fprintf(stderr, "ocrt-infer: %s\n", stats.summary().c_str());
+  if (pages > 0) {
+    std::fprintf(stderr, "ocrt-infer: %lld pages (%lld failed), %lld text lines on them (%lld not read), in %.2f s, "
+                 "%.2f s a page\n", (long long)pages, (long long)pages_failed, (long long)page_lines,
+                 (long long)page_lines_failed, page_seconds, page_seconds / (double)pages);
+  }
+  return stats.failed || pages_failed ? 1 : 0;
 }

@@ -151,7 +151,8 @@ DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_
   GrayImage scaled = page;
   const int64_t longer = std::max(page.width, page.height);
   if (longer > max_side) {
-    const int64_t h = std::max<int64_t>(1, (int64_t)std::llround((double)page.height * (double)max_side / (double)longer));
+    // Rounded down, so that the width resize_to_height derives from it stays within max_side too.
+    const int64_t h = std::max<int64_t>(1, (int64_t)std::floor((double)page.height * (double)max_side / (double)longer));
     scaled = resize_to_height(page, h);
   }
   const int64_t h = scaled.height, w = scaled.width;

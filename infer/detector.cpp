@@ -1,0 +1,104 @@
+// The text detector: a page through DBNet into line outlines (see detector.h).
+#include "infer/detector.h"
+
+#include <cmath>
+
+#include "models/dbnet.h"
+#include "models/model_file.h"
+#include "runtime/error.h"
+#include "runtime/rng.h"
+
+namespace ocrt::infer {
+
+namespace {
+
+void check_page(const GrayImage& page) {
+  OCRT_CHECK(page.width >= 1 && page.height >= 1 && (int64_t)page.pixels.size() == page.width * page.height,
+             "text detector: the page image is empty or inconsistent (", page.width, "x", page.height, ")");
+}
+
+}  // namespace
+
+TextDetector::TextDetector(const std::string& model_path, DetectorOptions options)
+    : options_(options), model_path_(model_path) {
+  nn::ModelFile file;
+  try {
+    file = nn::load_model_file(model_path, /*quiet=*/true);
+  } catch (const Error& e) {
+    fail("cannot load the text detector's model file: ", e.what());
+  }
+  OCRT_CHECK(file.info.has_value(), model_path,
+             " holds weights only (no ocrt metadata): a text detector's model file must carry its arch and "
+             "config (docs/formats.md)");
+  const nn::ModelInfo& info = *file.info;
+  OCRT_CHECK(nn::is_detector_arch(info.arch), model_path, " holds a '", info.arch,
+             "' model, which is not a text detector (expected arch 'dbnet')");
+  // detect_text_lines feeds p / 127.5 - 1; a file asking for other input would be misread.
+  const Json spec = nn::detector_input_spec();
+  for (const char* key : {"scale", "offset"}) {
+    const Json* want = spec.find(key);
+    const Json* got = info.input.find(key);
+    OCRT_CHECK(!got || !want || (got->is_number() && std::abs(got->as_number() - want->as_number()) < 1e-9),
+               model_path, ": the detector's input spec has ", key, " ", got ? got->dump() : "", ", expected ",
+               want ? want->dump() : "");
+  }
+  std::shared_ptr<nn::DBNet> model;
+  try {
+    Generator gen(0);  // the initial values are overwritten at once
+    model = nn::make_detector(info.arch, info.config, gen);
+    model->load_state_dict(file.weights);
+  } catch (const Error& e) {
+    fail(model_path, ": the weights do not fit its '", info.arch, "' model: ", e.what());
+  }
+  use_model(std::move(model));
+}
+
+TextDetector::TextDetector(std::shared_ptr<nn::DBNet> model, DetectorOptions options) : options_(options) {
+  OCRT_CHECK(model != nullptr, "text detector: no model");
+  use_model(std::move(model));
+}
+
+TextDetector::TextDetector(MapFunction paint, nn::TextBoxOptions boxes) : paint_(std::move(paint)), boxes_(boxes) {
+  OCRT_CHECK(paint_ != nullptr, "text detector: no map function");
+}
+
+TextDetector::~TextDetector() = default;
+
+void TextDetector::use_model(std::shared_ptr<nn::DBNet> model) {
+  OCRT_CHECK(options_.max_side >= nn::DBNet::kSizeMultiple, "text detector: max_side must be at least ",
+             nn::DBNet::kSizeMultiple, ", got ", options_.max_side);
+  validate(options_.device);
+  model->eval();
+  model->to(options_.device);
+  model_ = std::move(model);
+  // What detect_text_lines reads the map with (the model's config: how its targets were made).
+  boxes_.threshold = model_->config.threshold;
+  boxes_.box_threshold = model_->config.box_threshold;
+  boxes_.unclip_ratio = model_->config.unclip_ratio;
+  if (model_->config.unclip_ratio == 0) boxes_.shrink_ratio = model_->config.shrink_ratio;
+}
+
+ProbabilityMap TextDetector::probability_map(const GrayImage& page) {
+  check_page(page);
+  ProbabilityMap map;
+  if (paint_) {
+    map = paint_(page);
+    OCRT_CHECK(map.width >= 1 && map.height >= 1 && (int64_t)map.values.size() == map.width * map.height,
+               "text detector: the painted map is empty or inconsistent (", map.width, "x", map.height, ", ",
+               map.values.size(), " values)");
+    return map;
+  }
+  nn::DetectedPage d = nn::detect_text_lines(*model_, page, options_.max_side, /*keep_map=*/true);
+  map.width = d.map_width, map.height = d.map_height;
+  map.values = std::move(d.prob);
+  return map;
+}
+
+std::vector<nn::TextBox> TextDetector::detect(const GrayImage& page) {
+  check_page(page);
+  if (model_) return nn::detect_text_lines(*model_, page, options_.max_side).boxes;
+  const ProbabilityMap map = probability_map(page);
+  return nn::text_boxes(map.values.data(), map.height, map.width, boxes_, page.width, page.height);
+}
+
+}  // namespace ocrt::infer

@@ -1,0 +1,94 @@
+// The text detector of the page pipeline (docs/pages.md): a page image in, the outlines of its
+// text lines out, in the page's pixels.
+//
+//   TextDetector det("weights/det-en.safetensors", {Device::cpu(), 1280});
+//   std::vector<TextBox> lines = det.detect(page);
+//
+// What detect() does with a DBNet model (models/dbnet.h detect_text_lines, which training's
+// evaluation runs too, so the two cannot read a page differently):
+//   1. scale the page so that its longer side is at most max_side pixels (never enlarged: a
+//      small page keeps its size), shrinking by area averaging (runtime/image.h);
+//   2. pad it on the right and at the bottom with white to multiples of 32 (the network halves
+//      the image five times), and normalise p / 127.5 - 1 (the model file's input spec);
+//   3. run the probability head under no-grad on the detector's device, then a sigmoid;
+//   4. keep the part of the map that covers the scaled page (the padding is not page);
+//   5. turn the map into line outlines with models/text_boxes.h, with the threshold and box
+//      threshold the model was trained for and the growth that undoes its training shrink
+//      (its config carries them), and the page's own size as the image size, so outlines come
+//      back in page pixels.
+//
+// Two other ways to build one, for tests and experiments: from a DBNet already in memory (random
+// weights, or one being trained), and from a function that paints the probability map (a test
+// paints it from a synthetic page's truth, so the rest of the pipeline can be checked without a
+// trained detector).
+//
+// A TextDetector is used from one thread at a time (it drives its device from the calling
+// thread; docs/cuda.md: one thread drives a GPU at a time). ocrt-infer runs it between the
+// predictor's runs, never beside them.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/text_boxes.h"
+#include "runtime/device.h"
+#include "runtime/image.h"
+
+namespace ocrt::nn {
+class DBNet;
+}
+
+namespace ocrt::infer {
+
+struct DetectorOptions {
+  Device device = Device::cpu();
+  int64_t max_side = 1280;  // the page's longer side is scaled down to this before the model
+};
+
+// A probability map over a whole page: height x width values in [0, 1], row-major. It may be
+// smaller than the page (a scaled page's map); text_boxes scales its outlines to the page.
+struct ProbabilityMap {
+  int64_t width = 0, height = 0;
+  std::vector<float> values;
+};
+
+// Paints a page's probability map (tests, experiments).
+using MapFunction = std::function<ProbabilityMap(const GrayImage& page)>;
+
+class TextDetector {
+ public:
+  // Loads a detector's model file (arch "dbnet"; its config holds the thresholds), checks it and
+  // moves it to options.device. Throws naming the file for a missing or corrupt file, a file
+  // without ocrt metadata, or a file that holds a recogniser rather than a detector.
+  TextDetector(const std::string& model_path, DetectorOptions options = {});
+  // A DBNet already built (it is put in eval mode and moved to options.device).
+  TextDetector(std::shared_ptr<nn::DBNet> model, DetectorOptions options = {});
+  // A hand-made map: `paint` gives the map of a page, read with `boxes`.
+  TextDetector(MapFunction paint, nn::TextBoxOptions boxes);
+  ~TextDetector();
+  TextDetector(const TextDetector&) = delete;
+  TextDetector& operator=(const TextDetector&) = delete;
+
+  // The outlines of the page's text lines, in page pixels (text_boxes' order: top to bottom).
+  // An empty or inconsistent image is an error.
+  std::vector<nn::TextBox> detect(const GrayImage& page);
+  // The map detect() reads (steps 1-4 above; for a model, at the scaled page's size).
+  ProbabilityMap probability_map(const GrayImage& page);
+
+  const nn::TextBoxOptions& box_options() const { return boxes_; }
+  const DetectorOptions& options() const { return options_; }
+  const std::string& model_path() const { return model_path_; }  // empty unless loaded from a file
+
+ private:
+  void use_model(std::shared_ptr<nn::DBNet> model);
+
+  DetectorOptions options_;
+  std::string model_path_;
+  std::shared_ptr<nn::DBNet> model_;  // null for a hand-made map
+  MapFunction paint_;
+  nn::TextBoxOptions boxes_;
+};
+
+}  // namespace ocrt::infer

@@ -1,0 +1,293 @@
+// Reading a whole page: detect, orient, cut, recognise, place, order (see page_reader.h).
+#include "infer/page_reader.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <utility>
+
+#include "runtime/error.h"
+
+namespace ocrt::infer {
+
+namespace {
+
+double distance(const Point& a, const Point& b) { return std::hypot(b.x - a.x, b.y - a.y); }
+
+void check_rotation(int rotation) {
+  OCRT_CHECK(rotation == 0 || rotation == 90 || rotation == 180 || rotation == 270,
+             "a page's rotation must be 0, 90, 180 or 270 degrees, got ", rotation);
+}
+
+// The direction text runs on a page turned clockwise by `rotation` (y points down).
+Point text_direction(int rotation) {
+  switch (rotation) {
+    case 90: return {0, 1};
+    case 180: return {-1, 0};
+    case 270: return {0, -1};
+    default: return {1, 0};
+  }
+}
+
+// An outline a recogniser can read: at least 0.3 times as long as it is high (a single narrow
+// glyph's box, "l" or "1", is widened symmetrically; at height 32 the predictor needs 8 columns).
+Quad widen_narrow(Quad q) {
+  auto& c = q.corners;
+  const double along = distance(c[0], c[1]), across = distance(c[0], c[3]);
+  const double least = 0.3 * across;
+  if (!(along < least) || !(along > 0)) return q;
+  const double grow = (least - along) / 2;
+  const Point u{(c[1].x - c[0].x) / along, (c[1].y - c[0].y) / along};
+  for (int i : {0, 3}) c[(size_t)i].x -= grow * u.x, c[(size_t)i].y -= grow * u.y;
+  for (int i : {1, 2}) c[(size_t)i].x += grow * u.x, c[(size_t)i].y += grow * u.y;
+  return q;
+}
+
+// A line image: the outline cut out upright, at least min_height rows (a smaller line is
+// enlarged here, bilinearly, as the predictor would enlarge it; a larger one keeps its pixels
+// and the predictor shrinks it by area averaging).
+GrayImage cut_line(const GrayImage& page, const Quad& q, int64_t min_height) {
+  const double across = distance(q.corners[0], q.corners[3]);
+  return crop_line(page, q, std::max<int64_t>(min_height, std::llround(across)));
+}
+
+// Reads lines in one predictor run, results in input order.
+std::vector<LineResult> recognise(Predictor& predictor, std::vector<LineInput>&& lines) {
+  std::vector<LineResult> out(lines.size());
+  size_t next = 0;
+  predictor.run(
+      [&](LineInput& in) {
+        if (next == lines.size()) return false;
+        in = std::move(lines[next++]);
+        return true;
+      },
+      [&](int64_t index, LineResult&& r) { out[(size_t)index] = std::move(r); });
+  return out;
+}
+
+// Mean confidence per character of some readings (failed and blank ones add nothing).
+double confidence_per_char(const std::vector<const LineResult*>& results) {
+  double sum = 0;
+  int64_t chars = 0;
+  for (const LineResult* r : results) {
+    if (!r->ok()) continue;
+    for (const CharPosition& c : r->chars) sum += c.confidence, ++chars;
+  }
+  return chars ? sum / (double)chars : 0;
+}
+
+// The page's skew on the upright page, in radians (positive: lines fall to the right): the
+// median direction of the lines at least twice as long as high (a short box's direction says
+// little). 0 without such lines.
+double skew_of(const std::vector<PageLine>& lines, int rotation, int64_t width, int64_t height) {
+  std::vector<double> angles;
+  for (const PageLine& l : lines) {
+    const auto& c = l.outline.corners;
+    if (!(distance(c[0], c[1]) >= 2 * distance(c[0], c[3]))) continue;
+    const Point a = to_upright(c[0], rotation, width, height), b = to_upright(c[1], rotation, width, height);
+    angles.push_back(std::atan2(b.y - a.y, b.x - a.x));
+  }
+  if (angles.empty()) return 0;
+  std::nth_element(angles.begin(), angles.begin() + (long)angles.size() / 2, angles.end());
+  return angles[angles.size() / 2];
+}
+
+// Which way the outlines run: true when more of their length runs down the page than across
+// it. Only outlines whose long side is at least 1.5 times the short one vote (a square box says
+// nothing about direction), each with the length of its long side.
+bool runs_down(const std::vector<nn::TextBox>& boxes) {
+  double across = 0, down = 0;
+  for (const nn::TextBox& b : boxes) {
+    const auto& c = b.outline.corners;
+    const Point e1{c[1].x - c[0].x, c[1].y - c[0].y}, e2{c[3].x - c[0].x, c[3].y - c[0].y};
+    const double l1 = std::hypot(e1.x, e1.y), l2 = std::hypot(e2.x, e2.y);
+    const double longer = std::max(l1, l2), shorter = std::min(l1, l2);
+    if (!(longer >= 1.5 * shorter)) continue;
+    const Point& e = l1 >= l2 ? e1 : e2;
+    (std::abs(e.x) >= std::abs(e.y) ? across : down) += longer;
+  }
+  return down > across;
+}
+
+}  // namespace
+
+Quad orient_outline(const Quad& outline, int rotation) {
+  check_rotation(rotation);
+  const Point d = text_direction(rotation);
+  const auto& c = outline.corners;
+  size_t best = 0;
+  double best_cos = -2;
+  for (size_t k = 0; k < 4; ++k) {
+    const Point& a = c[k];
+    const Point& b = c[(k + 1) % 4];
+    const double len = distance(a, b);
+    const double cos = len > 0 ? ((b.x - a.x) * d.x + (b.y - a.y) * d.y) / len : -2;
+    if (cos > best_cos) best_cos = cos, best = k;
+  }
+  Quad q;
+  for (size_t i = 0; i < 4; ++i) q.corners[i] = c[(i + best) % 4];
+  return q;
+}
+
+Point to_upright(const Point& p, int rotation, int64_t width, int64_t height) {
+  check_rotation(rotation);
+  const double W = (double)width, H = (double)height;
+  switch (rotation) {
+    case 90: return {p.y, W - p.x};
+    case 180: return {W - p.x, H - p.y};
+    case 270: return {H - p.y, p.x};
+    default: return p;
+  }
+}
+
+Point from_upright(const Point& p, int rotation, int64_t width, int64_t height) {
+  check_rotation(rotation);
+  const double W = (double)width, H = (double)height;
+  switch (rotation) {
+    case 90: return {W - p.y, p.x};
+    case 180: return {W - p.x, H - p.y};
+    case 270: return {p.y, H - p.x};
+    default: return p;
+  }
+}
+
+Page read_page(const GrayImage& image, const std::string& name, TextDetector& detector, Predictor& predictor,
+               const PageReaderOptions& o, PageReadInfo* info_out) {
+  OCRT_CHECK(image.width >= 1 && image.height >= 1 && (int64_t)image.pixels.size() == image.width * image.height,
+             name, ": the page image is empty or inconsistent (", image.width, "x", image.height, ")");
+  if (o.rotation >= 0) check_rotation(o.rotation);
+  OCRT_CHECK(o.orientation_lines >= 1 && o.min_line_height >= 8, "read_page: bad options (orientation_lines ",
+             o.orientation_lines, ", min_line_height ", o.min_line_height, ")");
+  PageReadInfo info;
+  Page page;
+  page.name = name;
+  page.width = image.width, page.height = image.height;
+
+  // 1. Detect. Outlines too small to cut out (clamped to the page's edge) are dropped.
+  std::vector<nn::TextBox> boxes;
+  for (nn::TextBox& b : detector.detect(image)) {
+    const auto& c = b.outline.corners;
+    if (distance(c[0], c[1]) >= 1 && distance(c[0], c[3]) >= 1) boxes.push_back(std::move(b));
+  }
+  info.boxes = (int64_t)boxes.size();
+  info.rotation = o.rotation >= 0 ? o.rotation : 0;
+  if (boxes.empty()) {
+    if (info_out) *info_out = info;
+    return page;
+  }
+
+  // 2-4. Orient, cut and read. `readings[i]` is box i's result, `outlines[i]` its oriented
+  // outline and `widths[i]` the width of the image that was read.
+  const size_t n = boxes.size();
+  std::vector<LineResult> readings(n);
+  std::vector<Quad> outlines(n);
+  std::vector<double> widths(n);
+  std::vector<bool> done(n, false);
+  auto line_name = [&](size_t i) { return name + " line " + std::to_string(i + 1); };
+
+  if (o.rotation >= 0) {
+    info.rotation = o.rotation;
+  } else {
+    info.rotation_decided = true;
+    info.vertical = runs_down(boxes);
+    const int first = info.vertical ? 90 : 0, second = first + 180;
+    // The longest outlines, read both ways in one run.
+    std::vector<size_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    auto long_side = [&](size_t i) {
+      const auto& c = boxes[i].outline.corners;
+      return std::max(distance(c[0], c[1]), distance(c[0], c[3]));
+    };
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return long_side(a) > long_side(b); });
+    order.resize(std::min<size_t>(n, (size_t)o.orientation_lines));
+    std::vector<LineInput> probe;
+    std::vector<Quad> probe_outlines;
+    for (int rotation : {first, second})
+      for (size_t i : order) {
+        const Quad q = widen_narrow(orient_outline(boxes[i].outline, rotation));
+        probe_outlines.push_back(q);
+        probe.push_back({line_name(i), cut_line(image, q, o.min_line_height)});
+      }
+    std::vector<double> probe_widths;
+    for (const LineInput& in : probe) probe_widths.push_back((double)in.image->width);
+    std::vector<LineResult> results = recognise(predictor, std::move(probe));
+    const size_t k = order.size();
+    std::vector<const LineResult*> a, b;
+    for (size_t j = 0; j < k; ++j) a.push_back(&results[j]), b.push_back(&results[k + j]);
+    info.probe_confidence[0] = confidence_per_char(a);
+    info.probe_confidence[1] = confidence_per_char(b);
+    info.probe_lines = (int64_t)k;
+    const bool flipped = info.probe_confidence[1] > info.probe_confidence[0];
+    info.rotation = flipped ? second : first;
+    for (size_t j = 0; j < k; ++j) {
+      const size_t at = flipped ? k + j : j, i = order[j];
+      readings[i] = std::move(results[at]);
+      outlines[i] = probe_outlines[at];
+      widths[i] = probe_widths[at];
+      done[i] = true;
+    }
+  }
+  info.vertical = info.rotation == 90 || info.rotation == 270;
+
+  std::vector<LineInput> rest;
+  std::vector<size_t> rest_index;
+  for (size_t i = 0; i < n; ++i) {
+    if (done[i]) continue;
+    outlines[i] = widen_narrow(orient_outline(boxes[i].outline, info.rotation));
+    GrayImage line = cut_line(image, outlines[i], o.min_line_height);
+    widths[i] = (double)line.width;
+    rest.push_back({line_name(i), std::move(line)});
+    rest_index.push_back(i);
+  }
+  if (!rest.empty()) {
+    std::vector<LineResult> results = recognise(predictor, std::move(rest));
+    for (size_t j = 0; j < results.size(); ++j) readings[rest_index[j]] = std::move(results[j]);
+  }
+
+  // 5. Place the words; regions that read as nothing are no text line.
+  std::vector<PageLine> lines;
+  for (size_t i = 0; i < n; ++i) {
+    PageLine line = place_words(readings[i], outlines[i], widths[i]);
+    if (line.text.empty() && line.error.empty()) continue;
+    if (!line.error.empty()) ++info.failed_lines;
+    lines.push_back(std::move(line));
+  }
+  info.lines = (int64_t)lines.size();
+
+  // 6. Reading order, found on the page as it would stand: turned upright and deskewed, so that
+  // the lines' boxes are as tight as on a straight page (reading_order compares axis-aligned
+  // boxes: on a page skewed by 2 degrees, a long line's box overlaps its neighbours' rows).
+  // The order is found on stand-ins holding only the turned outlines, each tagged with its
+  // line's index, and applied to the lines themselves, which keep the image's pixels.
+  const int r = info.rotation;
+  const int64_t W = image.width, H = image.height;
+  const double skew = skew_of(lines, r, W, H);
+  info.skew_deg = skew * 180 / M_PI;
+  const bool sideways = r == 90 || r == 270;
+  const Point centre{(double)(sideways ? H : W) / 2, (double)(sideways ? W : H) / 2};
+  const double cs = std::cos(skew), sn = std::sin(skew);
+  auto stand = [&](const Point& p) {
+    const Point q = to_upright(p, r, W, H);
+    const double dx = q.x - centre.x, dy = q.y - centre.y;
+    return Point{centre.x + dx * cs + dy * sn, centre.y - dx * sn + dy * cs};
+  };
+  std::vector<PageLine> stand_ins(lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    for (size_t k = 0; k < 4; ++k) stand_ins[i].outline.corners[k] = stand(lines[i].outline.corners[k]);
+    stand_ins[i].box = stand_ins[i].outline.box();
+    stand_ins[i].text = std::to_string(i);
+  }
+  for (const PageBlock& ordered : reading_order(std::move(stand_ins), o.order)) {
+    PageBlock block;
+    for (const PageLine& s : ordered.lines) {
+      PageLine& line = lines[std::stoul(s.text)];
+      block.box = block.box.united(line.box);
+      block.lines.push_back(std::move(line));
+    }
+    page.blocks.push_back(std::move(block));
+  }
+  if (info_out) *info_out = info;
+  return page;
+}
+
+}  // namespace ocrt::infer

@@ -1,0 +1,85 @@
+// Reading a whole page (docs/pages.md): the detector finds the text lines, each is cut out
+// upright, the recogniser reads them all in one run, and the lines are placed on the page and
+// put in reading order.
+//
+//   TextDetector detector("weights/det-en.safetensors");
+//   Predictor predictor("weights/crnn-en.safetensors");
+//   Page page = read_page(image, "scan.png", detector, predictor);
+//   std::string hocr = format_pages({page}, PageFormat::hocr);
+//
+// The steps:
+//   1. detect: line outlines in page pixels (infer/detector.h); none gives an empty page;
+//   2. orientation: how the page is turned (0, 90, 180 or 270 degrees clockwise), see below;
+//   3. each outline is given the corner order of that orientation, so that its top edge runs
+//      the way the text reads, and cut out upright (crop_line) at least 32 pixels high;
+//   4. the predictor reads every line of the page in one run (sorted by width and batched,
+//      on every device it has);
+//   5. place_words puts each line's words back on the page; regions that read as nothing
+//      (a figure, a rule, a speck) are left out;
+//   6. reading_order groups the lines into blocks, found on the page as it would stand: turned
+//      upright and deskewed by the lines' median slant (reading_order compares axis-aligned
+//      boxes, which a skew of a degree or two makes overlap); the lines keep the input
+//      image's pixels.
+//
+// Orientation. The detector's outlines say whether the text runs across or down the page: each
+// outline whose long side is at least 1.5 times its short side votes with its length for the
+// direction of that side; more length down the page than across means 90 or 270, otherwise 0 or
+// 180. Which of the two cannot be seen from outlines (a line turned by 180 degrees has the same
+// box), so the recogniser reads up to `orientation_lines` of the longest lines both ways, and the
+// way with the higher mean confidence per character wins (ties go to 0 or 90). Those lines'
+// readings are kept, so the probe costs the reading of those lines once more, not a second run
+// over the page. Vertical scripts are not read (a page of vertical text looks like a page turned
+// by 90 degrees).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "infer/detector.h"
+#include "infer/page.h"
+#include "infer/predictor.h"
+
+namespace ocrt::infer {
+
+struct PageReaderOptions {
+  // How the page is turned, clockwise, in degrees: -1 decides (see above); 0, 90, 180 or 270
+  // is taken as given (e.g. ocrt-infer --rotation 0 for pages known to be upright).
+  int rotation = -1;
+  int64_t orientation_lines = 8;  // lines read both ways to tell 0 from 180 (90 from 270)
+  int64_t min_line_height = 32;   // line images are cut at least this high (the recogniser's height)
+  ReadingOrderOptions order;
+};
+
+// What read_page found out on the way, for reports and tests.
+struct PageReadInfo {
+  int rotation = 0;               // degrees clockwise the page was found (or said) to be turned
+  bool rotation_decided = false;  // decided from the page (not given)
+  bool vertical = false;          // the outlines ran down the page (90 or 270)
+  int64_t boxes = 0;              // outlines the detector found
+  int64_t lines = 0;              // lines on the page (boxes that read as something)
+  int64_t failed_lines = 0;       // lines the recogniser could not read (each keeps its error)
+  double skew_deg = 0;            // the lines' median slant on the upright page, clockwise positive
+  // Mean confidence per character of the probe lines read upright for 0 (or 90) and for 180 (or
+  // 270); 0 when nothing was probed.
+  double probe_confidence[2] = {0, 0};
+  int64_t probe_lines = 0;
+};
+
+// Reads one page. `name` names the page in the result and in line errors ("scan.png line 4:
+// ..."). A blank page (no outlines) gives a page with no blocks, not an error; a line the
+// recogniser cannot read keeps its error in the page. Throws only for an empty image or a bad
+// option. The predictor must not be running anything else (one run at a time).
+Page read_page(const GrayImage& image, const std::string& name, TextDetector& detector, Predictor& predictor,
+               const PageReaderOptions& options = {}, PageReadInfo* info = nullptr);
+
+// The outline with its corners in the order of a page turned clockwise by `rotation` (0, 90,
+// 180 or 270): the corner order of the four that makes the top edge (corner 0 to corner 1) run
+// closest to the text direction of such a page (right, down, left, up).
+Quad orient_outline(const Quad& outline, int rotation);
+
+// The page turned back upright: a point of a `width` x `height` image turned clockwise by
+// `rotation`, in the upright page's pixels (whose size is height x width for 90 and 270), and
+// back. Exact for whole multiples of 90 degrees.
+Point to_upright(const Point& p, int rotation, int64_t width, int64_t height);
+Point from_upright(const Point& p, int rotation, int64_t width, int64_t height);
+
+}  // namespace ocrt::infer

@@ -1,0 +1,559 @@
+// The page pipeline (infer/page_reader.h, infer/detector.h) and ocrt-infer's pages.
+//
+// No trained detector exists to test with, so the detector here paints its probability map
+// from a synthetic page's truth (train/synth_page.h): each truth line's outline shrunk to the
+// middle 40% of its height is 1, the rest 0, as a trained DBNet's shrunk map would look (its
+// ends shrunk by the same 0.3 h, as DB shrinks a polygon on every side); read back with unclip
+// ratio 1.5 that is the whole line again (a long line's region grows by 1.5 A / L = 0.3 h).
+// With it and the shipped recogniser (weights/crnn-en.safetensors), read_page must give the
+// page's lines in reading order with most words right (scored with infer/page_eval.h), a blank
+// page nothing, and a page turned by 90, 180 or 270 degrees (its image and its map turned) the
+// same words, at their places in the turned image. A DBNet with random weights must run through
+// TextDetector and read_page end to end within its limits, and ocrt-infer must tell pages from
+// lines, read TIFF pages, write documents into --output-dir and say plainly when there is no
+// detector. A page takes a few seconds on two threads.
+#include <catch2/catch.hpp>
+#include <tiffio.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "infer/detector.h"
+#include "infer/inputs.h"
+#include "infer/page_eval.h"
+#include "infer/page_format.h"
+#include "infer/page_reader.h"
+#include "infer/predictor.h"
+#include "models/dbnet.h"
+#include "models/model_file.h"
+#include "run_command.h"
+#include "runtime/image.h"
+#include "runtime/rng.h"
+#include "temp_dir.h"
+#include "train/synth_page.h"
+
+using namespace ocrt;
+using namespace ocrt::infer;
+using ocrt::testing::program;
+using ocrt::testing::run_command;
+using ocrt::testing::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kSource = OCRT_SOURCE_DIR;
+const std::string kModel = kSource + "/weights/crnn-en.safetensors";
+const std::string kSampleLine = kSource + "/samples/lines/000000.png";
+
+// Fonts the shipped model reads well (DejaVu Sans, Liberation Serif and Sans), or whatever
+// covers Latin when those are missing; none on a machine without fonts.
+std::vector<std::shared_ptr<train::Font>> page_fonts() {
+  const auto dirs = train::default_font_dirs();
+  if (dirs.empty()) return {};
+  std::vector<std::shared_ptr<train::Font>> all = train::load_fonts(dirs), chosen;
+  for (const char* name : {"DejaVuSans.ttf", "LiberationSerif-Regular.ttf", "LiberationSans-Regular.ttf"})
+    for (const auto& f : all)
+      if (fs::path(f->path()).filename() == name) chosen.push_back(f);
+  for (const auto& f : all)
+    if (chosen.size() < 2 && f->covers("Hag 7.:-")) chosen.push_back(f);
+  return chosen;
+}
+
+const train::TextSource& prose() {
+  static const std::vector<std::string> words = {
+      "The", "history", "of", "printing", "begins", "with", "woodblocks", "carved", "by", "hand", "and", "pressed",
+      "onto", "paper.", "Later,", "movable", "type", "made", "books", "cheaper", "for", "every", "reader", "in",
+      "town,", "and", "the", "number", "of", "schools", "grew", "each", "year.", "Some", "printers", "kept",
+      "careful", "records", "of", "their", "work;", "others", "sold", "pamphlets", "at", "markets", "along",
+      "the", "river.", "A", "single", "page", "could", "take", "hours", "to", "set,", "but", "once", "it", "was",
+      "ready", "hundreds", "of", "copies", "followed", "before", "noon."};
+  static const train::TextSource source(words, nn::Charset::ascii(), words, train::TextMix{1.0, 0.0});
+  return source;
+}
+
+// A small upright article page: the top of a synthetic page, clean and unturned, at 120 dpi
+// (body text about 20 pixels high), with the truth lines that lie wholly on it.
+train::SynthPage small_page(const std::vector<std::shared_ptr<train::Font>>& fonts, uint64_t seed) {
+  train::PageSynthOptions o;
+  o.min_dpi = o.max_dpi = 120;
+  o.min_pt = 12, o.max_pt = 13;
+  o.max_skew_deg = 0;
+  o.p_scan = 0;
+  o.layout_weights = {1, 0, 0, 0, 0};
+  train::SynthPage full = train::render_page(prose(), fonts, seed, o);
+  train::SynthPage page = full;
+  const int64_t h = full.image.height * 2 / 5;
+  page.image.height = h;
+  page.image.pixels.resize((size_t)(full.image.width * h));
+  page.lines.clear();
+  double bottom = 0;
+  for (const train::SynthLine& l : full.lines)
+    if (l.outline.box().y1 <= (double)h) page.lines.push_back(l), bottom = std::max(bottom, l.outline.box().y1);
+  // Below the last whole line, paper: no half line cut at the edge.
+  for (int64_t y = (int64_t)std::ceil(bottom) + 1; y < h; ++y)
+    std::fill_n(page.image.pixels.begin() + y * page.image.width, page.image.width, (uint8_t)255);
+  return page;
+}
+
+// The page turned clockwise by `rotation` degrees, its outlines with it (corner order kept: the
+// text still reads from corner 0 to corner 1).
+train::SynthPage turned(const train::SynthPage& p, int rotation) {
+  const int64_t W = p.image.width, H = p.image.height;
+  train::SynthPage out = p;
+  const bool swap = rotation == 90 || rotation == 270;
+  out.image.width = swap ? H : W, out.image.height = swap ? W : H;
+  for (int64_t y = 0; y < H; ++y)
+    for (int64_t x = 0; x < W; ++x) {
+      int64_t u = x, v = y;
+      if (rotation == 90) u = H - 1 - y, v = x;
+      if (rotation == 180) u = W - 1 - x, v = H - 1 - y;
+      if (rotation == 270) u = y, v = W - 1 - x;
+      out.image.pixels[(size_t)(v * out.image.width + u)] = p.image.at(x, y);
+    }
+  // A point of the upright page in the turned one: the inverse of to_upright.
+  auto turn = [&](const Point& q) { return from_upright(q, rotation, out.image.width, out.image.height); };
+  for (train::SynthLine& l : out.lines) {
+    for (Point& c : l.outline.corners) c = turn(c);
+    for (train::SynthWord& w : l.words)
+      for (Point& c : w.outline.corners) c = turn(c);
+  }
+  return out;
+}
+
+// Is the point inside the convex quad (either winding)?
+bool inside(const Quad& q, double x, double y) {
+  int sign = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    const Point& a = q.corners[i];
+    const Point& b = q.corners[(i + 1) % 4];
+    const double cross = (b.x - a.x) * (y - a.y) - (b.y - a.y) * (x - a.x);
+    const int s = cross > 0 ? 1 : cross < 0 ? -1 : 0;
+    if (s == 0) continue;
+    if (sign == 0) sign = s;
+    else if (s != sign) return false;
+  }
+  return true;
+}
+
+// The map a detector would give: each line's outline shrunk by 0.3 of its height on every side
+// (the middle 40% of its height; its ends by as much, kept at least a pixel long).
+ProbabilityMap painted_map(const std::vector<Quad>& lines, int64_t width, int64_t height) {
+  ProbabilityMap m;
+  m.width = width, m.height = height;
+  m.values.assign((size_t)(width * height), 0.f);
+  for (const Quad& l : lines) {
+    const auto& c = l.corners;
+    auto at = [](const Point& a, const Point& b, double f) { return Point{a.x + (b.x - a.x) * f, a.y + (b.y - a.y) * f}; };
+    const double along = std::hypot(c[1].x - c[0].x, c[1].y - c[0].y);
+    const double across = std::hypot(c[3].x - c[0].x, c[3].y - c[0].y);
+    const double f = std::min(0.3 * across, 0.5 * (along - 1)) / along;  // of the length, at each end
+    const Point tl = at(c[0], c[1], f), tr = at(c[0], c[1], 1 - f), br = at(c[3], c[2], 1 - f), bl = at(c[3], c[2], f);
+    Quad core;
+    core.corners = {at(tl, bl, 0.3), at(tr, br, 0.3), at(tr, br, 0.7), at(tl, bl, 0.7)};
+    const Rect box = core.box();
+    for (int64_t y = std::max<int64_t>(0, (int64_t)box.y0); y < std::min<int64_t>(height, (int64_t)std::ceil(box.y1)); ++y)
+      for (int64_t x = std::max<int64_t>(0, (int64_t)box.x0); x < std::min<int64_t>(width, (int64_t)std::ceil(box.x1)); ++x)
+        if (inside(core, (double)x + 0.5, (double)y + 0.5)) m.values[(size_t)(y * width + x)] = 1.f;
+  }
+  return m;
+}
+
+std::vector<Quad> outlines(const train::SynthPage& p) {
+  std::vector<Quad> out;
+  for (const train::SynthLine& l : p.lines) out.push_back(l.outline);
+  return out;
+}
+
+nn::TextBoxOptions painted_options() {
+  nn::TextBoxOptions o;
+  o.threshold = 0.3f, o.box_threshold = 0.5f, o.unclip_ratio = 1.5;
+  return o;
+}
+
+Predictor& shipped_predictor() {
+  static Predictor p(kModel, [] {
+    PredictorOptions o;
+    o.threads = 2;
+    return o;
+  }());
+  return p;
+}
+
+// A command whose stderr is dropped (run_command adds 2>&1 after it).
+std::string quiet(const std::string& command) { return "(" + command + " 2>/dev/null)"; }
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("page reader: outlines turned to a page's orientation, and points to the upright page and back",
+          "[page_reader]") {
+  const Quad q = Quad::from_rect({10, 20, 110, 40});  // a line reading right
+  CHECK(orient_outline(q, 0).corners[0].x == 10);
+  CHECK(orient_outline(q, 0).corners[0].y == 20);
+  // Upside down: the text reads from the bottom right corner to the bottom left one.
+  const Quad r180 = orient_outline(q, 180);
+  CHECK(r180.corners[0].x == 110);
+  CHECK(r180.corners[0].y == 40);
+  CHECK(r180.corners[1].x == 10);
+  // A box standing upright on a page turned by 90 degrees reads down; by 270, up.
+  const Quad tall = Quad::from_rect({50, 10, 70, 210});
+  const Quad r90 = orient_outline(tall, 90), r270 = orient_outline(tall, 270);
+  CHECK(r90.corners[1].y - r90.corners[0].y == 200);
+  CHECK(r270.corners[1].y - r270.corners[0].y == -200);
+  // A short box on an upright page still reads across ("7", a page number).
+  const Quad digit = orient_outline(Quad::from_rect({0, 0, 12, 30}), 0);
+  CHECK(digit.corners[1].x - digit.corners[0].x == 12);
+  for (int rotation : {0, 90, 180, 270}) {
+    const Point p{123.5, 45.25};
+    const Point u = to_upright(p, rotation, 400, 300);
+    const Point b = from_upright(u, rotation, 400, 300);
+    CHECK(b.x == p.x);
+    CHECK(b.y == p.y);
+  }
+  CHECK(to_upright({0, 0}, 90, 400, 300).x == 0);   // the top-left of a page turned by 90 was its bottom-left
+  CHECK(to_upright({0, 0}, 90, 400, 300).y == 400);
+  CHECK_THROWS_WITH(orient_outline(q, 45), Catch::Contains("0, 90, 180 or 270"));
+}
+
+TEST_CASE("page reader: a synthetic page read in reading order, a blank page, and the same page turned",
+          "[page_reader]") {
+  const auto fonts = page_fonts();
+  if (fonts.empty()) {
+    WARN("no Debian fonts installed (scripts/install-deps.sh); skipping");
+    return;
+  }
+  const train::SynthPage upright = small_page(fonts, 7);
+  REQUIRE(upright.lines.size() >= 6);
+  const train::SynthPage* current = nullptr;
+  // An extra region over white paper (the page's margin): it reads as nothing, and nothing of
+  // it may reach the page.
+  std::vector<Quad> extra;
+  TextDetector detector(
+      [&](const GrayImage& image) {
+        std::vector<Quad> quads = outlines(*current);
+        quads.insert(quads.end(), extra.begin(), extra.end());
+        return painted_map(quads, image.width, image.height);
+      },
+      painted_options());
+  Predictor& predictor = shipped_predictor();
+
+  SECTION("upright: the lines in reading order, most words right, the blank region dropped") {
+    current = &upright;
+    const double middle = (double)upright.image.height / 2;
+    extra = {Quad::from_rect({4, middle, 40, middle + 25})};  // in the left margin
+    PageReadInfo info;
+    const Page page = read_page(upright.image, "upright.png", detector, predictor, {}, &info);
+    const PageTruth truth = truth_from_synth_json(train::page_truth_json(upright), "upright.json");
+    const PageScore s = score_page(page, truth);
+    INFO(page_text(page));
+    INFO("truth:\n" << truth.text);
+    INFO("words " << s.truth_words << " right " << s.right << " missed " << s.missed << " extra " << s.extra
+                  << " cer " << s.cer());
+    CHECK(page.error.empty());
+    CHECK(page.width == upright.image.width);
+    CHECK(info.rotation == 0);
+    CHECK(info.rotation_decided);
+    CHECK(info.boxes == (int64_t)upright.lines.size() + 1);
+    CHECK(info.lines == (int64_t)upright.lines.size());  // the blank region left out
+    CHECK(info.probe_confidence[0] > info.probe_confidence[1]);
+    CHECK(s.word_accuracy() >= 0.85);
+    CHECK(s.missed <= s.truth_words / 20);
+    CHECK(s.extra <= s.truth_words / 20);
+    CHECK(s.cer() <= 0.08);  // of the whole text in reading order: lines out of order would cost far more
+    for (const PageBlock& b : page.blocks)
+      for (const PageLine& l : b.lines) {
+        CHECK(l.box.x0 >= 0);
+        CHECK(l.box.y1 <= (double)page.height);
+      }
+    // Given as upright, the page reads the same without the probe.
+    PageReaderOptions given;
+    given.rotation = 0;
+    PageReadInfo given_info;
+    const Page again = read_page(upright.image, "upright.png", detector, predictor, given, &given_info);
+    CHECK(!given_info.rotation_decided);
+    CHECK(page_text(again) == page_text(page));
+  }
+
+  SECTION("a blank page: no lines and no error") {
+    train::SynthPage blank = upright;
+    std::fill(blank.image.pixels.begin(), blank.image.pixels.end(), (uint8_t)255);
+    blank.lines.clear();
+    current = &blank;
+    PageReadInfo info;
+    const Page page = read_page(blank.image, "blank.png", detector, predictor, {}, &info);
+    CHECK(page.error.empty());
+    CHECK(page.blocks.empty());
+    CHECK(info.boxes == 0);
+    CHECK(page_text(page).empty());
+  }
+
+  for (int rotation : {90, 180, 270}) {
+    DYNAMIC_SECTION("turned by " << rotation << " degrees: read upright, boxes in the turned image's pixels") {
+      const train::SynthPage page_turned = turned(upright, rotation);
+      current = &page_turned;
+      PageReadInfo info;
+      const Page page = read_page(page_turned.image, "turned.png", detector, predictor, {}, &info);
+      const PageTruth truth = truth_from_synth_json(train::page_truth_json(page_turned), "turned.json");
+      const PageScore s = score_page(page, truth);
+      INFO(page_text(page));
+      INFO("words " << s.truth_words << " right " << s.right << " missed " << s.missed << " extra " << s.extra
+                    << " cer " << s.cer() << " probe " << info.probe_confidence[0] << " / "
+                    << info.probe_confidence[1]);
+      CHECK(info.rotation == rotation);
+      CHECK(info.vertical == (rotation != 180));
+      CHECK(page.width == page_turned.image.width);
+      CHECK(page.height == page_turned.image.height);
+      CHECK(s.word_accuracy() >= 0.85);
+      CHECK(s.cer() <= 0.08);
+    }
+  }
+}
+
+TEST_CASE("page reader: a DBNet with random weights runs end to end within its limits", "[page_reader]") {
+  Generator gen(3);
+  auto model = nn::make_detector("dbnet", gen);
+  DetectorOptions o;
+  o.max_side = 256;
+  TextDetector detector(model, o);
+  CHECK(detector.box_options().threshold == model->config.threshold);
+  CHECK(detector.box_options().unclip_ratio == model->config.unclip_ratio);
+
+  // A page of 700 x 300 with some dark bars (ink of a kind).
+  GrayImage page;
+  page.width = 700, page.height = 300;
+  page.pixels.assign((size_t)(700 * 300), 235);
+  for (int64_t y = 40; y < 60; ++y)
+    for (int64_t x = 30; x < 600; x += 1) page.pixels[(size_t)(y * 700 + x)] = (x / 9) % 2 ? 20 : 235;
+
+  const ProbabilityMap map = detector.probability_map(page);
+  // The longer side scaled down to at most max_side (and not much less), the aspect ratio kept,
+  // the padding to multiples of 32 not part of the map.
+  CHECK(map.width <= 256);
+  CHECK(map.width >= 254);
+  CHECK(std::abs((double)map.height - (double)map.width * 300 / 700) <= 1);
+  REQUIRE((int64_t)map.values.size() == map.width * map.height);
+  CHECK(std::all_of(map.values.begin(), map.values.end(), [](float v) { return v >= 0 && v <= 1; }));
+  for (const nn::TextBox& b : detector.detect(page))
+    for (const Point& c : b.outline.corners) {
+      CHECK(c.x >= 0);
+      CHECK(c.x <= 700);
+      CHECK(c.y >= 0);
+      CHECK(c.y <= 300);
+    }
+  // A small page is never enlarged.
+  GrayImage small = page;
+  small.width = 100, small.height = 50;
+  small.pixels.assign(100 * 50, 255);
+  CHECK(detector.probability_map(small).width == 100);
+
+  PageReadInfo info;
+  const Page read = read_page(page, "random.png", detector, shipped_predictor(), {}, &info);
+  CHECK(read.error.empty());
+  CHECK(info.lines <= info.boxes);
+  for (const PageBlock& b : read.blocks)
+    for (const PageLine& l : b.lines) {
+      CHECK(l.box.x0 >= 0);
+      CHECK(l.box.x1 <= 700);
+      CHECK(l.box.y1 <= 300);
+    }
+
+  // Its model file loads as a detector; a recogniser's file, a missing one, do not.
+  TempDir dir("page-reader-model");
+  const std::string path = (dir.path / "det.safetensors").string();
+  nn::ModelInfo mi;
+  mi.arch = "dbnet";
+  mi.config = model->config_json();
+  mi.input = nn::detector_input_spec();
+  nn::save_model_file(path, *model, mi);
+  TextDetector loaded(path, o);
+  CHECK(loaded.probability_map(page).values == map.values);
+  CHECK_THROWS_WITH(TextDetector(kModel), Catch::Contains("not a text detector"));
+  CHECK_THROWS_WITH(TextDetector((dir.path / "none.safetensors").string()),
+                    Catch::Contains("cannot load the text detector's model file"));
+}
+
+TEST_CASE("inputs: lines told from pages by their shape", "[page_reader]") {
+  CHECK(!page_shaped(897, 41));     // a sample line
+  CHECK(!page_shaped(3000, 150));   // a line at 600 dpi
+  CHECK(page_shaped(2480, 3508));   // A4 at 300 dpi
+  CHECK(page_shaped(800, 150));     // two lines of a paragraph
+  CHECK(page_shaped(342, 1200));    // a receipt
+  CHECK(!page_shaped(500, 100));    // not more than 100 high
+  int64_t w = 0, h = 0;
+  REQUIRE(image_file_size(kSampleLine, w, h));
+  CHECK(w == 897);
+  CHECK(h == 41);
+  CHECK(!image_file_size(kSource + "/README.md", w, h));
+  CHECK(!image_file_size("/nonexistent.png", w, h));
+}
+
+namespace {
+
+// A multi-page 8-bit gray TIFF of the given images.
+void write_tiff(const fs::path& path, const std::vector<GrayImage>& pages) {
+  TIFF* tif = TIFFOpen(path.c_str(), "w");
+  REQUIRE(tif != nullptr);
+  for (const GrayImage& p : pages) {
+    TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, (uint32_t)p.width);
+    TIFFSetField(tif, TIFFTAG_IMAGELENGTH, (uint32_t)p.height);
+    TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, 8);
+    TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, 1);
+    TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+    TIFFSetField(tif, TIFFTAG_COMPRESSION, COMPRESSION_NONE);
+    TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+    TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, (uint32_t)p.height);
+    TIFFSetField(tif, TIFFTAG_SUBFILETYPE, FILETYPE_PAGE);
+    for (int64_t y = 0; y < p.height; ++y)
+      REQUIRE(TIFFWriteScanline(tif, const_cast<uint8_t*>(p.pixels.data() + y * p.width), (uint32_t)y, 0) == 1);
+    REQUIRE(TIFFWriteDirectory(tif) == 1);
+  }
+  TIFFClose(tif);
+}
+
+GrayImage white(int64_t w, int64_t h) {
+  GrayImage g;
+  g.width = w, g.height = h;
+  g.pixels.assign((size_t)(w * h), 255);
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("ocrt-infer: pages and lines, --line and --page, TIFF pages, documents, no detector", "[page_reader][cli]") {
+  TempDir dir("page-cli");
+  const std::string bin = program("ocrt-infer") + " --threads 2 ";
+  const std::string line = (dir.path / "line.png").string();
+  fs::copy_file(kSampleLine, line);
+  const std::string page = (dir.path / "page.png").string();
+  save_gray_png(page, white(400, 500));
+  const GrayImage sample = load_gray_image(kSampleLine);
+  const std::string tif = (dir.path / "scan.tif").string();
+  write_tiff(tif, {sample, sample});
+  // A random-weight detector's model file: what it finds is noise, but every path runs.
+  const std::string det = (dir.path / "det.safetensors").string();
+  {
+    Generator gen(5);
+    auto model = nn::make_detector("dbnet", gen);
+    nn::ModelInfo mi;
+    mi.arch = "dbnet";
+    mi.config = model->config_json();
+    mi.input = nn::detector_input_spec();
+    nn::save_model_file(det, *model, mi);
+  }
+  const bool shipped_detector = fs::exists(kSource + "/weights/det-en.safetensors");
+  std::string out;
+
+  // The line alone, as before.
+  REQUIRE(run_command(quiet(bin + line), &out) == 0);
+  const std::string line_text = out;
+  CHECK(line_text.size() > 10);
+
+  SECTION("no detector: the page gets an error of its own, the line is read, exit status 1") {
+    if (shipped_detector) {
+      WARN("weights/det-en.safetensors exists: the missing-detector case is not tested");
+      return;
+    }
+    CHECK(run_command(bin + line + " " + page, &out) == 1);
+    CHECK_THAT(out, Catch::Contains(line_text));
+    CHECK_THAT(out, Catch::Contains("page.png: read as a page (it is 400x500 pixels") &&
+                        Catch::Contains("there is no text detector model") && Catch::Contains("--det-weights FILE") &&
+                        Catch::Contains("--line"));
+    CHECK_THAT(out, Catch::Contains("1 pages (1 failed)"));
+    // --page makes even the line a page; --line reads the page as a (blank) line.
+    CHECK(run_command(bin + "--page " + line, &out) == 1);
+    CHECK_THAT(out, Catch::Contains("line.png: read as a page (--page)"));
+    CHECK(run_command(quiet(bin + "--line " + page), &out) == 0);
+    CHECK(out == "\n");
+    // Every page of a multi-page TIFF, each named.
+    CHECK(run_command(bin + tif, &out) == 1);
+    CHECK_THAT(out, Catch::Contains("scan.tif#1: read as a page (a page of a multi-page TIFF)") &&
+                        Catch::Contains("scan.tif#2:"));
+  }
+
+  SECTION("a multi-page TIFF: pages by default, lines with --line, named file#N") {
+    REQUIRE(run_command(quiet(bin + "--line --format jsonl " + tif), &out) == 0);
+    CHECK_THAT(out, Catch::Contains("\"path\":\"" + tif + "#1\"") && Catch::Contains("\"path\":\"" + tif + "#2\""));
+    const std::string text = line_text.substr(0, line_text.size() - 1);
+    CHECK_THAT(out, Catch::Contains("\"text\":\"" + text + "\""));
+    REQUIRE(run_command(quiet(bin + "--det-weights " + det + " --format jsonl " + tif), &out) == 0);
+    CHECK_THAT(out, Catch::Contains("\"path\":\"" + tif + "#1\"") && Catch::Contains("\"blocks\":"));
+    // PAGE XML holds one page: --output-dir gives each page its document.
+    const fs::path od = dir.path / "page-xml";
+    REQUIRE(run_command(quiet(bin + "--det-weights " + det + " --format page --output-dir " + od.string() + " " + tif),
+                        &out) == 0);
+    CHECK(fs::exists(od / "scan-1.xml"));
+    CHECK(fs::exists(od / "scan-2.xml"));
+    // ... and on stdout the second page cannot be written.
+    CHECK(run_command(bin + "--det-weights " + det + " --format page " + tif, &out) == 1);
+    CHECK_THAT(out, Catch::Contains("a PAGE XML document holds one page"));
+  }
+
+  SECTION("documents: a page and a line (a page of one line) into --output-dir") {
+    const fs::path od = dir.path / "hocr";
+    REQUIRE(run_command(quiet(bin + "--det-weights " + det + " --format hocr --output-dir " + od.string() + " " + page +
+                                  " " + line),
+                            &out) == 0);
+    CHECK(out.empty());
+    const std::string page_doc = read_text(od / "page.hocr"), line_doc = read_text(od / "line.hocr");
+    CHECK_THAT(page_doc, Catch::Contains("class=\"ocr_page\"") && Catch::Contains("bbox 0 0 400 500"));
+    CHECK_THAT(line_doc, Catch::Contains("bbox 0 0 897 41") && Catch::Contains("ocrx_word"));
+    // The line's text as a one-line page's text.
+    REQUIRE(run_command(quiet(bin + "--format text --output-dir " + od.string() + " " + line), &out) == 0);
+    CHECK(read_text(od / "line.txt") == line_text);
+    // Two inputs of one name would write one file: the second is refused.
+    fs::create_directories(dir.path / "again");
+    fs::copy_file(line, dir.path / "again" / "line.png");
+    CHECK(run_command(bin + "--format jsonl --output-dir " + od.string() + " " + line + " " +
+                          (dir.path / "again" / "line.png").string(), &out) == 1);
+    CHECK_THAT(out, Catch::Contains("two inputs with the same file name"));
+    // hOCR on stdout: one document holding every page, lines included.
+    REQUIRE(run_command(quiet(bin + "--det-weights " + det + " --format alto " + page + " " + line), &out) == 0);
+    CHECK(std::count(out.begin(), out.end(), '\n') > 5);
+    CHECK(out.find("<alto") != std::string::npos);
+    CHECK(out.find("<alto", out.find("<alto") + 1) == std::string::npos);
+  }
+
+  SECTION("--eval on pages with their truth beside them; bad pages fail alone") {
+    // A corrupt page: a PNG header that says 400 x 500, then nothing.
+    const std::string broken = (dir.path / "broken.png").string();
+    {
+      const std::string bytes = read_text(page);
+      std::ofstream(broken, std::ios::binary) << bytes.substr(0, 40);
+    }
+    CHECK(run_command(bin + "--det-weights " + det + " " + broken + " " + line, &out) == 1);
+    CHECK_THAT(out, Catch::Contains("broken.png") && Catch::Contains(line_text));
+    // Truth for the blank page: one word it cannot have read.
+    std::ofstream(dir.path / "page.json")
+        << R"({"width": 400, "height": 500, "lines": [{"text": "hello", "points": [[10,10],[90,10],[90,40],[10,40]],)"
+        << R"( "words": [{"text": "hello", "points": [[10,10],[90,10],[90,40],[10,40]]}]}]})";
+    CHECK(page_truth_file(page) == (dir.path / "page.json").string());
+    REQUIRE(run_command(quiet(bin + "--det-weights " + det + " --eval " + page), &out) == 0);
+    CHECK_THAT(out, Catch::Contains("pages: 1 (0 failed)") && Catch::Contains("words: 1, right 0") &&
+                        Catch::Contains("page.png: words 1"));
+    REQUIRE(run_command(quiet(bin + "--det-weights " + det + " --eval --format jsonl " + page), &out) == 0);
+    CHECK_THAT(out, Catch::Contains("\"eval\":") && Catch::Contains("\"page_summary\":"));
+  }
+
+  SECTION("flags that do not go together, and bad values, stop the run with status 2") {
+    ocrt::testing::check_refusals(
+        "ocrt-infer", bin, 2,
+        {{"--line --page " + line, "give --line or --page, not both"},
+         {"--format tsv --output-dir " + (dir.path / "o").string() + " " + line, "--output-dir writes one document"},
+         {"--eval --format hocr " + page, "--eval prints its report on stdout"},
+         {"--max-side 10 " + page, "--max-side: must be in [32, 65536], got 10"},
+         {"--rotation 45 " + page, "--rotation: expected auto, 0, 90, 180 or 270, got '45'"},
+         {"--det-weights " + (dir.path / "none.safetensors").string() + " " + page,
+          "cannot load the text detector's model file"}});
+  }
+}
