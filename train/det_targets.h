@@ -1,5 +1,5 @@
 // The training targets of a DBNet-style text detector (models/dbnet.h), made from text-line
-// outlines, and the sampler that cuts training crops from pages (docs/detector-training.md).
+// outlines, and the sampler that cuts training crops from pages (docs/pages.md, "Training the detector").
 // After Liao et al. 2020, "Real-time Scene Text Detection with Differentiable Binarization",
 // section 3.4, and PaddleOCR's MakeShrinkMap / MakeBorderMap.
 //

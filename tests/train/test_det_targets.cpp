@@ -401,7 +401,7 @@ TEST_CASE("det targets round trip: the shrink map read by text_boxes gives the l
 // drawn at random (height 8 to 32 pixels, 2 to 40 times longer, placed anywhere within a
 // pixel), upright or turned by up to 3 degrees; the mean IoU for each unclip ratio, and the
 // share above 0.8, for long lines (8 to 1 and more) and short ones. The numbers of
-// docs/detector-training.md. ocrt_tests "[det_unclip_sweep]".
+// docs/pages.md, "Training the detector". ocrt_tests "[det_unclip_sweep]".
 TEST_CASE("det targets: unclip ratio sweep", "[.][det_unclip_sweep]") {
   std::vector<double> unclips;
   for (int k = 0; k <= 10; ++k) unclips.push_back(1.0 + 0.1 * k);
