@@ -84,17 +84,19 @@ struct Geometry {
   int64_t chunk() const { return std::clamp<int64_t>((2048 + HoWo - 1) / HoWo, 1, N); }
 };
 
-// col (CK, HoWo, row stride ld) for the Cg channels of one group starting at x_g (Cg, H, W).
+// col (CK, HoWo, row stride ld) for the Cg channels of one group starting at x_g (Cg, H, W);
+// with a row range, only output rows [oh0, oh1): col is then (CK, (oh1 - oh0) * Wo).
 template <class T>
-void im2col(const T* x_g, const Geometry& g, T* col, int64_t ld) {
+void im2col(const T* x_g, const Geometry& g, T* col, int64_t ld, int64_t oh0 = 0, int64_t oh1 = -1) {
   const Conv2dParams& p = g.p;
+  if (oh1 < 0) oh1 = g.Ho;
   for (int64_t c = 0; c < g.Cg; ++c)
     for (int64_t i = 0; i < g.kh; ++i)
       for (int64_t j = 0; j < g.kw; ++j) {
         T* row = col + ((c * g.kh + i) * g.kw + j) * ld;
         const T* plane = x_g + c * g.H * g.W;
-        for (int64_t oh = 0; oh < g.Ho; ++oh) {
-          T* out = row + oh * g.Wo;
+        for (int64_t oh = oh0; oh < oh1; ++oh) {
+          T* out = row + (oh - oh0) * g.Wo;
           const int64_t ih = oh * p.stride_h - p.pad_h + i * p.dilation_h;
           if (ih < 0 || ih >= g.H) {
             std::fill(out, out + g.Wo, T(0));
@@ -151,6 +153,36 @@ void gather_chunk(const T* planes, int64_t n0, int64_t s_count, const Geometry& 
       std::memcpy(chunk + co * k + s * g.HoWo, planes + ((n0 + s) * g.Cout + co) * g.HoWo, (size_t)g.HoWo * sizeof(T));
 }
 
+// The unfolded band of output rows that conv2d_forward uses for one large image holds at most
+// this many bytes (wide enough, at thousands of columns, for the GEMM to run at full speed).
+constexpr int64_t kMaxUnfoldBytes = int64_t(16) << 20;
+
+// y (N, Cout, Ho, Wo) of a conv whose samples are each too large to unfold whole: for every
+// sample and group, bands of output rows [oh0, oh1) are unfolded (CK, rows * Wo) and multiplied
+// into the band's place in each output plane (row stride HoWo), then the bias is added.
+template <class T>
+void conv2d_forward_bands(const T* xp, const T* wp, const T* bp, const Geometry& g, T* yp) {
+  const int64_t rows = std::max<int64_t>(1, kMaxUnfoldBytes / ((int64_t)sizeof(T) * g.CK * g.Wo));
+  Tensor cols_mem;
+  T* cols = scratch<T>(cols_mem, g.CK * std::min(rows, g.Ho) * g.Wo);
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t gi = 0; gi < g.p.groups; ++gi)
+      for (int64_t oh0 = 0; oh0 < g.Ho; oh0 += rows) {
+        const int64_t oh1 = std::min(g.Ho, oh0 + rows), k = (oh1 - oh0) * g.Wo;
+        im2col(xp + (n * g.C + gi * g.Cg) * g.H * g.W, g, cols, k, oh0, oh1);
+        // y rows of group gi, band [oh0, oh1): (Coutg, k) = W_g (Coutg, CK) @ cols (CK, k)
+        T* out = yp + (n * g.Cout + gi * g.Coutg) * g.HoWo + oh0 * g.Wo;
+        gemm<T>(g.Coutg, k, g.CK, wp + gi * g.Coutg * g.CK, g.CK, 1, cols, k, 1, out, g.HoWo, false);
+      }
+  if (!bp) return;
+#pragma omp parallel for schedule(static) if (g.N * g.Cout * g.HoWo > cpu::kParallelGrain)
+  for (int64_t nc = 0; nc < g.N * g.Cout; ++nc) {
+    T* plane = yp + nc * g.HoWo;
+    const T b = bp[nc % g.Cout];
+    for (int64_t q = 0; q < g.HoWo; ++q) plane[q] += b;
+  }
+}
+
 template <class T>
 void conv2d_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& params, const Tensor& y) {
   const Geometry g(x, w, y.shape(), params);
@@ -168,6 +200,13 @@ void conv2d_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Co
   }
 #endif
   const int64_t S = g.chunk();
+  // One large image (a page at full resolution) would unfold into CK x HoWo values, 700 MB for
+  // a 3x3 layer of 16 channels on a 1280 x 960 page: such an image goes through in bands of
+  // output rows, each unfolded on its own and multiplied straight into y's planes.
+  if (S == 1 && g.CK * g.HoWo * (int64_t)sizeof(T) > kMaxUnfoldBytes) {
+    conv2d_forward_bands(xp, wp, bp, g, yp);
+    return;
+  }
   Tensor cols_mem, yc_mem;
   T* cols = scratch<T>(cols_mem, g.CK * S * g.HoWo);
   T* yc = scratch<T>(yc_mem, g.Cout * S * g.HoWo);

@@ -154,6 +154,42 @@ TEST_CASE("conv2d's im2col path equals the plain-loop reference on many geometri
   }
 }
 
+TEST_CASE("conv2d of an image too large to unfold at once goes through bands of rows, as the reference", "[conv]") {
+  // A page-sized sample unfolds into more than kMaxUnfoldBytes (16 MB): ops/cpu/conv.cpp then
+  // unfolds and multiplies bands of output rows. Both geometries here take several bands
+  // (the second with groups and stride 2); exact mode keeps Winograd out of the way.
+  ThreadCountGuard guard;
+  const ConvModeScope exact(ConvMode::exact);
+  struct Geo {
+    int64_t N, C, H, W, Cout;
+    Conv2dOptions opt;
+  };
+  const std::vector<Geo> geos = {{2, 16, 210, 190, 3, conv_opt({1, 1}, {1, 1})},
+                                 {1, 16, 601, 599, 4, conv_opt({2, 2}, {1, 1}, {1, 1}, 2)}};
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (size_t gi = 0; gi < geos.size(); ++gi) {
+      const Geo& g = geos[gi];
+      INFO("geometry " << gi << ", " << threads << " threads");
+      const Tensor x = det_uniform({g.N, g.C, g.H, g.W}, 50 + gi, -1, 1, DType::f32);
+      const Tensor w = det_uniform({g.Cout, g.C / g.opt.groups, 3, 3}, 60 + gi, -1, 1, DType::f32);
+      const Tensor b = det_uniform({g.Cout}, 70 + gi, -1, 1, DType::f32);
+      NoGradGuard no_grad;
+      const Tensor y = conv2d(x, w, b, g.opt);
+      REQUIRE((g.C / g.opt.groups) * 9 * y.size(2) * y.size(3) * 4 > (int64_t(16) << 20));  // more than one band
+      const Conv2dParams p{g.opt.stride[0], g.opt.stride[1], g.opt.padding[0], g.opt.padding[1],
+                           g.opt.dilation[0], g.opt.dilation[1], g.opt.groups};
+      Tensor ry = Tensor::empty(y.shape()), sy = Tensor::empty(y.shape());
+      reference::conv2d(x.data<float>(), w.data<float>(), b.data<float>(), ry.data<float>(), g.N, g.C, g.H, g.W,
+                        g.Cout, 3, 3, y.size(2), y.size(3), p);
+      const Tensor ax = abs(x), aw = abs(w), ab = abs(b);
+      reference::conv2d(ax.data<float>(), aw.data<float>(), ab.data<float>(), sy.data<float>(), g.N, g.C, g.H, g.W,
+                        g.Cout, 3, 3, y.size(2), y.size(3), p);
+      require_within_bound(y, ry, sy, g.C / g.opt.groups * 9 + 1, "y");
+    }
+  }
+}
+
 #if defined(OCRT_CPU_WINOGRAD)
 namespace {
 
