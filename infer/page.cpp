@@ -173,6 +173,15 @@ class Orderer {
       for (Part& p : out) p.mergeable = false;  // a column's blocks stay apart from what is above
       return out;
     }
+    // A line that spans the columns below it (a heading whose outline reaches the first lines
+    // under it) leaves no gap to cut it off; the columns would then be read row by row,
+    // interleaved. When no band gap of a quarter line is there but the lines without the
+    // spanning ones fall into columns, the region is cut at the first spanning line's bottom.
+    if (const auto cut = spanning_cut(ids); cut.size() == 2) {
+      std::vector<Part> out = order(cut[0]);
+      for (Part& p : order(cut[1])) out.push_back(std::move(p));
+      return out;
+    }
     const std::vector<std::vector<size_t>> bands = split(ids, false, 0, true);
     if (bands.size() >= 2) {
       std::vector<Part> out;
@@ -190,6 +199,31 @@ class Orderer {
   }
 
  private:
+  // {lines whose centre is above the first spanning line's bottom, the rest}, when ids has no
+  // band gap of a quarter line height, has lines wider than half the region that the other
+  // lines' columns do not pass, and the others fall into columns; otherwise {}.
+  std::vector<std::vector<size_t>> spanning_cut(const std::vector<size_t>& ids) const {
+    std::vector<Interval> rows;
+    double x0 = 1e300, x1 = -1e300;
+    for (size_t i : ids) {
+      const Rect& b = lines_[i].box;
+      rows.push_back({b.y0, b.y1});
+      x0 = std::min(x0, b.x0), x1 = std::max(x1, b.x1);
+    }
+    if (!gaps_between(rows, 0.25 * line_height_).empty()) return {};
+    std::vector<size_t> spanning, rest;
+    for (size_t i : ids) (lines_[i].box.width() > 0.5 * (x1 - x0) ? spanning : rest).push_back(i);
+    if (spanning.empty() || rest.size() < 2 || split(rest, true, o_.column_gap * line_height_).size() < 2) return {};
+    double bottom = 1e300;  // of the topmost spanning line
+    double top = 1e300;
+    for (size_t i : spanning)
+      if (lines_[i].box.y0 < top) top = lines_[i].box.y0, bottom = lines_[i].box.y1;
+    std::vector<std::vector<size_t>> cut(2);
+    for (size_t i : ids) cut[(lines_[i].box.y0 + lines_[i].box.y1) / 2 < bottom ? 0 : 1].push_back(i);
+    if (cut[0].empty() || cut[1].empty()) return {};
+    return cut;
+  }
+
   // The lines of ids in the groups that the gaps (vertical ones when by_x) separate; with
   // widest_only, only the widest gaps (and those within a tenth of a line height of them).
   std::vector<std::vector<size_t>> split(const std::vector<size_t>& ids, bool by_x, double min_gap,
@@ -237,8 +271,19 @@ class Orderer {
     bool cells = false;
     for (const auto& column : columns) {
       std::vector<double> widths;
-      for (size_t i : column) widths.push_back(lines_[i].box.width());
-      if (median(widths) < o_.cell_width_in_heights * line_height_) cells = true;
+      double x0 = 1e300, x1 = -1e300;
+      for (size_t i : column) {
+        widths.push_back(lines_[i].box.width());
+        x0 = std::min(x0, lines_[i].box.x0), x1 = std::max(x1, lines_[i].box.x1);
+      }
+      // Cells: very short lines (under half the limit), or short lines that leave their column
+      // mostly empty (cells of different lengths). A narrow column of running text, justified
+      // or ragged, is filled by most of its lines: a three-column article at 150 dpi has lines
+      // of 9 line heights, which must not be read row by row across its columns.
+      const double m = median(widths);
+      if (m < 0.5 * o_.cell_width_in_heights * line_height_ ||
+          (m < o_.cell_width_in_heights * line_height_ && m < 0.75 * (x1 - x0)))
+        cells = true;
     }
     if (!cells) return false;
     for (size_t k = 0; k + 1 < columns.size(); ++k) {

@@ -76,10 +76,12 @@ std::string page_text(const Page& page);
 // bands of the page (the X-Y cut): where the lines of a region leave a vertical gap at least
 // one text-line height wide from top to bottom, the region is split into columns, read left
 // to right; otherwise it is split at its widest horizontal gaps into bands, read top to bottom
-// (the widest first: a heading's gap before the columns' line gaps); a region with neither is
+// (the widest first: a heading's gap before the columns' line gaps; with no band gap at all, a
+// line spanning the columns under it is cut off at its bottom); a region with neither is
 // one block, its lines top to bottom (left to right where they share a
-// height). One exception: columns of short lines (cells: a median line shorter than
-// `cell_width_in_heights` line heights) whose lines share rows with the next column are a table
+// height). One exception: columns of short lines (cells: a median line shorter than half of
+// `cell_width_in_heights` line heights, or shorter than all of it while filling under three
+// quarters of its column) whose lines share rows with the next column are a table
 // or a form, and are read row by row, each row a block. Consecutive single-column bands become
 // one block when they are closer than `paragraph_gap` line heights and overlap horizontally.
 struct ReadingOrderOptions {

@@ -211,3 +211,22 @@ TEST_CASE("crop_line: an upright box is copied, a turned one sampled where it li
     CHECK(crop_line(page, Quad::from_rect({0, 0, 100000, 10}), 10, 255, 500).width == 500);
   }
 }
+
+TEST_CASE("reading_order: a heading whose outline reaches the columns, and narrow article columns", "[page]") {
+  // Three columns of running text, each 270 wide with lines 30 high (9 line heights: a
+  // three-column article at 150 dpi), on one baseline grid; a heading over all three whose
+  // box reaches 5 pixels into the columns' first row, as a detector's outline of large type
+  // does. The heading comes first, then each column whole, not the rows across the columns.
+  std::vector<PageLine> lines;
+  lines.push_back(line_at("H", 100, 40, 1000, 105));
+  const double xs[3] = {100, 420, 740};
+  for (int col = 0; col < 3; ++col)
+    for (int row = 0; row < 5; ++row)
+      lines.push_back(line_at(std::string(1, (char)('A' + col)) + std::to_string(row), xs[col], 100 + 32 * row,
+                              xs[col] + 270 - (row == 4 ? 120 : 0), 130 + 32 * row));
+  for (unsigned seed : {1u, 2u}) {
+    INFO("seed " << seed);
+    CHECK(block_texts(reading_order(shuffled(lines, seed))) ==
+          std::vector<std::string>{"H", "A0|A1|A2|A3|A4", "B0|B1|B2|B3|B4", "C0|C1|C2|C3|C4"});
+  }
+}
