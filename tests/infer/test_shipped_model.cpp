@@ -309,7 +309,7 @@ TEST_CASE("scheduler: a slow worker takes only part of a batch", "[infer]") {
 // The shipped detector (weights/det-en.safetensors) with the shipped recogniser on the sample
 // page (samples/pages/article.png: three columns, a figure, lists, validation fonts, binarised,
 // turned 1.2 degrees). Measured when the detector shipped: 697 of 721 words right (96.7%), 9
-// missed, 4 extra, CER 2.16%. The bounds leave room for other CPUs' float rounding and a
+// missed, 4 extra, CER 2.16% (1.35% since the reading-order fix of 5fe2890). The bounds leave room for other CPUs' float rounding and a
 // retrained detector, not for a pipeline that loses lines or reads them out of order.
 TEST_CASE("shipped detector: the sample page reads as measured", "[infer][shipped][page_reader]") {
   TextDetector detector(kSource + "/weights/det-en.safetensors");
