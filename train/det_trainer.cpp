@@ -318,19 +318,7 @@ DetStart resolve_detector_start(const TrainConfig& cfg, bool lead) {
   s.info.arch = cfg.arch;
   s.info.config = s.model->config_json();
   s.info.input = nn::detector_input_spec();
-  s.state.seed = cfg.seed;
-  if (ckpt) {
-    s.model->load_state_dict(ckpt->model);
-    s.state = ckpt->state;
-    s.state.seed = cfg.seed;
-    if (!ckpt->optim.empty()) s.optim = ckpt->optim;
-    s.from = ckpt->path;
-    if (lead) std::fprintf(stderr, "resuming from %s at step %lld\n", ckpt->path.c_str(), (long long)s.state.step);
-  } else if (init) {
-    s.model->load_state_dict(init->weights);
-    s.from = cfg.init;
-  }
-  s.state.settings = cfg.to_json();
+  load_start(*s.model, ckpt, init, cfg, lead, s.state, s.optim, s.from);
   return s;
 }
 

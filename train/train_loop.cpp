@@ -46,6 +46,24 @@ std::vector<std::string> check_resume_settings(const Checkpoint& ckpt, const Tra
   return changes;
 }
 
+void load_start(nn::Module& model, const std::optional<Checkpoint>& ckpt, const std::optional<nn::ModelFile>& init,
+                const TrainConfig& cfg, bool lead, TrainState& state, std::optional<nn::StateDict>& optim,
+                std::string& from) {
+  state = TrainState{};
+  if (ckpt) {
+    model.load_state_dict(ckpt->model);
+    state = ckpt->state;
+    if (!ckpt->optim.empty()) optim = ckpt->optim;
+    from = ckpt->path;
+    if (lead) std::fprintf(stderr, "resuming from %s at step %lld\n", ckpt->path.c_str(), (long long)state.step);
+  } else if (init) {
+    model.load_state_dict(init->weights);
+    from = cfg.init;
+  }
+  state.seed = cfg.seed;  // the checkpoint's, or changed with --allow-changes
+  state.settings = cfg.to_json();
+}
+
 std::optional<Checkpoint> checkpoint_to_resume(const TrainConfig& cfg) {
   if (!cfg.resume && !cfg.resume_if_present) return std::nullopt;
   auto all = list_checkpoints(cfg.out);
@@ -95,19 +113,7 @@ StartPoint resolve_start(const TrainConfig& cfg, const nn::Charset& charset, boo
   s.info.config = s.model->config_json();
   s.info.charset = charset.chars();
   s.info.input = nn::default_input_spec();
-  s.state.seed = cfg.seed;
-  if (ckpt) {
-    s.model->load_state_dict(ckpt->model);
-    s.state = ckpt->state;
-    s.state.seed = cfg.seed;  // the same, or changed with --allow-changes
-    if (!ckpt->optim.empty()) s.optim = ckpt->optim;
-    s.from = ckpt->path;
-    if (lead) std::fprintf(stderr, "resuming from %s at step %lld\n", ckpt->path.c_str(), (long long)s.state.step);
-  } else if (init) {
-    s.model->load_state_dict(init->weights);
-    s.from = cfg.init;
-  }
-  s.state.settings = cfg.to_json();
+  load_start(*s.model, ckpt, init, cfg, lead, s.state, s.optim, s.from);
   s.changes = changes;
   return s;
 }

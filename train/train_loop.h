@@ -59,6 +59,11 @@ StartPoint resolve_start(const TrainConfig& cfg, const nn::Charset& charset, boo
 // is an error listing them all, unless --allow-changes: then they are printed and returned).
 std::optional<Checkpoint> checkpoint_to_resume(const TrainConfig& cfg);
 std::vector<std::string> check_resume_settings(const Checkpoint& ckpt, const TrainConfig& cfg, bool lead);
+// Puts the checkpoint's weights (and its state and optimizer state) or else the --init file's
+// weights into a model built from the seed, and the run's seed and settings into `state`.
+void load_start(nn::Module& model, const std::optional<Checkpoint>& ckpt, const std::optional<nn::ModelFile>& init,
+                const TrainConfig& cfg, bool lead, TrainState& state, std::optional<nn::StateDict>& optim,
+                std::string& from);
 
 // With several replicas: checks that all start at the same step (a resume must see the same
 // checkpoints everywhere) and gives every replica rank 0's parameters and buffers. Nothing with
