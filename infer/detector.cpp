@@ -71,11 +71,7 @@ void TextDetector::use_model(std::shared_ptr<nn::DBNet> model) {
   model->eval();
   model->to(options_.device);
   model_ = std::move(model);
-  // What detect_text_lines reads the map with (the model's config: how its targets were made).
-  boxes_.threshold = model_->config.threshold;
-  boxes_.box_threshold = model_->config.box_threshold;
-  boxes_.unclip_ratio = model_->config.unclip_ratio;
-  if (model_->config.unclip_ratio == 0) boxes_.shrink_ratio = model_->config.shrink_ratio;
+  boxes_ = model_->box_options();  // what detect_text_lines reads the map with
 }
 
 ProbabilityMap TextDetector::probability_map(const GrayImage& page) {

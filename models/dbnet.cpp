@@ -142,6 +142,15 @@ DBNet::Maps DBNet::forward_maps(const Tensor& x, bool with_threshold) {
   return m;
 }
 
+TextBoxOptions DBNet::box_options() const {
+  TextBoxOptions o;
+  o.threshold = config.threshold;
+  o.box_threshold = config.box_threshold;
+  o.unclip_ratio = config.unclip_ratio;
+  if (config.unclip_ratio == 0) o.shrink_ratio = config.shrink_ratio;
+  return o;
+}
+
 DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_side, bool keep_map) {
   OCRT_CHECK(max_side >= DBNet::kSizeMultiple, "detect_text_lines: max_side must be at least ", DBNet::kSizeMultiple,
              ", got ", max_side);
@@ -172,12 +181,7 @@ DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_
   const float* p = prob.data<float>();
   std::vector<float> map((size_t)(h * w));
   for (int64_t y = 0; y < h; ++y) std::copy(p + y * W, p + y * W + w, map.begin() + y * w);
-  TextBoxOptions o;
-  o.threshold = model.config.threshold;
-  o.box_threshold = model.config.box_threshold;
-  o.unclip_ratio = model.config.unclip_ratio;
-  if (model.config.unclip_ratio == 0) o.shrink_ratio = model.config.shrink_ratio;
-  out.boxes = text_boxes(map.data(), h, w, o, page.width, page.height);
+  out.boxes = text_boxes(map.data(), h, w, model.box_options(), page.width, page.height);
   out.map_width = w, out.map_height = h;
   if (keep_map) out.prob = std::move(map);
   return out;

@@ -81,6 +81,9 @@ class DBNet : public Module {
 
   static constexpr int64_t kSizeMultiple = 32;  // the input's height and width must be multiples
   Json config_json() const { return config.to_json(); }
+  // How this model's probability map is read (text_boxes): its threshold, box threshold, and
+  // either the paper's unclip ratio or the exact inverse of the shrink it was trained with.
+  TextBoxOptions box_options() const;
 
   const DBNetConfig config;
   std::shared_ptr<Sequential> stem;

@@ -1,7 +1,6 @@
 // The detector's training loop (see det_trainer.h).
 #include "train/det_trainer.h"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,15 +36,6 @@ namespace ocrt::train {
 
 namespace {
 
-// Seeds of samples and pages: splitmix64 of the run's seed and a running index, so that every
-// sample is a function of (seed, step, index) alone.
-uint64_t mix(uint64_t a, uint64_t b) {
-  uint64_t z = a ^ (b + 0x9E3779B97F4A7C15ull + (a << 6) + (a >> 2));
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 // ---- pages and their lines
 
 struct TruthPage {
@@ -61,14 +51,15 @@ class PageSource {
   virtual int64_t size() const = 0;  // pages in a folder; 0: as many as asked for
 };
 
-// Pages rendered on the fly: page i is render_page(seed_base ^ i).
+// Pages rendered on the fly: page i is render_page(SampleRng::derive(seed, i)), the page that
+// ocrt-synth --pages --seed SEED draws as its i-th.
 class SynthPages : public PageSource {
  public:
   SynthPages(std::shared_ptr<const TextSource> text, std::vector<std::shared_ptr<Font>> fonts, uint64_t seed,
              PageSynthOptions o)
       : text_(std::move(text)), fonts_(std::move(fonts)), seed_(seed), o_(o) {}
   TruthPage page(uint64_t index) const override {
-    SynthPage p = render_page(*text_, fonts_, mix(seed_, index), o_);
+    SynthPage p = render_page(*text_, fonts_, SampleRng::derive(seed_, index), o_);
     TruthPage t;
     t.image = std::move(p.image);
     for (const auto& l : p.lines) t.lines.push_back(l.outline);
@@ -184,8 +175,8 @@ struct DetBatch {
 };
 
 // Makes the batch of a step: this replica's share of the step's samples. Sample i of step s
-// (global index s * batch + i) is page mix(seed, s * batch + i) of the source (any page of a
-// folder, with replacement), scaled and cropped with the seed mix(seed ^ 1, ...).
+// (global index s * batch + i) is page SampleRng::derive(seed, s * batch + i) of the source (any
+// page of a folder, with replacement), scaled and cropped with SampleRng::derive(seed ^ 1, ...).
 DetBatch make_batch(const PageSource& pages, const TrainConfig& cfg, const DetSampleOptions& so, int64_t step,
                     int rank, int replicas) {
   DetBatch b;
@@ -203,8 +194,8 @@ DetBatch make_batch(const PageSource& pages, const TrainConfig& cfg, const DetSa
   for (int64_t k = 0; k < count; ++k) {
     try {
       const uint64_t g = (uint64_t)(step * cfg.batch + mine[(size_t)k]);
-      TruthPage p = pages.page(mix(cfg.seed, g));
-      DetSample s = make_det_sample(p.image, p.lines, mix(cfg.seed ^ 1, g), so);
+      TruthPage p = pages.page(SampleRng::derive(cfg.seed, g));
+      DetSample s = make_det_sample(p.image, p.lines, SampleRng::derive(cfg.seed ^ 1, g), so);
       lines[(size_t)k] = (int64_t)s.lines.size();
       crops[(size_t)k] = std::move(s.image);
       b.targets[(size_t)k] = std::move(s.maps);
@@ -344,12 +335,6 @@ DetectionScore evaluate_detector(nn::DBNet& model, const PageSource& pages, int6
   return total;
 }
 
-double peak_rss_mb() {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss / 1024.0;
-}
-
 }  // namespace
 
 DetectionScore score_detection(const std::vector<Quad>& found, const std::vector<Quad>& truth, double iou) {
@@ -432,55 +417,38 @@ TrainResult run_detector_replica(const TrainConfig& cfg, Communicator& comm, Dev
                  (long long)cfg.batch, (long long)cfg.crop, (long long)cfg.crop);
 
   TrainResult result;
+  const bool overlap = cfg.overlap == Overlap::on || (cfg.overlap == Overlap::automatic && comm.kind() == "nccl");
+  StepParts parts{*optim, grad_sync, comm, device, cfg.batch, cfg.clip_grad, overlap};
+  Throughput speed;
   double loss_avg = 0, last_loss = 0;
   int64_t bad_in_row = 0;
   const int64_t first_step = state.step;
   const double run_start = now_seconds();
-  double timed_start = 0, data_s_total = 0, step_s_total = 0;
-  int64_t timed_samples = 0, timed_steps = 0;
   while (state.step < steps) {
-    const double t0 = now_seconds();
+    const double t_data = now_seconds();
     DetBatch b = loader.next();
-    const double t1 = now_seconds();
-    std::vector<const DetTargets*> maps;
-    for (const auto& t : b.targets) maps.push_back(&t);
-    const DetLossTargets targets = det_loss_targets(maps, device);
-    nn::DBNet::Maps out = model.forward_maps(b.images.to(device), true);
-    DetLoss l = det_loss(out.prob, out.thresh, targets);
-    // This replica's share of the batch's mean, so that the summed gradients are the batch's.
-    Tensor loss = replicas > 1 ? l.total * ((double)b.targets.size() / (double)cfg.batch) : l.total;
-    double value = loss.item();
-    if (replicas > 1) value = comm.all_reduce_values({value}, ReduceOp::sum, device)[0];
-    bool ok = std::isfinite(value);
-    if (ok) {
-      loss.backward();
-      grad_sync.all_reduce(comm);
-      const double norm = cfg.clip_grad > 0 ? clip_grad_norm(optim->params(), cfg.clip_grad) : grad_norm(optim->params());
-      ok = std::isfinite(norm);
-    }
-    if (ok) {
-      optim->set_lr(schedule.lr_at(state.step));
-      optim->step();
-    }
-    optim->zero_grad();
-    const double t2 = now_seconds();
-    if (ok) {
+    const double data_s = now_seconds() - t_data;
+    DetLoss l;
+    auto forward = [&] {
+      std::vector<const DetTargets*> maps;
+      for (const auto& t : b.targets) maps.push_back(&t);
+      nn::DBNet::Maps out = model.forward_maps(b.images.to(device), true);
+      l = det_loss(out.prob, out.thresh, det_loss_targets(maps, device));
+      return l.total;
+    };
+    const StepResult s = train_step(parts, forward, (int64_t)b.targets.size(), schedule.lr_at(state.step));
+    if (s.ok) {
       bad_in_row = 0;
-      last_loss = value;
-      loss_avg = state.step == first_step ? value : 0.95 * loss_avg + 0.05 * value;
+      last_loss = s.loss;
+      loss_avg = state.step == first_step ? s.loss : 0.95 * loss_avg + 0.05 * s.loss;
     } else {
       state.skipped_steps++;
       OCRT_CHECK(++bad_in_row < cfg.max_bad_steps, "stopping: ", bad_in_row,
                  " steps in a row had a non-finite loss or gradient; the last good checkpoint is in ", cfg.out);
     }
     state.step++;
-    if (state.step - first_step == 2) timed_start = now_seconds();
-    if (state.step - first_step > 2) {
-      timed_samples += cfg.batch, timed_steps++;
-      data_s_total += t1 - t0, step_s_total += t2 - t1;
-    }
-    const double elapsed_timed = timed_start > 0 ? now_seconds() - timed_start : 0;
-    const double sps = elapsed_timed > 0 ? (double)timed_samples / elapsed_timed : 0;
+    speed.add(state.step - first_step, cfg.batch, data_s, s);
+    const double sps = speed.samples_per_sec();
     if (state.step % cfg.log_every == 0 || state.step == steps) {
       if (lead)
         std::fprintf(stderr, "step %lld/%lld loss %.4f (prob %.4f thresh %.4f binary %.4f) lr %.2e %.2f pages/s\n",
@@ -534,11 +502,7 @@ TrainResult run_detector_replica(const TrainConfig& cfg, Communicator& comm, Dev
   comm.barrier();
   result.steps = state.step;
   result.rank = rank;
-  if (timed_steps > 0) {
-    result.samples_per_sec = (double)timed_samples / (now_seconds() - timed_start);
-    result.data_ms = 1000 * data_s_total / (double)timed_steps;
-    result.forward_ms = 1000 * step_s_total / (double)timed_steps;  // the whole step: forward, backward, update
-  }
+  speed.report(result);
   result.peak_rss_mb = peak_rss_mb();
   result.cpu_path = cpu_isa_name(cpu_isa());
   result.precision = "fp32";

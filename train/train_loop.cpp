@@ -2,6 +2,7 @@
 #include "train/train_loop.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -147,7 +148,11 @@ Tensor batch_loss(nn::Recognizer& model, const Batch& b, Device device) {
   return ctc_loss_from_logits(logits, Tensor::from_vector(flat), frames, lengths, o);
 }
 
-StepResult train_step(StepParts& p, const Batch& b, double lr) {
+StepResult train_step(StepParts& p, nn::Recognizer& model, const Batch& b, double lr) {
+  return train_step(p, [&] { return batch_loss(model, b, p.device); }, (int64_t)b.widths.size(), lr);
+}
+
+StepResult train_step(StepParts& p, const std::function<Tensor()>& forward, int64_t shard, double lr) {
   StepResult r;
   const bool replicated = p.comm.size() > 1;
   double t = now_seconds();
@@ -160,8 +165,8 @@ StepResult train_step(StepParts& p, const Batch& b, double lr) {
   // Forward. This replica's share of the batch's mean loss: summed over replicas, the
   // gradients are those of the whole batch's mean. Whether to skip the step is decided by all
   // replicas together: the sum is non-finite as soon as one replica's loss is.
-  Tensor loss = batch_loss(p.model, b, p.device);
-  if (replicated) loss = loss * ((double)b.widths.size() / (double)p.global_batch);
+  Tensor loss = forward();
+  if (replicated) loss = loss * ((double)shard / (double)p.global_batch);
   r.loss = loss.item();
   if (replicated) r.loss = p.comm.all_reduce_values({r.loss}, ReduceOp::sum, p.device)[0];
   lap(r.forward_s);
@@ -186,6 +191,33 @@ StepResult train_step(StepParts& p, const Batch& b, double lr) {
   p.optim.zero_grad();
   lap(r.optimizer_s);
   return r;
+}
+
+void Throughput::add(int64_t steps_done, int64_t batch, double data_s, const StepResult& s) {
+  if (steps_done == 2) start = now_seconds();
+  if (steps_done <= 2) return;
+  samples += batch;
+  steps++;
+  const double parts[5] = {data_s, s.forward_s, s.backward_s, s.clip_s, s.optimizer_s};
+  for (int k = 0; k < 5; ++k) phase[k] += parts[k];
+}
+
+double Throughput::samples_per_sec() const {
+  const double elapsed = start > 0 ? now_seconds() - start : 0;
+  return elapsed > 0 ? (double)samples / elapsed : 0;
+}
+
+void Throughput::report(TrainResult& r) const {
+  r.samples_per_sec = samples_per_sec();
+  if (steps == 0) return;
+  double* ms[5] = {&r.data_ms, &r.forward_ms, &r.backward_ms, &r.clip_ms, &r.optimizer_ms};
+  for (int k = 0; k < 5; ++k) *ms[k] = 1000 * phase[k] / (double)steps;
+}
+
+double peak_rss_mb() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss / 1024.0;  // Linux reports KiB
 }
 
 // ---- stopping

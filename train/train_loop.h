@@ -5,7 +5,7 @@
 //   sync_replicas(comm, model, state.step, device, cfg.out);  // same step, rank 0's weights
 //   while (state.step < steps) {
 //     Batch b = loader.next();
-//     StepResult s = train_step(parts, b, schedule.lr_at(state.step));  // the step itself
+//     StepResult s = train_step(parts, model, b, schedule.lr_at(state.step));  // the step itself
 //     state.step++;
 //     StopDecision stop = decide_stop(cfg, state.step, steps, elapsed, signalled, comm, device);
 //     evaluate_and_save(run, state, steps, stop);                      // eval, best, checkpoint
@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -80,9 +81,8 @@ Schedule make_schedule(const TrainConfig& cfg);
 // The CTC loss (mean over the batch) of a batch on the model's device.
 Tensor batch_loss(nn::Recognizer& model, const Batch& b, Device device);
 
-// What a training step works on.
+// What a training step works on, besides the model.
 struct StepParts {
-  nn::Recognizer& model;
   Optimizer& optim;
   GradSync& grad_sync;
   Communicator& comm;
@@ -100,7 +100,25 @@ struct StepResult {
 
 // forward, backward (+ gradient sum over replicas), clip, update at `lr`, zero_grad. A step
 // whose loss or gradient norm is not finite on any replica changes no weight on any replica.
-StepResult train_step(StepParts& p, const Batch& b, double lr);
+StepResult train_step(StepParts& p, nn::Recognizer& model, const Batch& b, double lr);
+// The same step for any model (the detector's loop uses it): `forward` gives this replica's
+// mean loss over its `shard` samples of the global batch.
+StepResult train_step(StepParts& p, const std::function<Tensor()>& forward, int64_t shard, double lr);
+
+// Samples/s and where a step's time goes, from the end of the second step of this run on
+// (the warm-up steps allocate and fault in memory).
+struct Throughput {
+  int64_t samples = 0, steps = 0;
+  double start = 0;
+  double phase[5] = {};  // data, forward, backward, clip, optimizer: seconds over the timed steps
+
+  void add(int64_t steps_done, int64_t batch, double data_s, const StepResult& s);
+  double samples_per_sec() const;
+  void report(TrainResult& r) const;  // samples/s and the ms a step of each phase
+};
+
+// The process's peak resident memory so far, in MiB (getrusage).
+double peak_rss_mb();
 
 // ---- stopping
 

@@ -1,7 +1,6 @@
 // The training loop (see trainer.h for the shape of a step and the resume guarantee).
 #include "train/trainer.h"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,12 +45,6 @@ namespace {
 // ---- signals: SIGINT/SIGTERM ask the loop to stop after the current step (and save).
 std::atomic<int> g_signal{0};
 extern "C" void on_signal(int sig) { g_signal = sig; }
-
-double peak_rss_mb() {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss / 1024.0;  // Linux reports KiB
-}
 
 std::string join_devices(const std::vector<Device>& devices) {
   std::string s;
@@ -437,33 +430,6 @@ LoaderOptions validation_loader_options(LoaderOptions lo) {
   return lo;
 }
 
-// Samples/s and where a step's time goes, from the end of the second step of this run on
-// (the warm-up steps allocate and fault in memory).
-struct Throughput {
-  int64_t samples = 0, steps = 0;
-  double start = 0;
-  double phase[5] = {};  // data, forward, backward, clip, optimizer: seconds over the timed steps
-
-  void add(int64_t steps_done, int64_t batch, double data_s, const StepResult& s) {
-    if (steps_done == 2) start = now_seconds();
-    if (steps_done <= 2) return;
-    samples += batch;
-    steps++;
-    const double parts[5] = {data_s, s.forward_s, s.backward_s, s.clip_s, s.optimizer_s};
-    for (int k = 0; k < 5; ++k) phase[k] += parts[k];
-  }
-  double samples_per_sec() const {
-    const double elapsed = start > 0 ? now_seconds() - start : 0;
-    return elapsed > 0 ? (double)samples / elapsed : 0;
-  }
-  void report(TrainResult& r) const {
-    r.samples_per_sec = samples_per_sec();
-    if (steps == 0) return;
-    double* ms[5] = {&r.data_ms, &r.forward_ms, &r.backward_ms, &r.clip_ms, &r.optimizer_ms};
-    for (int k = 0; k < 5; ++k) *ms[k] = 1000 * phase[k] / (double)steps;
-  }
-};
-
 // The progress line (lead replica) and a "train" event in metrics.jsonl.
 void log_progress(const RunParts& run, const TrainState& state, int64_t steps, double loss_avg,
                   const Throughput& speed) {
@@ -518,7 +484,7 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
   // whole global batch's statistics (validation runs in eval mode, with the running ones).
   std::optional<nn::SyncBatchNormScope> sync_bn;
   if (cfg.sync_batch_norm && replicas > 1) sync_bn.emplace(comm);
-  StepParts parts{model, *optim, grad_sync, comm, device, cfg.batch, cfg.clip_grad, overlap};
+  StepParts parts{*optim, grad_sync, comm, device, cfg.batch, cfg.clip_grad, overlap};
 
   const LoaderOptions lo = loader_options(cfg, rank, replicas);
   Loader loader(train_data, lo, state.step);
@@ -540,7 +506,7 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
     OCRT_CHECK(b.step == state.step, "loader returned batch ", b.step, " for step ", state.step);
     const double data_s = now_seconds() - t_data;
 
-    const StepResult s = train_step(parts, b, schedule.lr_at(state.step));
+    const StepResult s = train_step(parts, model, b, schedule.lr_at(state.step));
 
     if (s.ok) {
       bad_in_row = 0;

@@ -209,10 +209,10 @@ TEST_CASE("train_step: a finite step updates the weights and clears the gradient
   Adam optim(s.model->parameters(), AdamOptions{});
   GradSync sync(optim.params());
   auto comm = make_single_communicator();
-  StepParts parts{*s.model, optim, sync, *comm, Device::cpu(), 2, 5.0, false};
+  StepParts parts{optim, sync, *comm, Device::cpu(), 2, 5.0, false};
 
   const auto before = weights_of(*s.model);
-  StepResult r = train_step(parts, random_batch(1), 1e-3);
+  StepResult r = train_step(parts, *s.model, random_batch(1), 1e-3);
   CHECK(r.ok);
   CHECK(std::isfinite(r.loss));
   CHECK(r.loss > 0);
@@ -225,14 +225,14 @@ TEST_CASE("train_step: a finite step updates the weights and clears the gradient
     NoGradGuard no_grad;
     expect = batch_loss(*s.model, random_batch(2), Device::cpu()).item();
   }
-  CHECK(train_step(parts, random_batch(2), 1e-3).loss == Approx(expect).epsilon(1e-6));
+  CHECK(train_step(parts, *s.model, random_batch(2), 1e-3).loss == Approx(expect).epsilon(1e-6));
 
   // A column of NaN pixels makes the loss or the gradient non-finite: the step is skipped, no
   // weight moves, no gradient is left.
   Batch bad = random_batch(3);
   bad.images.narrow(3, 0, 1).fill_(std::numeric_limits<double>::quiet_NaN());
   const auto held = weights_of(*s.model);
-  StepResult rb = train_step(parts, bad, 1e-3);
+  StepResult rb = train_step(parts, *s.model, bad, 1e-3);
   CHECK_FALSE(rb.ok);
   CHECK(weights_of(*s.model) == held);
   for (const Tensor& p : optim.params()) CHECK_FALSE(p.grad().defined());
