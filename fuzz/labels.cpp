@@ -4,7 +4,9 @@
 // The input is written as a label file (`path<TAB>text` a line), as a --list file, as stdin
 // ("-") and as the .gt.txt beside an image in a folder of pairs. Promises checked: the two
 // readers, written separately "with the same rules", accept the same label files and give the
-// same samples, or refuse them with the same message; a list gives its non-empty lines; a
+// same samples, or find the same first malformed line with the same message (training refuses
+// the file there; ocrt-infer makes it that line's error and reads on); a list gives its
+// non-empty lines; a
 // .gt.txt gives its text less one trailing newline. The labels then go through the start-up
 // check of training (UTF-8, charset, CTC length) with a real image beside them.
 #include <sstream>
@@ -41,11 +43,15 @@ Read read_with_inference(const std::string& source, bool list, std::istream* in 
     if (list) reader.add_list(source);
     else reader.add(source);
     infer::InputLine line;
-    while (reader.next(line)) r.samples.push_back({line.path, line.truth.value_or("<none>")});
+    while (reader.next(line)) {
+      if (line.error.empty()) r.samples.push_back({line.path, line.truth.value_or("<none>")});
+      // The first malformed line; up to a NUL byte, as training's exception's what() reads.
+      else if (r.error.empty()) r.error = line.error.c_str();
+    }
   } catch (const Error& e) {
-    r.samples.clear();  // training reads a file whole: on an error it has nothing
     r.error = e.what();
   }
+  if (!r.error.empty()) r.samples.clear();  // training reads a file whole: on an error it has nothing
   return r;
 }
 

@@ -45,7 +45,10 @@ TextDetector::TextDetector(const std::string& model_path, DetectorOptions option
   std::shared_ptr<nn::DBNet> model;
   try {
     Generator gen(0);  // the initial values are overwritten at once
-    model = nn::make_detector(info.arch, info.config, gen);
+    {
+      const nn::ModelSizeGuard guard(file.weights, model_path);
+      model = nn::make_detector(info.arch, info.config, gen);
+    }
     model->load_state_dict(file.weights);
   } catch (const Error& e) {
     fail(model_path, ": the weights do not fit its '", info.arch, "' model: ", e.what());

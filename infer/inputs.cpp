@@ -9,6 +9,7 @@
 
 #include "runtime/error.h"
 #include "runtime/stb.h"
+#include "runtime/text.h"
 #include "runtime/tiff.h"
 
 namespace ocrt::infer {
@@ -41,6 +42,14 @@ std::string read_ground_truth(const fs::path& p) {
 
 }  // namespace
 
+// /dev/stdin and the other names of a descriptor are a stream even when the descriptor is a
+// regular file (ocrt-infer /dev/stdin < labels.txt): it has no name to tell its kind by.
+bool is_stream_path(const std::string& path) {
+  for (const char* prefix : {"/dev/stdin", "/dev/fd/", "/proc/self/fd/"})
+    if (path.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
 bool is_image_file_name(const std::string& path) {
   static const char* kExtensions[] = {".png", ".jpg", ".jpeg", ".bmp", ".tga", ".gif",
                                       ".pgm", ".ppm", ".pnm", ".tif", ".tiff"};
@@ -57,15 +66,19 @@ void InputReader::add(const std::string& arg) {
   OCRT_CHECK(!arg.empty(), "an input path is empty");
   std::error_code ec;
   Kind kind;
+  const fs::file_status status = fs::status(arg, ec);
+  const bool named_labels = ends_with(lower_extension(arg), ".txt") || ends_with(lower_extension(arg), ".tsv");
   if (arg == "-") kind = Kind::stdin_paths;
-  else if (fs::is_directory(arg, ec)) kind = Kind::folder;
-  else if (ends_with(lower_extension(arg), ".txt") || ends_with(lower_extension(arg), ".tsv")) kind = Kind::label_file;
+  else if (fs::is_directory(status)) kind = Kind::folder;
+  else if (named_labels) kind = Kind::label_file;
+  else if (is_stream_path(arg) || (fs::exists(status) && !fs::is_regular_file(status))) kind = Kind::stream;
   else kind = Kind::image;
   if (need_truth_ && !pages_)
-    OCRT_CHECK(kind == Kind::folder || kind == Kind::label_file, "--eval needs the true text of every line: '", arg,
+    OCRT_CHECK(kind == Kind::folder || kind == Kind::label_file || kind == Kind::stream, "--eval needs the true text of every line: '", arg,
                "' is ", kind == Kind::stdin_paths ? "stdin" : "an image path",
                "; give a label file (path<TAB>text) or a folder of name.png + name.gt.txt pairs");
-  if (kind == Kind::label_file) OCRT_CHECK(fs::is_regular_file(arg, ec), arg, ": no such label file");
+  if (kind == Kind::label_file)
+    OCRT_CHECK(fs::exists(status) && !fs::is_directory(status), arg, ": no such label file");
   sources_.push_back({kind, arg});
 }
 
@@ -73,7 +86,10 @@ void InputReader::add_list(const std::string& file) {
   OCRT_CHECK(!need_truth_ || pages_, "--eval needs the true text of every line: the list ", file,
              " holds only paths; give a label file (path<TAB>text) or a folder of .gt.txt pairs");
   std::error_code ec;
-  OCRT_CHECK(fs::is_regular_file(file, ec), file, ": no such list file");
+  const fs::file_status status = fs::status(file, ec);
+  OCRT_CHECK(fs::exists(status), file, ": no such list file");
+  OCRT_CHECK(!fs::is_directory(status), file, ": is a folder; --list takes a file of image paths (give a folder "
+             "without --list)");
   sources_.push_back({Kind::list_file, file});
 }
 
@@ -94,7 +110,8 @@ bool InputReader::open_next_source() {
   folder_images_.clear();
   folder_pos_ = 0;
   const Source& s = *current_;
-  if (s.kind == Kind::label_file || s.kind == Kind::list_file) {
+  stream_labels_ = -1;
+  if (s.kind == Kind::label_file || s.kind == Kind::list_file || s.kind == Kind::stream) {
     file_ = std::make_unique<std::ifstream>(s.path, std::ios::binary);
     OCRT_CHECK(file_->good(), s.path, ": cannot open it");
   } else if (s.kind == Kind::folder) {
@@ -102,6 +119,9 @@ bool InputReader::open_next_source() {
       if (entry.is_regular_file() && is_image_file_name(entry.path().string()))
         folder_images_.push_back(entry.path().string());
     std::sort(folder_images_.begin(), folder_images_.end());  // a stable order whatever the file system's
+    if (folder_images_.empty())
+      notes_.push_back(s.path + ": the folder holds no image (.png .jpg .jpeg .bmp .tga .gif .pgm .ppm .pnm "
+                       ".tif .tiff, in it or below)");
   }
   return true;
 }
@@ -113,30 +133,45 @@ bool InputReader::next(InputLine& out) {
     std::string line;
     switch (s.kind) {
       case Kind::image:
-        out = {s.path, std::nullopt};
+        out = {s.path, std::nullopt, ""};
         current_.reset();
         return true;
       case Kind::stdin_paths:
         if (read_line(*stdin_, line)) {
-          out = {line, std::nullopt};
+          out = {line, std::nullopt, ""};
           return true;
         }
         break;
       case Kind::list_file:
         if (read_line(*file_, line)) {
-          out = {line, std::nullopt};
+          out = {line, std::nullopt, ""};
           return true;
         }
         break;
       case Kind::label_file:
         if (read_line(*file_, line)) {
-          const size_t tab = line.find('\t');
-          OCRT_CHECK(tab != std::string::npos, s.path, " line ", lineno_,
-                     ": expected 'path<TAB>text', found no tab in '", line.substr(0, 80), "'");
-          OCRT_CHECK(tab > 0, s.path, " line ", lineno_, ": the image path is empty");
-          const fs::path rel = line.substr(0, tab);
-          const fs::path base = fs::path(s.path).parent_path();
-          out = {(rel.is_absolute() ? rel : base / rel).lexically_normal().string(), line.substr(tab + 1)};
+          out = label_line(line, fs::path(s.path).parent_path().string());
+          return true;
+        }
+        break;
+      case Kind::stream:
+        if (read_line(*file_, line)) {
+          if (stream_labels_ < 0) {
+            if (line.find('\0') != std::string::npos || valid_utf8(line) != line) {
+              // An image sent through a pipe: not read (a line's decoder wants a file).
+              out = {s.path, std::nullopt, s.path + ": holds binary data, not lines of text (to read an image, give its "
+                                           "file's path)"};
+              current_.reset();
+              return true;
+            }
+            stream_labels_ = line.find('\t') != std::string::npos;
+          }
+          if (stream_labels_) out = label_line(line, "");
+          else if (need_truth_ && !pages_)
+            out = {s.path + " line " + std::to_string(lineno_), std::nullopt,
+                   s.path + " line " + std::to_string(lineno_) + ": --eval needs 'path<TAB>text' lines; this one is '" +
+                       line.substr(0, 80) + "'"};
+          else out = {line, std::nullopt, ""};
           return true;
         }
         break;
@@ -147,12 +182,12 @@ bool InputReader::next(InputLine& out) {
           gt.replace_extension(".gt.txt");
           std::error_code ec;
           if (fs::exists(gt, ec)) {
-            out = {img.string(), read_ground_truth(gt)};
+            out = {img.string(), read_ground_truth(gt), ""};
             return true;
           }
           if (!need_truth_ || (pages_ && (!page_truth_file(img.string()).empty() ||
                                           !page_truth_file(img.string(), 1).empty()))) {
-            out = {img.string(), std::nullopt};
+            out = {img.string(), std::nullopt, ""};
             return true;
           }
           ++skipped_;
@@ -161,6 +196,17 @@ bool InputReader::next(InputLine& out) {
     }
     current_.reset();  // this source is used up
   }
+}
+
+InputLine InputReader::label_line(const std::string& line, const std::string& base) const {
+  const std::string where = current_->path + " line " + std::to_string(lineno_);
+  const size_t tab = line.find('\t');
+  if (tab == std::string::npos)
+    return {where, std::nullopt, where + ": expected 'path<TAB>text', found no tab in '" + line.substr(0, 80) + "'"};
+  if (tab == 0) return {where, std::nullopt, where + ": the image path is empty"};
+  const fs::path rel = line.substr(0, tab);
+  return {(rel.is_absolute() || base.empty() ? rel : fs::path(base) / rel).lexically_normal().string(),
+          line.substr(tab + 1), ""};
 }
 
 // ---- lines and pages
@@ -275,6 +321,12 @@ bool ItemReader::next(InputItem& out) {
     InputItem item;
     item.path = item.name = line.path;
     item.truth = std::move(line.truth);
+    if (!line.error.empty()) {  // a malformed label line: its own error, never opened as a file
+      item.error = std::move(line.error);
+      item.page = kind_ == InputKind::page;
+      out = std::move(item);
+      return true;
+    }
 
     // A TIFF: every page (--line reads each as a line). Looked for by content, except with
     // --line, where only files named .tif/.tiff are opened here (a list of a million PNG lines
@@ -294,7 +346,7 @@ bool ItemReader::next(InputItem& out) {
         }
       if (error.empty() && pages > 0) {
         tiff_bytes_ = std::move(bytes);
-        tiff_input_ = {item.path, item.truth};
+        tiff_input_ = {item.path, item.truth, ""};
         tiff_pages_ = pages, tiff_next_ = 0;
         continue;
       }

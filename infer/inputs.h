@@ -10,10 +10,16 @@
 //                             convention)
 //   a file ending .txt/.tsv   a label file: `path<TAB>text` per line, paths relative to the
 //                             label file's folder (the PaddleOCR format, as in training)
+//   a stream                  a pipe or a device (<(...), /dev/null), or /dev/stdin, /dev/fd/N
+//                             whatever they are: text read once, as it comes; a label file if
+//                             its first line holds a tab, else one image path a line; relative
+//                             paths from the working directory. Binary data (an image sent
+//                             through a pipe) is an error of that input.
 //   anything else             one image path (a missing or bad one fails on its own line)
 //   --list FILE               one image path per line, used as written (relative to the
-//                             working directory)
-// Empty lines are skipped and a trailing '\r' is dropped everywhere.
+//                             working directory); any readable file, a pipe too
+// Empty lines are skipped and a trailing '\r' is dropped everywhere. A label line without a tab
+// (or with an empty path) is that line's error; the lines around it are read.
 //
 // infer/ does not use train/ (docs/architecture.md), so the label-file and .gt.txt readers here are small
 // lazy counterparts of train/data.cpp's, with the same rules.
@@ -24,6 +30,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/image.h"
@@ -33,6 +40,7 @@ namespace ocrt::infer {
 struct InputLine {
   std::string path;
   std::optional<std::string> truth;  // from a label file or a .gt.txt
+  std::string error;                 // a malformed label line ("FILE line N: ..."); path is then "FILE line N"
 };
 
 class InputReader {
@@ -49,19 +57,23 @@ class InputReader {
   void add_list(const std::string& file);  // --list FILE; throws when it cannot be opened
   bool empty() const { return sources_.empty(); }
 
-  // The next line, false at the end. Throws naming the file and line for a malformed label file.
+  // The next line, false at the end. A malformed label line is a line with an error.
   bool next(InputLine& line);
 
   int64_t skipped_without_truth() const { return skipped_; }
+  // What the reader noticed that is not an error of any line (a folder with no image in it),
+  // one sentence each, taken once.
+  std::vector<std::string> take_notes() { return std::exchange(notes_, {}); }
 
  private:
-  enum class Kind { image, folder, label_file, list_file, stdin_paths };
+  enum class Kind { image, folder, label_file, list_file, stdin_paths, stream };
   struct Source {
     Kind kind;
     std::string path;
   };
   bool open_next_source();
   bool read_line(std::istream& in, std::string& line);
+  InputLine label_line(const std::string& line, const std::string& base) const;
 
   bool need_truth_, pages_;
   std::istream* stdin_;
@@ -74,6 +86,8 @@ class InputReader {
   std::vector<std::string> folder_images_;
   size_t folder_pos_ = 0;
   int64_t skipped_ = 0;
+  int stream_labels_ = -1;  // a stream's kind, from its first line: 1 labels, 0 paths, -1 not seen
+  std::vector<std::string> notes_;
 };
 
 // Image file name extensions a folder is scanned for (lower case, with the dot).

@@ -69,6 +69,9 @@ std::shared_ptr<nn::Recognizer> build_model(const std::string& arch, const Json&
 
 std::shared_ptr<nn::Recognizer> build_model(const LoadedModel& m) {
   try {
+    // The first build of a file's config (the predictor's later copies reuse it): bounded by
+    // the size of its weights, so a config that does not fit them fails before allocating.
+    const nn::ModelSizeGuard guard(m.weights, m.path);
     return build_model(m.arch, m.config, m.weights);
   } catch (const Error& e) {
     fail(m.path, ": the weights do not fit a '", m.arch, "' model with ", m.charset.num_classes(), " classes: ",

@@ -556,7 +556,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  Evaluation evaluation;
+  Evaluation evaluation(&predictor->charset());
   PageEvaluation page_evaluation;
   std::vector<std::pair<std::string, Tensor>> logits;
   const bool jsonl = args.output.name == "jsonl";
@@ -590,7 +590,7 @@ int main(int argc, char** argv) {
   };
   auto write_line = [&](LineResult&& r, LineMeta& m) {
     std::optional<Scored> scored;
-    if (args.eval) scored = evaluation.add(r, *m.truth);
+    if (args.eval && m.truth) scored = evaluation.add(r, *m.truth);  // a malformed label line has none
     // text and the XML documents have no place for a line's error; tsv and jsonl carry it.
     if (!r.ok() && (args.output.name == "text" || args.output.page_document()))
       std::fprintf(stderr, "ocrt-infer: %s\n", r.error.c_str());
@@ -709,7 +709,7 @@ int main(int argc, char** argv) {
         // without truth under --eval (left out, as a folder's unlabelled images are).
         InputItem line = std::move(item);
         pending.reset();
-        if (args.eval && !line.truth) {
+        if (line.error.empty()) {  // no truth under --eval: left out
           ++skipped_without_truth;
           continue;
         }
@@ -754,6 +754,7 @@ int main(int argc, char** argv) {
       add_stats(stats, run);
     }
     if (writer && write_documents) writer->finish();
+    for (const std::string& note : reader->take_notes()) std::fprintf(stderr, "ocrt-infer: note: %s\n", note.c_str());
     if (args.eval) {
       const int64_t skipped = reader->skipped_without_truth() + skipped_without_truth;
       if (jsonl) {

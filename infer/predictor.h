@@ -120,7 +120,7 @@ struct PredictorOptions {
 
   // Limits on a line (see the top of this file).
   int64_t max_image_pixels = kDefaultMaxImagePixels;  // checked from the header before decoding (runtime/image.h)
-  int64_t min_source_height = 8;
+  int64_t min_source_height = kMinLineHeight;
   int64_t min_width = 8;
   int64_t max_width = 8192;
   int64_t max_batch_columns = 0;  // 0: batch * 2048

@@ -40,6 +40,16 @@ std::vector<std::string> chars_of(const std::string& text) {
   }
 }
 
+// A character for a report line: a control character as U+XXXX, the rest as they are.
+std::string printable(const std::string& c) {
+  if (c.size() == 1 && ((unsigned char)c[0] < 0x20 || c[0] == 0x7f)) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "U+%04X", (unsigned)(unsigned char)c[0]);
+    return buf;
+  }
+  return c;
+}
+
 std::string tsv_field(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -132,6 +142,13 @@ Scored Evaluation::add(const LineResult& r, const std::string& truth) {
   distance_ += s.distance;
   truth_chars_ += s.truth_chars;
   lines_.push_back({r.name, truth, r.text, r.error, s.distance, s.truth_chars});
+  if (charset_) {
+    int64_t outside = 0;
+    for (const std::string& c : chars_of(truth))
+      if (!charset_->contains(c)) ++outside_[c], ++outside;
+    outside_chars_ += outside;
+    outside_lines_ += outside > 0;
+  }
   return s;
 }
 
@@ -148,6 +165,15 @@ Json Evaluation::summary() const {
   j.set("line_accuracy", round_to(line_accuracy(), 6));
   j.set("distance", distance_);
   j.set("truth_chars", truth_chars_);
+  if (charset_) {
+    Json which = Json::object();
+    for (const auto& [c, n] : outside_) which.set(c, n);
+    Json o = Json::object();
+    o.set("chars", outside_chars_);
+    o.set("lines", outside_lines_);
+    o.set("which", which);
+    j.set("outside_charset", o);
+  }
   return j;
 }
 
@@ -159,6 +185,17 @@ std::string Evaluation::report(int64_t worst) const {
      << " (" << distance_ << " edits / " << truth_chars_ << " characters)\n"
      << "line accuracy  " << fixed(100.0 * line_accuracy(), 2) << "% (" << exact_ << " of " << lines()
      << " exactly right)\n";
+  if (outside_chars_ > 0) {
+    // The most frequent first (then in charset order), at most 20 named.
+    std::vector<std::pair<std::string, int64_t>> which(outside_.begin(), outside_.end());
+    std::stable_sort(which.begin(), which.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    os << "not in charset " << outside_chars_ << " reference characters in " << outside_lines_
+       << " lines, which the model cannot read (counted as errors):";
+    for (size_t i = 0; i < which.size() && i < 20; ++i)
+      os << (i ? ", '" : " '") << printable(which[i].first) << "' x" << which[i].second;
+    if (which.size() > 20) os << ", and " << which.size() - 20 << " more";
+    os << "\n";
+  }
   // The worst lines: highest per-line CER, then most edits; lines read exactly right are left out.
   std::vector<const Line*> order;
   for (const auto& l : lines_)

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +47,10 @@ int64_t char_count(const std::string& text);
 // A failed line counts as all of its truth lost (distance = its length).
 class Evaluation {
  public:
+  // With the model's charset, reference characters it does not hold (a model for ASCII can never
+  // read 'é' or '€') are counted: each is an edit the model cannot avoid, and the report and the
+  // summary name them.
+  explicit Evaluation(const nn::Charset* charset = nullptr) : charset_(charset) {}
   Scored add(const LineResult& r, const std::string& truth);
 
   int64_t lines() const { return (int64_t)lines_.size(); }
@@ -56,15 +61,23 @@ class Evaluation {
   double line_accuracy() const;  // lines read exactly right / lines
   // A readable report: the numbers, then the `worst` lines with the highest per-line CER.
   std::string report(int64_t worst = 10) const;
-  Json summary() const;  // {"lines", "failed", "cer", "line_accuracy", "distance", "truth_chars"}
+  // {"lines", "failed", "cer", "line_accuracy", "distance", "truth_chars"}, and with a charset
+  // "outside_charset": {"chars": n, "lines": n, "which": {"é": n, ...}}.
+  Json summary() const;
+  // Reference characters outside the charset: how many, and in how many lines.
+  int64_t outside_charset_chars() const { return outside_chars_; }
+  int64_t outside_charset_lines() const { return outside_lines_; }
 
  private:
   struct Line {
     std::string name, truth, text, error;
     int64_t distance, truth_chars;
   };
+  const nn::Charset* charset_;
   std::vector<Line> lines_;
   int64_t failed_ = 0, distance_ = 0, truth_chars_ = 0, exact_ = 0;
+  std::map<std::string, int64_t> outside_;  // character -> count
+  int64_t outside_chars_ = 0, outside_lines_ = 0;
 };
 
 // --logits-out: each recognised line's (T, C) logits under its input path (a path that comes

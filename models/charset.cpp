@@ -70,6 +70,10 @@ Charset Charset::from_file(const std::string& path) {
     const auto cps = utf8_chars(line, where);
     OCRT_CHECK(cps.size() == 1, where, ": expected one character per line, got '", line, "' (", cps.size(),
                " characters)");
+    // A control character cannot be written back on a line (a '\r' is taken for the end of a
+    // CRLF line, '\n' ends it), and no text line holds one.
+    OCRT_CHECK(!((unsigned char)line[0] < 0x20 || line == "\x7f"), where, ": a control character (byte ",
+               (int)(unsigned char)line[0], ") cannot be in a charset file");
     OCRT_CHECK(!seen.count(line), where, ": '", line, "' is already on line ", seen[line]);
     seen[line] = lineno;
     chars.push_back(line);
@@ -115,7 +119,11 @@ std::string Charset::decode(const std::vector<int64_t>& classes) const {
 
 std::string Charset::to_text() const {
   std::string out;
-  for (const auto& c : chars_) out += c + "\n";
+  for (const auto& c : chars_) {
+    OCRT_CHECK(!(c.size() == 1 && ((unsigned char)c[0] < 0x20 || c[0] == 0x7f)), "charset: the control character (byte ",
+               (int)(unsigned char)c[0], ") at class ", &c - chars_.data() + 1, " has no form in a charset file");
+    out += c + "\n";
+  }
   return out;
 }
 

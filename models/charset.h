@@ -21,7 +21,7 @@ class Charset {
   // The 95 printable ASCII characters, space (0x20) to tilde (0x7E): the default.
   static Charset ascii();
   // One character per line; empty lines are skipped, a trailing '\r' is dropped. Duplicates and
-  // lines of more than one character are errors naming the line.
+  // lines of more than one character, and control characters, are errors naming the line.
   static Charset from_file(const std::string& path);
   // From a list of characters (each one code point); duplicates are errors.
   static Charset from_chars(const std::vector<std::string>& chars);
@@ -39,7 +39,8 @@ class Charset {
   // Classes -> text; blank (0) is skipped; a class outside [0, num_classes) throws.
   std::string decode(const std::vector<int64_t>& classes) const;
 
-  // The charset file's text (one character per line).
+  // The charset file's text (one character per line); throws for a control character (a charset
+  // from a model file's JSON may hold one), which a charset file cannot.
   std::string to_text() const;
 
  private:

@@ -38,6 +38,16 @@ Json parse_field(const std::map<std::string, std::string>& meta, const char* key
 }
 }  // namespace
 
+size_t ModelSizeGuard::budget(const StateDict& weights) {
+  size_t bytes = 0;
+  for (const auto& [name, t] : weights) bytes += (size_t)t.numel() * sizeof(float);
+  return 4 * bytes + (size_t(64) << 20);
+}
+
+ModelSizeGuard::ModelSizeGuard(const StateDict& weights, const std::string& path)
+    : cap_(budget(weights), path + ": the model's config asks for a larger model than its weights (the config and "
+                                   "the tensors do not belong together): building it") {}
+
 Json default_input_spec() {
   Json j = Json::object();
   j.set("height", 32);

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "models/module.h"
+#include "runtime/cpu_allocator.h"
 #include "runtime/json.h"
 
 namespace ocrt::nn {
@@ -59,6 +60,20 @@ ModelFile load_model_file(const std::string& path, bool quiet = false);
 // The one-line note load_model_file prints for a file whose foreign metadata it ignored
 // (without the trailing newline).
 std::string ignored_metadata_note(const std::string& path, const std::map<std::string, std::string>& metadata);
+
+// Building a model from a file's config, while this lives on the thread that builds it: the
+// model's CPU tensors may take at most 4 times the file's values as float32, plus 64 MiB (the
+// initialiser's temporaries). A config that asks for a far larger model than its weights (a
+// 20 KB file whose config says 100,000 channels) fails at once with an error naming the file,
+// before the model's memory is taken; the shapes are then compared by load_state_dict as always.
+class ModelSizeGuard {
+ public:
+  ModelSizeGuard(const StateDict& weights, const std::string& path);
+
+ private:
+  static size_t budget(const StateDict& weights);
+  CpuAllocationCap cap_;
+};
 
 // The input spec every ocrt model uses today: 32-high gray, p / 127.5 - 1, width multiple of 4.
 Json default_input_spec();

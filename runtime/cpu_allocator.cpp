@@ -69,9 +69,23 @@ void* take_best_fit(Cache& c, size_t size) {
 // The cache's bound: what the largest working set so far needed back (at least 64 MiB).
 size_t cache_bound(const Cache& c) { return std::min(c.limit, std::max(kCacheMinBound, c.peak)); }
 
+thread_local CpuAllocationCap* t_cap = nullptr;
+
 }  // namespace
 
+CpuAllocationCap::CpuAllocationCap(size_t bytes, std::string what)
+    : cap_(bytes), what_(std::move(what)), outer_(t_cap) {
+  t_cap = this;
+}
+
+CpuAllocationCap::~CpuAllocationCap() { t_cap = outer_; }
+
 void* cpu_alloc(size_t nbytes) {
+  if (CpuAllocationCap* cap = t_cap) {
+    OCRT_CHECK(nbytes <= cap->cap_ - cap->used_, cap->what_, ": needs more than ", cap->cap_ >> 20, " MiB (",
+               cap->used_ >> 20, " MiB so far, then ", nbytes >> 20, " MiB more)");
+    cap->used_ += nbytes;
+  }
   size_t size = block_size(nbytes);
   Cache& c = cache();
   void* p = nullptr;

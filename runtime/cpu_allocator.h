@@ -24,6 +24,7 @@
 // the next step allocated again (bench_train crnn: 830 fresh blocks in 12 steps instead of 210).
 #pragma once
 #include <cstddef>
+#include <string>
 
 namespace ocrt {
 
@@ -39,5 +40,24 @@ CpuMemoryStats cpu_memory_stats();
 void cpu_empty_cache();                  // frees every cached block
 void cpu_set_cache_limit(size_t bytes);  // default 2 GiB; 0 disables caching
 void cpu_set_cache_trim(bool on);        // default off; see above
+
+// While it lives, the CPU tensors this thread allocates may add up to at most `bytes` (counting
+// every allocation, frees not subtracted); one past that throws Error("<what>: ..."). For work
+// whose size comes from a file: a model file whose config asks for a model far larger than the
+// weights it carries is refused before the model's memory is taken (models/model_file.h,
+// ModelSizeGuard). Scopes nest; the innermost one counts.
+class CpuAllocationCap {
+ public:
+  CpuAllocationCap(size_t bytes, std::string what);
+  ~CpuAllocationCap();
+  CpuAllocationCap(const CpuAllocationCap&) = delete;
+  CpuAllocationCap& operator=(const CpuAllocationCap&) = delete;
+
+ private:
+  friend void* cpu_alloc(size_t);
+  size_t cap_, used_ = 0;
+  std::string what_;
+  CpuAllocationCap* outer_;
+};
 
 }  // namespace ocrt

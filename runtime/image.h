@@ -43,6 +43,10 @@ struct GrayImage {
 constexpr int64_t kDefaultMaxImagePixels = int64_t(1) << 24;
 constexpr int64_t kDecodePixelsInFlight = int64_t(1) << 26;
 
+// The shortest text line image ocrt reads (the predictor's default min_source_height): below 8
+// pixels a 32-high model input is mostly interpolation. ocrt-synth never writes a shorter line.
+constexpr int64_t kMinLineHeight = 8;
+
 // Holds `pixels` of the kDecodePixelsInFlight budget while it lives: waits until they fit (or,
 // for an image larger than the budget, until nothing else is being decoded). Every decoder
 // (stb_image's formats here, TIFF in runtime/tiff.cpp) takes one before it allocates.

@@ -8,6 +8,7 @@
 
 #include "runtime/error.h"
 #include "runtime/image.h"
+#include "runtime/interrupt.h"
 
 namespace ocrt::train {
 
@@ -36,6 +37,7 @@ std::vector<Sample> read_label_file(const fs::path& file) {
   std::istringstream in(text);
   std::string line;
   for (int lineno = 1; std::getline(in, line); ++lineno) {
+    if (lineno % 4096 == 0) throw_if_interrupted("reading the label file");
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     const size_t tab = line.find('\t');
@@ -50,11 +52,14 @@ std::vector<Sample> read_label_file(const fs::path& file) {
 
 std::vector<Sample> read_pairs_folder(const fs::path& dir) {
   std::vector<fs::path> images;
-  for (const auto& entry : fs::recursive_directory_iterator(dir))
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (images.size() % 4096 == 0) throw_if_interrupted("listing a folder of samples");
     if (entry.is_regular_file() && is_image_name(entry.path())) images.push_back(entry.path());
+  }
   std::sort(images.begin(), images.end());  // a stable order whatever the file system's
   std::vector<Sample> out;
   for (const fs::path& img : images) {
+    if (out.size() % 1024 == 0) throw_if_interrupted("reading a folder's .gt.txt files");
     fs::path gt = img;
     gt.replace_extension(".gt.txt");
     if (!fs::exists(gt)) continue;  // an image without a label is not a sample
@@ -130,6 +135,7 @@ ValidationReport validate_samples(const std::vector<Sample>& samples, const nn::
   std::vector<Outcome> outcomes((size_t)n);
 #pragma omp parallel for schedule(dynamic, 16)
   for (int64_t i = 0; i < n; ++i) {
+    if (interrupt_signal() != 0) continue;  // every thread stops at once; thrown below
     const Sample& s = samples[(size_t)i];
     Outcome& o = outcomes[(size_t)i];
     auto problem = [&](Problem p, std::string detail) {
@@ -184,6 +190,7 @@ ValidationReport validate_samples(const std::vector<Sample>& samples, const nn::
     o.ok = true;
     o.checked = {s, std::move(classes), width};
   }
+  throw_if_interrupted("checking the samples (decoding every image)");
   ValidationReport r;
   r.total = n;
   for (auto& o : outcomes) {

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -20,6 +21,7 @@
 #include "runtime/cpu_isa.h"
 #include "runtime/error.h"
 #include "runtime/image.h"
+#include "runtime/interrupt.h"
 #include "runtime/rng.h"
 #include "train/checkpoint.h"
 #include "train/det_loss.h"
@@ -305,7 +307,12 @@ DetStart resolve_detector_start(const TrainConfig& cfg, bool lead) {
   }
   DetStart s;
   Generator gen(cfg.seed);
-  s.model = nn::make_detector(cfg.arch, conf, gen);
+  {
+    std::optional<nn::ModelSizeGuard> guard;  // a config from a file must fit that file's weights
+    if (ckpt) guard.emplace(ckpt->model, ckpt->path);
+    else if (init && init->info) guard.emplace(init->weights, cfg.init);
+    s.model = nn::make_detector(cfg.arch, conf, gen);
+  }
   s.info.arch = cfg.arch;
   s.info.config = s.model->config_json();
   s.info.input = nn::detector_input_spec();
@@ -321,6 +328,7 @@ DetectionScore evaluate_detector(nn::DBNet& model, const PageSource& pages, int6
                                  Device device) {
   DetectionScore total;
   for (int64_t i = comm.rank(); i < count; i += comm.size()) {
+    if (comm.size() == 1) throw_if_interrupted("validating");  // replicas stop together, at a step
     TruthPage p = pages.page((uint64_t)i);
     const nn::DetectedPage d = nn::detect_text_lines(model, p.image);
     std::vector<Quad> found;
@@ -363,11 +371,10 @@ DetectionScore score_detection(const std::vector<Quad>& found, const std::vector
   return s;
 }
 
-TrainResult run_detector_replica(const TrainConfig& cfg, Communicator& comm, Device device,
-                                 const std::atomic<int>& signal) {
+TrainResult run_detector_replica(const TrainConfig& cfg, Communicator& comm, Device device) {
   const int rank = comm.rank(), replicas = comm.size();
   const bool lead = rank == 0;
-  fs::create_directories(cfg.out);
+  make_run_folder(cfg.out);
   OCRT_CHECK(cfg.batch >= replicas, "--batch ", cfg.batch, " is smaller than the number of replicas (", replicas, ")");
   OCRT_CHECK(cfg.epochs <= 0, "--epochs: a detector trains by --steps (synthetic pages have no epoch)");
 
@@ -466,10 +473,20 @@ TrainResult run_detector_replica(const TrainConfig& cfg, Communicator& comm, Dev
       j.set("time", files.elapsed());
       files.event(j);
     }
-    const StopDecision stop = decide_stop(cfg, state.step, steps, now_seconds() - run_start, signal != 0, comm, device);
+    StopDecision stop =
+        decide_stop(cfg, state.step, steps, now_seconds() - run_start, interrupt_signal() != 0, comm, device);
     const bool last = state.step == steps;
+    std::optional<DetectionScore> score;
     if (val_pages && (state.step % cfg.eval_every == 0 || last || stop.out_of_time)) {
-      const DetectionScore s = evaluate_detector(model, *val_pages, val_count, comm, device);
+      try {
+        score = evaluate_detector(model, *val_pages, val_count, comm, device);
+      } catch (const Interrupted& e) {
+        if (lead) std::fprintf(stderr, "%s: this step's validation is left out\n", e.what());
+        stop.why = Stop::signal;
+      }
+    }
+    if (score) {
+      const DetectionScore& s = *score;
       const double error = 1 - s.f_measure();
       if (lead)
         std::fprintf(stderr, "step %lld: validation on %lld pages: precision %.2f%%, recall %.2f%%, F %.2f%% (%lld of %lld lines found)\n",

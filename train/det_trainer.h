@@ -16,7 +16,6 @@
 //          recall and their harmonic mean F. The best model is the one of the highest F; the
 //          checkpoint's best_cer field holds 1 - F (an error, lower is better, like a CER).
 #pragma once
-#include <atomic>
 
 #include "runtime/comm.h"
 #include "runtime/device.h"
@@ -26,9 +25,9 @@
 namespace ocrt::train {
 
 // One replica of a detector's training run (run_training calls it for a detector arch, once per
-// replica, as it calls the recognisers' loop). `signal` is set by SIGINT/SIGTERM.
-TrainResult run_detector_replica(const TrainConfig& cfg, Communicator& comm, Device device,
-                                 const std::atomic<int>& signal);
+// replica, as it calls the recognisers' loop). A signal (runtime/interrupt.h) stops it after
+// the step in progress, with a checkpoint; with one replica, also during validation.
+TrainResult run_detector_replica(const TrainConfig& cfg, Communicator& comm, Device device);
 
 // Detection quality of found outlines against true ones: each found box is matched to the
 // unmatched true box it overlaps most, and counts when their intersection over union (of the

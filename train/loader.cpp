@@ -10,9 +10,11 @@
 #include "train/loader.h"
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 #include <numeric>
 
+#include "runtime/interrupt.h"
 #include "runtime/error.h"
 #include "runtime/rng.h"
 
@@ -232,6 +234,18 @@ Batch Loader::next() {
   return batch;
 }
 
+std::optional<Batch> Loader::next_or_interrupted() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (ready_.count(next_to_return_) > 0 || (error_step_ >= 0 && next_to_return_ >= error_step_)) break;
+    if (interrupt_signal() != 0) return std::nullopt;
+    cv_.wait_for(lock, std::chrono::milliseconds(50));
+  }
+  if (interrupt_signal() != 0) return std::nullopt;  // the failure may be the signal's
+  lock.unlock();
+  return next();
+}
+
 std::shared_ptr<const std::vector<int64_t>> Loader::permutation(int64_t epoch) const {
   {
     std::lock_guard<std::mutex> lock(cache_mu_);
@@ -255,6 +269,7 @@ std::shared_ptr<const std::vector<int64_t>> Loader::permutation(int64_t epoch) c
 }
 
 LineSample Loader::make_sample(int64_t position) const {
+  if (opt_.interruptible) throw_if_interrupted("making a batch");
   const int64_t n = data_->size();
   const int64_t epoch = position / n, p = position % n;
   const int64_t index = opt_.shuffle ? (*permutation(epoch))[(size_t)p] : p;

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -114,6 +115,10 @@ struct LoaderOptions {
   // whole batch, so each line's input is exactly what a single replica would see. The batch
   // composition (order, bucketing, augmentation) does not depend on the shard.
   int shard_index = 0, shard_count = 1;
+  // A signal (runtime/interrupt.h) stops the making of samples at once (the batch fails) and
+  // next_or_interrupted() gives up waiting. For one replica only: replicas must agree on the
+  // step they stop at, so theirs stop at a step boundary (decide_stop).
+  bool interruptible = false;
 };
 
 class Loader {
@@ -126,6 +131,8 @@ class Loader {
 
   // The next batch in step order; blocks until it is ready. Rethrows a worker's error.
   Batch next();
+  // As next(), but nothing when a signal arrives while it waits (checked every 50 ms).
+  std::optional<Batch> next_or_interrupted();
   // Builds batch `step` directly on the calling thread (what the workers do; also for tests).
   Batch make_batch(int64_t step) const;
 

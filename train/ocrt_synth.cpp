@@ -228,6 +228,18 @@ struct Sample {
   double height = 0;
 };
 
+// Paper rows above and below, as evenly as they go, up to `height` rows: tiny glyphs (--height
+// 4 draws 7-pixel lines) still make a line ocrt-infer reads (runtime/image.h, kMinLineHeight).
+GrayImage pad_to_height(const GrayImage& image, int64_t height, uint8_t paper) {
+  GrayImage out;
+  out.width = image.width;
+  out.height = height;
+  out.pixels.assign((size_t)(out.width * height), paper);
+  const int64_t top = (height - image.height) / 2;
+  std::copy(image.pixels.begin(), image.pixels.end(), out.pixels.begin() + top * out.width);
+  return out;
+}
+
 // Sample i: a text some font covers (re-drawn until one does), that font, a glyph height,
 // a margin, ink and paper tones, the scan simulation (--degrade) and (with --augment) the
 // augmentations. A non-empty `fixed` text (from --texts) is rendered as given.
@@ -250,6 +262,7 @@ Sample make_sample(const SynthConfig& c, const TextSource& text_source, const st
     GrayImage image = font->render(text, height, margin, ink, paper);
     if (c.degrade != "none") image = degrade(image, scan, rng);
     if (c.augment) image = augment(image, AugmentOptions{}, rng);
+    if (image.height < kMinLineHeight) image = pad_to_height(image, kMinLineHeight, paper);
     const char* kinds[] = {"prose", "structured", "mixed"};
     return {std::move(image), text, fs::path(font->path()).filename().string(),
             fixed.empty() ? kinds[(int)kind] : "given", height};

@@ -2,11 +2,13 @@
 // synthetic lines, on the CPU or one GPU. Every flag is validated before any work starts; the
 // run ends with a one-line JSON summary on stdout (docs/cli.md has the full reference).
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "runtime/cli.h"
+#include "runtime/interrupt.h"
 #include "runtime/error.h"
 #include "train/trainer.h"
 
@@ -164,7 +166,10 @@ int main(int argc, char** argv) {
     cfg.validate();
     TrainResult r = run_training(cfg);
     if (r.rank == 0) std::printf("%s\n", r.to_json().dump().c_str());  // one summary per job
-    return r.interrupted ? 130 : 0;
+    return r.interrupted ? 128 + (interrupt_signal() != 0 ? interrupt_signal() : SIGINT) : 0;
+  } catch (const Interrupted& e) {  // during start-up, before anything was written
+    std::fprintf(stderr, "\nocrt-train: %s; stopped before the first step, nothing saved\n", e.what());
+    return 128 + e.signal;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ocrt-train: %s\n", e.what());
     return 1;

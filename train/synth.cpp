@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "runtime/interrupt.h"
 #include "runtime/error.h"
 #include "runtime/rng.h"
 #include "runtime/stb.h"
@@ -206,6 +207,7 @@ std::vector<std::shared_ptr<Font>> load_fonts(const std::vector<std::string>& pa
   std::vector<std::shared_ptr<Font>> fonts;
   std::string first_problem;
   for (const auto& f : files) {
+    throw_if_interrupted("loading fonts");
     try {
       fonts.push_back(Font::load(f));
     } catch (const Error& e) {
@@ -290,7 +292,8 @@ std::vector<std::string> TextSource::read_prose(const std::vector<std::string>& 
     std::ifstream in(path, std::ios::binary);
     OCRT_CHECK(in.good(), path, ": cannot open the text");
     std::string line;
-    while (std::getline(in, line)) {
+    for (int64_t n = 1; std::getline(in, line); ++n) {
+      if (n % 16384 == 0) throw_if_interrupted("reading the prose");
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (line == "%") continue;  // a fortune file's separator
       split_at_spaces(line, words);
@@ -306,7 +309,8 @@ std::vector<std::string> TextSource::read_words(const std::string& path) {
   OCRT_CHECK(in.good(), path, ": cannot open the word list");
   std::vector<std::string> words;
   std::string line;
-  while (std::getline(in, line)) {
+  for (int64_t n = 1; std::getline(in, line); ++n) {
+    if (n % 16384 == 0) throw_if_interrupted("reading the word list");
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (!line.empty()) words.push_back(line);
   }

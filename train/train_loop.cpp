@@ -17,6 +17,7 @@
 #include "models/edit_distance.h"
 #include "ops/ctc.h"
 #include "ops/elementwise.h"
+#include "runtime/interrupt.h"
 
 namespace fs = std::filesystem;
 
@@ -107,7 +108,12 @@ StartPoint resolve_start(const TrainConfig& cfg, const nn::Charset& charset, boo
   // The model, initialised from the seed; then the checkpoint's or the --init file's weights.
   StartPoint s;
   Generator gen(cfg.seed);
-  s.model = nn::make_recognizer(cfg.arch, conf, gen);
+  {
+    std::optional<nn::ModelSizeGuard> guard;  // a config from a file must fit that file's weights
+    if (ckpt) guard.emplace(ckpt->model, ckpt->path);
+    else if (init && init->info) guard.emplace(init->weights, cfg.init);
+    s.model = nn::make_recognizer(cfg.arch, conf, gen);
+  }
   OCRT_CHECK(s.model->num_classes() == charset.num_classes(), "the model has ", s.model->num_classes(),
              " classes but the charset ", charset.size(), " characters (expected characters + 1)");
   s.info.arch = cfg.arch;
@@ -232,6 +238,15 @@ const char* stop_name(Stop s) {
   return "?";
 }
 
+void make_run_folder(const std::string& out) {
+  OCRT_CHECK(!out.empty(), "--out: give the folder the run writes to");
+  std::error_code ec;
+  const bool exists = fs::exists(out, ec);
+  OCRT_CHECK(!exists || fs::is_directory(out, ec), "--out: ", out, " exists and is not a folder");
+  fs::create_directories(out, ec);
+  OCRT_CHECK(!ec, "--out: cannot make the folder ", out, ": ", ec.message());
+}
+
 StopDecision decide_stop(const TrainConfig& cfg, int64_t step, int64_t steps, double elapsed_s, bool signalled,
                          Communicator& comm, Device device) {
   StopDecision d;
@@ -291,7 +306,12 @@ EvalResult evaluate(nn::Recognizer& model, const Dataset& data, const LoaderOpti
   const int64_t total = data.size(), B = o.batch;
   const int64_t first = B * o.shard_index / o.shard_count;  // this shard's first line in a batch
   for (int64_t step = 0; step * B < total; ++step) {
-    Batch b = loader.next();
+    std::optional<Batch> got = o.interruptible ? loader.next_or_interrupted() : std::optional<Batch>(loader.next());
+    if (!got) {
+      model.train(true);
+      throw Interrupted(interrupt_signal(), "evaluating");
+    }
+    Batch& b = *got;
     Tensor logits = model.forward(b.images.to(device), b.widths);
     std::vector<int64_t> frames;
     for (int64_t w : b.widths) frames.push_back(model.frames_for_width(w));
@@ -454,13 +474,22 @@ void RunFiles::report() {
   }
 }
 
-void evaluate_and_save(RunParts& run, TrainState& state, int64_t steps, const StopDecision& stop) {
+StopDecision evaluate_and_save(RunParts& run, TrainState& state, int64_t steps, StopDecision stop) {
   const TrainConfig& cfg = run.cfg;
   bool wrote = false;
+  std::optional<EvalResult> evaluated;
   if (run.val_data && (state.step % cfg.eval_every == 0 || state.step == steps || stop.out_of_time)) {
+    try {
+      evaluated = evaluate(run.model, *run.val_data, run.val_loader, run.device, run.charset, run.comm,
+                           cfg.worst_lines);
+    } catch (const Interrupted& e) {  // one replica only (run.val_loader.interruptible)
+      if (run.files.lead()) std::fprintf(stderr, "\n%s: this step's evaluation is left out\n", e.what());
+      stop.why = Stop::signal;
+    }
+  }
+  if (evaluated) {
+    EvalResult& r = *evaluated;
     wrote = true;
-    EvalResult r = evaluate(run.model, *run.val_data, run.val_loader, run.device, run.charset, run.comm,
-                            cfg.worst_lines);
     if (run.files.lead()) {
       if (run.tty) std::fprintf(stderr, "\n");
       std::fprintf(stderr, "eval step %lld: CER %.4f, line accuracy %.4f on %lld lines\n", (long long)state.step,
@@ -491,6 +520,7 @@ void evaluate_and_save(RunParts& run, TrainState& state, int64_t steps, const St
     wrote = true;
   }
   if (wrote) run.files.report();
+  return stop;
 }
 
 }  // namespace ocrt::train

@@ -7,8 +7,8 @@
 //     Batch b = loader.next();
 //     StepResult s = train_step(parts, model, b, schedule.lr_at(state.step));  // the step itself
 //     state.step++;
-//     StopDecision stop = decide_stop(cfg, state.step, steps, elapsed, signalled, comm, device);
-//     evaluate_and_save(run, state, steps, stop);                      // eval, best, checkpoint
+//     StopDecision stop = evaluate_and_save(run, state, steps,         // eval, best, checkpoint
+//         decide_stop(cfg, state.step, steps, elapsed, signalled, comm, device));
 //     if (stop.why != Stop::no) break;
 //   }
 #pragma once
@@ -117,6 +117,10 @@ struct Throughput {
   void report(TrainResult& r) const;  // samples/s and the ms a step of each phase
 };
 
+// Makes the run's folder (--out) and its parents, or fails saying why ("--out: /dev/null exists
+// and is not a folder", "--out: cannot make the folder X: Permission denied").
+void make_run_folder(const std::string& out);
+
 // The process's peak resident memory so far, in MiB (getrusage).
 double peak_rss_mb();
 
@@ -152,7 +156,8 @@ struct EvalResult {
 
 // Greedy-decodes every validation line (each exactly once) in eval mode, keeping the `keep_worst`
 // lines read worst. With several replicas each decodes its shard of every batch, and the counts
-// are summed over replicas.
+// are summed over replicas With an interruptible loader (one replica), a signal ends it by
+// throwing Interrupted.
 EvalResult evaluate(nn::Recognizer& model, const Dataset& data, const LoaderOptions& base, Device device,
                     const nn::Charset& charset, Communicator& comm, int64_t keep_worst = 0);
 
@@ -210,6 +215,8 @@ struct RunParts {
 // time), keeping the best model and the worst lines; writes a checkpoint when one is due (every
 // cfg.save_every steps and at the last) or when the run stops early; after either, refreshes
 // the report (it costs milliseconds, an evaluation seconds, so a long run can be watched).
-void evaluate_and_save(RunParts& run, TrainState& state, int64_t steps, const StopDecision& stop);
+// A signal during the evaluation (one replica: its loader is interruptible) abandons it: the
+// checkpoint is saved and the decision returned says Stop::signal; otherwise `stop` as given.
+StopDecision evaluate_and_save(RunParts& run, TrainState& state, int64_t steps, StopDecision stop);
 
 }  // namespace ocrt::train

@@ -27,6 +27,7 @@
 #include "runtime/cpu_isa.h"
 #include "runtime/cuda/cuda_glue.h"
 #include "runtime/mpi_comm.h"
+#include "runtime/interrupt.h"
 #include "runtime/nccl_comm.h"
 #include "runtime/threading.h"
 #include "train/checkpoint.h"
@@ -41,10 +42,6 @@ namespace fs = std::filesystem;
 namespace ocrt::train {
 
 namespace {
-
-// ---- signals: SIGINT/SIGTERM ask the loop to stop after the current step (and save).
-std::atomic<int> g_signal{0};
-extern "C" void on_signal(int sig) { g_signal = sig; }
 
 std::string join_devices(const std::vector<Device>& devices) {
   std::string s;
@@ -100,7 +97,16 @@ std::shared_ptr<const Dataset> make_dataset(const std::vector<std::string>& sour
   }
   for (const auto& s : sources)
     OCRT_CHECK(s != "synth", flag, ": 'synth' cannot be mixed with files (got ", sources.size(), " sources)");
-  ValidationReport report = validate_samples(read_sources(sources), charset, 32, frame_rule(cfg.arch));
+  std::vector<Sample> samples;
+  for (const auto& s : sources) {
+    std::vector<Sample> part = read_source(s);
+    if (part.empty() && verbose)
+      std::fprintf(stderr, "note: %s %s: no samples in it (%s)\n", flag, s.c_str(),
+                   std::filesystem::is_directory(s) ? "a folder needs name.png + name.gt.txt pairs, in it or below"
+                                                    : "a label file holds path<TAB>text lines");
+    samples.insert(samples.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+  }
+  ValidationReport report = validate_samples(samples, charset, 32, frame_rule(cfg.arch));
   if (verbose)
     std::fprintf(stderr, "%s: %lld samples, %lld usable\n", flag, (long long)report.total,
                  (long long)report.good.size());
@@ -419,6 +425,7 @@ LoaderOptions loader_options(const TrainConfig& cfg, int rank, int replicas) {
   lo.frames = frame_rule(cfg.arch);
   lo.shard_index = rank;
   lo.shard_count = replicas;
+  lo.interruptible = replicas == 1;
   return lo;
 }
 
@@ -450,10 +457,10 @@ void log_progress(const RunParts& run, const TrainState& state, int64_t steps, d
 // One replica's whole run: for a single replica `comm` is the no-op communicator, and every
 // collective below does nothing.
 TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device device) {
-  if (nn::is_detector_arch(cfg.arch)) return run_detector_replica(cfg, comm, device, g_signal);
+  if (nn::is_detector_arch(cfg.arch)) return run_detector_replica(cfg, comm, device);
   const int rank = comm.rank(), replicas = comm.size();
   const bool lead = rank == 0;  // writes progress, metrics and checkpoints
-  fs::create_directories(cfg.out);
+  make_run_folder(cfg.out);
   const nn::Charset charset = load_charset(cfg.charset_path);
   OCRT_CHECK(cfg.batch >= replicas, "--batch ", cfg.batch, " is smaller than the number of replicas (", replicas,
              "): every replica needs at least one line of each batch");
@@ -502,7 +509,20 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
   while (state.step < steps) {
     maybe_inject_fault(rank, state.step);
     const double t_data = now_seconds();
-    Batch b = loader.next();
+    // One replica stops waiting for data at a signal (a batch of 100,000 lines takes minutes
+    // to make); replicas stop together, at a step boundary (decide_stop).
+    std::optional<Batch> got = lo.interruptible ? loader.next_or_interrupted() : std::optional<Batch>(loader.next());
+    if (!got) {
+      result.interrupted = true;
+      if (state.step > first_step) files.checkpoint(model, *optim, state, stop_name(Stop::signal));
+      if (lead)
+        std::fprintf(stderr, "\n%s while making batch %lld: %s, stopping\n", signal_name(interrupt_signal()).c_str(),
+                     (long long)state.step,
+                     state.step > first_step ? ("saved a checkpoint at step " + std::to_string(state.step)).c_str()
+                                             : "no step done, nothing saved");
+      break;
+    }
+    Batch b = std::move(*got);
     OCRT_CHECK(b.step == state.step, "loader returned batch ", b.step, " for step ", state.step);
     const double data_s = now_seconds() - t_data;
 
@@ -525,16 +545,15 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
     speed.add(state.step - first_step, cfg.batch, data_s, s);
     if (state.step % cfg.log_every == 0 || state.step == steps) log_progress(run, state, steps, loss_avg, speed);
 
-    const StopDecision stop =
-        decide_stop(cfg, state.step, steps, now_seconds() - run_start, g_signal != 0, comm, device);
-    evaluate_and_save(run, state, steps, stop);
+    const StopDecision stop = evaluate_and_save(
+        run, state, steps, decide_stop(cfg, state.step, steps, now_seconds() - run_start, interrupt_signal() != 0, comm, device));
     if (stop.why == Stop::no) continue;
     if (lead && stop.why == Stop::out_of_time)
       std::fprintf(stderr, "\n--max-minutes %g reached at step %lld: saved, stopping\n", cfg.max_minutes,
                    (long long)state.step);
     if (lead && stop.why == Stop::signal)
-      std::fprintf(stderr, "\nsignal %d: saved a checkpoint at step %lld, stopping\n", (int)g_signal,
-                   (long long)state.step);
+      std::fprintf(stderr, "\n%s: saved a checkpoint at step %lld, stopping\n",
+                   signal_name(interrupt_signal()).c_str(), (long long)state.step);
     result.interrupted = stop.why == Stop::signal;
     break;
   }
@@ -645,16 +664,10 @@ TrainResult run_training(const TrainConfig& config) {
   const ConvModeScope conv_mode(cfg.conv);
   const cpu::MatmulPrecisionScope precision(cfg.precision);
   if (cfg.devices.size() == 1) cfg.device = cfg.devices[0];
-  auto prev_int = std::signal(SIGINT, on_signal);
-  auto prev_term = std::signal(SIGTERM, on_signal);
-  g_signal = 0;
-  struct RestoreSignals {
-    void (*i)(int), (*t)(int);
-    ~RestoreSignals() {
-      std::signal(SIGINT, i);
-      std::signal(SIGTERM, t);
-    }
-  } restore{prev_int, prev_term};
+  // The first SIGINT/SIGTERM stops the run at the next safe point: during start-up before
+  // anything is written (Interrupted is thrown), in the loop with a checkpoint; a second one
+  // ends the process at once (runtime/interrupt.h).
+  const InterruptHandlers handlers;
   if (mpi_launched()) return run_mpi(cfg);
   if (cfg.devices.size() > 1) return run_threads(cfg);
   auto single = make_single_communicator();

@@ -4,10 +4,12 @@
 // test_hostile_output.cpp, test_shipped_model.cpp.)
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "run_command.h"
+#include "temp_dir.h"
 
 using namespace ocrt::testing;
 
@@ -43,4 +45,28 @@ TEST_CASE("ocrt-infer refuses every bad number by its flag before any work", "[i
 TEST_CASE("ocrt-infer --help lists its flags, and docs/cli.md describes each", "[infer][cli]") {
   CHECK(help_flags("ocrt-infer").size() >= 20);
   CHECK(undocumented_flags("ocrt-infer").empty());
+}
+
+TEST_CASE("ocrt-infer --eval: a bad label line fails alone, and reference characters outside the charset are named",
+          "[infer][cli]") {
+  ocrt::testing::TempDir dir("infer-eval-labels");
+  const std::string samples = std::string(OCRT_SOURCE_DIR) + "/samples/lines/";
+  const std::string labels = (dir.path / "labels.txt").string();
+  // Line 2 has no tab; line 3's truth holds 'é' and '€', which the shipped ASCII model cannot read.
+  std::ofstream(labels) << samples << "000000.png\tThe quick brown fox jumps over the lazy dog.\n"
+                        << "just a path without its text\n"
+                        << samples << "000000.png\tThe quick brown fox jumps over the lazy d\xc3\xa9g \xe2\x82\xac\n";
+  std::string out;
+  const int rc = run_command(program("ocrt-infer") + " --threads 1 --eval " + labels, &out);
+  INFO(out);
+  CHECK(rc == 1);  // one line failed
+  CHECK_THAT(out, Catch::Contains("labels.txt line 2: expected 'path<TAB>text', found no tab"));
+  CHECK_THAT(out, Catch::Contains("lines          2"));  // both good lines were read and scored
+  CHECK_THAT(out, Catch::Contains("not in charset 2 reference characters in 1 lines"));
+  CHECK_THAT(out, Catch::Contains("'\xc3\xa9' x1") && Catch::Contains("'\xe2\x82\xac' x1"));
+  CHECK_THAT(out, Catch::Contains("3 lines (1 failed)"));
+  // The same file through a pipe, and the jsonl summary's count.
+  CHECK(run_command("cat " + labels + " | " + program("ocrt-infer") + " --threads 1 --eval --format jsonl /dev/stdin",
+                    &out) == 1);
+  CHECK_THAT(out, Catch::Contains("\"outside_charset\":{\"chars\":2,\"lines\":1"));
 }

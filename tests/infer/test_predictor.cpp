@@ -487,10 +487,72 @@ TEST_CASE("inputs: label files, folders with .gt.txt, lists and stdin, in order"
   CHECK(!e.next(line));
   CHECK(e.skipped_without_truth() == 1);
 
-  write_bytes((dir / "bad.txt").string(), "ok.png\tfine\nno tab here\n");
+  // A malformed label line is that line's error (issue 23, item 13): the lines after it are read.
+  write_bytes((dir / "bad.txt").string(), "ok.png\tfine\nno tab here\n\tno path\nlast.png\tend\n");
   InputReader b;
   b.add((dir / "bad.txt").string());
   REQUIRE(b.next(line));
-  CHECK_THROWS_WITH(b.next(line), Catch::Contains("bad.txt line 2") && Catch::Contains("no tab"));
+  CHECK(line.error.empty());
+  REQUIRE(b.next(line));
+  CHECK(line.path == (dir / "bad.txt").string() + " line 2");
+  CHECK_THAT(line.error, Catch::Contains("bad.txt line 2") && Catch::Contains("no tab"));
+  CHECK(!line.truth);
+  REQUIRE(b.next(line));
+  CHECK_THAT(line.error, Catch::Contains("bad.txt line 3") && Catch::Contains("the image path is empty"));
+  REQUIRE(b.next(line));
+  CHECK(line.error.empty());
+  CHECK(line.truth == std::optional<std::string>("end"));
+  CHECK(!b.next(line));
   CHECK_THROWS_WITH(InputReader().add((dir / "missing.txt").string()), Catch::Contains("no such label file"));
+  CHECK_THROWS_WITH(InputReader().add_list((dir / "missing").string()), Catch::Contains("no such list file"));
+  CHECK_THROWS_WITH(InputReader().add_list(dir.string()), Catch::Contains("is a folder"));
+}
+
+TEST_CASE("inputs: pipes, devices and /dev/stdin are read as text; an empty folder is noted", "[infer]") {
+  const fs::path dir = temp_dir() / "streams";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "empty");
+  InputLine line;
+  // /dev/null: a stream with nothing in it, as a list or an input, with or without --eval.
+  for (bool eval : {false, true}) {
+    InputReader r(eval);
+    r.add("/dev/null");
+    if (!eval) r.add_list("/dev/null");
+    CHECK(!r.next(line));
+  }
+  // A pipe (what <(...) gives): label lines when the first line holds a tab, else paths.
+  auto piped = [&](const std::string& text, bool eval) {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    REQUIRE(::write(fds[1], text.data(), text.size()) == (ssize_t)text.size());
+    ::close(fds[1]);
+    InputReader r(eval);
+    r.add("/dev/fd/" + std::to_string(fds[0]));
+    std::vector<InputLine> got;
+    while (r.next(line)) got.push_back(line);
+    ::close(fds[0]);
+    return got;
+  };
+  auto labels = piped("a.png\tfirst\nb.png\tsecond\n", true);
+  REQUIRE(labels.size() == 2);
+  CHECK(labels[0].path == "a.png");
+  CHECK(labels[1].truth == std::optional<std::string>("second"));
+  auto paths = piped("a.png\nsub/b.png\n", false);
+  REQUIRE(paths.size() == 2);
+  CHECK(paths[1].path == "sub/b.png");
+  CHECK(!paths[1].truth);
+  auto no_truth = piped("a.png\n", true);  // --eval, but only paths
+  REQUIRE(no_truth.size() == 1);
+  CHECK_THAT(no_truth[0].error, Catch::Contains("--eval needs 'path<TAB>text' lines"));
+  auto binary = piped(std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16), false);  // an image through a pipe
+  REQUIRE(binary.size() == 1);
+  CHECK_THAT(binary[0].error, Catch::Contains("binary data"));
+  // An empty folder reads nothing and says so once.
+  InputReader r;
+  r.add((dir / "empty").string());
+  CHECK(!r.next(line));
+  const auto notes = r.take_notes();
+  REQUIRE(notes.size() == 1);
+  CHECK_THAT(notes[0], Catch::Contains("empty") && Catch::Contains("holds no image"));
+  CHECK(r.take_notes().empty());
 }

@@ -9,6 +9,8 @@
 
 #include "models/layers.h"
 #include "models/model_file.h"
+#include "models/recognizer.h"
+#include "runtime/cpu_allocator.h"
 #include "runtime/safetensors.h"
 #include "temp_dir.h"
 
@@ -107,5 +109,34 @@ TEST_CASE("a model file with a NaN or infinite weight is refused, naming the ten
     // A weights-only file is checked the same way.
     save_safetensors(path, {{"weight", lin.weight}, {"bias", lin.bias}});
     CHECK_THROWS_WITH(load_model_file(path), Catch::Contains("tensor 'bias' holds a non-finite value"));
+  }
+}
+
+TEST_CASE("a config that asks for a far larger model than its weights fails before allocating it", "[model_file]") {
+  // A tiny file (one small tensor) whose config says crnn with 100,000 channels a layer: the
+  // model would take hundreds of GB. The guard stops the first allocation past its budget.
+  Generator gen(3);
+  Linear lin(4, 3, true, gen);
+  const StateDict weights = lin.state_dict();
+  const CpuMemoryStats before = cpu_memory_stats();
+  Json config = Json::object();
+  Json channels = Json::array();
+  for (int i = 0; i < 7; ++i) channels.push_back(100000);
+  config.set("channels", channels);
+  config.set("hidden", 100000);
+  config.set("num_classes", 96);
+  {
+    const ModelSizeGuard guard(weights, "huge.safetensors");
+    CHECK_THROWS_WITH(make_recognizer("crnn", config, gen),
+                      Catch::Contains("huge.safetensors: the model's config asks for a larger model than its weights") &&
+                          Catch::Contains("MiB"));
+  }
+  CHECK(cpu_memory_stats().peak - before.peak < (size_t(256) << 20));  // nothing large was taken
+  // Outside the guard, and for a config its weights fit, nothing changes.
+  const Json small = make_recognizer("crnn-s", 96, gen)->config_json();
+  const auto model = make_recognizer("crnn-s", small, gen);
+  {
+    const ModelSizeGuard guard(model->state_dict(), "fits.safetensors");
+    CHECK_NOTHROW(make_recognizer("crnn-s", small, gen));
   }
 }

@@ -83,3 +83,19 @@ TEST_CASE("ocrt-synth --pages writes pages with their truth, and checks its page
                   {"--dpi 100", "--dpi and --layouts: only with --pages"}});
   CHECK_FALSE(fs::exists(dir.path / "bad"));
 }
+
+TEST_CASE("ocrt-synth --height 4 writes lines ocrt-infer reads (at least 8 pixels high)", "[cli]") {
+  TempDir dir("synth-tiny");
+  const fs::path out = dir.path / "lines";
+  std::string output;
+  const int rc = run_command(program("ocrt-synth") + " --out " + out.string() + " --count 12 --height 4 --seed 3", &output);
+  INFO(output);
+  if (rc != 0 && output.find("font") != std::string::npos) {
+    WARN("no Debian font installed: skipped");
+    return;
+  }
+  REQUIRE(rc == 0);
+  // Every line is read (none refused as too small): ocrt-infer's exit status is 0 only then.
+  CHECK(run_command(program("ocrt-infer") + " --threads 1 " + out.string(), &output) == 0);
+  CHECK_THAT(output, Catch::Contains("12 lines (0 failed)"));
+}

@@ -132,3 +132,14 @@ TEST_CASE("ocrt-train --resume refuses changed settings, lists them, and --allow
     if (line.find("\"event\":\"start\"") != std::string::npos) starts += line + "\n";
   CHECK_THAT(starts, Catch::Contains(R"("changed_settings":["--batch: 2 -> 3","--lr: 0.001 -> 0.002"])"));
 }
+
+TEST_CASE("ocrt-train --out that cannot be a folder is refused by name", "[trainer][cli]") {
+  const std::string bin = program("ocrt-train") + " --arch crnn-s --steps 1 --train " + OCRT_SOURCE_DIR +
+                          "/samples/lines --threads 1 --out ";
+  std::string out;
+  CHECK(run_command(bin + "/dev/null", &out) == 1);
+  CHECK_THAT(out, Catch::Contains("--out: /dev/null exists and is not a folder"));
+  CHECK(run_command(bin + "/dev/null/run", &out) == 1);
+  CHECK_THAT(out, Catch::Contains("--out: cannot make the folder /dev/null/run"));
+  CHECK(out.find("filesystem error") == std::string::npos);
+}
