@@ -58,6 +58,14 @@ PageLine place_words(const LineResult& r, const Quad& outline, double line_width
     hi[i] = std::clamp(hi[i], lo[i], line_width);
   }
 
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (r.chars[i].ch == " ") continue;
+    if (!any) line.text_begin = lo[i] / line_width;
+    line.text_end = hi[i] / line_width;
+    any = true;
+  }
+
   PageWord word;
   auto finish_word = [&] {
     if (word.chars.empty()) return;
@@ -173,10 +181,12 @@ class Orderer {
       for (Part& p : out) p.mergeable = false;  // a column's blocks stay apart from what is above
       return out;
     }
-    // A line that spans the columns below it (a heading whose outline reaches the first lines
-    // under it) leaves no gap to cut it off; the columns would then be read row by row,
-    // interleaved. When no band gap of a quarter line is there but the lines without the
-    // spanning ones fall into columns, the region is cut at the first spanning line's bottom.
+    // A line that spans the columns below it (a heading) closes the gutter: no column split is
+    // possible here, and a band split would cut the region where a gap happens to run across
+    // it (a paragraph break in one column beside a figure in the other), reading part of the
+    // left column, then the right one, then the rest of the left. When the lines without the
+    // spanning ones fall into columns, the region is cut at the first spanning line's bottom
+    // instead: what is above it (or it) first, then the rest, which splits into its columns.
     if (const auto cut = spanning_cut(ids); cut.size() == 2) {
       std::vector<Part> out = order(cut[0]);
       for (Part& p : order(cut[1])) out.push_back(std::move(p));
@@ -199,18 +209,12 @@ class Orderer {
   }
 
  private:
-  // {lines whose centre is above the first spanning line's bottom, the rest}, when ids has no
-  // band gap of a quarter line height, has lines wider than half the region that the other
-  // lines' columns do not pass, and the others fall into columns; otherwise {}.
+  // {lines whose centre is above the first spanning line's bottom, the rest}, when ids has
+  // lines wider than half the region and the other lines fall into columns; otherwise {} (and
+  // when either part would be empty: the spanning line is the last).
   std::vector<std::vector<size_t>> spanning_cut(const std::vector<size_t>& ids) const {
-    std::vector<Interval> rows;
     double x0 = 1e300, x1 = -1e300;
-    for (size_t i : ids) {
-      const Rect& b = lines_[i].box;
-      rows.push_back({b.y0, b.y1});
-      x0 = std::min(x0, b.x0), x1 = std::max(x1, b.x1);
-    }
-    if (!gaps_between(rows, 0.25 * line_height_).empty()) return {};
+    for (size_t i : ids) x0 = std::min(x0, lines_[i].box.x0), x1 = std::max(x1, lines_[i].box.x1);
     std::vector<size_t> spanning, rest;
     for (size_t i : ids) (lines_[i].box.width() > 0.5 * (x1 - x0) ? spanning : rest).push_back(i);
     if (spanning.empty() || rest.size() < 2 || split(rest, true, o_.column_gap * line_height_).size() < 2) return {};

@@ -34,6 +34,10 @@ struct PageWord {
 struct PageLine {
   Quad outline;
   Rect box;                // outline.box()
+  // Where its characters lie along the outline, as fractions of its length (from the first
+  // character's left edge to the last one's right edge, by their CTC positions): the detector's
+  // outline reaches past the text by a margin, which can close a narrow gutter between columns.
+  double text_begin = 0, text_end = 1;
   std::string text;
   double confidence = 0;
   std::vector<PageWord> words;
@@ -57,7 +61,8 @@ struct Page {
 // its pixels). Characters get boxes from their CTC positions: a character spans from midway to
 // its left neighbour to midway to its right one (half the line's typical character pitch at the
 // ends), the full height of the line; words are the runs of characters between spaces. Boxes
-// are the axis-aligned boxes of those slices of the outline. A failed line keeps its error and
+// are the axis-aligned boxes of those slices of the outline; text_begin and text_end are where
+// the first and last characters (not spaces) begin and end. A failed line keeps its error and
 // no words.
 PageLine place_words(const LineResult& r, const Quad& outline, double line_width);
 
@@ -74,10 +79,11 @@ std::string page_text(const Page& page);
 
 // Reading order (docs/pages.md). Lines are grouped and ordered by recursive cuts along empty
 // bands of the page (the X-Y cut): where the lines of a region leave a vertical gap at least
-// one text-line height wide from top to bottom, the region is split into columns, read left
-// to right; otherwise it is split at its widest horizontal gaps into bands, read top to bottom
-// (the widest first: a heading's gap before the columns' line gaps; with no band gap at all, a
-// line spanning the columns under it is cut off at its bottom); a region with neither is
+// `column_gap` text-line heights wide from top to bottom, the region is split into columns, read
+// left to right; where lines wider than half the region (headings) close the gutter between
+// columns that the other lines form, the region is cut at the first such line's bottom; otherwise
+// it is split at its widest horizontal gaps into bands, read top to bottom (the widest first: a
+// heading's gap before the columns' line gaps); a region with none of these is
 // one block, its lines top to bottom (left to right where they share a
 // height). One exception: columns of short lines (cells: a median line shorter than half of
 // `cell_width_in_heights` line heights, or shorter than all of it while filling under three
@@ -85,7 +91,7 @@ std::string page_text(const Page& page);
 // or a form, and are read row by row, each row a block. Consecutive single-column bands become
 // one block when they are closer than `paragraph_gap` line heights and overlap horizontally.
 struct ReadingOrderOptions {
-  double column_gap = 1.0;              // in median line heights
+  double column_gap = 0.5;              // in median line heights
   double paragraph_gap = 0.8;           // in median line heights
   double cell_width_in_heights = 12.0;  // a column of lines shorter than this is table cells
 };

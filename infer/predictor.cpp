@@ -125,7 +125,7 @@ struct Predictor::Impl {
   const Predictor& p;
   BatchSpec spec;
   int64_t height = 32;
-  nn::StateDict weights;  // on the CPU; each worker loads its own copy from here
+  nn::StateDict weights;  // on the CPU; each worker loads its own copy from here (freed once all have)
   int threads = 1;        // CPU threads for preprocessing
   int cpu_share = 1;      // threads per CPU worker
   int saved_eigen_threads = 0;  // Eigen's count before CPU workers changed it (0: no CPU worker)
@@ -253,6 +253,7 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
   });
   for (const auto& w : s.workers)
     OCRT_CHECK(w->setup_error.empty(), "cannot set up the model on ", w->device.str(), ": ", w->setup_error);
+  s.weights.clear();  // every worker has its model: the file's copy of the weights is not needed again
   // (on a throw, impl_ is destroyed as a member: ~Impl stops and joins the workers)
 }
 

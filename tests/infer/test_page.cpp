@@ -230,3 +230,39 @@ TEST_CASE("reading_order: a heading whose outline reaches the columns, and narro
           std::vector<std::string>{"H", "A0|A1|A2|A3|A4", "B0|B1|B2|B3|B4", "C0|C1|C2|C3|C4"});
   }
 }
+
+TEST_CASE("reading_order: a gap across both columns (a paragraph break beside a figure) does not cut the columns",
+          "[page]") {
+  // A heading over two columns. The left column has a paragraph break at y 400-440; the right
+  // column ends at y 330 and has a figure below it (no lines), so a horizontal gap runs across
+  // the whole page there. The left column must still be read whole before the right one.
+  std::vector<PageLine> lines;
+  lines.push_back(line_at("H", 100, 40, 1000, 90));
+  for (int row = 0; row < 10; ++row) {
+    const double y = 110 + 32 * row + (row >= 9 ? 40 : 0);  // L9 after the break
+    lines.push_back(line_at("L" + std::to_string(row), 100, y, 520, y + 28));
+  }
+  for (int row = 0; row < 7; ++row)
+    lines.push_back(line_at("R" + std::to_string(row), 580, 110 + 32 * row, 1000, 138 + 32 * row));
+  for (unsigned seed : {1u, 2u, 3u}) {
+    INFO("seed " << seed);
+    const auto blocks = block_texts(reading_order(shuffled(lines, seed)));
+    std::string all;
+    for (const auto& b : blocks) all += (all.empty() ? "" : "/") + b;
+    CHECK(all == "H/L0|L1|L2|L3|L4|L5|L6|L7|L8/L9/R0|R1|R2|R3|R4|R5|R6");
+  }
+}
+
+TEST_CASE("place_words: where the text lies along the outline", "[page]") {
+  // Pitch 10 on a 100-pixel line image: the first character begins at 15, the last ends at 65.
+  const PageLine l = place_words(line_result(" ab cd ", {10, 20, 30, 40, 50, 60, 70}), Quad::from_rect({0, 0, 200, 20}),
+                                 100);
+  CHECK(l.text_begin == Approx(0.15));
+  CHECK(l.text_end == Approx(0.65));
+  // A failed or empty line keeps the whole outline.
+  LineResult failed;
+  failed.error = "no";
+  const PageLine f = place_words(failed, Quad::from_rect({0, 0, 200, 20}), 100);
+  CHECK(f.text_begin == 0);
+  CHECK(f.text_end == 1);
+}
