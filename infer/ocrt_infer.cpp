@@ -642,6 +642,10 @@ int main(int argc, char** argv) {
       } catch (const std::exception& e) {
         page.error = e.what();
       }
+      // The next page's sizes are all new (its image, the detector's maps, its lines): blocks
+      // kept for this page's sizes would only add to the next one's peak (a folder of four 300
+      // dpi pages: 424 MiB peak RSS with them kept, against 376 for its largest page alone).
+      cpu_empty_cache();
     }
     page_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     page_lines += info.lines, page_lines_failed += info.failed_lines;

@@ -51,8 +51,9 @@ GrayImage cut_line(const GrayImage& page, const Quad& q, int64_t min_height) {
   return crop_line(page, q, std::max<int64_t>(min_height, std::llround(across)));
 }
 
-// Reads lines in one predictor run, results in input order.
-std::vector<LineResult> recognise(Predictor& predictor, std::vector<LineInput>&& lines) {
+// Reads lines in one predictor run, results in input order, in batches of at most
+// `max_batch_columns` columns.
+std::vector<LineResult> recognise(Predictor& predictor, std::vector<LineInput>&& lines, int64_t max_batch_columns) {
   std::vector<LineResult> out(lines.size());
   size_t next = 0;
   predictor.run(
@@ -61,7 +62,7 @@ std::vector<LineResult> recognise(Predictor& predictor, std::vector<LineInput>&&
         in = std::move(lines[next++]);
         return true;
       },
-      [&](int64_t index, LineResult&& r) { out[(size_t)index] = std::move(r); });
+      [&](int64_t index, LineResult&& r) { out[(size_t)index] = std::move(r); }, max_batch_columns);
   return out;
 }
 
@@ -210,7 +211,7 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
       }
     std::vector<double> probe_widths;
     for (const LineInput& in : probe) probe_widths.push_back((double)in.image->width);
-    std::vector<LineResult> results = recognise(predictor, std::move(probe));
+    std::vector<LineResult> results = recognise(predictor, std::move(probe), o.max_batch_columns);
     const size_t k = order.size();
     std::vector<const LineResult*> a, b;
     for (size_t j = 0; j < k; ++j) a.push_back(&results[j]), b.push_back(&results[k + j]);
@@ -240,7 +241,7 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
     rest_index.push_back(i);
   }
   if (!rest.empty()) {
-    std::vector<LineResult> results = recognise(predictor, std::move(rest));
+    std::vector<LineResult> results = recognise(predictor, std::move(rest), o.max_batch_columns);
     for (size_t j = 0; j < results.size(); ++j) readings[rest_index[j]] = std::move(results[j]);
   }
 

@@ -46,6 +46,12 @@ struct PageReaderOptions {
   int rotation = -1;
   int64_t orientation_lines = 8;  // lines read both ways to tell 0 from 180 (90 from 270)
   int64_t min_line_height = 32;   // line images are cut at least this high (the recogniser's height)
+  // A batch of the page's lines holds at most this many columns (lines x width at the model's
+  // height), below the predictor's own cap: a page's lines are long (a 300 dpi column line is
+  // about 460 columns), and a batch's activations take about 30 KB a column in crnn. 4096 (8
+  // such lines) kept a 300 dpi page at 394 MiB peak RSS, against 627 MiB with batches of 32
+  // lines, for about 9% more time (bench/results/pages.md). 0: the predictor's cap.
+  int64_t max_batch_columns = 4096;
   ReadingOrderOptions order;
 };
 

@@ -96,6 +96,7 @@ struct Chunk {
   std::vector<GrayImage> images;       // resized to the model height; each batch moves its lines' out
   std::vector<int64_t> source_widths;  // to map frames back to source pixels
   std::vector<char> blank;             // no ink: read as "" without the model (normalize_line)
+  int64_t max_batch_columns = 0;       // the run's cap on a batch's columns
   int64_t pending = 0;                 // batches queued or running (guarded by Impl::mu)
 };
 
@@ -466,7 +467,7 @@ std::vector<Batch> Predictor::Impl::prepare(Chunk& c) const {
   for (int64_t i : order) {
     const int64_t w = width_of(i);  // the widest so far, as the lines come sorted
     if (batches.empty() || (int64_t)batches.back().lines.size() >= o.batch ||
-        ((int64_t)batches.back().lines.size() + 1) * (w + right_margin) > max_batch_columns)
+        ((int64_t)batches.back().lines.size() + 1) * (w + right_margin) > c.max_batch_columns)
       batches.push_back(Batch{&c, {}, 0, right_margin});
     batches.back().lines.push_back(i);
     batches.back().width = w;
@@ -479,7 +480,7 @@ std::vector<Batch> Predictor::Impl::prepare(Chunk& c) const {
 }
 
 RunStats Predictor::run(const std::function<bool(LineInput&)>& next,
-                        const std::function<void(int64_t, LineResult&&)>& sink) {
+                        const std::function<void(int64_t, LineResult&&)>& sink, int64_t max_batch_columns) {
   Impl& s = *impl_;
   std::lock_guard<std::mutex> run_lock(s.run_mu);
   const auto t0 = Clock::now();
@@ -492,6 +493,7 @@ RunStats Predictor::run(const std::function<bool(LineInput&)>& next,
   auto read_chunk = [&](int64_t first) {
     auto c = std::make_unique<Chunk>();
     c->first = first;
+    c->max_batch_columns = max_batch_columns > 0 ? std::min(max_batch_columns, s.max_batch_columns) : s.max_batch_columns;
     LineInput in;
     while ((int64_t)c->inputs.size() < s.chunk_lines && next(in)) {
       c->inputs.push_back(std::move(in));

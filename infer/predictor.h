@@ -188,8 +188,10 @@ class Predictor {
   // Streaming form: `next` fills in the next line and returns false when there are no more;
   // `sink` gets every result in input order with its 0-based index, chunk by chunk, as soon as
   // a chunk is done. One run at a time per Predictor (calls from several threads queue up).
+  // `max_batch_columns` > 0 caps this run's batches below the predictor's own cap (the page
+  // reader's long lines: a batch's memory grows with its columns).
   RunStats run(const std::function<bool(LineInput&)>& next,
-               const std::function<void(int64_t, LineResult&&)>& sink);
+               const std::function<void(int64_t, LineResult&&)>& sink, int64_t max_batch_columns = 0);
 
   const std::string& arch() const { return arch_; }
   const Json& config() const { return config_; }  // the architecture config (model file "config")

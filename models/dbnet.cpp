@@ -137,9 +137,28 @@ DBNet::Maps DBNet::forward_maps(const Tensor& x, bool with_threshold) {
   }
   Tensor F = concat(parts, 1);
   Maps m;
-  m.prob = prob_head->forward(F);
+  const bool banded = !with_threshold && !is_training() && !grad_enabled() && F.device().is_cpu() &&
+                      F.size(2) > kHeadBandRows + 2 * kHeadHalo;
+  m.prob = banded ? prob_head_in_bands(F) : prob_head->forward(F);
   if (with_threshold) m.thresh = thresh_head->forward(F);
   return m;
+}
+
+Tensor DBNet::prob_head_in_bands(const Tensor& F) const {
+  // Rows [r0, r1) of F give rows [4 r0, 4 r1) of the map; each band is computed from rows
+  // [r0 - halo, r1 + halo) (clipped to F), and the rows its own zero padding spoiled, within
+  // the halo, are dropped. A halo of 2 covers the head's reach: 1 row of F (its first conv),
+  // then half a row (the second, at 1/2), then a quarter (the last, at full resolution).
+  constexpr int64_t kUp = 4;  // the head's two 2x upsamplings
+  const int64_t H = F.size(2);
+  std::vector<Tensor> bands;
+  for (int64_t r0 = 0; r0 < H; r0 += kHeadBandRows) {
+    const int64_t r1 = std::min(H, r0 + kHeadBandRows);
+    const int64_t a = std::max<int64_t>(0, r0 - kHeadHalo), b = std::min(H, r1 + kHeadHalo);
+    const Tensor part = prob_head->forward(F.narrow(2, a, b - a).contiguous());
+    bands.push_back(part.narrow(2, kUp * (r0 - a), kUp * (r1 - r0)));
+  }
+  return concat(bands, 2);
 }
 
 TextBoxOptions DBNet::box_options() const {

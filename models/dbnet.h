@@ -74,8 +74,13 @@ class DBNet : public Module {
     Tensor thresh;  // (N, 1, H, W) logits of the threshold map; undefined unless asked for
   };
   // x (N, 1, H, W), H and W positive multiples of 32. The threshold head runs only when
-  // `with_threshold` (training).
+  // `with_threshold` (training). In inference on the CPU (eval mode, grad off) the probability
+  // head runs over bands of kHeadBandRows rows of its input (at 1/4 of the page) with
+  // kHeadHalo rows of context on each side, and the bands' maps are joined: the same map (its
+  // receptive field is 1.75 input rows on each side), without the 16-channel activations at
+  // full resolution of the whole page at once (81 MB each for a 300 dpi page at 1280 pixels).
   Maps forward_maps(const Tensor& x, bool with_threshold);
+  static constexpr int64_t kHeadBandRows = 64, kHeadHalo = 2;
   // The probability logits alone (N, 1, H, W).
   Tensor forward(const Tensor& x) override { return forward_maps(x, false).prob; }
 
@@ -96,6 +101,7 @@ class DBNet : public Module {
   const char* type_name() const override { return "DBNet"; }
 
  private:
+  Tensor prob_head_in_bands(const Tensor& F) const;
   // The same modules as in the lists above, typed.
   std::array<std::shared_ptr<Sequential>, 4> stage_;
   std::array<std::shared_ptr<Conv2d>, 4> lateral_, smooth_;

@@ -100,6 +100,10 @@ class BatchNorm2d : public Module {
  public:
   explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1);
   Tensor forward(const Tensor& x) override;
+  // Eval mode only, no autograd: y normalised in place with the running statistics (what
+  // forward returns, as y * scale + shift per channel). nn::Sequential uses it on its own
+  // intermediates when grad is off.
+  void normalize_in_place(const Tensor& y) const;
   Tensor weight, bias, running_mean, running_var, num_batches_tracked;
   const double eps, momentum;
 

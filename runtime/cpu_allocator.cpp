@@ -1,6 +1,8 @@
 // See cpu_allocator.h for why large blocks are cached.
 #include "runtime/cpu_allocator.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <map>
 #include <unordered_map>
@@ -42,11 +44,32 @@ size_t block_size(size_t nbytes) {
   return (n + step - 1) / step * step;
 }
 
+// Blocks of the cached sizes come straight from the kernel (mmap) and go straight back
+// (munmap), not through malloc. glibc raises its own mmap threshold each time such a block is
+// freed (up to 32 MiB), after which it serves large blocks from its heaps and keeps them when
+// they are freed: a page read with batches of other widths held 860 MiB RSS for 490 MiB of
+// tensors at most; with its blocks mapped and unmapped here, 600 MiB (bench/results/pages.md).
+// Reuse is this cache's job, not malloc's.
+void* map_block(size_t size) {
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;  // page-aligned, so kCpuAlignment-aligned
+}
+
+void* block_alloc(size_t size) {
+  return size >= kCacheMinBytes ? map_block(size) : std::aligned_alloc(kCpuAlignment, size);
+}
+
+// `size` as block_size gave it (or the larger block's real size).
+void block_free(void* p, size_t size) {
+  if (size >= kCacheMinBytes) ::munmap(p, size);
+  else std::free(p);
+}
+
 void* system_alloc(size_t size, size_t requested) {
-  void* p = std::aligned_alloc(kCpuAlignment, size);
+  void* p = block_alloc(size);
   if (!p) {
     cpu_empty_cache();
-    p = std::aligned_alloc(kCpuAlignment, size);
+    p = block_alloc(size);
   }
   if (!p) fail("out of memory on cpu: could not allocate ", requested, " bytes (", cpu_memory_stats().allocated,
                " bytes in use by tensors)");
@@ -89,7 +112,7 @@ void* cpu_alloc(size_t nbytes) {
   size_t size = block_size(nbytes);
   Cache& c = cache();
   void* p = nullptr;
-  std::vector<void*> release;  // freed outside the lock
+  std::vector<std::pair<void*, size_t>> release;  // freed outside the lock
   {
     std::lock_guard<std::mutex> lock(c.mu);
     c.allocated += nbytes;
@@ -104,13 +127,13 @@ void* cpu_alloc(size_t nbytes) {
           c.free_blocks.erase(it);
           continue;
         }
-        release.push_back(it->second.back());
+        release.emplace_back(it->second.back(), it->first);
         it->second.pop_back();
         c.cached -= it->first;
       }
     }
   }
-  for (void* block : release) std::free(block);
+  for (auto [block, bytes] : release) block_free(block, bytes);
   if (!p) {
     try {
       p = system_alloc(size, nbytes);
@@ -146,7 +169,7 @@ void cpu_free(void* ptr, size_t nbytes) {
       return;
     }
   }
-  std::free(ptr);
+  block_free(ptr, size);
 }
 
 CpuMemoryStats cpu_memory_stats() {
@@ -164,7 +187,7 @@ void cpu_empty_cache() {
     c.cached = 0;
   }
   for (auto& [size, list] : blocks)
-    for (void* p : list) std::free(p);
+    for (void* p : list) block_free(p, size);
 }
 
 void cpu_set_cache_trim(bool on) {

@@ -9,6 +9,7 @@
 #include "models/dbnet.h"
 #include "models/model_file.h"
 #include "ops/elementwise.h"
+#include "ops/random.h"
 #include "ops/loss.h"
 #include "ops/reduce.h"
 #include "temp_dir.h"
@@ -114,4 +115,28 @@ TEST_CASE("a detector model file has no charset and loads back", "[dbnet]") {
   ModelInfo rec = info;
   rec.arch = "crnn";
   CHECK_THROWS_WITH(save_model_file(path, *m, rec), Catch::Contains("the charset is empty"));
+}
+
+TEST_CASE("DBNet in inference runs its probability head in bands and gives the whole-page map", "[dbnet]") {
+  // 1184 rows: F has 296 rows, 5 bands of 64 (the last 40); every band edge is inside the page.
+  Generator gen(5);
+  DBNet model(DBNetConfig::preset("dbnet"), gen);
+  // Statistics that are not the identity, so the in-place eval BatchNorm is exercised too.
+  for (auto& [name, t] : model.named_buffers())
+    if (name.find("running_var") != std::string::npos) t.copy_(uniform(t.shape(), 0.5, 2.0, gen));
+    else if (name.find("running_mean") != std::string::npos) t.copy_(uniform(t.shape(), -0.2, 0.2, gen));
+  model.eval();
+  const Tensor x = uniform({1, 1, 1184, 96}, -1.0, 1.0, gen);
+  const Tensor whole = model.forward(x).detach();  // grad on: the whole map in one pass
+  Tensor banded;
+  {
+    NoGradGuard no_grad;
+    banded = model.forward(x);
+  }
+  REQUIRE(banded.shape() == whole.shape());
+  const auto a = banded.to_vector<float>(), b = whole.to_vector<float>();
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs((double)a[i] - b[i])), scale = std::max(scale, std::abs((double)b[i]));
+  INFO("largest difference " << worst << " of values up to " << scale);
+  CHECK(worst <= 1e-5 * std::max(1.0, scale));
 }
