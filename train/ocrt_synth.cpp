@@ -108,7 +108,7 @@ cli::Parser synth_flags(SynthConfig& c) {
          }});
   p.add(cli::list("--layouts", "NAMES", c.layouts,
                   "--pages: only these layouts, commas between: article, table, form,\n"
-                  "receipt, slide (default: all, articles half of the pages)"));
+                  "receipt, slide, chart (default: all, articles 45% of the pages)"));
   p.add(cli::toggle("--list-fonts", c.list_fonts, true,
                     "print the fonts that load (and those skipped, with the reason), then exit"));
   p.note("  --help                 this text");
@@ -146,8 +146,9 @@ PageSynthOptions page_options(const SynthConfig& c) {
   PageSynthOptions o;
   o.min_dpi = c.min_dpi, o.max_dpi = c.max_dpi;
   o.p_scan = c.degrade == "scan" ? 1 : 0;
+  if (c.degrade == "none") o.p_bleed = o.p_light = 0;  // a clean page is clean
   if (!c.layouts.empty()) {
-    std::vector<double> weights(5, 0.0);
+    std::vector<double> weights(kPageLayouts, 0.0);
     for (const auto& name : c.layouts) {
       try {
         weights[(size_t)parse_page_layout(name)] = o.layout_weights[(size_t)parse_page_layout(name)];

@@ -17,14 +17,16 @@ const char* page_layout_name(PageLayout layout) {
     case PageLayout::form: return "form";
     case PageLayout::receipt: return "receipt";
     case PageLayout::slide: return "slide";
+    case PageLayout::chart: return "chart";
   }
   return "?";
 }
 
 PageLayout parse_page_layout(const std::string& name) {
-  for (PageLayout l : {PageLayout::article, PageLayout::table, PageLayout::form, PageLayout::receipt, PageLayout::slide})
+  for (PageLayout l : {PageLayout::article, PageLayout::table, PageLayout::form, PageLayout::receipt, PageLayout::slide,
+                       PageLayout::chart})
     if (name == page_layout_name(l)) return l;
-  fail("unknown page layout '", name, "' (expected article, table, form, receipt or slide)");
+  fail("unknown page layout '", name, "' (expected article, table, form, receipt, slide or chart)");
 }
 
 ScanOptions PageSynthOptions::page_scan_options() {
@@ -43,11 +45,16 @@ void PageSynthOptions::validate() const {
   in(max_pt, min_pt, 72, "max_pt");
   in(max_skew_deg, 0, 10, "max_skew_deg");
   in(p_scan, 0, 1, "p_scan");
+  in(p_light, 0, 1, "p_light");
+  in(max_light, 0, 0.8, "max_light");
+  in(p_bleed, 0, 1, "p_bleed");
+  in(max_bleed, 0, 128, "max_bleed");
   scan.validate();
   OCRT_CHECK(scan.p_crop == 0 && scan.p_margin == 0 && scan.p_skew == 0 && scan.p_curve == 0 && scan.p_lowres == 0,
              "page synthesis: the scan simulation of a page cannot crop, pad, skew, curve or resample it "
              "(the outlines would no longer match)");
-  OCRT_CHECK(layout_weights.size() == 5, "page synthesis: layout_weights needs 5 weights, got ", layout_weights.size());
+  OCRT_CHECK(layout_weights.size() == kPageLayouts, "page synthesis: layout_weights needs ", kPageLayouts,
+             " weights, got ", layout_weights.size());
   double sum = 0;
   for (double w : layout_weights) {
     in(w, 0, 1e9, "a layout weight");
@@ -63,13 +70,14 @@ namespace {
 
 class Canvas {
  public:
-  Canvas(int64_t width, int64_t height, uint8_t paper) {
+  Canvas(int64_t width, int64_t height, uint8_t paper) : paper_(paper) {
     image_.width = width, image_.height = height;
     image_.pixels.assign((size_t)(width * height), paper);
   }
   GrayImage& image() { return image_; }
   int64_t width() const { return image_.width; }
   int64_t height() const { return image_.height; }
+  uint8_t paper() const { return paper_; }
 
   void fill(const Rect& r, uint8_t v) {
     const int64_t x0 = clampx(r.x0), x1 = clampx(r.x1), y0 = clampy(r.y0), y1 = clampy(r.y1);
@@ -82,6 +90,15 @@ class Canvas {
     fill({r.x0, r.y1 - t, r.x1, r.y1}, v);
     fill({r.x0, r.y0, r.x0 + t, r.y1}, v);
     fill({r.x1 - t, r.y0, r.x1, r.y1}, v);
+  }
+  // A straight stroke from (x0, y0) to (x1, y1), `t` pixels thick (squares stamped along it).
+  void stroke(double x0, double y0, double x1, double y1, double t, uint8_t v) {
+    const double len = std::hypot(x1 - x0, y1 - y0);
+    const int64_t steps = std::max<int64_t>(1, (int64_t)std::ceil(len / std::max(0.5, t / 2)));
+    for (int64_t i = 0; i <= steps; ++i) {
+      const double f = (double)i / (double)steps, x = x0 + (x1 - x0) * f, y = y0 + (y1 - y0) * f;
+      fill({x - t / 2, y - t / 2, x + t / 2, y + t / 2}, v);
+    }
   }
   // Glyphs rendered dark on white (0 ink, 255 paper), laid on the page in colour `ink` with
   // their darkness as coverage.
@@ -103,6 +120,7 @@ class Canvas {
   int64_t clampx(double v) const { return std::clamp<int64_t>((int64_t)std::lround(v), 0, image_.width); }
   int64_t clampy(double v) const { return std::clamp<int64_t>((int64_t)std::lround(v), 0, image_.height); }
   GrayImage image_;
+  uint8_t paper_;
 };
 
 // A word rendered once, measured and then drawn.
@@ -284,6 +302,110 @@ void draw_figure(Canvas& c, const Rect& r, SampleRng& rng) {
         }
     }
   }
+}
+
+// A chart in r, its words as text lines: a title, the value axis's tick labels (numbers, right
+// aligned), the categories under the base axis (words, years, quarters), an axis title and,
+// for several series, a legend. Axes, ticks, grid lines, bars, lines and legend swatches are
+// ink without outlines: a detector must find the labels among them. Returns false (nothing
+// drawn) when r is too small for it.
+bool draw_chart(Composer& k, Canvas& c, const Rect& r) {
+  SampleRng& rng = k.rng();
+  const Font& f = k.body();
+  const double s = rng.uniform(0.7, 1.0) * k.body_px();  // label size
+  const double t = std::max(1.0, s / 12);
+  if (r.width() < 14 * s || r.height() < 10 * s) return false;
+  double top = r.y0;
+  if (rng.uniform() < 0.7) {
+    k.text_line(k.heading(), 1.15 * s, r.x0, top, rng.uniform(0.5, 1.0) * r.width(), false, "", true);
+    top += 2 * s;
+  }
+  // The value axis: ticks at multiples of a round step, sometimes percentages or decimals.
+  const int ticks = (int)rng.integer(3, 6);
+  const double steps[] = {1, 2, 5, 10, 20, 25, 50, 100, 250, 500, 1000, 2500};
+  const double step = steps[rng.integer(0, 11)];
+  const int style = (int)rng.integer(0, 2);  // 0 plain, 1 percent, 2 one decimal
+  auto tick_label = [&](int i) {
+    char buf[32];
+    if (style == 2) std::snprintf(buf, sizeof buf, "%.1f", i * step / 10);
+    else std::snprintf(buf, sizeof buf, style == 1 ? "%g%%" : "%g", i * step);
+    return std::string(buf);
+  };
+  double label_w = 0;
+  for (int i = 0; i <= ticks; ++i) label_w = std::max(label_w, k.measure(f, tick_label(i), s));
+  const double ax0 = r.x0 + label_w + 0.8 * s, ax1 = r.x1 - 0.5 * s;
+  const double ay0 = top + 0.6 * s, ay1 = r.y1 - 3.4 * s;
+  if (ax1 - ax0 < 6 * s || ay1 - ay0 < 5 * s) return false;
+  const uint8_t ink = k.ink();
+  const uint8_t grid = (uint8_t)std::clamp<int>((int)ink + (int)rng.integer(120, 190), 0, 235);
+  const bool grid_lines = rng.uniform() < 0.5;
+  for (int i = 0; i <= ticks; ++i) {
+    const double y = ay1 - i * (ay1 - ay0) / ticks;
+    if (grid_lines && i > 0) c.fill({ax0, y, ax1, y + t}, grid);
+    c.fill({ax0 - 0.35 * s, y, ax0, y + t}, ink);
+    const std::string label = tick_label(i);
+    if (f.covers(label)) k.text_at(f, label, s, ax0 - 0.6 * s - k.measure(f, label, s), y - 0.55 * s);
+  }
+  c.fill({ax0 - t, ay0, ax0, ay1 + t}, ink);
+  c.fill({ax0 - t, ay1, ax1, ay1 + t}, ink);
+  // Categories, their labels centred under their slots (left out where one does not fit).
+  const int n = (int)rng.integer(3, 8);
+  const double slot = (ax1 - ax0) / n;
+  const int naming = (int)rng.integer(0, 2);  // 0 words, 1 years, 2 quarters
+  const int64_t year0 = rng.integer(1990, 2024);
+  for (int i = 0; i < n; ++i) {
+    std::string label = naming == 1   ? std::to_string(year0 + i)
+                        : naming == 2 ? "Q" + std::to_string(i % 4 + 1)
+                                      : k.short_text(f, std::max<int64_t>(2, (int64_t)(slot / (0.6 * s))));
+    if (!f.covers(label)) continue;
+    const double w = k.measure(f, label, s);
+    if (w > 0.95 * slot) continue;
+    k.text_at(f, label, s, ax0 + (i + 0.5) * slot - w / 2, ay1 + 0.5 * s);
+  }
+  // The series: bars side by side in each slot, or lines through the slots' centres.
+  const int series = (int)rng.integer(1, 3);
+  const bool bars = rng.uniform() < 0.6;
+  std::vector<uint8_t> shade(series);
+  for (int j = 0; j < series; ++j) shade[(size_t)j] = (uint8_t)std::clamp<int>((int)ink + 70 * j, 0, 200);
+  for (int j = 0; j < series; ++j) {
+    double px = 0, py = 0;
+    for (int i = 0; i < n; ++i) {
+      const double v = rng.uniform(0.08, 0.95) * (ay1 - ay0);
+      if (bars) {
+        const double bw = 0.7 * slot / series, bx = ax0 + i * slot + 0.15 * slot + j * bw;
+        c.fill({bx, ay1 - v, bx + 0.9 * bw, ay1}, shade[(size_t)j]);
+      } else {
+        const double x = ax0 + (i + 0.5) * slot, y = ay1 - v;
+        if (i > 0) c.stroke(px, py, x, y, 2 * t, shade[(size_t)j]);
+        c.fill({x - 2 * t, y - 2 * t, x + 2 * t, y + 2 * t}, shade[(size_t)j]);
+        px = x, py = y;
+      }
+    }
+  }
+  if (rng.uniform() < 0.7) {  // the base axis's title, centred under the categories
+    const std::string title = k.short_text(f, 24);
+    const double w = k.measure(f, title, s);
+    if (w < ax1 - ax0) k.text_at(f, title, s, ax0 + (ax1 - ax0 - w) / 2, ay1 + 1.9 * s);
+  }
+  if (series > 1) {  // a legend in a framed box at the plot's top right: a swatch and a name a series
+    std::vector<std::string> names;
+    double widest = 0;
+    for (int j = 0; j < series; ++j) {
+      names.push_back(k.short_text(f, 12));
+      widest = std::max(widest, k.measure(f, names.back(), s));
+    }
+    const Rect box{ax1 - widest - 2.6 * s, ay0, ax1, ay0 + (1.5 * series + 0.6) * s};
+    if (box.x0 > ax0 + 0.4 * (ax1 - ax0)) {
+      c.fill(box, c.paper());
+      c.frame(box, t, ink);
+      for (int j = 0; j < series; ++j) {
+        const double ly = box.y0 + (0.4 + 1.5 * j) * s, lx = box.x0 + 0.5 * s;
+        c.fill({lx, ly + 0.2 * s, lx + 0.8 * s, ly + 0.9 * s}, shade[(size_t)j]);
+        k.text_at(f, names[(size_t)j], s, lx + 1.3 * s, ly);
+      }
+    }
+  }
+  return true;
 }
 
 // ---- layouts (sizes in pixels; `m` is the margin)
@@ -488,6 +610,94 @@ void layout_slide(Composer& k, Canvas& c, double title_px, double bullet_px) {
   }
 }
 
+// A report page of charts: a title, then one to three charts, each with a caption of running
+// text under it, and sometimes a paragraph.
+void layout_chart(Composer& k, Canvas& c) {
+  SampleRng& rng = k.rng();
+  const double W = (double)c.width(), H = (double)c.height();
+  const double m = rng.uniform(0.06, 0.1) * W, body = k.body_px(), lead = 1.3 * body;
+  double y = m;
+  if (rng.uniform() < 0.8) {
+    k.text_line(k.heading(), 1.8 * body, m, y, W - 2 * m, false, "", true);
+    y += 3 * body;
+  }
+  const int charts = (int)rng.integer(1, 3);
+  const bool side_by_side = charts == 2 && rng.uniform() < 0.4;
+  const double ch = side_by_side ? rng.uniform(0.3, 0.45) * H : (H - m - y) / charts - 3.5 * lead;
+  for (int i = 0; i < charts && y + ch < H - m; ++i) {
+    const double cw = side_by_side ? (W - 2 * m - 2 * body) / 2 : rng.uniform(0.6, 1.0) * (W - 2 * m);
+    const double x = side_by_side ? m + i * (cw + 2 * body) : m;
+    draw_chart(k, c, {x, y, x + cw, y + ch});
+    if (side_by_side && i == 0) continue;
+    y += ch + 0.6 * lead;
+    for (int l = 0, n = (int)rng.integer(1, 3); l < n && y + lead < H - m; ++l, y += lead)  // the caption
+      k.text_line(k.body(), 0.9 * body, m, y, (l + 1 == n ? rng.uniform(0.3, 1.0) : 1.0) * (W - 2 * m), false);
+    y += lead;
+  }
+  while (y + lead < H - m && rng.uniform() < 0.85) {  // a paragraph to the foot
+    k.text_line(k.body(), body, m, y, W - 2 * m, false);
+    y += lead;
+  }
+}
+
+// Uneven light, as a photo of a page has it: a vignette (darker towards the corners) and a
+// gradient across the sheet in a random direction, together darkening by up to `amount` of
+// each pixel's value.
+void uneven_light(GrayImage& img, double amount, SampleRng& rng) {
+  const double W = (double)img.width, H = (double)img.height;
+  const double vignette = rng.uniform(0, amount), slope = amount - vignette;
+  const double angle = rng.uniform(0, 2 * M_PI), gx = std::cos(angle), gy = std::sin(angle);
+  const double cx = rng.uniform(0.3, 0.7) * W, cy = rng.uniform(0.3, 0.7) * H, R2 = (W * W + H * H) / 4;
+  for (int64_t y = 0; y < img.height; ++y)
+    for (int64_t x = 0; x < img.width; ++x) {
+      const double dx = (double)x - cx, dy = (double)y - cy;
+      const double g = 0.5 + 0.5 * (gx * ((double)x / W - 0.5) + gy * ((double)y / H - 0.5)) * 2;  // 0..1 across
+      const double dark = vignette * std::min(1.0, (dx * dx + dy * dy) / R2) + slope * std::clamp(g, 0.0, 1.0);
+      uint8_t& p = img.pixels[(size_t)(y * img.width + x)];
+      p = (uint8_t)std::lround((double)p * (1 - dark));
+    }
+}
+
+// A box blur of radius r in both directions (running sums), in place.
+void box_blur(std::vector<float>& v, int64_t w, int64_t h, int64_t r) {
+  std::vector<float> line;
+  auto pass = [&](int64_t n, int64_t count, int64_t stride, int64_t step) {
+    line.resize((size_t)n);
+    for (int64_t k = 0; k < count; ++k) {
+      float* base = v.data() + k * stride;
+      double sum = 0;
+      for (int64_t i = 0; i < std::min(n, r + 1); ++i) sum += base[i * step];
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t lo = std::max<int64_t>(0, i - r), hi = std::min(n - 1, i + r);
+        line[(size_t)i] = (float)(sum / (double)(hi - lo + 1));
+        if (i + r + 1 < n) sum += base[(i + r + 1) * step];
+        if (i - r >= 0) sum -= base[(i - r) * step];
+      }
+      for (int64_t i = 0; i < n; ++i) base[i * step] = line[(size_t)i];
+    }
+  };
+  pass(w, h, w, 1);  // rows
+  pass(h, w, 1, w);  // columns
+}
+
+// Print from the other side of the sheet showing through: the page's own ink mirrored left to
+// right and shifted (another page's lines, at other places), blurred by the paper and faded to
+// at most `levels` gray levels, darkening what lies on top of it.
+void bleed_through(GrayImage& img, double levels, double blur_px, SampleRng& rng) {
+  const int64_t W = img.width, H = img.height, shift = rng.integer(-H / 20, H / 20);
+  std::vector<float> back((size_t)(W * H), 0.f);
+  for (int64_t y = 0; y < H; ++y) {
+    const int64_t sy = y + shift;
+    if (sy < 0 || sy >= H) continue;
+    for (int64_t x = 0; x < W; ++x) back[(size_t)(y * W + x)] = (float)(255 - img.at(W - 1 - x, sy)) / 255.f;
+  }
+  box_blur(back, W, H, std::max<int64_t>(1, (int64_t)std::lround(blur_px)));
+  for (size_t i = 0; i < img.pixels.size(); ++i) {
+    const double p = img.pixels[i];
+    img.pixels[i] = (uint8_t)std::lround(std::max(0.0, p - levels * back[i] * (p / 255.0)));
+  }
+}
+
 // The page turned by deg degrees (clockwise positive) about its centre, on a canvas of the same
 // size (bilinear; what comes in from outside is `paper`), and the point map that goes with it.
 GrayImage turn(const GrayImage& in, double deg, uint8_t paper) {
@@ -531,7 +741,8 @@ SynthPage render_page(const TextSource& text, const std::vector<std::shared_ptr<
   for (double w : o.layout_weights) total += w;
   double pick = rng.uniform() * total;
   int layout = 0;
-  while (layout < 4 && pick >= o.layout_weights[(size_t)layout]) pick -= o.layout_weights[(size_t)layout++];
+  while (layout + 1 < kPageLayouts && pick >= o.layout_weights[(size_t)layout])
+    pick -= o.layout_weights[(size_t)layout++];
   page.layout = (PageLayout)layout;
 
   // The page's size in inches and its resolution.
@@ -563,6 +774,7 @@ SynthPage render_page(const TextSource& text, const std::vector<std::shared_ptr<
     case PageLayout::form: layout_form(k, canvas); break;
     case PageLayout::receipt: layout_receipt(k, canvas); break;
     case PageLayout::slide: layout_slide(k, canvas, k.px(rng.uniform(28, 44)), k.px(rng.uniform(18, 28))); break;
+    case PageLayout::chart: layout_chart(k, canvas); break;
   }
   page.lines = std::move(k.lines());
   const double text_px = k.body_px();
@@ -585,7 +797,11 @@ SynthPage render_page(const TextSource& text, const std::vector<std::shared_ptr<
     return l.words.empty() || b.x0 < 0 || b.y0 < 0 || b.x1 > (double)W || b.y1 > (double)H;
   });
   // The scan's magnitudes (blur, ink spread) scale with the body text's height, as on a line.
+  // Then the other side's print and a camera's light (drawn after the scan so that a page of
+  // an earlier version keeps its text and scan).
   if (rng.uniform() < o.p_scan) page.image = degrade(page.image, o.scan, rng, text_px);
+  if (rng.uniform() < o.p_bleed) bleed_through(page.image, rng.uniform(0.3, 1.0) * o.max_bleed, 0.15 * text_px, rng);
+  if (rng.uniform() < o.p_light) uneven_light(page.image, rng.uniform(0.3, 1.0) * o.max_light, rng);
   return page;
 }
 

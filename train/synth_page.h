@@ -10,9 +10,12 @@
 //   receipt  a narrow slip: a centred header, items with right-aligned prices, a total
 //   slide    a wide page with large type, a title and bullet points, light on dark or dark on
 //            light
+//   chart    a report page of bar and line charts (tick labels, categories, axis titles,
+//            legends among axes, bars and grid lines), with captions and a paragraph
 // Type size (in points) and resolution (dpi) are drawn from the options, the page may be turned
-// by a small angle (outlines turn with it), and the scan simulation of train/scan.h (without its
-// geometric steps, which would move the text away from its outlines) is applied to the page.
+// by a small angle (outlines turn with it), the other side's print may show through and the
+// light may be uneven (a photographed page), and the scan simulation of train/scan.h (without
+// its geometric steps, which would move the text away from its outlines) is applied to the page.
 //
 // Everything is drawn from SampleRng(seed): a page is a pure function of (text source, fonts,
 // seed, options).
@@ -29,7 +32,8 @@
 
 namespace ocrt::train {
 
-enum class PageLayout { article, table, form, receipt, slide };
+enum class PageLayout { article, table, form, receipt, slide, chart };
+constexpr int kPageLayouts = 6;
 const char* page_layout_name(PageLayout layout);
 PageLayout parse_page_layout(const std::string& name);  // throws listing the names
 
@@ -38,9 +42,14 @@ struct PageSynthOptions {
   double min_pt = 8, max_pt = 14;       // body text size in points, in [4, 72]; headings and slides larger
   double max_skew_deg = 3;              // the page turned by up to this, in [0, 10]
   double p_scan = 0.7;                  // the scan simulation applied (probability)
+  double p_light = 0.25;                // uneven light (a photo's vignette and a gradient across the sheet)
+  double max_light = 0.35;              //   darkening by up to this share of a pixel's value, in [0, 0.8]
+  double p_bleed = 0.15;                // bleed-through: the other side's print, mirrored and blurred,
+  double max_bleed = 40;                //   up to this many gray levels darker, in [0, 128]
   ScanOptions scan = page_scan_options();
-  // How often each layout is drawn (weights, not all zero): article, table, form, receipt, slide.
-  std::vector<double> layout_weights = {0.5, 0.15, 0.15, 0.1, 0.1};
+  // How often each layout is drawn (weights, not all zero): article, table, form, receipt,
+  // slide, chart.
+  std::vector<double> layout_weights = {0.45, 0.15, 0.15, 0.1, 0.07, 0.08};
   int64_t max_pixels = int64_t(1) << 24;  // a page larger than this at its dpi is drawn at a lower dpi
   // Throws naming the field for a value outside its range.
   void validate() const;

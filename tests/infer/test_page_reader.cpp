@@ -84,7 +84,7 @@ train::SynthPage small_page(const std::vector<std::shared_ptr<train::Font>>& fon
   o.min_pt = 12, o.max_pt = 13;
   o.max_skew_deg = 0;
   o.p_scan = 0;
-  o.layout_weights = {1, 0, 0, 0, 0};
+  o.layout_weights = {1, 0, 0, 0, 0, 0};
   train::SynthPage full = train::render_page(prose(), fonts, seed, o);
   train::SynthPage page = full;
   const int64_t h = full.image.height * 2 / 5;

@@ -508,7 +508,7 @@ TEST_CASE("inputs: label files, folders with .gt.txt, lists and stdin, in order"
   CHECK_THROWS_WITH(InputReader().add_list(dir.string()), Catch::Contains("is a folder"));
 }
 
-TEST_CASE("inputs: pipes, devices and /dev/stdin are read as text; an empty folder is noted", "[infer]") {
+TEST_CASE("inputs: pipes, devices and /dev/stdin are read as text, and an empty folder is noted", "[infer]") {
   const fs::path dir = temp_dir() / "streams";
   fs::remove_all(dir);
   fs::create_directories(dir / "empty");

@@ -51,7 +51,7 @@ bool write_pages(const fs::path& dir, int n) {
   TextSource text(TextSource::read_words("/usr/share/dict/words"), nn::Charset::ascii());
   PageSynthOptions o;
   o.min_dpi = o.max_dpi = 100;
-  o.layout_weights = {1, 0, 0, 0, 0};
+  o.layout_weights = {1, 0, 0, 0, 0, 0};
   for (int i = 0; i < n; ++i) {
     SynthPage p = render_page(text, fonts, (uint64_t)i + 11, o);
     char name[16];

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,8 @@ PageSynthOptions quick(int layout) {
   o.min_pt = 9, o.max_pt = 12;
   o.max_skew_deg = 0;
   o.p_scan = 0;
-  o.layout_weights = {0, 0, 0, 0, 0};
+  o.p_bleed = o.p_light = 0;
+  o.layout_weights = {0, 0, 0, 0, 0, 0};
   o.layout_weights[(size_t)layout] = 1;
   return o;
 }
@@ -94,8 +96,8 @@ TEST_CASE("synthetic pages: every layout, upright", "[synth_page]") {
     WARN("no Debian fonts installed (scripts/install-deps.sh); skipping");
     return;
   }
-  const size_t min_lines[5] = {15, 10, 4, 5, 3};
-  for (int layout = 0; layout < 5; ++layout) {
+  const size_t min_lines[kPageLayouts] = {15, 10, 4, 5, 3, 8};
+  for (int layout = 0; layout < kPageLayouts; ++layout) {
     for (uint64_t seed : {1u, 2u}) {
       INFO("layout " << page_layout_name((PageLayout)layout) << ", seed " << seed);
       const SynthPage page = render_page(test_text(), fonts, seed, quick(layout));
@@ -128,7 +130,7 @@ TEST_CASE("synthetic pages: a page is a function of its seed", "[synth_page]") {
   const auto fonts = test_fonts();
   if (fonts.empty()) return;
   PageSynthOptions o = quick(0);
-  o.layout_weights = {1, 1, 1, 1, 1};
+  o.layout_weights = {1, 1, 1, 1, 1, 1};
   o.p_scan = 0.5;
   o.max_skew_deg = 2;
   const SynthPage a = render_page(test_text(), fonts, 11, o), b = render_page(test_text(), fonts, 11, o);
@@ -161,15 +163,67 @@ TEST_CASE("synthetic pages: options are checked", "[synth_page]") {
   o.max_pt = 2;
   CHECK_THROWS_WITH(o.validate(), Catch::Contains("max_pt"));
   o = {};
-  o.layout_weights = {0, 0, 0, 0, 0};
+  o.layout_weights = {0, 0, 0, 0, 0, 0};
   CHECK_THROWS_WITH(o.validate(), Catch::Contains("all zero"));
   o = {};
   o.layout_weights = {1, 1};
-  CHECK_THROWS_WITH(o.validate(), Catch::Contains("5 weights"));
+  CHECK_THROWS_WITH(o.validate(), Catch::Contains("6 weights"));
+  o = {};
+  o.max_light = 0.9;
+  CHECK_THROWS_WITH(o.validate(), Catch::Contains("max_light"));
+  o = {};
+  o.p_bleed = 2;
+  CHECK_THROWS_WITH(o.validate(), Catch::Contains("p_bleed"));
   o = {};
   o.scan.p_skew = 0.5;
   CHECK_THROWS_WITH(o.validate(), Catch::Contains("cannot crop, pad, skew"));
-  CHECK_THROWS_WITH(parse_page_layout("poster"), Catch::Contains("article, table, form, receipt or slide"));
+  CHECK_THROWS_WITH(parse_page_layout("poster"), Catch::Contains("article, table, form, receipt, slide or chart"));
+  CHECK(parse_page_layout("chart") == PageLayout::chart);
   CHECK(parse_page_layout("receipt") == PageLayout::receipt);
   CHECK_THROWS_WITH(render_page(test_text(), {}, 1), Catch::Contains("no fonts"));
+}
+
+TEST_CASE("synthetic pages: a chart page has its labels as lines among axes and bars", "[synth_page]") {
+  const auto fonts = test_fonts();
+  if (fonts.empty()) return;
+  PageSynthOptions o = quick((int)PageLayout::chart);
+  o.min_dpi = o.max_dpi = 120;
+  size_t numbers = 0, lines = 0;
+  for (uint64_t seed : {21u, 22u, 23u}) {
+    INFO("seed " << seed);
+    const SynthPage page = render_page(test_text(), fonts, seed, o);
+    CHECK(page.layout == PageLayout::chart);
+    check_page(page, 8);
+    for (const SynthLine& l : page.lines) {
+      ++lines;
+      numbers += !l.text.empty() && std::all_of(l.text.begin(), l.text.end(), [](char ch) {
+        return std::isdigit((unsigned char)ch) || ch == '.' || ch == '%';
+      });
+    }
+  }
+  CHECK(numbers >= 9);  // tick labels: at least 3 a chart
+  CHECK(lines > numbers);
+}
+
+TEST_CASE("synthetic pages: bleed-through and uneven light darken the page, not its truth", "[synth_page]") {
+  const auto fonts = test_fonts();
+  if (fonts.empty()) return;
+  PageSynthOptions o = quick(0);
+  const SynthPage plain = render_page(test_text(), fonts, 31, o);
+  for (int effect = 0; effect < 2; ++effect) {
+    INFO((effect == 0 ? "bleed-through" : "uneven light"));
+    PageSynthOptions e = o;
+    (effect == 0 ? e.p_bleed : e.p_light) = 1;
+    const SynthPage page = render_page(test_text(), fonts, 31, e);
+    CHECK(page_truth_json(page) == page_truth_json(plain));  // the same text in the same places
+    REQUIRE(page.image.pixels.size() == plain.image.pixels.size());
+    int64_t darker = 0, lighter = 0;
+    for (size_t i = 0; i < page.image.pixels.size(); ++i) {
+      darker += page.image.pixels[i] < plain.image.pixels[i];
+      lighter += page.image.pixels[i] > plain.image.pixels[i];
+    }
+    CHECK(lighter == 0);
+    CHECK(darker > (int64_t)page.image.pixels.size() / 100);
+    check_page(page, 15);
+  }
 }
