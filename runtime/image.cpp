@@ -42,10 +42,16 @@ namespace {
 // by their length, and between them, or in the entropy-coded data after a scan header, any
 // byte but 0xFF is skipped, as are 0xFF 0x00 (a stuffed byte), fill bytes and the markers
 // without a length (RSTn, TEM, SOI). A table's 16 counts may run past its segment, and past the
-// end of the file, where stb_image reads zeros.
+// end of the file, where stb_image reads zeros. The file starts as stb_image reads its first
+// marker: 0xFF, any number of 0xFF fill bytes, then SOI (0xD8); a file that began FF FF D8
+// passed an earlier version of this check as "not a JPEG" and stb_image then wrote past the
+// table (found by a 10-minute fuzzing run, fuzz/corpus/image/crash-6cd82e0d...).
 int64_t oversized_jpeg_huffman_table(const uint8_t* b, size_t size) {
-  if (size < 2 || b[0] != 0xFF || b[1] != 0xD8) return -1;
-  for (size_t i = 2; i + 1 < size;) {
+  if (size < 2 || b[0] != 0xFF) return -1;
+  size_t start = 1;
+  while (start < size && b[start] == 0xFF) ++start;
+  if (start >= size || b[start] != 0xD8) return -1;
+  for (size_t i = start + 1; i + 1 < size;) {
     const uint8_t m = b[i + 1];
     if (b[i] != 0xFF || m == 0xFF) {
       ++i;

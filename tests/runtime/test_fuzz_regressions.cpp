@@ -70,6 +70,11 @@ TEST_CASE("fuzz regression: a JPEG Huffman table of more than 256 codes is refus
   const std::string full = "\xFF\xD8\xFF\xC4" + std::string("\x00\x13\x00", 3) + std::string(14, '\0') +
                            "\x01\xFF" + "\xFF\xD9";
   CHECK_THROWS_WITH(decode_gray_image(full.data(), full.size(), "full.jpg"), !Catch::Contains("Huffman table at byte"));
+  // Fill bytes before SOI: stb_image reads FF FF D8 as SOI (fuzz/corpus/image/crash-6cd82e0d...,
+  // a 10-minute run's find: the check took such a file for something other than a JPEG).
+  const std::string filled = "\xFF\xFF\xFF" + jpeg.substr(1);
+  CHECK_THROWS_WITH(decode_gray_image(filled.data(), filled.size(), "filled.jpg"),
+                    Catch::Contains("filled.jpg: a corrupt JPEG (the Huffman table at byte 8 declares more than 256"));
 }
 
 // stb_image grows its buffer for a PNG's compressed data to each IDAT chunk's declared length
