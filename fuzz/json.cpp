@@ -1,12 +1,15 @@
 // Fuzz target: JSON text (runtime/json.h), as found in a safetensors header, a model file's
-// metadata, a checkpoint or a training record.
+// metadata, a checkpoint or a training record, and ocrt-synth's page truth files
+// (runtime/page_truth.h), which ocrt-infer --eval and the detector's training read.
 //
 // Promises checked: whatever parses prints (compact and indented) and parses back to an equal
-// value, and printing is a fixed point.
+// value, and printing is a fixed point; a page truth file is an error or lines with finite
+// outlines (and, read for --eval, words with theirs).
 #include <string_view>
 
 #include "fuzz/fuzz_common.h"
 #include "runtime/json.h"
+#include "runtime/page_truth.h"
 
 using namespace ocrt;
 
@@ -34,9 +37,26 @@ void visit(const Json& j, int depth) {
   }
 }
 
+// The bytes as a page truth file, read both ways.
+void page_truth(std::string_view bytes) {
+  for (bool words : {false, true}) {
+    PageTruthFile t;
+    try {
+      t = parse_page_truth(std::string(bytes), "fuzz.json", words);
+    } catch (const Error&) {
+      continue;
+    }
+    for (const PageTruthLine& l : t.lines) {
+      (void)l.outline.box();
+      for (const PageTruthWord& w : l.words) (void)w.outline.box();
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  page_truth(std::string_view(reinterpret_cast<const char*>(data), size));
   Json j;
   try {
     j = parse_json(std::string_view(reinterpret_cast<const char*>(data), size));

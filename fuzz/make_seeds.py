@@ -338,6 +338,17 @@ def jsons():
     put("json", "bad_surrogate.json", '"\\ud800"')
     put("json", "bad_number.json", "[01, 1., .5, +1, 1e]")
     put("json", "bad_utf8.json", b'"\xc3\x28"')
+    # ocrt-synth --pages truth (runtime/page_truth.h): a heading, a tick label, a word without text
+    quad = lambda x0, y0, x1, y1: [[x0, y0], [x1, y0], [x1, y1], [x0, y1]]
+    put("json", "page_truth.json", json.dumps({
+        "width": 200, "height": 100, "dpi": 150, "layout": "chart", "skew": 0.5,
+        "lines": [{"text": "Sales by year", "points": quad(10, 5, 120, 20), "heading": True,
+                   "words": [{"text": "Sales", "points": quad(10, 5, 50, 20)},
+                             {"text": "by", "points": quad(55, 5, 70, 20)},
+                             {"text": "year", "points": quad(75, 5, 120, 20)}]},
+                  {"text": "25%", "points": quad(5, 40, 25, 50), "heading": False,
+                   "words": [{"text": "25%", "points": quad(5, 40, 25, 50)}]},
+                  {"text": "x", "points": quad(5, 60, 9, 70), "words": [{"points": quad(5, 60, 9, 70)}]}]}))
 
 
 # ---------------------------------------------------------------- labels, charsets, numbers

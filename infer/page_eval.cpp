@@ -9,6 +9,7 @@
 
 #include "infer/report.h"
 #include "runtime/error.h"
+#include "runtime/page_truth.h"
 
 namespace ocrt::infer {
 
@@ -35,19 +36,6 @@ double overlap(const Rect& a, const Rect& b) {
   const double h = std::min(a.y1, b.y1) - std::max(a.y0, b.y0);
   return w > 0 && h > 0 ? w * h : 0;
 }
-
-Rect rect_of_points(const Json& points, const std::string& name) {
-  OCRT_CHECK(points.is_array() && points.size() >= 1, name, ": a word's or line's points must be a list of [x, y]");
-  std::vector<Point> pts;
-  for (size_t i = 0; i < points.size(); ++i) {
-    const Json& p = points[i];
-    OCRT_CHECK(p.is_array() && p.size() == 2 && p[0].is_number() && p[1].is_number(), name,
-               ": a point must be [x, y], got ", p.dump());
-    pts.push_back({p[0].as_number(), p[1].as_number()});
-  }
-  return bounding_rect(pts.data(), pts.size());
-}
-
 
 // A number written in a document (an attribute, a point): finite and the whole text.
 double number(std::string_view text, const std::string& name, const char* what) {
@@ -205,29 +193,10 @@ std::string without_punctuation(const std::string& word) {
 }
 
 PageTruth truth_from_synth_json(const std::string& json_text, const std::string& name) {
-  Json j;
-  try {
-    j = parse_json(json_text);
-  } catch (const Error& e) {
-    fail(name, ": not a page truth file (", e.what(), ")");
-  }
-  OCRT_CHECK(j.is_object() && j.contains("lines") && j.at("lines").is_array(), name,
-             ": not a page truth file (expected an object with \"lines\", as ocrt-synth --pages writes)");
   PageTruth truth;
-  const Json& lines = j.at("lines");
-  for (size_t i = 0; i < lines.size(); ++i) {
-    const Json& l = lines[i];
-    OCRT_CHECK(l.is_object() && l.contains("text") && l.at("text").is_string() && l.contains("words") &&
-                   l.at("words").is_array(),
-               name, ": line ", i + 1, " needs \"text\" and \"words\"");
-    truth.text += (truth.text.empty() ? "" : "\n") + l.at("text").as_string();
-    const Json& words = l.at("words");
-    for (size_t k = 0; k < words.size(); ++k) {
-      const Json& w = words[k];
-      OCRT_CHECK(w.is_object() && w.contains("text") && w.at("text").is_string() && w.contains("points"), name,
-                 ": line ", i + 1, ", word ", k + 1, " needs \"text\" and \"points\"");
-      truth.words.push_back({w.at("text").as_string(), rect_of_points(w.at("points"), name)});
-    }
+  for (const PageTruthLine& l : parse_page_truth(json_text, name, true).lines) {
+    truth.text += (truth.text.empty() ? "" : "\n") + l.text;
+    for (const PageTruthWord& w : l.words) truth.words.push_back({w.text, w.outline.box()});
   }
   return truth;
 }

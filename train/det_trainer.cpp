@@ -22,6 +22,7 @@
 #include "runtime/error.h"
 #include "runtime/image.h"
 #include "runtime/interrupt.h"
+#include "runtime/page_truth.h"
 #include "runtime/rng.h"
 #include "train/checkpoint.h"
 #include "train/det_loss.h"
@@ -76,31 +77,6 @@ class SynthPages : public PageSource {
   PageSynthOptions o_;
 };
 
-// The lines of an ocrt-synth --pages truth file: {"lines": [{"points": [[x, y] x 4], ...}]}.
-std::vector<Quad> read_truth_lines(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  OCRT_CHECK(f, path, ": cannot open");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const Json j = parse_json(ss.str());
-  const Json* lines = j.find("lines");
-  OCRT_CHECK(lines && lines->is_array(), path, ": expected ocrt-synth's page truth (an object with 'lines')");
-  std::vector<Quad> out;
-  for (size_t i = 0; i < lines->size(); ++i) {
-    const Json* pts = (*lines)[i].find("points");
-    OCRT_CHECK(pts && pts->is_array() && pts->size() == 4, path, ": line ", i, " needs 'points' with 4 corners");
-    Quad q;
-    for (size_t k = 0; k < 4; ++k) {
-      const Json& pt = (*pts)[k];
-      OCRT_CHECK(pt.is_array() && pt.size() == 2 && pt[0].is_number() && pt[1].is_number(), path, ": line ", i,
-                 " corner ", k, " is not [x, y]");
-      q.corners[k] = {pt[0].as_number(), pt[1].as_number()};
-    }
-    out.push_back(q);
-  }
-  return out;
-}
-
 // Pages from folders: every image with a NAME.json truth beside it.
 class FolderPages : public PageSource {
  public:
@@ -129,7 +105,7 @@ class FolderPages : public PageSource {
     t.image = load_gray_image(path);
     fs::path truth(path);
     truth.replace_extension(".json");
-    t.lines = read_truth_lines(truth.string());
+    for (const PageTruthLine& l : read_page_truth(truth.string(), false).lines) t.lines.push_back(l.outline);
     return t;
   }
   int64_t size() const override { return (int64_t)images_.size(); }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/json.h"
+#include "runtime/page_truth.h"
 #include "train/synth_page.h"
 
 using namespace ocrt;
@@ -152,6 +153,17 @@ TEST_CASE("synthetic pages: the truth JSON", "[synth_page]") {
   CHECK(l.at("text").as_string() == page.lines[0].text);
   CHECK(l.at("points").size() == 4);
   CHECK(l.at("words").size() == page.lines[0].words.size());
+  // What the readers of the file get back (runtime/page_truth.h): every line and word, its
+  // text, and its outline to the 0.1 pixel the file keeps.
+  const PageTruthFile back = parse_page_truth(page_truth_json(page), "page.json", true);
+  REQUIRE(back.lines.size() == page.lines.size());
+  for (size_t i = 0; i < back.lines.size(); ++i) {
+    CHECK(back.lines[i].text == page.lines[i].text);
+    CHECK(back.lines[i].heading == page.lines[i].heading);
+    REQUIRE(back.lines[i].words.size() == page.lines[i].words.size());
+    for (size_t k = 0; k < 4; ++k) CHECK(back.lines[i].outline.corners[k].x == Approx(page.lines[i].outline.corners[k].x).margin(0.05));
+    CHECK(back.lines[i].words.back().text == page.lines[i].words.back().text);
+  }
 }
 
 TEST_CASE("synthetic pages: options are checked", "[synth_page]") {
