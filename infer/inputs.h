@@ -140,8 +140,9 @@ struct InputItem {
 class ItemReader {
  public:
   ItemReader(InputReader& inputs, InputKind kind, int64_t max_image_pixels = kDefaultMaxImagePixels);
-  // The next item, false at the end. Throws where InputReader::next does (a malformed label
-  // file); an unreadable image is an item with an error or a line that fails when read.
+  // The next item, false at the end. A malformed label line is an item with its error (never
+  // opened as a file); an unreadable image is an item with an error or a line that fails when
+  // read.
   bool next(InputItem& item);
 
  private:

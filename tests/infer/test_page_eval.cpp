@@ -116,7 +116,10 @@ TEST_CASE("truth_from_synth_json: ocrt-synth's page truth, and broken files", "[
   CHECK_THROWS_WITH(truth_from_synth_json("[]", "p.json"), Catch::Contains("expected an object with \"lines\""));
   CHECK_THROWS_WITH(truth_from_synth_json(R"({"lines":[{"text":"a"}]})", "p.json"), Catch::Contains("line 1 needs"));
   CHECK_THROWS_WITH(truth_from_synth_json(R"({"lines":[{"text":"a","words":[{"text":"a","points":[[1]]}]}]})", "p.json"),
-                    Catch::Contains("a point must be [x, y]"));
+                    Catch::Contains("p.json: line 1, word 1: \"points\" must be 4 corners [x, y]"));
+  CHECK_THROWS_WITH(
+      truth_from_synth_json(R"({"lines":[{"text":"a","words":[{"text":"a","points":[[0,0],[1,0],[1,1],[0]]}]}]})", "p.json"),
+      Catch::Contains("p.json: line 1, word 1: corner 4 must be [x, y]"));
 }
 
 TEST_CASE("page truth from hOCR, ALTO and PAGE XML: ocrt's own documents read back", "[page]") {
