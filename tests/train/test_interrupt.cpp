@@ -108,8 +108,10 @@ TEST_CASE("ocrt-train: SIGINT during the data scan stops it within a second and 
   INFO(output);
   CHECK(rc == 130);
   CHECK_THAT(output, Catch::Contains("interrupted by SIGINT while") && Catch::Contains("nothing saved"));
-  // 1.5 s until the signal, then a second to stop (the scan of the other lines is skipped).
-  CHECK(seconds < 1.5 + 1.0);
+  // 1.5 s until the signal, then milliseconds to stop (the check of the other lines is
+  // skipped); the bound leaves a loaded machine 3 s, against the 20-odd seconds the whole
+  // check takes when the signal is not looked at.
+  CHECK(seconds < 1.5 + 3.0);
   bool checkpoint = false;
   if (fs::exists(out))
     for (const auto& e : fs::directory_iterator(out)) checkpoint |= e.path().filename().string().rfind("ckpt", 0) == 0;
