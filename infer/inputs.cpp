@@ -40,8 +40,6 @@ std::string read_ground_truth(const fs::path& p) {
   return text;
 }
 
-}  // namespace
-
 // /dev/stdin and the other names of a descriptor are a stream even when the descriptor is a
 // regular file (ocrt-infer /dev/stdin < labels.txt): it has no name to tell its kind by.
 bool is_stream_path(const std::string& path) {
@@ -49,6 +47,8 @@ bool is_stream_path(const std::string& path) {
     if (path.rfind(prefix, 0) == 0) return true;
   return false;
 }
+
+}  // namespace
 
 bool is_image_file_name(const std::string& path) {
   static const char* kExtensions[] = {".png", ".jpg", ".jpeg", ".bmp", ".tga", ".gif",
@@ -168,9 +168,8 @@ bool InputReader::next(InputLine& out) {
           }
           if (stream_labels_) out = label_line(line, "");
           else if (need_truth_ && !pages_)
-            out = {s.path + " line " + std::to_string(lineno_), std::nullopt,
-                   s.path + " line " + std::to_string(lineno_) + ": --eval needs 'path<TAB>text' lines; this one is '" +
-                       line.substr(0, 80) + "'"};
+            out = {where(), std::nullopt,
+                   where() + ": --eval needs 'path<TAB>text' lines; this one is '" + line.substr(0, 80) + "'"};
           else out = {line, std::nullopt, ""};
           return true;
         }
@@ -198,12 +197,13 @@ bool InputReader::next(InputLine& out) {
   }
 }
 
+std::string InputReader::where() const { return current_->path + " line " + std::to_string(lineno_); }
+
 InputLine InputReader::label_line(const std::string& line, const std::string& base) const {
-  const std::string where = current_->path + " line " + std::to_string(lineno_);
   const size_t tab = line.find('\t');
   if (tab == std::string::npos)
-    return {where, std::nullopt, where + ": expected 'path<TAB>text', found no tab in '" + line.substr(0, 80) + "'"};
-  if (tab == 0) return {where, std::nullopt, where + ": the image path is empty"};
+    return {where(), std::nullopt, where() + ": expected 'path<TAB>text', found no tab in '" + line.substr(0, 80) + "'"};
+  if (tab == 0) return {where(), std::nullopt, where() + ": the image path is empty"};
   const fs::path rel = line.substr(0, tab);
   return {(rel.is_absolute() || base.empty() ? rel : fs::path(base) / rel).lexically_normal().string(),
           line.substr(tab + 1), ""};

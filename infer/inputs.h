@@ -74,6 +74,7 @@ class InputReader {
   bool open_next_source();
   bool read_line(std::istream& in, std::string& line);
   InputLine label_line(const std::string& line, const std::string& base) const;
+  std::string where() const;  // "FILE line N": the line just read
 
   bool need_truth_, pages_;
   std::istream* stdin_;

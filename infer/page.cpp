@@ -13,12 +13,6 @@ namespace {
 Point lerp(const Point& a, const Point& b, double f) { return {a.x + (b.x - a.x) * f, a.y + (b.y - a.y) * f}; }
 double distance(const Point& a, const Point& b) { return std::hypot(b.x - a.x, b.y - a.y); }
 
-// The box on the page of the slice [f0, f1] (fractions of the line's length) of an outline.
-Rect slice_box(const Quad& q, double f0, double f1) {
-  const auto& c = q.corners;
-  const Point p[4] = {lerp(c[0], c[1], f0), lerp(c[0], c[1], f1), lerp(c[3], c[2], f1), lerp(c[3], c[2], f0)};
-  return bounding_rect(p, 4);
-}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -27,6 +21,11 @@ double median(std::vector<double> v) {
 }
 
 }  // namespace
+
+Quad outline_slice(const Quad& q, double f0, double f1) {
+  const auto& c = q.corners;
+  return {{lerp(c[0], c[1], f0), lerp(c[0], c[1], f1), lerp(c[3], c[2], f1), lerp(c[3], c[2], f0)}};
+}
 
 PageLine place_words(const LineResult& r, const Quad& outline, double line_width) {
   PageLine line;
@@ -81,7 +80,7 @@ PageLine place_words(const LineResult& r, const Quad& outline, double line_width
       finish_word();
       continue;
     }
-    PageChar ch{cp.ch, slice_box(outline, lo[i] / line_width, hi[i] / line_width), cp.confidence};
+    PageChar ch{cp.ch, outline_slice(outline, lo[i] / line_width, hi[i] / line_width).box(), cp.confidence};
     word.text += ch.ch;
     word.box = word.box.united(ch.box);
     word.chars.push_back(std::move(ch));

@@ -56,6 +56,10 @@ struct Page {
   std::string error;       // set when the page could not be read at all
 };
 
+// The part of a line's outline between fractions f0 and f1 of its length (0 its start, corner
+// 0 to 3; 1 its end): a character's, a word's or the text's place on the page.
+Quad outline_slice(const Quad& outline, double f0, double f1);
+
 // A recognised line placed on the page: `r` is the recogniser's result for the line image cut
 // out along `outline`, `line_width` the width in pixels of that image (the x of r.chars are in
 // its pixels). Characters get boxes from their CTC positions: a character spans from midway to

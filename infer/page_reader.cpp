@@ -276,10 +276,7 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
   // outline's margin past it: at 300 dpi that margin took 30-50 of an 85-pixel gutter.
   std::vector<PageLine> stand_ins(lines.size());
   for (size_t i = 0; i < lines.size(); ++i) {
-    const auto& c = lines[i].outline.corners;
-    const double f0 = lines[i].text_begin, f1 = lines[i].text_end;
-    auto at = [](const Point& a, const Point& b, double f) { return Point{a.x + (b.x - a.x) * f, a.y + (b.y - a.y) * f}; };
-    const Quad text{{at(c[0], c[1], f0), at(c[0], c[1], f1), at(c[3], c[2], f1), at(c[3], c[2], f0)}};
+    const Quad text = outline_slice(lines[i].outline, lines[i].text_begin, lines[i].text_end);
     for (size_t k = 0; k < 4; ++k) stand_ins[i].outline.corners[k] = stand(text.corners[k]);
     stand_ins[i].box = stand_ins[i].outline.box();
     stand_ins[i].text = std::to_string(i);

@@ -135,21 +135,27 @@ int64_t char_edit_distance(const std::string& a_text, const std::string& b_text)
 Scored Evaluation::add(const LineResult& r, const std::string& truth) {
   Scored s;
   s.truth = truth;
-  s.truth_chars = char_count(truth);
-  s.distance = r.ok() ? char_edit_distance(r.text, truth) : s.truth_chars;
+  const std::vector<std::string> truth_chars = chars_of(truth);  // split once, for all three uses
+  s.truth_chars = (int64_t)truth_chars.size();
+  s.distance = r.ok() ? nn::edit_distance(chars_of(r.text), truth_chars) : s.truth_chars;
   failed_ += !r.ok();
   exact_ += r.ok() && s.distance == 0 && r.text == truth;
   distance_ += s.distance;
   truth_chars_ += s.truth_chars;
   lines_.push_back({r.name, truth, r.text, r.error, s.distance, s.truth_chars});
   if (charset_) {
-    int64_t outside = 0;
-    for (const std::string& c : chars_of(truth))
-      if (!charset_->contains(c)) ++outside_[c], ++outside;
-    outside_chars_ += outside;
-    outside_lines_ += outside > 0;
+    bool outside = false;
+    for (const std::string& c : truth_chars)
+      if (!charset_->contains(c)) ++outside_[c], outside = true;
+    outside_lines_ += outside;
   }
   return s;
+}
+
+int64_t Evaluation::outside_charset_chars() const {
+  int64_t n = 0;
+  for (const auto& [c, count] : outside_) n += count;
+  return n;
 }
 
 double Evaluation::cer() const { return truth_chars_ ? (double)distance_ / (double)truth_chars_ : 0.0; }
@@ -169,7 +175,7 @@ Json Evaluation::summary() const {
     Json which = Json::object();
     for (const auto& [c, n] : outside_) which.set(c, n);
     Json o = Json::object();
-    o.set("chars", outside_chars_);
+    o.set("chars", outside_charset_chars());
     o.set("lines", outside_lines_);
     o.set("which", which);
     j.set("outside_charset", o);
@@ -185,11 +191,11 @@ std::string Evaluation::report(int64_t worst) const {
      << " (" << distance_ << " edits / " << truth_chars_ << " characters)\n"
      << "line accuracy  " << fixed(100.0 * line_accuracy(), 2) << "% (" << exact_ << " of " << lines()
      << " exactly right)\n";
-  if (outside_chars_ > 0) {
-    // The most frequent first (then in charset order), at most 20 named.
+  if (const int64_t outside_chars = outside_charset_chars(); outside_chars > 0) {
+    // The most frequent first (then by code point), at most 20 named.
     std::vector<std::pair<std::string, int64_t>> which(outside_.begin(), outside_.end());
     std::stable_sort(which.begin(), which.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-    os << "not in charset " << outside_chars_ << " reference characters in " << outside_lines_
+    os << "not in charset " << outside_chars << " reference characters in " << outside_lines_
        << " lines, which the model cannot read (counted as errors):";
     for (size_t i = 0; i < which.size() && i < 20; ++i)
       os << (i ? ", '" : " '") << printable(which[i].first) << "' x" << which[i].second;

@@ -65,7 +65,7 @@ class Evaluation {
   // "outside_charset": {"chars": n, "lines": n, "which": {"é": n, ...}}.
   Json summary() const;
   // Reference characters outside the charset: how many, and in how many lines.
-  int64_t outside_charset_chars() const { return outside_chars_; }
+  int64_t outside_charset_chars() const;
   int64_t outside_charset_lines() const { return outside_lines_; }
 
  private:
@@ -77,7 +77,7 @@ class Evaluation {
   std::vector<Line> lines_;
   int64_t failed_ = 0, distance_ = 0, truth_chars_ = 0, exact_ = 0;
   std::map<std::string, int64_t> outside_;  // character -> count
-  int64_t outside_chars_ = 0, outside_lines_ = 0;
+  int64_t outside_lines_ = 0;
 };
 
 // --logits-out: each recognised line's (T, C) logits under its input path (a path that comes

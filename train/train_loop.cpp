@@ -239,7 +239,6 @@ const char* stop_name(Stop s) {
 }
 
 void make_run_folder(const std::string& out) {
-  OCRT_CHECK(!out.empty(), "--out: give the folder the run writes to");
   std::error_code ec;
   const bool exists = fs::exists(out, ec);
   OCRT_CHECK(!exists || fs::is_directory(out, ec), "--out: ", out, " exists and is not a folder");
