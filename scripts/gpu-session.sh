@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# One lent-GPU call in the order DEVELOPERS.md asks for, inside a deadline: scripts/gpu-check.sh
+# --tests-only (build, every `cuda` test, ocrt-infer on the sample lines), then whole pages on
+# the GPU (detector + recogniser: the sample page read on cuda:0 and on the CPU must agree, and
+# pages/s over freshly rendered 300 dpi pages), then detector training on cuda:0 for whatever
+# time is left (--max-minutes, so the last checkpoint is saved). Logs and the training run's
+# files go to $OUT (at most 8 files come back: the logs are bundled).
+#
+#   scripts/gpu-session.sh SECONDS [DET_INIT]
+#
+# SECONDS is the whole budget of the call; DET_INIT a detector model file to start from (--init).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+budget="${1:?usage: scripts/gpu-session.sh SECONDS [DET_INIT]}"
+init="${2:-}"
+start=$(date +%s)
+left() { echo $((budget - ($(date +%s) - start))); }
+out="${OUT:-gpu-session-out}"
+mkdir -p "$out/logs"
+log() { echo "[$(($(date +%s) - start))s] $*" | tee -a "$out/logs/session.txt"; }
+bundle() { (cd "$out" && tar czf logs.tar.gz logs 2>/dev/null); }
+trap bundle EXIT
+jobs="$(nproc 2>/dev/null || echo 4)"
+
+scripts/gpu-check.sh --tests-only "$out/logs/check" > "$out/logs/check.txt" 2>&1
+log "gpu-check --tests-only: rc $? ($(tail -1 "$out/logs/check.txt"))"
+cmake --build build-gpu -j "$jobs" --target ocrt-synth ocrt-train > "$out/logs/build-more.log" 2>&1 ||
+  { log "FAIL: building ocrt-synth/ocrt-train"; exit 1; }
+
+# Pages to read and to train on, rendered on every core (they are not in the tree).
+export OCRT_FONT_DIRS="$PWD/.fonts-en/train"
+synth() { build-gpu/ocrt-synth --pages --degrade scan --prose .fonts-en/prose.txt --words .fonts-en/words "$@"; }
+synth --count 16 --dpi 300:300 --fonts .fonts-en/val --seed 77 --out pages300 > "$out/logs/synth300.log" 2>&1
+log "rendered $(ls pages300/*.png 2>/dev/null | wc -l) pages at 300 dpi"
+(synth --count 800 --dpi 120:220 --fonts .fonts-en/train --seed 303 --out det-pages/train > "$out/logs/synth-train.log" 2>&1
+ synth --count 32 --dpi 120:220 --fonts .fonts-en/val --seed 404 --out det-pages/val > "$out/logs/synth-val.log" 2>&1) &
+render_pid=$!
+
+# The shipped page reader on the GPU: the sample page must read as on the CPU; then pages/s.
+if [ -f samples/pages/article.png ]; then
+  build-gpu/ocrt-infer --page --device cuda:0 --format tsv samples/pages/article.png > "$out/logs/page-cuda.tsv" 2> "$out/logs/page-cuda.log"
+  rc_gpu=$?
+  build-gpu/ocrt-infer --page --device cpu --format tsv samples/pages/article.png > "$out/logs/page-cpu.tsv" 2> /dev/null
+  if [ $rc_gpu -eq 0 ] && cmp -s "$out/logs/page-cuda.tsv" "$out/logs/page-cpu.tsv"; then
+    log "page: cuda:0 and cpu read samples/pages/article.png identically ($(wc -l < "$out/logs/page-cuda.tsv") lines)"
+  else
+    log "FAIL: page on cuda:0 (rc $rc_gpu) differs from cpu (see page-cuda.tsv, page-cpu.tsv)"
+  fi
+fi
+for run in 1 2; do
+  t0=$(date +%s.%N)
+  build-gpu/ocrt-infer --page --device cuda:0 --eval pages300 > "$out/logs/pages300-cuda-$run.txt" 2>&1
+  rc=$?; t1=$(date +%s.%N)
+  log "pages300 on cuda:0 (run $run): rc $rc, $(ls pages300/*.png | wc -l) pages in $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") s; $(grep -m1 -iE 'words' "$out/logs/pages300-cuda-$run.txt")"
+done
+t0=$(date +%s.%N)
+build-gpu/ocrt-infer --page --device cpu --eval pages300 > "$out/logs/pages300-cpu.txt" 2>&1; rc=$?
+t1=$(date +%s.%N)
+log "pages300 on cpu ($jobs threads): rc $rc, $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") s; $(grep -m1 -iE 'words' "$out/logs/pages300-cpu.txt")"
+
+# Detector training on the GPU for the time left, keeping 40 s for the end.
+wait $render_pid
+log "rendered $(ls det-pages/train/*.png 2>/dev/null | wc -l) training and $(ls det-pages/val/*.png 2>/dev/null | wc -l) validation pages"
+minutes=$(awk "BEGIN{printf \"%.2f\", ($(left) - 40) / 60}")
+if awk "BEGIN{exit !($minutes > 0.5)}"; then
+  extra=()
+  [ -n "$init" ] && extra+=(--init "$init")
+  log "dbnet training on cuda:0 for $minutes minutes ${init:+from $init}"
+  build-gpu/ocrt-train --arch dbnet --device cuda:0 --train det-pages/train --val det-pages/val --val-pages 16 \
+    --crop 320 --batch 32 --workers $((jobs - 2)) --steps 3000 --lr 1e-3 --warmup 50 --schedule cosine --seed 3 \
+    --eval-every 200 --save-every 200 --log-every 20 --max-minutes "$minutes" --out det-run "${extra[@]}" \
+    > "$out/logs/det-train.log" 2>&1
+  log "dbnet training: rc $?; $(grep -E '^step' "$out/logs/det-train.log" | tail -1)"
+  cp det-run/best.safetensors "$out/det-best.safetensors" 2>/dev/null
+  cp det-run/metrics.jsonl "$out/det-metrics.jsonl" 2>/dev/null
+  last=$(ls det-run/ckpt-*.safetensors 2>/dev/null | tail -1)
+  [ -n "$last" ] && cp "$last" "$out/det-last.safetensors"
+else
+  log "no time left for detector training"
+fi
+log "done"
