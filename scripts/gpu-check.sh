@@ -27,6 +27,9 @@ scripts/gpu-unpack.sh
 extra=()
 if [ -d .gpu-deps/usr ]; then
   extra+=(-DCMAKE_PREFIX_PATH="$PWD/.gpu-deps/usr" -DOCRT_MPI=OFF)
+  # libtiff and the libraries it needs: for the linker (it reads LD_LIBRARY_PATH for a shared
+  # library's own needs) and for every program run below.
+  export LD_LIBRARY_PATH="$PWD/.gpu-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   log "deps: using .gpu-deps/"
 else
   scripts/install-deps.sh > "$out/install.log" 2>&1 || log "install-deps failed (see install.log)"

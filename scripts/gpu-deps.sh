@@ -11,9 +11,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf .gpu-deps .gpu-pack && mkdir -p .gpu-deps/debs .gpu-pack
-(cd .gpu-deps/debs && apt-get download libeigen3-dev libstb-dev catch2 >/dev/null 2>&1)
+# libtiff (runtime/tiff.h) is a shared library: its headers and the libraries it needs that an
+# Ubuntu image may lack (zlib, liblzma and libzstd are everywhere, and newer there: not packed).
+# gpu-check.sh puts .gpu-deps' library folder on LD_LIBRARY_PATH, which the linker also reads.
+(cd .gpu-deps/debs && apt-get download libeigen3-dev libstb-dev catch2 libtiff-dev libtiff6 libdeflate0 libjbig0 \
+  libjpeg62-turbo liblerc4 libwebp7 >/dev/null 2>&1)
 for f in .gpu-deps/debs/*.deb; do dpkg-deb -x "$f" .gpu-deps; done
-rm -rf .gpu-deps/debs .gpu-deps/usr/share/doc .gpu-deps/usr/share/man .gpu-deps/usr/lib/x86_64-linux-gnu/libstb* \
+lib=.gpu-deps/usr/lib/x86_64-linux-gnu
+rm -rf .gpu-deps/debs .gpu-deps/usr/share/doc .gpu-deps/usr/share/man $lib/libstb* $lib/*.a $lib/libtiffxx.so \
   .gpu-deps/usr/include/eigen3/unsupported
 tar cJf .gpu-pack/deps.tar.xz .gpu-deps
 scripts/fonts-en.sh .fonts-en  # always afresh: the font lists may have changed
