@@ -307,16 +307,18 @@ TEST_CASE("SIGINT saves a checkpoint and stops, --resume finishes the run", "[tr
   c.steps = 100000;  // far more than the test waits for
   c.log_every = 1;
   c.save_every = 100000;
-  // The handler is in place once the first "train" event is in metrics.jsonl (it is installed
-  // before the loop starts); only then is the signal sent, so the default action (exit) can
-  // never run.
+  // The signal goes once a "train" event (a finished step) is in metrics.jsonl. The handler is
+  // in place by then (it is installed before the loop starts), so the default action (exit) can
+  // never run. The "start" line that comes first names the --train folder under the key "train":
+  // only the event counts, or the signal can land before step 1 (it did on a fast CI machine).
   std::thread sender([&] {
     const fs::path metrics = out.path / "metrics.jsonl";
-    for (int i = 0; i < 6000; ++i) {
+    bool stepped = false;
+    for (int i = 0; i < 6000 && !stepped; ++i) {
       std::ifstream in(metrics);
-      std::string line;
-      if (std::getline(in, line) && line.find("\"train\"") != std::string::npos) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      for (std::string line; !stepped && std::getline(in, line);)
+        stepped = line.find("\"event\":\"train\"") != std::string::npos;
+      if (!stepped) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     std::raise(SIGINT);
   });
