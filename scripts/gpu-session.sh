@@ -41,13 +41,13 @@ render_pid=$!
 
 # The shipped page reader on the GPU: the sample page must read as on the CPU; then pages/s.
 if [ -f samples/pages/article.png ]; then
-  build-gpu/ocrt-infer --page --device cuda:0 --format tsv samples/pages/article.png > "$out/logs/page-cuda.tsv" 2> "$out/logs/page-cuda.log"
+  build-gpu/ocrt-infer --page --device cuda:0 --format text samples/pages/article.png > "$out/logs/page-cuda.txt" 2> "$out/logs/page-cuda.log"
   rc_gpu=$?
-  build-gpu/ocrt-infer --page --device cpu --format tsv samples/pages/article.png > "$out/logs/page-cpu.tsv" 2> /dev/null
-  if [ $rc_gpu -eq 0 ] && cmp -s "$out/logs/page-cuda.tsv" "$out/logs/page-cpu.tsv"; then
-    log "page: cuda:0 and cpu read samples/pages/article.png identically ($(wc -l < "$out/logs/page-cuda.tsv") lines)"
+  build-gpu/ocrt-infer --page --device cpu --format text samples/pages/article.png > "$out/logs/page-cpu.txt" 2> /dev/null
+  if [ $rc_gpu -eq 0 ] && cmp -s "$out/logs/page-cuda.txt" "$out/logs/page-cpu.txt"; then
+    log "page: cuda:0 and cpu read samples/pages/article.png identically ($(wc -l < "$out/logs/page-cuda.txt") lines)"
   else
-    log "FAIL: page on cuda:0 (rc $rc_gpu) differs from cpu (see page-cuda.tsv, page-cpu.tsv)"
+    log "FAIL: page on cuda:0 (rc $rc_gpu) differs from cpu (see page-cuda.txt, page-cpu.txt)"
   fi
 fi
 for run in 1 2; do
