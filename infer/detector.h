@@ -73,7 +73,11 @@ class TextDetector {
 
   // The outlines of the page's text lines, in page pixels (text_boxes' order: top to bottom).
   // An empty or inconsistent image is an error.
-  std::vector<nn::TextBox> detect(const GrayImage& page);
+  // `times`, when given, gets where the time went (a painted map counts as the model's time).
+  struct Times {
+    double prepare = 0, forward = 0, boxes = 0;  // seconds: steps 1-2, 3-4, 5
+  };
+  std::vector<nn::TextBox> detect(const GrayImage& page, Times* times = nullptr);
   // The map detect() reads (steps 1-4 above; for a model, at the scaled page's size).
   ProbabilityMap probability_map(const GrayImage& page);
 

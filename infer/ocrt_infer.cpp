@@ -580,6 +580,10 @@ int main(int argc, char** argv) {
   int64_t line_items = 0, lines_failed_early = 0, lines_unwritten = 0, skipped_without_truth = 0;
   int64_t pages = 0, pages_failed = 0, page_lines = 0, page_lines_failed = 0;
   double page_seconds = 0;
+  // Where the pages' time went (seconds, all pages): decoding, loading the detector, read_page's
+  // steps (PageReadInfo); the rest of page_seconds is scoring, writing and the allocator.
+  double decode_seconds = 0, detector_load_seconds = 0;
+  PageReadInfo page_times;
 
   // A line's result, whichever way it came (the predictor, or an item that failed before it).
   struct LineMeta {
@@ -629,8 +633,15 @@ int main(int argc, char** argv) {
       page.error = item.error;
     } else {
       try {
+        auto t = std::chrono::steady_clock::now();
+        const auto lap = [&t](double& total) {
+          const auto now = std::chrono::steady_clock::now();
+          total += std::chrono::duration<double>(now - t).count();
+          t = now;
+        };
         GrayImage image = item.image ? std::move(*item.image) : load_gray_image(item.path, args.options.max_image_pixels);
         page.width = image.width, page.height = image.height;
+        lap(decode_seconds);
         TextDetector* det = nullptr;
         try {
           det = &detector->get();
@@ -638,7 +649,11 @@ int main(int argc, char** argv) {
           fail(item.name, ": read as a page (", item.why, "), but ", e.what(),
                args.kind == InputKind::page ? "" : ", or --line to read it as one text line");
         }
+        lap(detector_load_seconds);
         page = read_page(image, item.name, *det, *predictor, reader_options, &info);
+        page_times.detect.prepare += info.detect.prepare, page_times.detect.forward += info.detect.forward;
+        page_times.detect.boxes += info.detect.boxes, page_times.cut_s += info.cut_s;
+        page_times.recognise_s += info.recognise_s, page_times.layout_s += info.layout_s;
       } catch (const std::exception& e) {
         page.error = e.what();
       }
@@ -797,6 +812,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ocrt-infer: %lld pages (%lld failed), %lld text lines on them (%lld not read), in %.2f s, "
                  "%.2f s a page\n", (long long)pages, (long long)pages_failed, (long long)page_lines,
                  (long long)page_lines_failed, page_seconds, page_seconds / (double)pages);
+    const PageReadInfo& t = page_times;
+    const double steps = decode_seconds + detector_load_seconds + t.detect.prepare + t.detect.forward +
+                         t.detect.boxes + t.cut_s + t.recognise_s + t.layout_s;
+    std::fprintf(stderr, "ocrt-infer: pages' time: decoding %.2f s, loading the detector %.2f s, detector %.2f s "
+                 "(scaling %.2f, model %.2f, outlines %.2f), cutting lines %.2f s, recogniser %.2f s, "
+                 "placing and ordering %.2f s, the rest %.2f s\n", decode_seconds, detector_load_seconds,
+                 t.detect.prepare + t.detect.forward + t.detect.boxes, t.detect.prepare, t.detect.forward,
+                 t.detect.boxes, t.cut_s, t.recognise_s, t.layout_s, std::max(0.0, page_seconds - steps));
   }
   return stats.failed || pages_failed ? 1 : 0;
 }

@@ -2,6 +2,7 @@
 #include "infer/page_reader.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <utility>
@@ -13,6 +14,14 @@ namespace ocrt::infer {
 namespace {
 
 double distance(const Point& a, const Point& b) { return std::hypot(b.x - a.x, b.y - a.y); }
+
+// Adds the seconds since `since` to `total` and restarts the clock.
+using Clock = std::chrono::steady_clock;
+void lap(Clock::time_point& since, double& total) {
+  const auto now = Clock::now();
+  total += std::chrono::duration<double>(now - since).count();
+  since = now;
+}
 
 void check_rotation(int rotation) {
   OCRT_CHECK(rotation == 0 || rotation == 90 || rotation == 180 || rotation == 270,
@@ -166,7 +175,7 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
 
   // 1. Detect. Outlines too small to cut out (clamped to the page's edge) are dropped.
   std::vector<nn::TextBox> boxes;
-  for (nn::TextBox& b : detector.detect(image)) {
+  for (nn::TextBox& b : detector.detect(image, &info.detect)) {
     const auto& c = b.outline.corners;
     if (distance(c[0], c[1]) >= 1 && distance(c[0], c[3]) >= 1) boxes.push_back(std::move(b));
   }
@@ -203,6 +212,7 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
     order.resize(std::min<size_t>(n, (size_t)o.orientation_lines));
     std::vector<LineInput> probe;
     std::vector<Quad> probe_outlines;
+    auto t = Clock::now();
     for (int rotation : {first, second})
       for (size_t i : order) {
         const Quad q = widen_narrow(orient_outline(boxes[i].outline, rotation));
@@ -211,7 +221,9 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
       }
     std::vector<double> probe_widths;
     for (const LineInput& in : probe) probe_widths.push_back((double)in.image->width);
+    lap(t, info.cut_s);
     std::vector<LineResult> results = recognise(predictor, std::move(probe), o.max_batch_columns);
+    lap(t, info.recognise_s);
     const size_t k = order.size();
     std::vector<const LineResult*> a, b;
     for (size_t j = 0; j < k; ++j) a.push_back(&results[j]), b.push_back(&results[k + j]);
@@ -232,6 +244,7 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
 
   std::vector<LineInput> rest;
   std::vector<size_t> rest_index;
+  auto t = Clock::now();
   for (size_t i = 0; i < n; ++i) {
     if (done[i]) continue;
     outlines[i] = widen_narrow(orient_outline(boxes[i].outline, info.rotation));
@@ -240,10 +253,12 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
     rest.push_back({line_name(i), std::move(line)});
     rest_index.push_back(i);
   }
+  lap(t, info.cut_s);
   if (!rest.empty()) {
     std::vector<LineResult> results = recognise(predictor, std::move(rest), o.max_batch_columns);
     for (size_t j = 0; j < results.size(); ++j) readings[rest_index[j]] = std::move(results[j]);
   }
+  lap(t, info.recognise_s);
 
   // 5. Place the words; regions that read as nothing are no text line.
   std::vector<PageLine> lines;
@@ -290,6 +305,7 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
     }
     page.blocks.push_back(std::move(block));
   }
+  lap(t, info.layout_s);
   if (info_out) *info_out = info;
   return page;
 }

@@ -68,6 +68,10 @@ struct PageReadInfo {
   // 270); 0 when nothing was probed.
   double probe_confidence[2] = {0, 0};
   int64_t probe_lines = 0;
+  // Seconds spent in each step: the detector's (TextDetector::Times), cutting the lines out, the
+  // recogniser (the orientation probe included), placing the words and finding the order.
+  TextDetector::Times detect;
+  double cut_s = 0, recognise_s = 0, layout_s = 0;
 };
 
 // Reads one page. `name` names the page in the result and in line errors ("scan.png line 4:

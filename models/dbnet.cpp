@@ -2,6 +2,7 @@
 #include "models/dbnet.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "models/model_file.h"
@@ -175,6 +176,9 @@ DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_
              ", got ", max_side);
   DetectedPage out;
   if (page.width <= 0 || page.height <= 0) return out;
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  auto t = Clock::now();
   // Scale so that the longer side fits (never up): resize_to_height keeps the aspect ratio.
   GrayImage scaled = page;
   const int64_t longer = std::max(page.width, page.height);
@@ -189,6 +193,8 @@ DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_
   float* px = x.data<float>();
   for (int64_t y = 0; y < h; ++y)
     for (int64_t c = 0; c < w; ++c) px[y * W + c] = (float)scaled.at(c, y) / 127.5f - 1.0f;
+  out.prepare_s = seconds_since(t);
+  t = Clock::now();
   const bool was_training = model.is_training();
   model.eval();
   Tensor prob;
@@ -200,7 +206,10 @@ DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_
   const float* p = prob.data<float>();
   std::vector<float> map((size_t)(h * w));
   for (int64_t y = 0; y < h; ++y) std::copy(p + y * W, p + y * W + w, map.begin() + y * w);
+  out.forward_s = seconds_since(t);
+  t = Clock::now();
   out.boxes = text_boxes(map.data(), h, w, model.box_options(), page.width, page.height);
+  out.boxes_s = seconds_since(t);
   out.map_width = w, out.map_height = h;
   if (keep_map) out.prob = std::move(map);
   return out;
