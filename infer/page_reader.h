@@ -50,7 +50,8 @@ struct PageReaderOptions {
   // height), below the predictor's own cap: a page's lines are long (a 300 dpi column line is
   // about 460 columns), and a batch's activations take about 30 KB a column in crnn. 4096 (8
   // such lines) kept a 300 dpi page at 394 MiB peak RSS, against 627 MiB with batches of 32
-  // lines, for about 9% more time (bench/results/pages.md). 0: the predictor's cap.
+  // lines, for about 9% more time (bench/results/pages.md). 0: the predictor's cap. Only a
+  // predictor with a CPU worker takes it (Predictor::run).
   int64_t max_batch_columns = 4096;
   ReadingOrderOptions order;
 };

@@ -490,10 +490,15 @@ RunStats Predictor::run(const std::function<bool(LineInput&)>& next,
     for (auto& w : s.workers) w->stats = WorkerStats{w->device};
   }
 
+  // The run's cap is for the host's memory: GPU workers alone keep the predictor's own (small
+  // batches leave a GPU waiting on the host between them).
+  const bool cpu_worker =
+      std::any_of(s.workers.begin(), s.workers.end(), [](const auto& w) { return w->device.is_cpu(); });
   auto read_chunk = [&](int64_t first) {
     auto c = std::make_unique<Chunk>();
     c->first = first;
-    c->max_batch_columns = max_batch_columns > 0 ? std::min(max_batch_columns, s.max_batch_columns) : s.max_batch_columns;
+    c->max_batch_columns = max_batch_columns > 0 && cpu_worker ? std::min(max_batch_columns, s.max_batch_columns)
+                                                               : s.max_batch_columns;
     LineInput in;
     while ((int64_t)c->inputs.size() < s.chunk_lines && next(in)) {
       c->inputs.push_back(std::move(in));

@@ -188,8 +188,9 @@ class Predictor {
   // Streaming form: `next` fills in the next line and returns false when there are no more;
   // `sink` gets every result in input order with its 0-based index, chunk by chunk, as soon as
   // a chunk is done. One run at a time per Predictor (calls from several threads queue up).
-  // `max_batch_columns` > 0 caps this run's batches below the predictor's own cap (the page
-  // reader's long lines: a batch's memory grows with its columns).
+  // `max_batch_columns` > 0 caps this run's batches below the predictor's own cap when the
+  // predictor has a CPU worker (the page reader's long lines: a batch's host memory grows with
+  // its columns); GPU workers alone keep the predictor's cap.
   RunStats run(const std::function<bool(LineInput&)>& next,
                const std::function<void(int64_t, LineResult&&)>& sink, int64_t max_batch_columns = 0);
 
