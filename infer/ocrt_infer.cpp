@@ -23,6 +23,8 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <functional>
+#include <future>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -616,7 +618,25 @@ int main(int argc, char** argv) {
     if (r.ok() && r.logits.defined()) logits.emplace_back(r.name, std::move(r.logits));
   };
 
-  auto read_one_page = [&](InputItem& item) {
+  // The next page's image, decoded on its own thread while the page before it is read (a 300
+  // dpi PNG takes about 0.1 s to decode, a quarter of a page's time on a GPU).
+  std::future<GrayImage> next_image;
+  std::string next_image_name;
+  auto decode_ahead = [&](const InputItem& item) {
+    if (!item.page || item.image || !item.error.empty() || !args.output.page) return;
+    next_image_name = item.name;
+    next_image = std::async(std::launch::async, [path = item.path, max = args.options.max_image_pixels] {
+      return load_gray_image(path, max);
+    });
+  };
+  auto take_image = [&](const InputItem& item) {
+    if (item.image) return std::move(*item.image);
+    if (next_image.valid() && next_image_name == item.name) return next_image.get();
+    return load_gray_image(item.path, args.options.max_image_pixels);
+  };
+
+  // `decoded` runs once the page's image is in hand (it starts decoding the next page).
+  auto read_one_page = [&](InputItem& item, const std::function<void()>& decoded) {
     const auto t0 = std::chrono::steady_clock::now();
     ++pages;
     if (!args.output.page) {
@@ -639,9 +659,10 @@ int main(int argc, char** argv) {
           total += std::chrono::duration<double>(now - t).count();
           t = now;
         };
-        GrayImage image = item.image ? std::move(*item.image) : load_gray_image(item.path, args.options.max_image_pixels);
+        GrayImage image = take_image(item);
         page.width = image.width, page.height = image.height;
         lap(decode_seconds);
+        decoded();
         TextDetector* det = nullptr;
         try {
           det = &detector->get();
@@ -720,7 +741,9 @@ int main(int argc, char** argv) {
       if (item.page) {
         InputItem page = std::move(item);
         pending.reset();
-        read_one_page(page);
+        read_one_page(page, [&] {
+          if (pull()) decode_ahead(*pending);
+        });
         continue;
       }
       if (!item.error.empty() || (args.eval && !item.truth)) {

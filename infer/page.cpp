@@ -111,9 +111,15 @@ GrayImage crop_line(const GrayImage& page, const Quad& outline, int64_t height, 
       const double fx0 = std::floor(sx), fy0 = std::floor(sy);
       const int64_t x0 = (int64_t)fx0, y0 = (int64_t)fy0;
       const double fx = sx - fx0, fy = sy - fy0;
-      const double value = (1 - fy) * ((1 - fx) * at(x0, y0) + fx * at(x0 + 1, y0)) +
-                           fy * ((1 - fx) * at(x0, y0 + 1) + fx * at(x0 + 1, y0 + 1));
-      out.pixels[(size_t)(v * out.width + u)] = (uint8_t)std::clamp<long>(std::lround(value), 0, 255);
+      double p00, p01, p10, p11;  // p<dy><dx>
+      if (x0 >= 0 && y0 >= 0 && x0 + 1 < page.width && y0 + 1 < page.height) {  // inside: no checks
+        const uint8_t* row = page.pixels.data() + y0 * page.width + x0;
+        p00 = row[0], p01 = row[1], p10 = row[page.width], p11 = row[page.width + 1];
+      } else {
+        p00 = at(x0, y0), p01 = at(x0 + 1, y0), p10 = at(x0, y0 + 1), p11 = at(x0 + 1, y0 + 1);
+      }
+      const double value = (1 - fy) * ((1 - fx) * p00 + fx * p01) + fy * ((1 - fx) * p10 + fx * p11);
+      out.pixels[(size_t)(v * out.width + u)] = to_pixel(value);
     }
   }
   return out;

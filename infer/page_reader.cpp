@@ -60,6 +60,23 @@ GrayImage cut_line(const GrayImage& page, const Quad& q, int64_t min_height) {
   return crop_line(page, q, std::max<int64_t>(min_height, std::llround(across)));
 }
 
+// The lines of `outlines`, cut out on every thread (a 300 dpi page's 40-odd lines took 75 ms on
+// one); the first error, if any, is thrown after the loop.
+std::vector<GrayImage> cut_lines(const GrayImage& page, const std::vector<Quad>& outlines, int64_t min_height) {
+  std::vector<GrayImage> out(outlines.size());
+  std::vector<std::string> errors(outlines.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (size_t i = 0; i < outlines.size(); ++i) {
+    try {
+      out[i] = cut_line(page, outlines[i], min_height);
+    } catch (const std::exception& e) {
+      errors[i] = e.what();
+    }
+  }
+  for (const std::string& e : errors) OCRT_CHECK(e.empty(), e);
+  return out;
+}
+
 // Reads lines in one predictor run, results in input order, in batches of at most
 // `max_batch_columns` columns.
 std::vector<LineResult> recognise(Predictor& predictor, std::vector<LineInput>&& lines, int64_t max_batch_columns) {
@@ -214,11 +231,10 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
     std::vector<Quad> probe_outlines;
     auto t = Clock::now();
     for (int rotation : {first, second})
-      for (size_t i : order) {
-        const Quad q = widen_narrow(orient_outline(boxes[i].outline, rotation));
-        probe_outlines.push_back(q);
-        probe.push_back({line_name(i), cut_line(image, q, o.min_line_height)});
-      }
+      for (size_t i : order) probe_outlines.push_back(widen_narrow(orient_outline(boxes[i].outline, rotation)));
+    std::vector<GrayImage> probe_images = cut_lines(image, probe_outlines, o.min_line_height);
+    for (size_t j = 0; j < probe_outlines.size(); ++j)
+      probe.push_back({line_name(order[j % order.size()]), std::move(probe_images[j])});
     std::vector<double> probe_widths;
     for (const LineInput& in : probe) probe_widths.push_back((double)in.image->width);
     lap(t, info.cut_s);
@@ -245,13 +261,17 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
   std::vector<LineInput> rest;
   std::vector<size_t> rest_index;
   auto t = Clock::now();
+  std::vector<Quad> rest_outlines;
   for (size_t i = 0; i < n; ++i) {
     if (done[i]) continue;
     outlines[i] = widen_narrow(orient_outline(boxes[i].outline, info.rotation));
-    GrayImage line = cut_line(image, outlines[i], o.min_line_height);
-    widths[i] = (double)line.width;
-    rest.push_back({line_name(i), std::move(line)});
+    rest_outlines.push_back(outlines[i]);
     rest_index.push_back(i);
+  }
+  std::vector<GrayImage> rest_images = cut_lines(image, rest_outlines, o.min_line_height);
+  for (size_t j = 0; j < rest_index.size(); ++j) {
+    widths[rest_index[j]] = (double)rest_images[j].width;
+    rest.push_back({line_name(rest_index[j]), std::move(rest_images[j])});
   }
   lap(t, info.cut_s);
   if (!rest.empty()) {

@@ -295,6 +295,50 @@ std::string encode_gray_png(const GrayImage& image) {
   return out;
 }
 
+namespace {
+
+// The taps that resample one axis of in_len samples to out_len: output o is the sum of
+// weight[t] * in[index[t]] over t in [first[o], first[o + 1]), divided by divisor[o].
+// Shrinking, the taps are the source samples that the interval [o, o + 1) * in_len / out_len
+// covers, each weighted by how much of it is covered, and the divisor is the interval's length;
+// enlarging, they are the two samples around the output's centre, weighted bilinearly (clamped
+// at the ends), and the divisor is 1.
+struct ResampleTaps {
+  std::vector<int64_t> first, index;
+  std::vector<double> weight, divisor;
+};
+
+ResampleTaps resample_taps(int64_t in_len, int64_t out_len) {
+  ResampleTaps t;
+  const double step = (double)in_len / (double)out_len;
+  t.first.reserve((size_t)out_len + 1);
+  t.divisor.reserve((size_t)out_len);
+  for (int64_t o = 0; o < out_len; ++o) {
+    t.first.push_back((int64_t)t.index.size());
+    if (step >= 1) {
+      const double a = (double)o * step, b = std::min((double)in_len, (double)(o + 1) * step);
+      double covered = 0;
+      for (int64_t i = (int64_t)a; i < (int64_t)std::ceil(b); ++i) {
+        const double w = std::min(b, (double)i + 1) - std::max(a, (double)i);
+        t.index.push_back(i), t.weight.push_back(w);
+        covered += w;
+      }
+      t.divisor.push_back(covered);
+    } else {
+      const double pos = std::clamp(((double)o + 0.5) * step - 0.5, 0.0, (double)(in_len - 1));
+      const int64_t i0 = (int64_t)pos, i1 = std::min(i0 + 1, in_len - 1);
+      const double f = pos - (double)i0;
+      t.index.push_back(i0), t.weight.push_back(1 - f);
+      t.index.push_back(i1), t.weight.push_back(f);
+      t.divisor.push_back(1);
+    }
+  }
+  t.first.push_back((int64_t)t.index.size());
+  return t;
+}
+
+}  // namespace
+
 GrayImage resize_to_height(const GrayImage& src, int64_t height) {
   OCRT_CHECK(height >= 1, "resize_to_height: height must be >= 1, got ", height);
   OCRT_CHECK(src.width >= 1 && src.height >= 1, "resize_to_height: empty image");
@@ -310,38 +354,42 @@ GrayImage resize_to_height(const GrayImage& src, int64_t height) {
   GrayImage out;
   out.width = width, out.height = height;
   out.pixels.resize((size_t)(width * height));
-  const double sx = (double)src.width / (double)width, sy = (double)src.height / (double)height;
-  // One axis at a time into a float buffer: each output sample is either the average of the
-  // source interval it covers (shrinking) or the bilinear interpolation at its centre.
-  auto resample = [](const std::vector<double>& in, int64_t in_len, int64_t stride, int64_t lines,
-                     int64_t line_stride_in, int64_t out_len, double scale, std::vector<double>& out,
-                     int64_t out_stride, int64_t line_stride_out) {
-    for (int64_t l = 0; l < lines; ++l)
-      for (int64_t o = 0; o < out_len; ++o) {
-        double value;
-        if (scale >= 1) {  // box filter over [o*scale, (o+1)*scale)
-          const double a = o * scale, b = std::min((double)in_len, (o + 1) * scale);
-          double sum = 0, weight = 0;
-          for (int64_t i = (int64_t)a; i < (int64_t)std::ceil(b); ++i) {
-            const double wgt = std::min(b, (double)i + 1) - std::max(a, (double)i);
-            sum += wgt * in[(size_t)(l * line_stride_in + i * stride)];
-            weight += wgt;
-          }
-          value = sum / weight;
-        } else {  // bilinear at the output sample's centre, clamped at the edges
-          const double pos = std::clamp((o + 0.5) * scale - 0.5, 0.0, (double)(in_len - 1));
-          const int64_t i0 = (int64_t)pos, i1 = std::min(i0 + 1, in_len - 1);
-          const double f = pos - (double)i0;
-          value = (1 - f) * in[(size_t)(l * line_stride_in + i0 * stride)] + f * in[(size_t)(l * line_stride_in + i1 * stride)];
-        }
-        out[(size_t)(l * line_stride_out + o * out_stride)] = value;
-      }
+  // One axis at a time: each source row the output needs is resampled along x into doubles,
+  // then each output row is the weighted sum of its source rows. A sample is the average of the
+  // source interval it covers (shrinking: a box filter) or the bilinear interpolation at its
+  // centre (enlarging). The taps of each axis are worked out once; a source row is resampled
+  // once per output row that reads it (the row shared by two neighbours is kept), so no buffer
+  // of the whole image is needed.
+  const ResampleTaps along_x = resample_taps(src.width, width), along_y = resample_taps(src.height, height);
+  auto resample_row = [&](int64_t y, double* o) {
+    const uint8_t* in = src.pixels.data() + y * src.width;
+    for (int64_t x = 0; x < width; ++x) {
+      double sum = 0;
+      for (int64_t t = along_x.first[(size_t)x]; t < along_x.first[(size_t)x + 1]; ++t)
+        sum += along_x.weight[(size_t)t] * (double)in[along_x.index[(size_t)t]];
+      o[x] = sum / along_x.divisor[(size_t)x];
+    }
   };
-  std::vector<double> a(src.pixels.begin(), src.pixels.end());
-  std::vector<double> b((size_t)(width * src.height)), c((size_t)(width * height));
-  resample(a, src.width, 1, src.height, src.width, width, sx, b, 1, width);  // rows
-  resample(b, src.height, width, width, 1, height, sy, c, width, 1);          // columns
-  for (size_t i = 0; i < c.size(); ++i) out.pixels[i] = (uint8_t)std::clamp<long>(std::lround(c[i]), 0, 255);
+  // A page (millions of pixels) is split over the threads; a line is not worth a team.
+  const bool big = src.width * src.height >= (int64_t)1 << 20;
+#pragma omp parallel if (big)
+  {
+    std::vector<double> sum((size_t)width), row((size_t)width), last((size_t)width);
+    int64_t last_y = -1;
+#pragma omp for schedule(static)
+    for (int64_t y = 0; y < height; ++y) {
+      std::fill(sum.begin(), sum.end(), 0.0);
+      for (int64_t t = along_y.first[(size_t)y]; t < along_y.first[(size_t)y + 1]; ++t) {
+        const int64_t sy = along_y.index[(size_t)t];
+        if (sy != last_y) resample_row(sy, row.data()), std::swap(row, last), last_y = sy;
+        const double w = along_y.weight[(size_t)t];
+        for (int64_t x = 0; x < width; ++x) sum[(size_t)x] += w * last[(size_t)x];
+      }
+      uint8_t* o = out.pixels.data() + y * width;
+      const double divisor = along_y.divisor[(size_t)y];
+      for (int64_t x = 0; x < width; ++x) o[x] = to_pixel(sum[(size_t)x] / divisor);
+    }
+  }
   return out;
 }
 

@@ -77,6 +77,10 @@ std::string encode_gray_png(const GrayImage& image);
 // Resizes to the given height keeping the aspect ratio (see the top of this file).
 GrayImage resize_to_height(const GrayImage& image, int64_t height);
 
+// A sample rounded to the nearest pixel value, halves up, clamped to 0..255 (NaN gives 0): the
+// rounding of the resampling loops, inline where std::lround is a library call per pixel.
+inline uint8_t to_pixel(double v) { return (uint8_t)((v > 0 ? (v < 255 ? v : 255.0) : 0.0) + 0.5); }
+
 // The width after padding to a multiple (>= the width, >= multiple).
 inline int64_t padded_width(int64_t width, int64_t multiple = 4) {
   return std::max<int64_t>(multiple, (width + multiple - 1) / multiple * multiple);
