@@ -80,13 +80,176 @@ PageLine place_words(const LineResult& r, const Quad& outline, double line_width
       finish_word();
       continue;
     }
-    PageChar ch{cp.ch, outline_slice(outline, lo[i] / line_width, hi[i] / line_width).box(), cp.confidence};
+    PageChar ch{cp.ch, outline_slice(outline, lo[i] / line_width, hi[i] / line_width).box(), cp.confidence,
+                lo[i] / line_width, hi[i] / line_width, std::clamp(cp.x / line_width, 0.0, 1.0)};
+    if (word.chars.empty()) word.begin = lo[i] / line_width;
+    word.end = hi[i] / line_width;
     word.text += ch.ch;
     word.box = word.box.united(ch.box);
     word.chars.push_back(std::move(ch));
   }
   finish_word();
   return line;
+}
+
+namespace {
+
+// A line's characters on the upright page (split_at_gutters): the line's middle and height, the
+// characters' centres across the page (their CTC positions), and the pitch between neighbours
+// in a word: a character is taken to span half a pitch either side of its centre.
+struct UprightLine {
+  bool usable = false;
+  double middle = 0, height = 0, pitch = 0;
+  std::vector<double> centre;
+  double x0(size_t k) const { return centre[k] - pitch / 2; }
+  double x1(size_t k) const { return centre[k] + pitch / 2; }
+};
+
+UprightLine upright_line(const PageLine& line, const std::function<Point(const Point&)>& upright) {
+  UprightLine u;
+  const auto& c = line.outline.corners;
+  u.height = distance(c[0], c[3]);
+  if (!line.error.empty() || line.words.empty() || !(u.height > 0)) return u;
+  Quad q;
+  for (size_t k = 0; k < 4; ++k) q.corners[k] = upright(c[k]);
+  const Rect box = q.box();
+  u.middle = (box.y0 + box.y1) / 2;
+  std::vector<double> steps;
+  for (const PageWord& w : line.words)
+    for (size_t k = 0; k < w.chars.size(); ++k) {
+      const Rect r = outline_slice(q, w.chars[k].centre, w.chars[k].centre).box();
+      u.centre.push_back((r.x0 + r.x1) / 2);
+      if (k > 0) steps.push_back(u.centre.back() - u.centre[u.centre.size() - 2]);
+    }
+  u.pitch = steps.empty() ? 0.5 * u.height : median(steps);
+  u.usable = !u.centre.empty() && u.pitch > 0;
+  return u;
+}
+
+// The widest part of [lo, hi] that none of `taken` covers (an empty interval when all is).
+std::pair<double, double> widest_free(double lo, double hi, std::vector<std::pair<double, double>> taken) {
+  std::sort(taken.begin(), taken.end());
+  std::pair<double, double> best{lo, lo};
+  double from = lo;
+  for (const auto& [a, b] : taken) {
+    if (a > from && std::min(a, hi) - from > best.second - best.first) best = {from, std::min(a, hi)};
+    from = std::max(from, b);
+    if (from >= hi) break;
+  }
+  if (hi - from > best.second - best.first) best = {from, hi};
+  return best;
+}
+
+// The characters [first, last] of `line` as a line of their own, between fractions f0 and f1
+// of its outline. Its text runs from half a pitch (`half_pitch`, a fraction of the outline's
+// length) before its first character's centre to half a pitch after its last one's: the
+// characters' spans reach up to a pitch into the gutter, and the reading order looks for the
+// gutter between the pieces' texts.
+PageLine line_piece(const PageLine& line, size_t first, size_t last, double f0, double f1, double half_pitch) {
+  PageLine piece;
+  piece.outline = outline_slice(line.outline, f0, f1);
+  piece.box = piece.outline.box();
+  piece.confidence = line.confidence;
+  const double span = f1 - f0;
+  auto rebase = [&](double f) { return std::clamp((f - f0) / span, 0.0, 1.0); };
+  size_t k = 0;
+  for (const PageWord& w : line.words) {
+    PageWord part;
+    for (const PageChar& ch : w.chars) {
+      if (k >= first && k <= last) {
+        PageChar moved = ch;
+        moved.begin = rebase(ch.begin), moved.end = rebase(ch.end), moved.centre = rebase(ch.centre);
+        if (part.chars.empty()) part.begin = moved.begin;
+        part.end = moved.end;
+        part.text += moved.ch;
+        part.box = part.box.united(moved.box);
+        part.confidence += moved.confidence;
+        part.chars.push_back(std::move(moved));
+      }
+      ++k;
+    }
+    if (part.chars.empty()) continue;
+    part.confidence /= (double)part.chars.size();
+    if (!piece.text.empty()) piece.text += ' ';
+    piece.text += part.text;
+    piece.words.push_back(std::move(part));
+  }
+  piece.text_begin = std::max(0.0, piece.words.front().chars.front().centre - half_pitch / span);
+  piece.text_end = std::min(1.0, piece.words.back().chars.back().centre + half_pitch / span);
+  return piece;
+}
+
+}  // namespace
+
+std::vector<PageLine> split_at_gutters(std::vector<PageLine> lines, const std::function<Point(const Point&)>& upright,
+                                       const GutterOptions& o) {
+  std::vector<UprightLine> up;
+  for (const PageLine& l : lines) up.push_back(upright_line(l, upright));
+  std::vector<PageLine> out;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const UprightLine& u = up[i];
+    std::vector<size_t> cuts;  // split after these characters
+    const size_t n = u.centre.size();
+    for (size_t k = 0; u.usable && k + 1 < n; ++k) {
+      const double h = u.height, g0 = u.x1(k), g1 = u.x0(k + 1);
+      if (g1 - g0 < o.min_gap * u.pitch) continue;
+      std::vector<const UprightLine*> around;
+      for (size_t j = 0; j < lines.size(); ++j) {
+        const UprightLine& v = up[j];
+        if (j != i && v.usable && std::abs(v.middle - u.middle) <= o.reach * h && v.height <= 1.6 * h &&
+            v.height * 1.6 >= h)
+          around.push_back(&v);
+      }
+      std::vector<std::pair<double, double>> taken;
+      for (const UprightLine* v : around)
+        for (size_t m = 0; m < v->centre.size(); ++m)
+          if (v->x1(m) > g0 && v->x0(m) < g1) taken.push_back({v->x0(m), v->x1(m)});
+      const auto [f0, f1] = widest_free(g0, g1, taken);
+      if (f1 - f0 < o.min_gutter * u.pitch) continue;
+      // Text on both sides: a line around with min_beside characters within 3 heights of the band
+      // on the left, and one on the right (one character alone is not a column: the first
+      // characters of a paragraph's lines leave a band beside them where CTC places them apart).
+      auto text_beside = [&](bool on_left) {
+        for (const UprightLine* v : around) {
+          size_t count = 0;
+          for (size_t m = 0; m < v->centre.size(); ++m)
+            count += on_left ? v->x1(m) <= f0 && v->x1(m) >= f0 - 3 * h : v->x0(m) >= f1 && v->x0(m) <= f1 + 3 * h;
+          if (count >= o.min_beside) return true;
+        }
+        return false;
+      };
+      // Lines around whose text comes up to the band (within 2 pitches) on either side: a
+      // gutter has a column's edge on each side, a stray alignment of two spaces does not.
+      size_t edges = 0;
+      for (const UprightLine* v : around)
+        edges += std::any_of(v->centre.begin(), v->centre.end(), [&](double c) {
+          const double x0 = c - v->pitch / 2, x1 = c + v->pitch / 2;
+          return (x1 <= f0 && x1 >= f0 - 2 * v->pitch) || (x0 >= f1 && x0 <= f1 + 2 * v->pitch);
+        });
+      if (edges >= o.min_lines && text_beside(true) && text_beside(false)) cuts.push_back(k);
+    }
+    if (cuts.empty()) {
+      out.push_back(std::move(lines[i]));
+      continue;
+    }
+    // The characters' fractions along the outline, to cut it between the pieces.
+    std::vector<const PageChar*> chars;
+    for (const PageWord& w : lines[i].words)
+      for (const PageChar& ch : w.chars) chars.push_back(&ch);
+    const auto& c4 = lines[i].outline.corners;
+    const double half_pitch = u.pitch / 2 / distance(c4[0], c4[1]);
+    // A piece's outline ends half a pitch past its text at a gutter (the line's own ends stay).
+    size_t first = 0;
+    double f0 = 0;
+    for (size_t c = 0; c <= cuts.size(); ++c) {
+      const size_t last = c < cuts.size() ? cuts[c] : chars.size() - 1;
+      const double f1 = c < cuts.size() ? std::min(1.0, chars[last]->centre + half_pitch) : 1.0;
+      out.push_back(line_piece(lines[i], first, last, f0, f1, half_pitch));
+      first = last + 1;
+      if (first < chars.size()) f0 = std::max(0.0, chars[first]->centre - half_pitch);
+    }
+  }
+  return out;
 }
 
 GrayImage crop_line(const GrayImage& page, const Quad& outline, int64_t height, uint8_t outside, int64_t max_width) {
@@ -242,7 +405,20 @@ class Orderer {
       const Rect& b = lines_[i].box;
       iv.push_back(by_x ? Interval{b.x0, b.x1} : Interval{b.y0, b.y1});
     }
-    std::vector<Interval> gaps = gaps_between(iv, min_gap);
+    // A narrower vertical gap is a gutter too when many lines line up on both sides of it (the
+    // spaces of a paragraph never do).
+    const double narrow = o_.narrow_column_gap * line_height_;
+    const bool narrow_ok = by_x && narrow < min_gap;
+    std::vector<Interval> gaps = gaps_between(iv, narrow_ok ? narrow : min_gap);
+    if (narrow_ok)
+      gaps.erase(std::remove_if(gaps.begin(), gaps.end(),
+                                [&](const Interval& g) {
+                                  if (g.hi - g.lo >= min_gap) return false;
+                                  int64_t left = 0, right = 0;
+                                  for (const Interval& v : iv) left += v.hi <= g.lo, right += v.lo >= g.hi;
+                                  return left < o_.narrow_column_lines || right < o_.narrow_column_lines;
+                                }),
+                 gaps.end());
     if (widest_only && !gaps.empty()) {
       double widest = 0;
       for (const Interval& g : gaps) widest = std::max(widest, g.hi - g.lo);

@@ -10,6 +10,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct PageChar {
   std::string ch;  // UTF-8
   Rect box;
   double confidence = 0;
+  // Where it lies along its line's outline, as fractions of its length: its span (as its box)
+  // and its CTC position.
+  double begin = 0, end = 0, centre = 0;
 };
 
 struct PageWord {
@@ -29,6 +33,7 @@ struct PageWord {
   Rect box;
   double confidence = 0;  // the mean of its characters' (the line's rule, models/ctc_decode.h)
   std::vector<PageChar> chars;
+  double begin = 0, end = 0;  // where it lies along its line's outline, as fractions of its length
 };
 
 struct PageLine {
@@ -70,6 +75,34 @@ Quad outline_slice(const Quad& outline, double f0, double f1);
 // no words.
 PageLine place_words(const LineResult& r, const Quad& outline, double line_width);
 
+// Lines that run across a gutter, split where it runs. A detector can join the lines of two
+// columns into one where the gutter between them is narrow, and the reading order then reads
+// across the columns. A gutter is told from a space by the lines around it, not by its width
+// (between justified columns at 300 dpi it was as wide as a space of the justified text: 40 px
+// against a 35 px pitch). On the page as it would stand (`upright` turns and deskews a page
+// point), each character taken to span half its line's pitch (the median distance between
+// neighbours in a word) either side of its CTC position, a line is split between two
+// characters when
+//   - the gap between them is at least `min_gap` pitches wide, and
+//   - the lines around it (their middles within `reach` of its heights, their heights within a
+//     factor of 1.6 of its height) leave a band of that gap at least `min_gutter` pitches wide
+//     free of characters, and one of them has `min_beside` characters on its left (within 3
+//     heights) and one on its right (the first characters of a paragraph's lines, which CTC can
+//     place apart from the rest, are no column), and at least `min_lines` of them have text that
+//     comes up to the band (within 2 of their pitches) on one side or the other (two spaces in
+//     two lines can line up; a gutter has a column's edge on each side).
+// The spaces of a paragraph do not line up from line to line; a gutter does. Pieces keep the
+// line's confidence; a word that straddles the split becomes two.
+struct GutterOptions {
+  double min_gap = 0.8;
+  double min_gutter = 0.5;
+  double reach = 4.0;
+  size_t min_beside = 2;
+  size_t min_lines = 3;
+};
+std::vector<PageLine> split_at_gutters(std::vector<PageLine> lines, const std::function<Point(const Point&)>& upright,
+                                       const GutterOptions& o = {});
+
 // The line under `outline` cut out of the page and turned upright: the outline's top edge
 // (corner 0 to corner 1) becomes the image's top row. `height` rows high (0: the outline's own
 // height, rounded), its width in proportion to the outline's (at most max_width); each pixel
@@ -96,6 +129,10 @@ std::string page_text(const Page& page);
 // one block when they are closer than `paragraph_gap` line heights and overlap horizontally.
 struct ReadingOrderOptions {
   double column_gap = 0.5;              // in median line heights
+  // A vertical gap down to narrow_column_gap line heights also splits columns when at least
+  // narrow_column_lines lines lie on each side of it.
+  double narrow_column_gap = 0.2;
+  int64_t narrow_column_lines = 5;
   double paragraph_gap = 0.8;           // in median line heights
   double cell_width_in_heights = 12.0;  // a column of lines shorter than this is table cells
 };

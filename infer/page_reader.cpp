@@ -307,6 +307,13 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
     const double dx = q.x - centre.x, dy = q.y - centre.y;
     return Point{centre.x + dx * cs + dy * sn, centre.y - dx * sn + dy * cs};
   };
+  // Lines the detector ran across a gutter become one line per column.
+  if (o.split_gutters) {
+    const size_t before = lines.size();
+    lines = split_at_gutters(std::move(lines), stand, o.gutters);
+    info.gutter_splits = (int64_t)(lines.size() - before);
+    info.lines = (int64_t)lines.size();
+  }
   // A stand-in spans the line's text (text_begin to text_end along its outline), not the
   // outline's margin past it: at 300 dpi that margin took 30-50 of an 85-pixel gutter.
   std::vector<PageLine> stand_ins(lines.size());

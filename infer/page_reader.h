@@ -16,7 +16,9 @@
 //      on every device it has);
 //   5. place_words puts each line's words back on the page; regions that read as nothing
 //      (a figure, a rule, a speck) are left out;
-//   6. reading_order groups the lines into blocks, found on the page as it would stand: turned
+//   6. lines the detector ran across the gutter between two columns are split where it runs
+//      (split_at_gutters: a gap in the line that the lines around it leave empty too);
+//   7. reading_order groups the lines into blocks, found on the page as it would stand: turned
 //      upright and deskewed by the lines' median slant (reading_order compares axis-aligned
 //      boxes, which a skew of a degree or two makes overlap); the lines keep the input
 //      image's pixels.
@@ -53,6 +55,9 @@ struct PageReaderOptions {
   // lines, for about 9% more time (bench/results/pages.md). 0: the predictor's cap. Only a
   // predictor with a CPU worker takes it (Predictor::run).
   int64_t max_batch_columns = 4096;
+  // Lines that run across a gutter between columns are split (split_at_gutters in page.h).
+  bool split_gutters = true;
+  GutterOptions gutters;
   ReadingOrderOptions order;
 };
 
@@ -71,6 +76,7 @@ struct PageReadInfo {
   int64_t probe_lines = 0;
   // Seconds spent in each step: the detector's (TextDetector::Times), cutting the lines out, the
   // recogniser (the orientation probe included), placing the words and finding the order.
+  int64_t gutter_splits = 0;  // lines added by splitting lines at gutters
   TextDetector::Times detect;
   double cut_s = 0, recognise_s = 0, layout_s = 0;
 };

@@ -266,3 +266,142 @@ TEST_CASE("place_words: where the text lies along the outline", "[page]") {
   CHECK(f.text_begin == 0);
   CHECK(f.text_end == 1);
 }
+
+namespace {
+
+// A line of the page box [x0, x1) x [y, y + 20) whose characters sit at the page x of `xs`,
+// placed as the page reader places a recognised line (the line image is the box at scale 1).
+PageLine placed(const std::string& text, const std::vector<double>& xs, double x0, double x1, double y) {
+  std::vector<double> in_line;
+  for (double x : xs) in_line.push_back(x - x0);
+  return place_words(line_result(text, in_line), Quad::from_rect({x0, y, x1, y + 20}), x1 - x0);
+}
+
+// `n` characters of `text` (repeated) every 10 pixels from x.
+std::pair<std::string, std::vector<double>> run_of(const std::string& text, size_t n, double x) {
+  std::string s;
+  std::vector<double> xs;
+  for (size_t i = 0; i < n; ++i) s += text[i % text.size()], xs.push_back(x + 10 * (double)i);
+  return {s, xs};
+}
+
+std::vector<std::string> texts(const std::vector<PageLine>& lines) {
+  std::vector<std::string> out;
+  for (const PageLine& l : lines) out.push_back(l.text);
+  return out;
+}
+
+const auto same_place = [](const Point& p) { return p; };
+
+}  // namespace
+
+TEST_CASE("split_at_gutters: lines joined across a gutter are split there, and read column by column", "[page]") {
+  // Two columns, [100, 480) and [510, 890), characters every 10 pixels, rows 24 apart, each
+  // row's text another part of the sentence (so that the spaces do not line up). The detector
+  // joined rows 0 to 2 across the 30-pixel gutter (as wide as a space and a half); rows 3 to 5
+  // came apart.
+  const std::string sentence = "the quick brown fox jumps over a lazy dog and runs far ";
+  auto row_text = [&](int row, size_t from) { return sentence.substr(from + 5 * (size_t)row) + sentence; };
+  std::vector<PageLine> lines;
+  for (int row = 0; row < 6; ++row) {
+    const double y = 100 + 24 * row;
+    const auto [left, lx] = run_of(row_text(row, 0), 38, 105);
+    const auto [right, rx] = run_of(row_text(row, 2), 38, 515);
+    if (row < 3) {
+      std::vector<double> xs = lx;
+      xs.insert(xs.end(), rx.begin(), rx.end());
+      lines.push_back(placed(left + right, xs, 100, 890, y));
+    } else {
+      lines.push_back(placed(left, lx, 100, 480, y));
+      lines.push_back(placed(right, rx, 510, 890, y));
+    }
+  }
+  // Each character's page x (the outlines are upright boxes) and the characters, spaces aside.
+  auto xs_of = [](const PageLine& l) {
+    std::vector<double> xs;
+    const auto& c = l.outline.corners;
+    for (const PageWord& w : l.words)
+      for (const PageChar& ch : w.chars) xs.push_back(c[0].x + ch.centre * (c[1].x - c[0].x));
+    return xs;
+  };
+  auto chars_of = [](const PageLine& l) {
+    std::string s;
+    for (const PageWord& w : l.words) s += w.text;
+    return s;
+  };
+  const std::vector<PageLine> split = split_at_gutters(lines, same_place);
+  REQUIRE(split.size() == 12);
+  for (size_t i = 0; i < 3; ++i) {  // rows 0-2 are split in place: left piece, then right
+    const PageLine& l = split[2 * i];
+    const PageLine& r = split[2 * i + 1];
+    INFO("row " << i);
+    CHECK(chars_of(l) + chars_of(r) == chars_of(lines[i]));
+    const std::vector<double> lx = xs_of(l), rx = xs_of(r);
+    const std::string left_text = row_text((int)i, 0).substr(0, 38);
+    REQUIRE(lx.size() == 38 - (size_t)std::count(left_text.begin(), left_text.end(), ' '));
+    // The last character of the left column and the first of the right one (spaces aside).
+    const std::string right_text = row_text((int)i, 2).substr(0, 38);
+    const double left_end = 105 + 10 * (double)left_text.find_last_not_of(' ');
+    const double right_start = 515 + 10 * (double)right_text.find_first_not_of(' ');
+    CHECK(lx.back() == Approx(left_end).margin(1e-6));
+    CHECK(rx.front() == Approx(right_start).margin(1e-6));
+    CHECK(l.box.x1 == Approx(left_end + 5).margin(1e-6));  // half a pitch past the text
+    CHECK(r.box.x0 == Approx(right_start - 5).margin(1e-6));
+    CHECK(l.box.x0 == 100);
+    CHECK(r.box.x1 == 890);
+  }
+  for (size_t i = 6; i < 12; ++i) CHECK(chars_of(split[i]) == chars_of(lines[i - 3]));  // rows 3-5 stay
+  // Read column by column: every left piece or line before every right one.
+  const std::vector<PageBlock> blocks = reading_order(split_at_gutters(shuffled(lines, 7), same_place));
+  std::vector<double> x0s;
+  for (const PageBlock& b : blocks)
+    for (const PageLine& l : b.lines) x0s.push_back(l.box.x0);
+  REQUIRE(x0s.size() == 12);
+  for (size_t i = 0; i < 12; ++i) CHECK((i < 6 ? x0s[i] < 300 : x0s[i] > 480));
+}
+
+TEST_CASE("split_at_gutters: spaces that do not line up, or line up in two lines only, stay", "[page]") {
+  // One column of six justified lines, each with a wide space (3 character places) somewhere
+  // else: the lines above and below have characters there.
+  std::vector<PageLine> lines;
+  for (int row = 0; row < 6; ++row) {
+    auto [text, xs] = run_of("abcdefg", 78, 105);
+    for (size_t k = 10 + 9 * (size_t)row; k < 13 + 9 * (size_t)row; ++k) text[k] = ' ';
+    lines.push_back(placed(text, xs, 100, 890, 100 + 30 * row));
+  }
+  CHECK(texts(split_at_gutters(lines, same_place)) == texts(lines));
+  // Two lines whose wide spaces line up, and nothing else around: no column's edges.
+  std::vector<PageLine> two;
+  for (int row = 0; row < 2; ++row) {
+    auto [text, xs] = run_of("abcdefg", 78, 105);
+    for (size_t k = 30; k < 33; ++k) text[k] = ' ';
+    two.push_back(placed(text, xs, 100, 890, 100 + 30 * row));
+  }
+  CHECK(texts(split_at_gutters(two, same_place)) == texts(two));
+  // The first characters of a paragraph's lines set apart from the rest (as CTC can place
+  // them): a band beside one character of each line is no gutter.
+  std::vector<PageLine> first;
+  for (int row = 0; row < 6; ++row) {
+    auto [text, xs] = run_of("abcdefg", 40, 105);
+    for (size_t k = 1; k < xs.size(); ++k) xs[k] += 25;
+    first.push_back(placed(text, xs, 100, 890, 100 + 30 * row));
+  }
+  CHECK(texts(split_at_gutters(first, same_place)) == texts(first));
+}
+
+TEST_CASE("reading_order: a narrow gutter splits columns when five lines line up on each side", "[page]") {
+  // Columns 6 pixels apart (0.3 line heights, under column_gap's 0.5).
+  auto columns = [](int rows) {
+    std::vector<PageLine> lines;
+    for (int k = 0; k < rows; ++k) {
+      lines.push_back(line_at("L" + std::to_string(k), 100, 100 + 25 * k, 400, 120 + 25 * k));
+      lines.push_back(line_at("R" + std::to_string(k), 406, 100 + 25 * k, 700, 120 + 25 * k));
+    }
+    return lines;
+  };
+  CHECK(block_texts(reading_order(shuffled(columns(6), 3))) ==
+        std::vector<std::string>{"L0|L1|L2|L3|L4|L5", "R0|R1|R2|R3|R4|R5"});
+  // Three lines a side are too few to tell a gutter from spaces that happen to line up: read
+  // row by row.
+  CHECK(block_texts(reading_order(shuffled(columns(3), 3))) == std::vector<std::string>{"L0|R0", "L1|R1", "L2|R2"});
+}
