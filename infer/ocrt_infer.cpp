@@ -316,6 +316,80 @@ class DetectorSlot {
   std::string error_;
 };
 
+// Reads the pages of the input: the next page's image decoded on its own thread while one page
+// is read (a 300 dpi PNG takes about 0.1 s, a quarter of a page's time on a GPU), and where the
+// pages' time goes added up.
+class PageReading {
+ public:
+  PageReading(DetectorSlot& detector, Predictor& predictor, PageReaderOptions options, int64_t max_image_pixels,
+              bool pages_asked_for)
+      : detector_(detector), predictor_(predictor), options_(options), max_pixels_(max_image_pixels),
+        pages_asked_for_(pages_asked_for) {}
+
+  // Starts decoding `item` if it is a page to decode.
+  void decode_ahead(const InputItem& item) {
+    if (!item.page || item.image || !item.error.empty()) return;
+    next_name_ = item.name;
+    next_ = std::async(std::launch::async, [path = item.path, max = max_pixels_] { return load_gray_image(path, max); });
+  }
+
+  // Reads a page item (throws what makes it fail); `decoded` runs once its image is in hand.
+  Page read(InputItem& item, PageReadInfo& info, const std::function<void()>& decoded) {
+    auto t = std::chrono::steady_clock::now();
+    const auto lap = [&t](double& total) {
+      const auto now = std::chrono::steady_clock::now();
+      total += std::chrono::duration<double>(now - t).count();
+      t = now;
+    };
+    GrayImage image = item.image                                      ? std::move(*item.image)
+                      : next_.valid() && next_name_ == item.name ? next_.get()
+                                                                      : load_gray_image(item.path, max_pixels_);
+    lap(decode_s_);
+    decoded();
+    TextDetector* det = nullptr;
+    try {
+      det = &detector_.get();
+    } catch (const std::exception& e) {
+      fail(item.name, ": read as a page (", item.why, "), but ", e.what(),
+           pages_asked_for_ ? "" : ", or --line to read it as one text line");
+    }
+    lap(detector_load_s_);
+    Page page = read_page(image, item.name, *det, predictor_, options_, &info);
+    times_.detect.prepare += info.detect.prepare, times_.detect.forward += info.detect.forward;
+    times_.detect.boxes += info.detect.boxes, times_.cut_s += info.cut_s;
+    times_.recognise_s += info.recognise_s, times_.layout_s += info.layout_s;
+    return page;
+  }
+
+  // "decoding X s, ..., the rest Y s" for pages that took `total` seconds in all.
+  std::string times(double total) const {
+    const PageReadInfo& t = times_;
+    const double detect = t.detect.prepare + t.detect.forward + t.detect.boxes;
+    const double rest = total - (decode_s_ + detector_load_s_ + detect + t.cut_s + t.recognise_s + t.layout_s);
+    char buf[400];
+    std::snprintf(buf, sizeof buf,
+                  "decoding %.2f s, loading the detector %.2f s, detector %.2f s (scaling %.2f, model %.2f, "
+                  "outlines %.2f), cutting lines %.2f s, recogniser %.2f s, placing and ordering %.2f s, the rest "
+                  "%.2f s",
+                  decode_s_, detector_load_s_, detect, t.detect.prepare, t.detect.forward, t.detect.boxes, t.cut_s,
+                  t.recognise_s, t.layout_s, std::max(0.0, rest));
+    return buf;
+  }
+
+ private:
+  DetectorSlot& detector_;
+  Predictor& predictor_;
+  PageReaderOptions options_;
+  int64_t max_pixels_;
+  bool pages_asked_for_;  // --page (no "or --line" in the detector's error)
+  std::future<GrayImage> next_;
+  std::string next_name_;
+  // Seconds, all pages: decoding, loading the detector, read_page's steps; the rest of a page's
+  // time is scoring, writing and the allocator.
+  double decode_s_ = 0, detector_load_s_ = 0;
+  PageReadInfo times_;
+};
+
 // Writes `text` to `path` through a temporary file renamed over it (no half-written document
 // is ever seen under the name). Throws naming the path.
 void write_text_file(const std::string& path, const std::string& text) {
@@ -575,6 +649,8 @@ int main(int argc, char** argv) {
     writer = std::make_unique<PageWriter>(*args.output.page, args.output_dir, page_options, &stdout_used);
   PageReaderOptions reader_options;
   reader_options.rotation = args.rotation;
+  PageReading page_reading(*detector, *predictor, reader_options, args.options.max_image_pixels,
+                           args.kind == InputKind::page);
 
   RunStats stats;
   // Lines that failed before the predictor (counted as read and failed), and lines read whose
@@ -582,10 +658,6 @@ int main(int argc, char** argv) {
   int64_t line_items = 0, lines_failed_early = 0, lines_unwritten = 0, skipped_without_truth = 0;
   int64_t pages = 0, pages_failed = 0, page_lines = 0, page_lines_failed = 0;
   double page_seconds = 0;
-  // Where the pages' time went (seconds, all pages): decoding, loading the detector, read_page's
-  // steps (PageReadInfo); the rest of page_seconds is scoring, writing and the allocator.
-  double decode_seconds = 0, detector_load_seconds = 0;
-  PageReadInfo page_times;
 
   // A line's result, whichever way it came (the predictor, or an item that failed before it).
   struct LineMeta {
@@ -618,23 +690,6 @@ int main(int argc, char** argv) {
     if (r.ok() && r.logits.defined()) logits.emplace_back(r.name, std::move(r.logits));
   };
 
-  // The next page's image, decoded on its own thread while the page before it is read (a 300
-  // dpi PNG takes about 0.1 s to decode, a quarter of a page's time on a GPU).
-  std::future<GrayImage> next_image;
-  std::string next_image_name;
-  auto decode_ahead = [&](const InputItem& item) {
-    if (!item.page || item.image || !item.error.empty() || !args.output.page) return;
-    next_image_name = item.name;
-    next_image = std::async(std::launch::async, [path = item.path, max = args.options.max_image_pixels] {
-      return load_gray_image(path, max);
-    });
-  };
-  auto take_image = [&](const InputItem& item) {
-    if (item.image) return std::move(*item.image);
-    if (next_image.valid() && next_image_name == item.name) return next_image.get();
-    return load_gray_image(item.path, args.options.max_image_pixels);
-  };
-
   // `decoded` runs once the page's image is in hand (it starts decoding the next page).
   auto read_one_page = [&](InputItem& item, const std::function<void()>& decoded) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -653,28 +708,7 @@ int main(int argc, char** argv) {
       page.error = item.error;
     } else {
       try {
-        auto t = std::chrono::steady_clock::now();
-        const auto lap = [&t](double& total) {
-          const auto now = std::chrono::steady_clock::now();
-          total += std::chrono::duration<double>(now - t).count();
-          t = now;
-        };
-        GrayImage image = take_image(item);
-        page.width = image.width, page.height = image.height;
-        lap(decode_seconds);
-        decoded();
-        TextDetector* det = nullptr;
-        try {
-          det = &detector->get();
-        } catch (const std::exception& e) {
-          fail(item.name, ": read as a page (", item.why, "), but ", e.what(),
-               args.kind == InputKind::page ? "" : ", or --line to read it as one text line");
-        }
-        lap(detector_load_seconds);
-        page = read_page(image, item.name, *det, *predictor, reader_options, &info);
-        page_times.detect.prepare += info.detect.prepare, page_times.detect.forward += info.detect.forward;
-        page_times.detect.boxes += info.detect.boxes, page_times.cut_s += info.cut_s;
-        page_times.recognise_s += info.recognise_s, page_times.layout_s += info.layout_s;
+        page = page_reading.read(item, info, decoded);
       } catch (const std::exception& e) {
         page.error = e.what();
       }
@@ -742,7 +776,7 @@ int main(int argc, char** argv) {
         InputItem page = std::move(item);
         pending.reset();
         read_one_page(page, [&] {
-          if (pull()) decode_ahead(*pending);
+          if (pull() && args.output.page) page_reading.decode_ahead(*pending);
         });
         continue;
       }
@@ -835,14 +869,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ocrt-infer: %lld pages (%lld failed), %lld text lines on them (%lld not read), in %.2f s, "
                  "%.2f s a page\n", (long long)pages, (long long)pages_failed, (long long)page_lines,
                  (long long)page_lines_failed, page_seconds, page_seconds / (double)pages);
-    const PageReadInfo& t = page_times;
-    const double steps = decode_seconds + detector_load_seconds + t.detect.prepare + t.detect.forward +
-                         t.detect.boxes + t.cut_s + t.recognise_s + t.layout_s;
-    std::fprintf(stderr, "ocrt-infer: pages' time: decoding %.2f s, loading the detector %.2f s, detector %.2f s "
-                 "(scaling %.2f, model %.2f, outlines %.2f), cutting lines %.2f s, recogniser %.2f s, "
-                 "placing and ordering %.2f s, the rest %.2f s\n", decode_seconds, detector_load_seconds,
-                 t.detect.prepare + t.detect.forward + t.detect.boxes, t.detect.prepare, t.detect.forward,
-                 t.detect.boxes, t.cut_s, t.recognise_s, t.layout_s, std::max(0.0, page_seconds - steps));
+    std::fprintf(stderr, "ocrt-infer: pages' time: %s\n", page_reading.times(page_seconds).c_str());
   }
   return stats.failed || pages_failed ? 1 : 0;
 }
