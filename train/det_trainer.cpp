@@ -403,9 +403,8 @@ TrainResult run_detector_replica(const TrainConfig& cfg, Communicator& comm, Dev
   const bool overlap = cfg.overlap == Overlap::on || (cfg.overlap == Overlap::automatic && comm.kind() == "nccl");
   StepParts parts{*optim, grad_sync, comm, device, cfg.batch, cfg.clip_grad, overlap};
   Throughput speed;
-  double loss_avg = 0, last_loss = 0;
-  int64_t bad_in_row = 0;
   const int64_t first_step = state.step;
+  LossTrack loss(first_step, cfg.max_bad_steps, cfg.out, lead);
   const double run_start = now_seconds();
   while (state.step < steps) {
     const double t_data = now_seconds();
@@ -420,26 +419,19 @@ TrainResult run_detector_replica(const TrainConfig& cfg, Communicator& comm, Dev
       return l.total;
     };
     const StepResult s = train_step(parts, forward, (int64_t)b.targets.size(), schedule.lr_at(state.step));
-    if (s.ok) {
-      bad_in_row = 0;
-      last_loss = s.loss;
-      loss_avg = state.step == first_step ? s.loss : 0.95 * loss_avg + 0.05 * s.loss;
-    } else {
-      state.skipped_steps++;
-      OCRT_CHECK(++bad_in_row < cfg.max_bad_steps, "stopping: ", bad_in_row,
-                 " steps in a row had a non-finite loss or gradient; the last good checkpoint is in ", cfg.out);
-    }
+    loss.add(s, state);
     state.step++;
     speed.add(state.step - first_step, cfg.batch, data_s, s);
     const double sps = speed.samples_per_sec();
     if (state.step % cfg.log_every == 0 || state.step == steps) {
       if (lead)
-        std::fprintf(stderr, "step %lld/%lld loss %.4f (prob %.4f thresh %.4f binary %.4f) lr %.2e %.2f pages/s\n",
-                     (long long)state.step, (long long)steps, loss_avg, l.prob, l.thresh, l.binary, optim->lr(), sps);
+        std::fprintf(stderr, "step %lld/%lld loss %.4f (prob %.4f thresh %.4f binary %.4f) lr %.2e %.2f crops/s\n",
+                     (long long)state.step, (long long)steps, loss.average(), l.prob, l.thresh, l.binary, optim->lr(),
+                     sps);
       Json j = Json::object();
       j.set("event", "train");
       j.set("step", state.step);
-      j.set("loss", loss_avg);
+      j.set("loss", loss.average());
       j.set("loss_prob", l.prob);
       j.set("loss_thresh", l.thresh);
       j.set("loss_binary", l.binary);
@@ -487,7 +479,7 @@ TrainResult run_detector_replica(const TrainConfig& cfg, Communicator& comm, Dev
     if (state.step % cfg.save_every == 0 || last || stop.why != Stop::no)
       files.checkpoint(model, *optim, state, last ? "end" : stop.why != Stop::no ? stop_name(stop.why) : "periodic");
     if (stop.why == Stop::no) continue;
-    if (lead) std::fprintf(stderr, "stopping at step %lld (%s): saved\n", (long long)state.step, stop_name(stop.why));
+    report_stop(cfg, stop.why, state.step, lead);
     result.interrupted = stop.why == Stop::signal;
     break;
   }
@@ -499,7 +491,7 @@ TrainResult run_detector_replica(const TrainConfig& cfg, Communicator& comm, Dev
   result.peak_rss_mb = peak_rss_mb();
   result.cpu_path = cpu_isa_name(cpu_isa());
   result.precision = "fp32";
-  result.final_loss = last_loss;
+  result.final_loss = loss.last();
   result.best_cer = state.best_cer;
   result.best_model = fs::exists(files.best_path()) ? files.best_path() : "";
   Json j = result.to_json();

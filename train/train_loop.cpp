@@ -238,6 +238,33 @@ const char* stop_name(Stop s) {
   return "?";
 }
 
+void report_stop(const TrainConfig& cfg, Stop why, int64_t step, bool lead) {
+  if (!lead || why == Stop::no) return;
+  const long long at = step;
+  if (why == Stop::out_of_time)
+    std::fprintf(stderr, "\n--max-minutes %g reached at step %lld: saved, stopping\n", cfg.max_minutes, at);
+  else if (why == Stop::stop_at)
+    std::fprintf(stderr, "\n--stop-at %lld reached: saved, stopping\n", at);
+  else
+    std::fprintf(stderr, "\n%s: saved a checkpoint at step %lld, stopping\n", signal_name(interrupt_signal()).c_str(), at);
+}
+
+void LossTrack::add(const StepResult& s, TrainState& state) {
+  if (s.ok) {
+    bad_in_row_ = 0;
+    last_ = s.loss;
+    average_ = state.step == first_step_ ? s.loss : 0.95 * average_ + 0.05 * s.loss;
+    return;
+  }
+  state.skipped_steps++;
+  bad_in_row_++;
+  if (lead_)
+    std::fprintf(stderr, "\nwarning: step %lld: non-finite loss or gradient (loss %g); step skipped\n",
+                 (long long)state.step, s.loss);
+  OCRT_CHECK(bad_in_row_ < max_bad_, "stopping: ", bad_in_row_,
+             " steps in a row had a non-finite loss or gradient; the last good checkpoint is in ", out_);
+}
+
 void make_run_folder(const std::string& out) {
   std::error_code ec;
   const bool exists = fs::exists(out, ec);

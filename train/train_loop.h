@@ -117,6 +117,26 @@ struct Throughput {
   void report(TrainResult& r) const;  // samples/s and the ms a step of each phase
 };
 
+// The training loss a run reports: the last good step's, and a running average (each step
+// weighs 0.05, starting from the run's first loss). A step whose loss or gradient was not finite
+// is counted in the state's skipped_steps, with a warning from the lead replica; max_bad of them
+// in a row stop the run with an error that names the folder of the last good checkpoint.
+class LossTrack {
+ public:
+  LossTrack(int64_t first_step, int64_t max_bad, std::string out, bool lead)
+      : first_step_(first_step), max_bad_(max_bad), out_(std::move(out)), lead_(lead) {}
+  void add(const StepResult& s, TrainState& state);  // before state.step counts the step
+  double last() const { return last_; }
+  double average() const { return average_; }
+
+ private:
+  int64_t first_step_, max_bad_;
+  std::string out_;
+  bool lead_;
+  int64_t bad_in_row_ = 0;
+  double last_ = 0, average_ = 0;
+};
+
 // Makes the run's folder (--out) and its parents, or fails saying why ("--out: /dev/null exists
 // and is not a folder", "--out: cannot make the folder X: Permission denied").
 void make_run_folder(const std::string& out);
@@ -140,6 +160,10 @@ struct StopDecision {
 // alone would leave the others waiting); the first reason in that order wins.
 StopDecision decide_stop(const TrainConfig& cfg, int64_t step, int64_t steps, double elapsed_s, bool signalled,
                          Communicator& comm, Device device);
+
+// The lead replica's line when a run stops early after saving the checkpoint of `step`
+// ("--max-minutes 5 reached at step 120: saved, stopping"); nothing for Stop::no.
+void report_stop(const TrainConfig& cfg, Stop why, int64_t step, bool lead);
 
 // ---- evaluation and files
 

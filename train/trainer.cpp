@@ -502,9 +502,8 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
 
   TrainResult result;
   Throughput speed;
-  int64_t bad_in_row = 0;
-  double last_loss = 0, loss_avg = 0;
   const int64_t first_step = state.step;
+  LossTrack loss(first_step, cfg.max_bad_steps, cfg.out, lead);
   const double run_start = now_seconds();
   while (state.step < steps) {
     maybe_inject_fault(rank, state.step);
@@ -527,33 +526,15 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
     const double data_s = now_seconds() - t_data;
 
     const StepResult s = train_step(parts, model, b, schedule.lr_at(state.step));
-
-    if (s.ok) {
-      bad_in_row = 0;
-      last_loss = s.loss;
-      loss_avg = state.step == first_step ? s.loss : 0.95 * loss_avg + 0.05 * s.loss;
-    } else {
-      state.skipped_steps++;
-      bad_in_row++;
-      if (lead)
-        std::fprintf(stderr, "\nwarning: step %lld: non-finite loss or gradient (loss %g); step skipped\n",
-                     (long long)state.step, s.loss);
-      OCRT_CHECK(bad_in_row < cfg.max_bad_steps, "stopping: ", bad_in_row,
-                 " steps in a row had a non-finite loss or gradient; the last good checkpoint is in ", cfg.out);
-    }
+    loss.add(s, state);
     state.step++;
     speed.add(state.step - first_step, cfg.batch, data_s, s);
-    if (state.step % cfg.log_every == 0 || state.step == steps) log_progress(run, state, steps, loss_avg, speed);
+    if (state.step % cfg.log_every == 0 || state.step == steps) log_progress(run, state, steps, loss.average(), speed);
 
     const StopDecision stop = evaluate_and_save(
         run, state, steps, decide_stop(cfg, state.step, steps, now_seconds() - run_start, interrupt_signal() != 0, comm, device));
     if (stop.why == Stop::no) continue;
-    if (lead && stop.why == Stop::out_of_time)
-      std::fprintf(stderr, "\n--max-minutes %g reached at step %lld: saved, stopping\n", cfg.max_minutes,
-                   (long long)state.step);
-    if (lead && stop.why == Stop::signal)
-      std::fprintf(stderr, "\n%s: saved a checkpoint at step %lld, stopping\n",
-                   signal_name(interrupt_signal()).c_str(), (long long)state.step);
+    report_stop(cfg, stop.why, state.step, lead);
     result.interrupted = stop.why == Stop::signal;
     break;
   }
@@ -567,7 +548,7 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
   result.peak_rss_mb = peak_rss_mb();
   result.cpu_path = cpu_isa_name(cpu_isa());
   result.precision = cpu::matmul_precision_name(cfg.precision);
-  result.final_loss = last_loss;
+  result.final_loss = loss.last();
   result.best_cer = state.best_cer;
   result.best_model = fs::exists(files.best_path()) ? files.best_path() : "";
   Json j = result.to_json();

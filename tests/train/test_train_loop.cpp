@@ -238,6 +238,38 @@ TEST_CASE("train_step: a finite step updates the weights and clears the gradient
   for (const Tensor& p : optim.params()) CHECK_FALSE(p.grad().defined());
 }
 
+TEST_CASE("LossTrack: the last good loss, a running average, skipped steps, and too many bad ones in a row",
+          "[trainer]") {
+  TrainState state;
+  state.step = 10;  // a resumed run: the average starts at its first step's loss
+  LossTrack loss(10, 3, "/runs/x", false);
+  auto step = [&](bool ok, double value) {
+    StepResult r;
+    r.ok = ok, r.loss = value;
+    loss.add(r, state);
+    state.step++;
+  };
+  step(true, 2.0);
+  CHECK(loss.last() == 2.0);
+  CHECK(loss.average() == 2.0);
+  step(true, 4.0);
+  CHECK(loss.last() == 4.0);
+  CHECK(loss.average() == Approx(0.95 * 2.0 + 0.05 * 4.0));
+  const double average = loss.average();
+  step(false, NAN);  // skipped: neither the last loss nor the average moves
+  step(false, INFINITY);
+  CHECK(state.skipped_steps == 2);
+  CHECK(loss.last() == 4.0);
+  CHECK(loss.average() == average);
+  step(true, 1.0);  // a good step ends the run of bad ones
+  step(false, NAN);
+  step(false, NAN);
+  CHECK(state.skipped_steps == 4);
+  StepResult bad;
+  bad.ok = false, bad.loss = NAN;
+  CHECK_THROWS_WITH(loss.add(bad, state), Catch::Contains("3 steps in a row") && Catch::Contains("/runs/x"));
+}
+
 TEST_CASE("decide_stop: max-minutes and stop-at only before the last step, then a signal", "[trainer]") {
   auto comm = make_single_communicator();
   TrainConfig cfg;
