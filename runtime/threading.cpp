@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -21,6 +22,11 @@ void set_num_threads(int n) {
 }
 
 int num_threads() { return omp_get_max_threads(); }
+
+void limit_this_thread(int n) {
+  OCRT_CHECK(n >= 1, "limit_this_thread: the thread count must be >= 1, got ", n);
+  omp_set_num_threads(std::min(n, omp_get_max_threads()));
+}
 
 int default_num_threads() {
   if (const char* env = std::getenv("OMP_NUM_THREADS")) {

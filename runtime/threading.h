@@ -9,10 +9,12 @@
 // Without a call, OpenMP's own default applies: OMP_NUM_THREADS when set, else one thread per
 // hardware thread. default_num_threads() reports that number.
 //
-// Notes on how OpenMP treats the count: it is a per-thread setting inherited by threads that
-// a thread creates, so a std::thread started *before* set_num_threads keeps the old value for
-// its own OpenMP regions (Eigen's count, in contrast, is process-wide). Kernels that are already
-// inside a parallel region run their inner work on one thread (nested parallelism is off).
+// Notes on how OpenMP treats the count: it is a per-thread setting, and a std::thread does not
+// inherit it: the regions a std::thread starts get OpenMP's default team (OMP_NUM_THREADS, else
+// one thread per processor), whenever the thread was started (libgomp; tested in
+// tests/runtime/test_threading.cpp). Eigen's count, in contrast, is process-wide. Kernels that
+// are already inside a parallel region run their inner work on one thread (nested parallelism
+// is off).
 #pragma once
 
 namespace ocrt {
@@ -22,6 +24,12 @@ void set_num_threads(int n);
 
 // The number of threads a CPU op started from this thread may use.
 int num_threads();
+
+// OpenMP regions that the calling thread starts use at most n threads from now on; other
+// threads and Eigen's process-wide count are left as they are. For worker threads that each
+// make their own share of the work (a std::thread is no OpenMP thread: a parallel region it
+// starts gets a whole team, nested in nothing, so 14 workers would start 14 teams).
+void limit_this_thread(int n);
 
 // OMP_NUM_THREADS when it is set to a positive integer (its first entry, if it is a list),
 // else the number of processors this process may run on (at least 1).

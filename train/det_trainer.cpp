@@ -24,6 +24,7 @@
 #include "runtime/interrupt.h"
 #include "runtime/page_truth.h"
 #include "runtime/rng.h"
+#include "runtime/threading.h"
 #include "train/checkpoint.h"
 #include "train/det_loss.h"
 #include "train/det_targets.h"
@@ -166,8 +167,8 @@ DetBatch make_batch(const PageSource& pages, const TrainConfig& cfg, const DetSa
   b.targets.resize((size_t)count);
   std::vector<int64_t> lines((size_t)count, 0);
   std::vector<std::string> errors((size_t)count);
-  // Samples are independent: on the CPU's threads at once (one thread inside a worker thread,
-  // where OpenMP does not nest).
+  // Samples are independent: on the CPU's threads at once (one thread inside a DetLoader
+  // worker, which limits itself to one).
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t k = 0; k < count; ++k) {
     try {
@@ -226,6 +227,10 @@ class DetLoader {
 
  private:
   void work() {
+    // Each worker makes whole batches on its own thread: make_batch's parallel loop would
+    // otherwise start a team of every core in every worker (14 workers on the 16-core H200
+    // machine: 224 threads each making a crop of its own page; that run peaked at 10 GB RSS).
+    limit_this_thread(1);
     for (;;) {
       int64_t step;
       {

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "runtime/threading.h"
 
@@ -31,6 +32,34 @@ TEST_CASE("set_num_threads sets OpenMP and Eigen together", "[threading]") {
   REQUIRE(Eigen::nbThreads() == 1);
   set_num_threads(saved);
   REQUIRE(num_threads() == saved);
+}
+
+TEST_CASE("limit_this_thread: a worker thread's parallel regions get one thread, the others keep theirs",
+          "[threading]") {
+  const int saved = num_threads();
+  set_num_threads(3);
+  auto team_size = [] {
+    int seen = 0;
+#pragma omp parallel
+    {
+#pragma omp single
+      seen = omp_get_num_threads();
+    }
+    return seen;
+  };
+  int unlimited = 0, limited = 0;
+  // A std::thread does not inherit the count: its regions start from OpenMP's default.
+  std::thread([&] { unlimited = team_size(); }).join();
+  std::thread([&] {
+    limit_this_thread(1);
+    limited = team_size();
+  }).join();
+  CHECK(unlimited == default_num_threads());
+  CHECK(limited == 1);
+  CHECK(team_size() == 3);  // the calling thread and Eigen are left alone
+  CHECK(Eigen::nbThreads() == 3);
+  CHECK_THROWS_WITH(limit_this_thread(0), Catch::Contains(">= 1"));
+  set_num_threads(saved);
 }
 
 TEST_CASE("set_num_threads rejects counts below 1", "[threading]") {
