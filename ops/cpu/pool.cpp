@@ -7,15 +7,12 @@
 #include <limits>
 
 #include "ops/backend.h"
+#include "ops/pool_windows.h"
 #include "runtime/cpu/loops.h"
 
 namespace ocrt {
 
 namespace {
-
-// Windows of adaptive pooling: output o of `out` covers [floor(o*in/out), ceil((o+1)*in/out)).
-int64_t adaptive_start(int64_t o, int64_t in, int64_t out) { return (o * in) / out; }
-int64_t adaptive_end(int64_t o, int64_t in, int64_t out) { return ((o + 1) * in + out - 1) / out; }
 
 // Pooling does little work per element read, so a plane is worth a thread at half the usual grain.
 bool parallel_planes(int64_t planes, int64_t work) { return planes > 1 && work > cpu::kParallelGrain / 2; }
@@ -126,21 +123,6 @@ void max_pool_backward_typed(const Tensor& dy, const Tensor& indices, const Tens
       if (i >= 0) plane[i] += g[pl * out + o];  // overlapping windows may pick the same input
     }
   }
-}
-
-// The window of output (oh, ow) clipped to the input, and the divisor PyTorch uses for it.
-struct AvgWindow {
-  int64_t h0, h1, w0, w1;
-  double divisor;
-};
-AvgWindow avg_window(int64_t oh, int64_t ow, int64_t H, int64_t W, const Pool2dParams& p) {
-  int64_t h0 = oh * p.stride_h - p.pad_h, w0 = ow * p.stride_w - p.pad_w;
-  int64_t h1 = std::min(h0 + p.kernel_h, H + p.pad_h), w1 = std::min(w0 + p.kernel_w, W + p.pad_w);
-  const int64_t padded_size = (h1 - h0) * (w1 - w0);  // counts the padding, not past it
-  h0 = std::max<int64_t>(h0, 0), w0 = std::max<int64_t>(w0, 0);
-  h1 = std::min(h1, H), w1 = std::min(w1, W);
-  const int64_t inside = (h1 - h0) * (w1 - w0);
-  return {h0, h1, w0, w1, (double)(p.count_include_pad ? padded_size : inside)};
 }
 
 template <class T>

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "ops/backend.h"
+#include "ops/pool_windows.h"
 #include "runtime/cuda/common.cuh"
 
 namespace ocrt {
@@ -23,11 +24,6 @@ using cuda::DeviceScope;
 using cuda::grid_for;
 using cuda::kThreads;
 
-// Windows of adaptive pooling: output o of `out` covers [floor(o*in/out), ceil((o+1)*in/out)).
-__device__ __forceinline__ int64_t adaptive_start(int64_t o, int64_t in, int64_t out) { return (o * in) / out; }
-__device__ __forceinline__ int64_t adaptive_end(int64_t o, int64_t in, int64_t out) {
-  return ((o + 1) * in + out - 1) / out;
-}
 
 // The sizes every pooling kernel needs: planes = N*C, input (H, W), output (Ho, Wo).
 struct Planes {
@@ -80,22 +76,6 @@ __global__ void max_pool_backward_kernel(const T* __restrict__ dy, const int64_t
 }
 
 // ---------------------------------------------------------------- average pool
-
-// The window of output (oh, ow) clipped to the input, and the divisor PyTorch uses for it (as
-// avg_window in ops/cpu/pool.cpp).
-struct AvgWindow {
-  int64_t h0, h1, w0, w1;
-  double divisor;
-};
-__device__ __forceinline__ AvgWindow avg_window(int64_t oh, int64_t ow, int64_t H, int64_t W, const Pool2dParams& p) {
-  int64_t h0 = oh * p.stride_h - p.pad_h, w0 = ow * p.stride_w - p.pad_w;
-  int64_t h1 = min(h0 + p.kernel_h, H + p.pad_h), w1 = min(w0 + p.kernel_w, W + p.pad_w);
-  const int64_t padded_size = (h1 - h0) * (w1 - w0);  // counts the padding, not past it
-  h0 = max(h0, (int64_t)0), w0 = max(w0, (int64_t)0);
-  h1 = min(h1, H), w1 = min(w1, W);
-  const int64_t inside = (h1 - h0) * (w1 - w0);
-  return {h0, h1, w0, w1, (double)(p.count_include_pad ? padded_size : inside)};
-}
 
 template <class T>
 __global__ void avg_pool_kernel(const T* __restrict__ x, Pool2dParams p, Planes s, T* __restrict__ y) {

@@ -26,15 +26,7 @@ namespace ocrt {
 
 namespace {
 
-// Offset of flat (row-major) index i over `sizes`, walking `strides`.
-inline int64_t offset_of(int64_t i, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
-  int64_t off = 0;
-  for (int64_t d = (int64_t)sizes.size() - 1; d >= 0; --d) {
-    off += (i % sizes[d]) * strides[d];
-    i /= sizes[d];
-  }
-  return off;
-}
+using cpu::offset_of;
 
 // The dims of `t` before `dim` (outer) and after it (inner), as sizes and strides. `shape`
 // gives the sizes (the shape of the iteration), t the strides.

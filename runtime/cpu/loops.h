@@ -81,6 +81,17 @@ void for_each_run(const std::array<Tensor, N>& ts, F&& f) {
 }
 
 // True when every stride is 1: the functor's contiguous fast path.
+// The offset of flat (row-major) index i over `sizes`, walking `strides`: element i of a
+// strided view (the reductions' and the gathers' general loops).
+inline int64_t offset_of(int64_t i, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  int64_t off = 0;
+  for (int64_t d = (int64_t)sizes.size() - 1; d >= 0; --d) {
+    off += (i % sizes[d]) * strides[d];
+    i /= sizes[d];
+  }
+  return off;
+}
+
 template <size_t N>
 inline bool all_unit(const std::array<int64_t, N>& s) {
   for (int64_t x : s)

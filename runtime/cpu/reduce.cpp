@@ -17,6 +17,8 @@ namespace ocrt {
 
 namespace {
 
+using cpu::offset_of;
+
 // The geometry of a reduction: outputs are indexed by kept dims, inputs of one output by the
 // reduced dims; both as (sizes, strides into x).
 struct ReduceGeometry {
@@ -39,16 +41,6 @@ ReduceGeometry geometry(const Tensor& x, const Tensor& out) {
     }
   }
   return g;
-}
-
-// Offset into x of flat index i over (sizes, strides), row-major.
-inline int64_t offset_of(int64_t i, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
-  int64_t off = 0;
-  for (int64_t d = (int64_t)sizes.size() - 1; d >= 0; --d) {
-    off += (i % sizes[d]) * strides[d];
-    i /= sizes[d];
-  }
-  return off;
 }
 
 template <class T>
