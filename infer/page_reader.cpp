@@ -227,25 +227,35 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
     };
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return long_side(a) > long_side(b); });
     order.resize(std::min<size_t>(n, (size_t)o.orientation_lines));
-    std::vector<LineInput> probe;
-    std::vector<Quad> probe_outlines;
-    auto t = Clock::now();
-    for (int rotation : {first, second})
-      for (size_t i : order) probe_outlines.push_back(widen_narrow(orient_outline(boxes[i].outline, rotation)));
-    std::vector<GrayImage> probe_images = cut_lines(image, probe_outlines, o.min_line_height);
-    for (size_t j = 0; j < probe_outlines.size(); ++j)
-      probe.push_back({line_name(order[j % order.size()]), std::move(probe_images[j])});
-    std::vector<double> probe_widths;
-    for (const LineInput& in : probe) probe_widths.push_back((double)in.image->width);
-    lap(t, info.cut_s);
-    std::vector<LineResult> results = recognise(predictor, std::move(probe), o.max_batch_columns);
-    lap(t, info.recognise_s);
+    // The probe lines read one way; the other way only when that reading is not sure.
     const size_t k = order.size();
-    std::vector<const LineResult*> a, b;
-    for (size_t j = 0; j < k; ++j) a.push_back(&results[j]), b.push_back(&results[k + j]);
-    info.probe_confidence[0] = confidence_per_char(a);
-    info.probe_confidence[1] = confidence_per_char(b);
+    std::vector<Quad> probe_outlines;
+    std::vector<double> probe_widths;
+    std::vector<LineResult> results;
+    auto probe = [&](int rotation) {
+      auto t = Clock::now();
+      std::vector<Quad> quads;
+      for (size_t i : order) quads.push_back(widen_narrow(orient_outline(boxes[i].outline, rotation)));
+      std::vector<GrayImage> images = cut_lines(image, quads, o.min_line_height);
+      std::vector<LineInput> lines;
+      for (size_t j = 0; j < k; ++j) {
+        probe_widths.push_back((double)images[j].width);
+        lines.push_back({line_name(order[j]), std::move(images[j])});
+      }
+      probe_outlines.insert(probe_outlines.end(), quads.begin(), quads.end());
+      lap(t, info.cut_s);
+      std::vector<LineResult> read = recognise(predictor, std::move(lines), o.max_batch_columns);
+      lap(t, info.recognise_s);
+      std::vector<const LineResult*> of;
+      for (const LineResult& r : read) of.push_back(&r);
+      const double confidence = confidence_per_char(of);
+      for (LineResult& r : read) results.push_back(std::move(r));
+      return confidence;
+    };
+    info.probe_confidence[0] = probe(first);
     info.probe_lines = (int64_t)k;
+    info.probed_both = !(info.probe_confidence[0] >= o.orientation_sure);
+    if (info.probed_both) info.probe_confidence[1] = probe(second);
     const bool flipped = info.probe_confidence[1] > info.probe_confidence[0];
     info.rotation = flipped ? second : first;
     for (size_t j = 0; j < k; ++j) {

@@ -267,6 +267,9 @@ TEST_CASE("page reader: a synthetic page read in reading order, a blank page, an
     CHECK(info.boxes == (int64_t)upright.lines.size() + 1);
     CHECK(info.lines == (int64_t)upright.lines.size());  // the blank region left out
     CHECK(info.probe_confidence[0] > info.probe_confidence[1]);
+    CHECK(info.probe_confidence[0] >= PageReaderOptions{}.orientation_sure);  // sure: not read turned
+    CHECK_FALSE(info.probed_both);
+    CHECK(info.probe_confidence[1] == 0);
     CHECK(s.word_accuracy() >= 0.85);
     CHECK(s.missed <= s.truth_words / 20);
     CHECK(s.extra <= s.truth_words / 20);
@@ -276,6 +279,15 @@ TEST_CASE("page reader: a synthetic page read in reading order, a blank page, an
         CHECK(l.box.x0 >= 0);
         CHECK(l.box.y1 <= (double)page.height);
       }
+    // Read both ways (never sure), the upright way wins and the page reads the same.
+    PageReaderOptions both;
+    both.orientation_sure = 1.01;
+    PageReadInfo both_info;
+    const Page both_ways = read_page(upright.image, "upright.png", detector, predictor, both, &both_info);
+    CHECK(both_info.probed_both);
+    CHECK(both_info.rotation == 0);
+    CHECK(both_info.probe_confidence[0] > both_info.probe_confidence[1]);
+    CHECK(page_text(both_ways) == page_text(page));
     // Given as upright, the page reads the same without the probe.
     PageReaderOptions given;
     given.rotation = 0;
@@ -312,6 +324,9 @@ TEST_CASE("page reader: a synthetic page read in reading order, a blank page, an
                     << info.probe_confidence[1]);
       CHECK(info.rotation == rotation);
       CHECK(info.vertical == (rotation != 180));
+      // Read as if upright (0 or 90), a page turned by 180 (or 270) is not sure; one turned by
+      // 90 is read right the first way.
+      CHECK(info.probed_both == (rotation != 90));
       CHECK(page.width == page_turned.image.width);
       CHECK(page.height == page_turned.image.height);
       CHECK(s.word_accuracy() >= 0.85);
