@@ -190,16 +190,17 @@ std::vector<PageLine> split_at_gutters(std::vector<PageLine> lines, const std::f
     const UprightLine& u = up[i];
     std::vector<size_t> cuts;  // split after these characters
     const size_t n = u.centre.size();
+    const double h = u.height;
+    std::vector<const UprightLine*> around;  // the lines around this one, of a like height
+    for (size_t j = 0; u.usable && j < lines.size(); ++j) {
+      const UprightLine& v = up[j];
+      if (j != i && v.usable && std::abs(v.middle - u.middle) <= o.reach * h && v.height <= 1.6 * h &&
+          v.height * 1.6 >= h)
+        around.push_back(&v);
+    }
     for (size_t k = 0; u.usable && k + 1 < n; ++k) {
-      const double h = u.height, g0 = u.x1(k), g1 = u.x0(k + 1);
+      const double g0 = u.x1(k), g1 = u.x0(k + 1);
       if (g1 - g0 < o.min_gap * u.pitch) continue;
-      std::vector<const UprightLine*> around;
-      for (size_t j = 0; j < lines.size(); ++j) {
-        const UprightLine& v = up[j];
-        if (j != i && v.usable && std::abs(v.middle - u.middle) <= o.reach * h && v.height <= 1.6 * h &&
-            v.height * 1.6 >= h)
-          around.push_back(&v);
-      }
       std::vector<std::pair<double, double>> taken;
       for (const UprightLine* v : around)
         for (size_t m = 0; m < v->centre.size(); ++m)
@@ -222,10 +223,11 @@ std::vector<PageLine> split_at_gutters(std::vector<PageLine> lines, const std::f
       // gutter has a column's edge on each side, a stray alignment of two spaces does not.
       size_t edges = 0;
       for (const UprightLine* v : around)
-        edges += std::any_of(v->centre.begin(), v->centre.end(), [&](double c) {
-          const double x0 = c - v->pitch / 2, x1 = c + v->pitch / 2;
-          return (x1 <= f0 && x1 >= f0 - 2 * v->pitch) || (x0 >= f1 && x0 <= f1 + 2 * v->pitch);
-        });
+        for (size_t m = 0; m < v->centre.size(); ++m)
+          if ((v->x1(m) <= f0 && v->x1(m) >= f0 - 2 * v->pitch) || (v->x0(m) >= f1 && v->x0(m) <= f1 + 2 * v->pitch)) {
+            ++edges;
+            break;
+          }
       if (edges >= o.min_lines && text_beside(true) && text_beside(false)) cuts.push_back(k);
     }
     if (cuts.empty()) {

@@ -9,22 +9,16 @@
 #include <memory>
 
 #include "gradcheck.h"
-#include "runtime/safetensors.h"
+#include "optim_fixture.h"
 #include "train/optim.h"
 #include "train/schedule.h"
 
 using namespace ocrt;
 using namespace ocrt::train;
+using ocrt::testing::optim_golden;
 using ocrt::testing::require_close;
 
 namespace {
-
-Tensor golden(const std::string& name) {
-  static const SafetensorsFile f =
-      load_safetensors(std::string(OCRT_SOURCE_DIR) + "/tests/fixtures/optim.safetensors");
-  INFO("regenerate the fixture with: /usr/bin/python3 tools/reference/optim.py");
-  return f.get(name);
-}
 
 std::string key(const std::string& name, int k, const char* what, int s) {
   return name + ".p" + std::to_string(k) + "." + what + std::to_string(s);
@@ -34,16 +28,16 @@ void run_case(const std::string& name, const std::function<std::unique_ptr<Optim
   INFO("optimizer case " << name);
   std::vector<Tensor> params;
   for (int k = 0; k < 2; ++k) {
-    Tensor p = golden(name + ".p" + std::to_string(k) + ".init").clone();
+    Tensor p = optim_golden(name + ".p" + std::to_string(k) + ".init").clone();
     p.set_requires_grad(true);
     params.push_back(p);
   }
   auto opt = make(params);
   for (int s = 0; s < 5; ++s) {
-    for (int k = 0; k < 2; ++k) params[k].set_grad(golden(key(name, k, "grad", s)).clone());
+    for (int k = 0; k < 2; ++k) params[k].set_grad(optim_golden(key(name, k, "grad", s)).clone());
     opt->step();
     for (int k = 0; k < 2; ++k)
-      require_close(params[k], golden(key(name, k, "step", s)), 1e-5, 1e-6,
+      require_close(params[k], optim_golden(key(name, k, "step", s)), 1e-5, 1e-6,
                     "param " + std::to_string(k) + " after step " + std::to_string(s));
   }
   CHECK(opt->steps() == 5);
@@ -77,7 +71,7 @@ TEST_CASE("an optimizer restored from its state_dict continues exactly", "[optim
   // Five steps straight through, against three steps, save, and a fresh optimizer that loads
   // the saved state and takes the last two.
   auto make_params = [] {
-    std::vector<Tensor> p{golden("adamw.p0.init").clone(), golden("adamw.p1.init").clone()};
+    std::vector<Tensor> p{optim_golden("adamw.p0.init").clone(), optim_golden("adamw.p1.init").clone()};
     for (auto& t : p) t.set_requires_grad(true);
     return p;
   };
@@ -91,7 +85,7 @@ TEST_CASE("an optimizer restored from its state_dict continues exactly", "[optim
       saved = opt_a.state_dict();
       for (auto& t : a) saved_params.push_back(t.detach().clone());
     }
-    for (int k = 0; k < 2; ++k) a[k].set_grad(golden(key("adamw", k, "grad", s)).clone());
+    for (int k = 0; k < 2; ++k) a[k].set_grad(optim_golden(key("adamw", k, "grad", s)).clone());
     opt_a.step();
   }
   std::vector<Tensor> b;
@@ -104,7 +98,7 @@ TEST_CASE("an optimizer restored from its state_dict continues exactly", "[optim
   opt_b.load_state_dict(saved);
   CHECK(opt_b.steps() == 3);
   for (int s = 3; s < 5; ++s) {
-    for (int k = 0; k < 2; ++k) b[k].set_grad(golden(key("adamw", k, "grad", s)).clone());
+    for (int k = 0; k < 2; ++k) b[k].set_grad(optim_golden(key("adamw", k, "grad", s)).clone());
     opt_b.step();
   }
   for (int k = 0; k < 2; ++k) CHECK(b[k].to_vector<float>() == a[k].to_vector<float>());
@@ -121,11 +115,11 @@ TEST_CASE("clip_grad_norm matches torch.nn.utils.clip_grad_norm_", "[optim]") {
   std::vector<Tensor> params{Tensor::zeros({3, 4}), Tensor::zeros({7})};
   for (int k = 0; k < 2; ++k) {
     params[k].set_requires_grad(true);
-    params[k].set_grad(golden("clip.grad" + std::to_string(k)).clone());
+    params[k].set_grad(optim_golden("clip.grad" + std::to_string(k)).clone());
   }
   const double norm = clip_grad_norm(params, 1.5);
-  CHECK(norm == Approx(golden("clip.norm").item()).epsilon(1e-6));
-  for (int k = 0; k < 2; ++k) require_close(params[k].grad(), golden("clip.clipped" + std::to_string(k)), 1e-5, 1e-7);
+  CHECK(norm == Approx(optim_golden("clip.norm").item()).epsilon(1e-6));
+  for (int k = 0; k < 2; ++k) require_close(params[k].grad(), optim_golden("clip.clipped" + std::to_string(k)), 1e-5, 1e-7);
   CHECK(grad_norm(params) == Approx(1.5).epsilon(1e-5));
   // A non-finite gradient: the norm says so and nothing is scaled.
   params[1].set_grad(Tensor::full({7}, INFINITY));

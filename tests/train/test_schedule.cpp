@@ -5,22 +5,12 @@
 
 #include <string>
 
-#include "runtime/safetensors.h"
+#include "optim_fixture.h"
 #include "train/schedule.h"
 
 using namespace ocrt;
 using namespace ocrt::train;
-
-namespace {
-
-Tensor golden(const std::string& name) {
-  static const SafetensorsFile f =
-      load_safetensors(std::string(OCRT_SOURCE_DIR) + "/tests/fixtures/optim.safetensors");
-  INFO("regenerate the fixture with: /usr/bin/python3 tools/reference/optim.py");
-  return f.get(name);
-}
-
-}  // namespace
+using ocrt::testing::optim_golden;
 
 TEST_CASE("LR schedules match torch's StepLR and OneCycleLR", "[optim]") {
   Schedule step{.kind = ScheduleKind::step, .base_lr = 0.1, .step_size = 7, .gamma = 0.5};
@@ -29,7 +19,7 @@ TEST_CASE("LR schedules match torch's StepLR and OneCycleLR", "[optim]") {
                    .div_factor = 10, .final_div_factor = 100};
   auto check = [](const Schedule& s, const std::string& name) {
     s.validate();
-    const auto expect = golden("sched." + name).to_vector<double>();
+    const auto expect = optim_golden("sched." + name).to_vector<double>();
     for (size_t i = 0; i < expect.size(); ++i) {
       INFO(name << " step " << i);
       CHECK(s.lr_at((int64_t)i) == Approx(expect[i]).epsilon(1e-9).margin(1e-15));
