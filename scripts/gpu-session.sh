@@ -2,17 +2,32 @@
 # One lent-GPU call in the order DEVELOPERS.md asks for, inside a deadline: scripts/gpu-check.sh
 # --tests-only (build, every `cuda` test, ocrt-infer on the sample lines), then whole pages on
 # the GPU (detector + recogniser: the sample page read on cuda:0 and on the CPU must agree, and
-# pages/s over freshly rendered 300 dpi pages), then detector training on cuda:0 for whatever
-# time is left (--max-minutes, so the last checkpoint is saved). Logs and the training run's
-# files go to $OUT (at most 8 files come back: the logs are bundled).
+# pages/s over freshly rendered 300 dpi pages), then training on cuda:0 for whatever time is
+# left (--max-minutes, so the last checkpoint is saved). Logs and the training run's files go
+# to $OUT (at most 8 files come back: the logs are bundled, models split into 15 MB parts).
 #
-#   scripts/gpu-session.sh SECONDS [DET_INIT]
+#   scripts/gpu-session.sh SECONDS [--train crnn|dbnet|none] [--init FILE] [--quick]
 #
-# SECONDS is the whole budget of the call; DET_INIT a detector model file to start from (--init).
+# SECONDS is the whole budget of the call. --train picks what trains in the time left:
+#   crnn   the shipped recogniser's recipe (scripts/train-en.sh) in gpu-run/crnn, resuming
+#          there when a checkpoint is present (a second call on the same warm machine goes on
+#          exactly), else starting from --init (default weights/crnn-en.safetensors)
+#   dbnet  the page detector on 800 freshly rendered pages (from --init when given)
+# --quick skips the checks and the pages (a second call on a machine already checked).
+# OCRT_CRNN_FLAGS adds ocrt-train flags to the crnn run (e.g. "--lr 3e-4 --steps 7000").
 set -uo pipefail
 cd "$(dirname "$0")/.."
-budget="${1:?usage: scripts/gpu-session.sh SECONDS [DET_INIT]}"
-init="${2:-}"
+budget="${1:?usage: scripts/gpu-session.sh SECONDS [--train crnn|dbnet|none] [--init FILE] [--quick]}"
+shift
+train=dbnet init="" quick=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --train) train="$2"; shift 2 ;;
+    --init) init="$2"; shift 2 ;;
+    --quick) quick=1; shift ;;
+    *) init="$1"; shift ;;  # the older form: SECONDS DET_INIT
+  esac
+done
 start=$(date +%s)
 left() { echo $((budget - ($(date +%s) - start))); }
 out="${OUT:-gpu-session-out}"
@@ -25,47 +40,71 @@ jobs="$(nproc 2>/dev/null || echo 4)"
 [ -d .gpu-deps/usr ] || scripts/gpu-unpack.sh
 [ -d .gpu-deps/usr ] && export LD_LIBRARY_PATH="$PWD/.gpu-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-scripts/gpu-check.sh --tests-only "$out/logs/check" > "$out/logs/check.txt" 2>&1
-log "gpu-check --tests-only: rc $? ($(tail -1 "$out/logs/check.txt"))"
-cmake --build build-gpu -j "$jobs" --target ocrt-synth ocrt-train > "$out/logs/build-more.log" 2>&1 ||
-  { log "FAIL: building ocrt-synth/ocrt-train"; exit 1; }
+if [ $quick -eq 0 ]; then
+  scripts/gpu-check.sh --tests-only "$out/logs/check" > "$out/logs/check.txt" 2>&1
+  log "gpu-check --tests-only: rc $? ($(tail -1 "$out/logs/check.txt"))"
+fi
+cmake --build build-gpu -j "$jobs" --target ocrt-synth ocrt-train ocrt-infer > "$out/logs/build-more.log" 2>&1 ||
+  { log "FAIL: building ocrt-synth/ocrt-train/ocrt-infer"; exit 1; }
 
-# Pages to read and to train on, rendered on every core (they are not in the tree).
+# Pages to read (and, for dbnet, to train on), rendered on every core (they are not in the tree).
 export OCRT_FONT_DIRS="$PWD/.fonts-en/train"
 synth() { build-gpu/ocrt-synth --pages --degrade scan --prose .fonts-en/prose.txt --words .fonts-en/words "$@"; }
-synth --count 16 --dpi 300:300 --fonts .fonts-en/val --seed 77 --out pages300 > "$out/logs/synth300.log" 2>&1
-log "rendered $(ls pages300/*.png 2>/dev/null | wc -l) pages at 300 dpi"
-(synth --count 800 --dpi 120:220 --fonts .fonts-en/train --seed 303 --out det-pages/train > "$out/logs/synth-train.log" 2>&1
- synth --count 32 --dpi 120:220 --fonts .fonts-en/val --seed 404 --out det-pages/val > "$out/logs/synth-val.log" 2>&1) &
-render_pid=$!
+render_pid=""
+if [ "$train" = dbnet ]; then
+  (synth --count 800 --dpi 120:220 --fonts .fonts-en/train --seed 303 --out det-pages/train > "$out/logs/synth-train.log" 2>&1
+   synth --count 32 --dpi 120:220 --fonts .fonts-en/val --seed 404 --out det-pages/val > "$out/logs/synth-val.log" 2>&1) &
+  render_pid=$!
+fi
 
-# The shipped page reader on the GPU: the sample page must read as on the CPU; then pages/s.
-if [ -f samples/pages/article.png ]; then
-  build-gpu/ocrt-infer --page --device cuda:0 --format text samples/pages/article.png > "$out/logs/page-cuda.txt" 2> "$out/logs/page-cuda.log"
-  rc_gpu=$?
-  build-gpu/ocrt-infer --page --device cpu --format text samples/pages/article.png > "$out/logs/page-cpu.txt" 2> /dev/null
-  if [ $rc_gpu -eq 0 ] && cmp -s "$out/logs/page-cuda.txt" "$out/logs/page-cpu.txt"; then
-    log "page: cuda:0 and cpu read samples/pages/article.png identically ($(wc -l < "$out/logs/page-cuda.txt") lines)"
-  else
-    log "FAIL: page on cuda:0 (rc $rc_gpu) differs from cpu (see page-cuda.txt, page-cpu.txt)"
+if [ $quick -eq 0 ]; then
+  synth --count 16 --dpi 300:300 --fonts .fonts-en/val --seed 77 --out pages300 > "$out/logs/synth300.log" 2>&1
+  log "rendered $(ls pages300/*.png 2>/dev/null | wc -l) pages at 300 dpi"
+  # The shipped page reader on the GPU: the sample page must read as on the CPU; then pages/s.
+  if [ -f samples/pages/article.png ]; then
+    build-gpu/ocrt-infer --page --device cuda:0 --format text samples/pages/article.png > "$out/logs/page-cuda.txt" 2> "$out/logs/page-cuda.log"
+    rc_gpu=$?
+    build-gpu/ocrt-infer --page --device cpu --format text samples/pages/article.png > "$out/logs/page-cpu.txt" 2> /dev/null
+    if [ $rc_gpu -eq 0 ] && cmp -s "$out/logs/page-cuda.txt" "$out/logs/page-cpu.txt"; then
+      log "page: cuda:0 and cpu read samples/pages/article.png identically ($(wc -l < "$out/logs/page-cuda.txt") lines)"
+    else
+      log "FAIL: page on cuda:0 (rc $rc_gpu) differs from cpu (see page-cuda.txt, page-cpu.txt)"
+    fi
+  fi
+  for run in 1 2; do
+    t0=$(date +%s.%N)
+    build-gpu/ocrt-infer --page --device cuda:0 --eval pages300 > "$out/logs/pages300-cuda-$run.txt" 2>&1
+    rc=$?; t1=$(date +%s.%N)
+    log "pages300 on cuda:0 (run $run): rc $rc, $(ls pages300/*.png | wc -l) pages in $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") s; $(grep -m1 -iE 'words' "$out/logs/pages300-cuda-$run.txt"); $(grep -m1 -iE "pages' time" "$out/logs/pages300-cuda-$run.txt")"
+  done
+  if [ "$train" = none ]; then
+    t0=$(date +%s.%N)
+    build-gpu/ocrt-infer --page --device cpu --eval pages300 > "$out/logs/pages300-cpu.txt" 2>&1; rc=$?
+    t1=$(date +%s.%N)
+    log "pages300 on cpu ($jobs threads): rc $rc, $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") s; $(grep -m1 -iE 'words' "$out/logs/pages300-cpu.txt")"
   fi
 fi
-for run in 1 2; do
-  t0=$(date +%s.%N)
-  build-gpu/ocrt-infer --page --device cuda:0 --eval pages300 > "$out/logs/pages300-cuda-$run.txt" 2>&1
-  rc=$?; t1=$(date +%s.%N)
-  log "pages300 on cuda:0 (run $run): rc $rc, $(ls pages300/*.png | wc -l) pages in $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") s; $(grep -m1 -iE 'words' "$out/logs/pages300-cuda-$run.txt")"
-done
-t0=$(date +%s.%N)
-build-gpu/ocrt-infer --page --device cpu --eval pages300 > "$out/logs/pages300-cpu.txt" 2>&1; rc=$?
-t1=$(date +%s.%N)
-log "pages300 on cpu ($jobs threads): rc $rc, $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") s; $(grep -m1 -iE 'words' "$out/logs/pages300-cpu.txt")"
 
-# Detector training on the GPU for the time left, keeping 40 s for the end.
-wait $render_pid
-log "rendered $(ls det-pages/train/*.png 2>/dev/null | wc -l) training and $(ls det-pages/val/*.png 2>/dev/null | wc -l) validation pages"
+# Training on the GPU for the time left, keeping 40 s for the end.
+[ -n "$render_pid" ] && wait $render_pid
 minutes=$(awk "BEGIN{printf \"%.2f\", ($(left) - 40) / 60}")
-if awk "BEGIN{exit !($minutes > 0.5)}"; then
+if [ "$train" = none ]; then
+  log "no training asked for"
+elif ! awk "BEGIN{exit !($minutes > 0.5)}"; then
+  log "no time left for $train training"
+elif [ "$train" = crnn ]; then
+  # The recipe of scripts/train-en.sh, continued: a new stage from the shipped weights (or
+  # --init), or exactly where the last call on this machine stopped (--resume-if-present).
+  log "crnn training on cuda:0 for $minutes minutes (gpu-run/crnn; from ${init:-weights/crnn-en.safetensors} unless a checkpoint is there)"
+  # shellcheck disable=SC2086
+  OCRT_TRAIN=build-gpu/ocrt-train scripts/train-en.sh gpu-run/crnn --device cuda:0 \
+    --init "${init:-weights/crnn-en.safetensors}" --resume-if-present --max-minutes "$minutes" \
+    ${OCRT_CRNN_FLAGS:-} > "$out/logs/crnn-summary.json" 2> "$out/logs/crnn-train.log"
+  log "crnn training: rc $?; $(grep -E '^step' "$out/logs/crnn-train.log" | tail -1)"
+  cp gpu-run/crnn/metrics.jsonl "$out/crnn-metrics.jsonl" 2>/dev/null
+  [ -f gpu-run/crnn/best.safetensors ] && split -b 15M -d gpu-run/crnn/best.safetensors "$out/crnn-best.safetensors.part-"
+else
+  log "rendered $(ls det-pages/train/*.png 2>/dev/null | wc -l) training and $(ls det-pages/val/*.png 2>/dev/null | wc -l) validation pages"
   extra=()
   [ -n "$init" ] && extra+=(--init "$init")
   log "dbnet training on cuda:0 for $minutes minutes ${init:+from $init}"
@@ -78,7 +117,5 @@ if awk "BEGIN{exit !($minutes > 0.5)}"; then
   cp det-run/metrics.jsonl "$out/det-metrics.jsonl" 2>/dev/null
   last=$(ls det-run/ckpt-*.safetensors 2>/dev/null | tail -1)
   [ -n "$last" ] && cp "$last" "$out/det-last.safetensors"
-else
-  log "no time left for detector training"
 fi
 log "done"
