@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "models/dbnet.h"
-#include "models/model_file.h"
+#include "models/model_check.h"
 #include "runtime/error.h"
 #include "runtime/rng.h"
 
@@ -31,29 +31,8 @@ TextDetector::TextDetector(const std::string& model_path, DetectorOptions option
   OCRT_CHECK(file.info.has_value(), model_path,
              " holds weights only (no ocrt metadata): a text detector's model file must carry its arch and "
              "config (docs/formats.md)");
-  const nn::ModelInfo& info = *file.info;
-  OCRT_CHECK(nn::is_detector_arch(info.arch), model_path, " holds a '", info.arch,
-             "' model, which is not a text detector (expected arch 'dbnet')");
-  // detect_text_lines feeds p / 127.5 - 1; a file asking for other input would be misread.
-  const Json spec = nn::detector_input_spec();
-  for (const char* key : {"scale", "offset"}) {
-    const Json* want = spec.find(key);
-    const Json* got = info.input.find(key);
-    OCRT_CHECK(!got || !want || (got->is_number() && std::abs(got->as_number() - want->as_number()) < 1e-9),
-               model_path, ": the detector's input spec has ", key, " ", got ? got->dump() : "", ", expected ",
-               want ? want->dump() : "");
-  }
-  std::shared_ptr<nn::DBNet> model;
-  try {
-    Generator gen(0);  // the initial values are overwritten at once
-    {
-      const nn::ModelSizeGuard guard(file.weights, model_path);
-      model = nn::make_detector(info.arch, info.config, gen);
-    }
-    model->load_state_dict(file.weights);
-  } catch (const Error& e) {
-    fail(model_path, ": the weights do not fit its '", info.arch, "' model: ", e.what());
-  }
+  nn::check_model_info(*file.info, model_path, {nn::ModelExpectation::Kind::detector, "", nullptr});
+  std::shared_ptr<nn::DBNet> model = nn::build_detector(file.info->arch, file.info->config, file.weights, model_path);
   use_model(std::move(model));
 }
 

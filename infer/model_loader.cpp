@@ -26,23 +26,17 @@ LoadedModel load_model(const std::string& path, const std::string& arch, const s
   m.path = path;
   m.input = nn::default_input_spec();
   if (file.info) {
+    nn::check_model_info(*file.info, path, {nn::ModelExpectation::Kind::recognizer, arch, nullptr});
     m.arch = file.info->arch;
-    OCRT_CHECK(nn::is_known_arch(m.arch), path, ": the model's architecture is '", m.arch,
-               "', which this build does not know (it runs ", nn::known_archs_str(), ")");
-    OCRT_CHECK(arch.empty() || arch == m.arch, path, " holds a '", m.arch, "' model, but '", arch, "' was asked for");
     try {
       m.charset = nn::Charset::from_chars(file.info->charset);
-      m.config = file.info->config;
     } catch (const Error& e) {
       fail(path, ": ", e.what());
     }
+    m.config = file.info->config;
     if (!charset_path.empty())
       OCRT_CHECK(nn::Charset::from_file(charset_path).chars() == m.charset.chars(), "the charset ", charset_path,
                  " differs from the one stored in ", path, " (a model file carries its own charset; leave --charset out)");
-    const Json* classes = m.config.find("num_classes");
-    OCRT_CHECK(classes && classes->is_number(), path, ": the model's config has no 'num_classes'");
-    OCRT_CHECK(classes->as_int() == m.charset.num_classes(), path, ": the model has ", classes->as_int(),
-               " classes but its charset ", m.charset.size(), " characters (expected characters + 1 for the blank)");
     m.input = file.info->input;
     m.training = file.info->training;
   } else {
@@ -68,15 +62,9 @@ std::shared_ptr<nn::Recognizer> build_model(const std::string& arch, const Json&
 }
 
 std::shared_ptr<nn::Recognizer> build_model(const LoadedModel& m) {
-  try {
-    // The first build of a file's config (the predictor's later copies reuse it): bounded by
-    // the size of its weights, so a config that does not fit them fails before allocating.
-    const nn::ModelSizeGuard guard(m.weights, m.path);
-    return build_model(m.arch, m.config, m.weights);
-  } catch (const Error& e) {
-    fail(m.path, ": the weights do not fit a '", m.arch, "' model with ", m.charset.num_classes(), " classes: ",
-         e.what());
-  }
+  // The first build of a file's config (the predictor's later copies reuse it): bounded by the
+  // size of its weights, so a config that does not fit them fails before allocating.
+  return nn::build_recognizer(m.arch, m.config, m.weights, m.path);
 }
 
 }  // namespace ocrt::infer

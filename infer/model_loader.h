@@ -7,6 +7,7 @@
 #include <string>
 
 #include "models/charset.h"
+#include "models/model_check.h"
 #include "models/model_file.h"
 #include "models/recognizer.h"
 

@@ -2,6 +2,7 @@
 #include "models/recognizer.h"
 
 #include "models/crnn.h"
+#include "models/model_file.h"
 #include "models/svtr_lite.h"
 #include "runtime/error.h"
 
@@ -11,6 +12,8 @@ namespace {
 bool is_crnn(const std::string& arch) { return arch == "crnn" || arch == "crnn-s"; }
 bool is_svtr(const std::string& arch) { return arch == "svtr-lite"; }
 }  // namespace
+
+Json Recognizer::input_spec() const { return default_input_spec(); }
 
 std::vector<std::string> known_archs() { return {"crnn", "crnn-s", "svtr-lite"}; }
 

@@ -35,6 +35,9 @@ class Recognizer : public Module {
   virtual int64_t num_classes() const = 0;
   // The architecture config, as stored in model files ("config", models/model_file.h).
   virtual Json config_json() const = 0;
+  // What the model reads, as stored in model files ("input"): every recogniser today takes
+  // 32-high gray lines, p / 127.5 - 1, widths a multiple of 4 (nn::default_input_spec()).
+  virtual Json input_spec() const;
 };
 
 // The architecture names make_recognizer knows, for messages: "crnn, crnn-s, svtr-lite".

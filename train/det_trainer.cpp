@@ -272,32 +272,20 @@ struct DetStart {
 };
 
 DetStart resolve_detector_start(const TrainConfig& cfg, bool lead) {
-  std::optional<Checkpoint> ckpt = checkpoint_to_resume(cfg);
-  std::optional<nn::ModelFile> init;
-  if (!ckpt && !cfg.init.empty()) init = nn::load_model_file(cfg.init);
-  Json conf = nn::DBNetConfig::preset(cfg.arch).to_json();
-  if (ckpt) {
-    OCRT_CHECK(ckpt->info.arch == cfg.arch, "--resume: ", ckpt->path, " is a ", ckpt->info.arch,
-               " checkpoint, but --arch is ", cfg.arch);
-    check_resume_settings(*ckpt, cfg, lead);
-    conf = ckpt->info.config;
-  } else if (init && init->info) {
-    OCRT_CHECK(init->info->arch == cfg.arch, "--init: ", cfg.init, " holds a ", init->info->arch,
-               " model, but --arch is ", cfg.arch);
-    conf = init->info->config;
-  }
+  const StartFiles files = find_start_files(cfg, {nn::ModelExpectation::Kind::detector, cfg.arch, nullptr}, lead);
+  const Json* stored = files.config();
+  const Json conf = stored ? *stored : nn::DBNetConfig::preset(cfg.arch).to_json();
   DetStart s;
   Generator gen(cfg.seed);
   {
     std::optional<nn::ModelSizeGuard> guard;  // a config from a file must fit that file's weights
-    if (ckpt) guard.emplace(ckpt->model, ckpt->path);
-    else if (init && init->info) guard.emplace(init->weights, cfg.init);
+    files.bound_build(guard);
     s.model = nn::make_detector(cfg.arch, conf, gen);
   }
   s.info.arch = cfg.arch;
   s.info.config = s.model->config_json();
   s.info.input = nn::detector_input_spec();
-  load_start(*s.model, ckpt, init, cfg, lead, s.state, s.optim, s.from);
+  load_start(*s.model, files, cfg, lead, s.state, s.optim, s.from);
   return s;
 }
 

@@ -48,18 +48,18 @@ std::vector<std::string> check_resume_settings(const Checkpoint& ckpt, const Tra
   return changes;
 }
 
-void load_start(nn::Module& model, const std::optional<Checkpoint>& ckpt, const std::optional<nn::ModelFile>& init,
-                const TrainConfig& cfg, bool lead, TrainState& state, std::optional<nn::StateDict>& optim,
-                std::string& from) {
+void load_start(nn::Module& model, const StartFiles& files, const TrainConfig& cfg, bool lead, TrainState& state,
+                std::optional<nn::StateDict>& optim, std::string& from) {
   state = TrainState{};
-  if (ckpt) {
-    model.load_state_dict(ckpt->model);
-    state = ckpt->state;
-    if (!ckpt->optim.empty()) optim = ckpt->optim;
-    from = ckpt->path;
-    if (lead) std::fprintf(stderr, "resuming from %s at step %lld\n", ckpt->path.c_str(), (long long)state.step);
-  } else if (init) {
-    model.load_state_dict(init->weights);
+  if (files.ckpt) {
+    const Checkpoint& ckpt = *files.ckpt;
+    model.load_state_dict(ckpt.model);
+    state = ckpt.state;
+    if (!ckpt.optim.empty()) optim = ckpt.optim;
+    from = ckpt.path;
+    if (lead) std::fprintf(stderr, "resuming from %s at step %lld\n", ckpt.path.c_str(), (long long)state.step);
+  } else if (files.init) {
+    model.load_state_dict(files.init->weights);
     from = cfg.init;
   }
   state.seed = cfg.seed;  // the checkpoint's, or changed with --allow-changes
@@ -76,26 +76,39 @@ std::optional<Checkpoint> checkpoint_to_resume(const TrainConfig& cfg) {
   return load_checkpoint(all.back());
 }
 
+const Json* StartFiles::config() const {
+  if (ckpt) return &ckpt->info.config;
+  if (init && init->info) return &init->info->config;
+  return nullptr;
+}
+
+void StartFiles::bound_build(std::optional<nn::ModelSizeGuard>& guard) const {
+  if (ckpt) guard.emplace(ckpt->model, ckpt->path);
+  else if (init && init->info) guard.emplace(init->weights, init->path);
+}
+
+StartFiles find_start_files(const TrainConfig& cfg, const nn::ModelExpectation& want, bool lead) {
+  StartFiles files;
+  files.ckpt = checkpoint_to_resume(cfg);
+  if (files.ckpt) {
+    nn::check_model_info(files.ckpt->info, "--resume: " + files.ckpt->path, want);
+    files.changes = check_resume_settings(*files.ckpt, cfg, lead);
+  } else if (!cfg.init.empty()) {
+    files.init = nn::load_model_file(cfg.init);
+    if (files.init->info) nn::check_model_info(*files.init->info, "--init: " + cfg.init, want);
+  }
+  return files;
+}
+
 StartPoint resolve_start(const TrainConfig& cfg, const nn::Charset& charset, bool lead) {
-  std::optional<Checkpoint> ckpt = checkpoint_to_resume(cfg);
-  std::optional<nn::ModelFile> init;
-  if (!ckpt && !cfg.init.empty()) init = nn::load_model_file(cfg.init);
+  const std::vector<std::string> chars = charset.chars();
+  const StartFiles files = find_start_files(cfg, {nn::ModelExpectation::Kind::recognizer, cfg.arch, &chars}, lead);
 
   // The architecture config: the checkpoint's or the --init file's when they carry one (a model
   // of any config of the arch can be resumed or fine-tuned), else the arch's preset.
   Json conf;
-  std::vector<std::string> changes;
-  if (ckpt) {
-    OCRT_CHECK(ckpt->info.arch == cfg.arch, "--resume: ", ckpt->path, " is a ", ckpt->info.arch,
-               " checkpoint, but --arch is ", cfg.arch);
-    OCRT_CHECK(ckpt->info.charset == charset.chars(), "--resume: ", ckpt->path, " was trained with another charset");
-    changes = check_resume_settings(*ckpt, cfg, lead);
-    conf = ckpt->info.config;
-  } else if (init && init->info) {
-    OCRT_CHECK(init->info->arch == cfg.arch, "--init: ", cfg.init, " holds a ", init->info->arch,
-               " model, but --arch is ", cfg.arch);
-    OCRT_CHECK(init->info->charset == charset.chars(), "--init: ", cfg.init, " was trained with another charset");
-    conf = init->info->config;
+  if (const Json* stored = files.config()) {
+    conf = *stored;
   } else {
     Generator scratch(0);
     conf = nn::make_recognizer(cfg.arch, charset.num_classes(), scratch)->config_json();
@@ -110,8 +123,7 @@ StartPoint resolve_start(const TrainConfig& cfg, const nn::Charset& charset, boo
   Generator gen(cfg.seed);
   {
     std::optional<nn::ModelSizeGuard> guard;  // a config from a file must fit that file's weights
-    if (ckpt) guard.emplace(ckpt->model, ckpt->path);
-    else if (init && init->info) guard.emplace(init->weights, cfg.init);
+    files.bound_build(guard);
     s.model = nn::make_recognizer(cfg.arch, conf, gen);
   }
   OCRT_CHECK(s.model->num_classes() == charset.num_classes(), "the model has ", s.model->num_classes(),
@@ -119,9 +131,9 @@ StartPoint resolve_start(const TrainConfig& cfg, const nn::Charset& charset, boo
   s.info.arch = cfg.arch;
   s.info.config = s.model->config_json();
   s.info.charset = charset.chars();
-  s.info.input = nn::default_input_spec();
-  load_start(*s.model, ckpt, init, cfg, lead, s.state, s.optim, s.from);
-  s.changes = changes;
+  s.info.input = s.model->input_spec();
+  load_start(*s.model, files, cfg, lead, s.state, s.optim, s.from);
+  s.changes = files.changes;
   return s;
 }
 

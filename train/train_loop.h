@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "models/charset.h"
+#include "models/model_check.h"
 #include "models/model_file.h"
 #include "models/recognizer.h"
 #include "runtime/comm.h"
@@ -60,11 +61,28 @@ StartPoint resolve_start(const TrainConfig& cfg, const nn::Charset& charset, boo
 // is an error listing them all, unless --allow-changes: then they are printed and returned).
 std::optional<Checkpoint> checkpoint_to_resume(const TrainConfig& cfg);
 std::vector<std::string> check_resume_settings(const Checkpoint& ckpt, const TrainConfig& cfg, bool lead);
+
+// The files a run starts from: the newest checkpoint (--resume), else the --init model file,
+// each checked against what the run trains (nn::check_model_info: arch, kind, charset) and a
+// checkpoint against the run's settings (check_resume_settings).
+struct StartFiles {
+  std::optional<Checkpoint> ckpt;
+  std::optional<nn::ModelFile> init;
+  std::vector<std::string> changes;  // settings changed since the checkpoint (--allow-changes)
+
+  // The architecture config the checkpoint or the --init file carries; null when neither does
+  // (no --resume or --init, or a weights-only --init file).
+  const Json* config() const;
+  // While `guard` lives, building a model from config() is bounded by the size of the weights
+  // that come with it (nn::ModelSizeGuard); nothing when config() is null.
+  void bound_build(std::optional<nn::ModelSizeGuard>& guard) const;
+};
+StartFiles find_start_files(const TrainConfig& cfg, const nn::ModelExpectation& want, bool lead);
+
 // Puts the checkpoint's weights (and its state and optimizer state) or else the --init file's
 // weights into a model built from the seed, and the run's seed and settings into `state`.
-void load_start(nn::Module& model, const std::optional<Checkpoint>& ckpt, const std::optional<nn::ModelFile>& init,
-                const TrainConfig& cfg, bool lead, TrainState& state, std::optional<nn::StateDict>& optim,
-                std::string& from);
+void load_start(nn::Module& model, const StartFiles& files, const TrainConfig& cfg, bool lead, TrainState& state,
+                std::optional<nn::StateDict>& optim, std::string& from);
 
 // With several replicas: checks that all start at the same step (a resume must see the same
 // checkpoints everywhere) and gives every replica rank 0's parameters and buffers. Nothing with
