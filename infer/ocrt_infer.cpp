@@ -129,7 +129,8 @@ Inputs (any mix, read in order)
   FOLDER                 every image in it (sorted), with name.gt.txt as its text when present
   -                      image paths from stdin, one per line
 An image more than 100 pixels high and less than 6 times as wide as high is read as a page
-(a multi-page TIFF too); other images are text lines. --line and --page decide instead.)");
+(a multi-page TIFF too); other images are text lines. --line and --page decide instead;
+with --format tsv (a table of lines) every image is a line.)");
   p.arguments([&a](const std::string& path) { a.inputs.emplace_back(false, path); });
   p.add({"--list", "FILE", "image paths from FILE, one per line (relative to the working directory)",
          [&a](const std::string& path) { a.inputs.emplace_back(true, path); }});
@@ -225,6 +226,10 @@ Args parse_args(int argc, char** argv) {
   OCRT_CHECK(a.device.empty() || a.devices.empty(), "give --device or --devices, not both");
   OCRT_CHECK(!(a.force_line && a.force_page), "give --line or --page, not both");
   a.kind = a.force_line ? InputKind::line : a.force_page ? InputKind::page : InputKind::automatic;
+  // tsv is a table of lines: it has no place for a page, so every image is read as a line.
+  OCRT_CHECK(a.output.page || a.kind != InputKind::page, "--page: --format tsv writes text lines only; give "
+             "--format text, jsonl, hocr, alto or page for pages");
+  if (!a.output.page) a.kind = InputKind::line;
   if (!a.device.empty()) a.options.devices = a.device;
   if (!a.devices.empty()) a.options.devices = a.devices;
   a.options.keep_logits = !a.logits_out.empty();
@@ -694,13 +699,6 @@ int main(int argc, char** argv) {
   auto read_one_page = [&](InputItem& item, const std::function<void()>& decoded) {
     const auto t0 = std::chrono::steady_clock::now();
     ++pages;
-    if (!args.output.page) {
-      ++pages_failed;
-      std::fprintf(stderr, "ocrt-infer: %s: read as a page (%s), and --format tsv writes text lines only; use "
-                   "--format text, jsonl, hocr, alto or page for pages (or --line)\n", item.name.c_str(),
-                   item.why.c_str());
-      return;
-    }
     Page page;
     page.name = item.name;
     PageReadInfo info;

@@ -496,6 +496,13 @@ TEST_CASE("ocrt-infer: pages and lines, --line and --page, TIFF pages, documents
                         Catch::Contains("scan.tif#2:"));
   }
 
+  SECTION("--format tsv, a table of lines: every image is a line, and --page is refused") {
+    REQUIRE(run_command(quiet(bin + "--det-weights " + det + " --format tsv " + page + " " + line), &out) == 0);
+    CHECK_THAT(out, Catch::StartsWith(page + "\t") && Catch::Contains("\n" + line + "\t"));
+    CHECK(run_command(bin + "--page --format tsv " + line, &out) == 2);
+    CHECK_THAT(out, Catch::Contains("--page: --format tsv writes text lines only"));
+  }
+
   SECTION("a multi-page TIFF: pages by default, lines with --line, named file#N") {
     REQUIRE(run_command(quiet(bin + "--line --format jsonl " + tif), &out) == 0);
     CHECK_THAT(out, Catch::Contains("\"path\":\"" + tif + "#1\"") && Catch::Contains("\"path\":\"" + tif + "#2\""));
