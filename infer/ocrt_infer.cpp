@@ -600,70 +600,20 @@ void add_stats(RunStats& to, const RunStats& from) {
   }
 }
 
-}  // namespace
+// One run of ocrt-infer over its inputs: text lines batched through the predictor, pages
+// through the page reader, each result written (and with --eval scored) as it comes.
+class InferRun {
+ public:
+  // Checks the output paths and loads the models: a run that cannot start throws here.
+  explicit InferRun(Args args);
+  // Reads every input in order. Throws what stops the whole run (not what fails one input).
+  void read_all();
+  // --eval: the report (or jsonl summaries) on stdout; --logits-out.
+  void finish_outputs();
+  // The summaries on stderr; the exit status (1 when any line or page failed).
+  int summarise();
 
-int main(int argc, char** argv) {
-  // Batches of lines of ever-other widths: keep RSS near the largest batch's working set
-  // (runtime/cpu_allocator.h).
-  cpu_set_cache_trim(true);
-  Args args;
-  std::unique_ptr<Predictor> predictor;
-  std::unique_ptr<InputReader> reader;
-  std::unique_ptr<DetectorSlot> detector;
-  try {
-    args = parse_args(argc, argv);
-    // Every output path is checked before the first line is read, not after the whole run.
-    if (!args.logits_out.empty()) check_output_path("--logits-out", args.logits_out);
-    if (!args.output_dir.empty()) {
-      std::error_code ec;
-      fs::create_directories(args.output_dir, ec);
-      OCRT_CHECK(fs::is_directory(args.output_dir, ec), "--output-dir ", args.output_dir, ": cannot make the folder",
-                 ec ? " (" + ec.message() + ")" : std::string());
-      check_output_path("--output-dir", (fs::path(args.output_dir) / "probe").string());
-    }
-    // The thread that reads pages runs the detector's CPU ops (the predictor's workers set
-    // their own counts).
-    if (args.options.threads > 0) set_num_threads(args.options.threads);
-    reader = std::make_unique<InputReader>(args.eval, nullptr, args.kind != InputKind::line);
-    for (const auto& [is_list, path] : args.inputs) {
-      if (is_list) reader->add_list(path);
-      else reader->add(path);
-    }
-    if (args.weights.empty()) args.weights = default_weights();
-    predictor = std::make_unique<Predictor>(args.weights, args.options);
-    detector = std::make_unique<DetectorSlot>(args.det_weights, DetectorOptions{args.options.devices[0], args.max_side});
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ocrt-infer: %s\n", e.what());
-    return 2;
-  }
-
-  Evaluation evaluation(&predictor->charset());
-  PageEvaluation page_evaluation;
-  std::vector<std::pair<std::string, Tensor>> logits;
-  const bool jsonl = args.output.name == "jsonl";
-  // Lines are written as pages of one line for the XML formats and into --output-dir.
-  const bool lines_as_pages = args.output.page_document() || !args.output_dir.empty();
-  // With --eval, stdout holds the evaluation: per-line (and per-page) objects in jsonl, a
-  // report otherwise; documents go to --output-dir only.
-  const bool write_documents = !args.eval || !args.output_dir.empty();
-  bool stdout_used = false;
-  PageFormatOptions page_options;
-  page_options.char_boxes = args.format.positions;
-  std::unique_ptr<PageWriter> writer;
-  if (args.output.page)
-    writer = std::make_unique<PageWriter>(*args.output.page, args.output_dir, page_options, &stdout_used);
-  PageReaderOptions reader_options;
-  reader_options.rotation = args.rotation;
-  PageReading page_reading(*detector, *predictor, reader_options, args.options.max_image_pixels,
-                           args.kind == InputKind::page);
-
-  RunStats stats;
-  // Lines that failed before the predictor (counted as read and failed), and lines read whose
-  // document could not be written (counted as failed).
-  int64_t line_items = 0, lines_failed_early = 0, lines_unwritten = 0, skipped_without_truth = 0;
-  int64_t pages = 0, pages_failed = 0, page_lines = 0, page_lines_failed = 0;
-  double page_seconds = 0;
-
+ private:
   // A line's result, whichever way it came (the predictor, or an item that failed before it).
   struct LineMeta {
     std::optional<std::string> truth;
@@ -671,203 +621,306 @@ int main(int argc, char** argv) {
     int64_t page_number = 0, pages_in_file = 1;
     int64_t width = -1, height = -1;  // known for images decoded here (TIFF pages)
   };
-  auto write_line = [&](LineResult&& r, LineMeta& m) {
-    std::optional<Scored> scored;
-    if (args.eval && m.truth) scored = evaluation.add(r, *m.truth);  // a malformed label line has none
-    // text and the XML documents have no place for a line's error; tsv and jsonl carry it.
-    if (!r.ok() && (args.output.name == "text" || args.output.page_document()))
-      std::fprintf(stderr, "ocrt-infer: %s\n", r.error.c_str());
-    if (lines_as_pages) {
-      if (write_documents) {
-        if (m.width < 0 && r.ok()) image_file_size(m.path, m.width, m.height);
-        const std::string error = writer->add(line_as_page(r, m.width, m.height), m.path, m.page_number, m.pages_in_file);
-        if (!error.empty()) std::fprintf(stderr, "ocrt-infer: %s\n", error.c_str()), ++lines_unwritten;
-      }
-      if (args.eval && jsonl) {
-        const std::string out = format_line(r, args.format, &*scored);
-        std::fwrite(out.data(), 1, out.size(), stdout);
-      }
-    } else if (!args.eval || jsonl) {
-      const std::string out = format_line(r, args.format, scored ? &*scored : nullptr);
-      std::fwrite(out.data(), 1, out.size(), stdout);
-      stdout_used = true;
-    }
-    if (r.ok() && r.logits.defined()) logits.emplace_back(r.name, std::move(r.logits));
-  };
 
+  // The next input item in pending_ (false at the end).
+  bool pull();
+  void write_line(LineResult&& r, LineMeta& m);
+  // A run of lines through the predictor, up to the next page or failed item.
+  void read_lines();
+  // A line that failed before the predictor (a TIFF page that does not decode).
+  void fail_line_early(InputItem&& line);
   // `decoded` runs once the page's image is in hand (it starts decoding the next page).
-  auto read_one_page = [&](InputItem& item, const std::function<void()>& decoded) {
-    const auto t0 = std::chrono::steady_clock::now();
-    ++pages;
-    Page page;
-    page.name = item.name;
-    PageReadInfo info;
-    if (!item.error.empty()) {
-      page.error = item.error;
-    } else {
-      try {
-        page = page_reading.read(item, info, decoded);
-      } catch (const std::exception& e) {
-        page.error = e.what();
-      }
-      // The next page's sizes are all new (its image, the detector's maps, its lines): blocks
-      // kept for this page's sizes would only add to the next one's peak (a folder of four 300
-      // dpi pages: 424 MiB peak RSS with them kept, against 376 for its largest page alone).
-      cpu_empty_cache();
-    }
-    page_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    page_lines += info.lines, page_lines_failed += info.failed_lines;
-    if (!page.error.empty()) ++pages_failed, std::fprintf(stderr, "ocrt-infer: %s\n", page.error.c_str());
-    std::optional<Json> scores;
-    if (args.eval) {
-      const std::string truth_file = page_truth_file(item.path, item.page_number);
-      try {
-        OCRT_CHECK(!truth_file.empty(), item.name, ": --eval: no truth file beside the page (",
-                   fs::path(item.path).replace_extension().string(),
-                   item.page_number > 0 ? "-" + std::to_string(item.page_number) : std::string(),
-                   ".json, .hocr or .xml)");
-        const PageScore s = score_page(page, read_page_truth(truth_file));
-        page_evaluation.add(item.name, s, page.error);
-        scores = Json::object();
-        scores->set("truth", truth_file);
-        scores->set("eval", s.to_json());
-      } catch (const std::exception& e) {
-        page_evaluation.no_truth();
-        if (page.error.empty()) ++pages_failed;
-        std::fprintf(stderr, "ocrt-infer: %s\n", e.what());
-      }
-    }
-    // Under --eval with jsonl and no --output-dir, stdout gets each page's object with its scores.
-    const bool scored_object = args.eval && jsonl && args.output_dir.empty();
-    if (write_documents || scored_object) {
-      const std::string error = writer->add(page, item.path, item.page_number, item.pages_in_file,
-                                            scored_object && scores ? &*scores : nullptr);
-      if (!error.empty()) {
-        std::fprintf(stderr, "ocrt-infer: %s\n", error.c_str());
-        if (page.error.empty()) ++pages_failed;
-      }
-    }
-    if (args.eval && jsonl && !args.output_dir.empty()) {
-      // The documents went to files: stdout gets the page's scores.
-      Json j = Json::object();
-      j.set("path", item.name);
-      if (scores)
-        for (const auto& [key, value] : scores->as_object()) j.set(key, value);
-      if (!page.error.empty()) j.set("error", page.error);
-      std::printf("%s\n", j.dump().c_str());
-    }
-  };
+  void read_one_page(InputItem& item, const std::function<void()>& decoded);
+  // --eval: the page's scores against its truth file (nullopt when it has none: counted).
+  std::optional<Json> score_read_page(const InputItem& item, const Page& page);
+  void write_page(const InputItem& item, const Page& page, const std::optional<Json>& scores);
 
-  try {
-    ItemReader items(*reader, args.kind, args.options.max_image_pixels);
-    std::optional<InputItem> pending;
-    auto pull = [&]() -> bool {
-      if (pending) return true;
-      InputItem item;
-      if (!items.next(item)) return false;
-      pending = std::move(item);
-      return true;
-    };
-    while (pull()) {
-      InputItem& item = *pending;
-      if (item.page) {
-        InputItem page = std::move(item);
-        pending.reset();
-        read_one_page(page, [&] {
-          if (pull() && args.output.page) page_reading.decode_ahead(*pending);
-        });
-        continue;
-      }
-      if (!item.error.empty() || (args.eval && !item.truth)) {
-        // A line that failed before the predictor (a TIFF page that does not decode), or one
-        // without truth under --eval (left out, as a folder's unlabelled images are).
-        InputItem line = std::move(item);
-        pending.reset();
-        if (line.error.empty()) {  // no truth under --eval: left out
-          ++skipped_without_truth;
-          continue;
+  Args args_;
+  std::unique_ptr<InputReader> reader_;
+  std::unique_ptr<Predictor> predictor_;
+  std::unique_ptr<DetectorSlot> detector_;
+  std::unique_ptr<PageReading> page_reading_;
+  std::unique_ptr<ItemReader> items_;
+  std::optional<InputItem> pending_;
+
+  std::unique_ptr<Evaluation> evaluation_;
+  PageEvaluation page_evaluation_;
+  std::vector<std::pair<std::string, Tensor>> logits_;
+  std::unique_ptr<PageWriter> writer_;
+  bool jsonl_ = false;
+  // Lines are written as pages of one line for the XML formats and into --output-dir.
+  bool lines_as_pages_ = false;
+  // With --eval, stdout holds the evaluation: per-line (and per-page) objects in jsonl, a
+  // report otherwise; documents go to --output-dir only.
+  bool write_documents_ = true;
+  bool stdout_used_ = false;
+
+  RunStats stats_;
+  // Lines that failed before the predictor (counted as read and failed), and lines read whose
+  // document could not be written (counted as failed).
+  int64_t line_items_ = 0, lines_failed_early_ = 0, lines_unwritten_ = 0, skipped_without_truth_ = 0;
+  int64_t pages_ = 0, pages_failed_ = 0, page_lines_ = 0, page_lines_failed_ = 0;
+  double page_seconds_ = 0;
+};
+
+InferRun::InferRun(Args args) : args_(std::move(args)) {
+  // Every output path is checked before the first line is read, not after the whole run.
+  if (!args_.logits_out.empty()) check_output_path("--logits-out", args_.logits_out);
+  if (!args_.output_dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(args_.output_dir, ec);
+    OCRT_CHECK(fs::is_directory(args_.output_dir, ec), "--output-dir ", args_.output_dir, ": cannot make the folder",
+               ec ? " (" + ec.message() + ")" : std::string());
+    check_output_path("--output-dir", (fs::path(args_.output_dir) / "probe").string());
+  }
+  // The thread that reads pages runs the detector's CPU ops (the predictor's workers set
+  // their own counts).
+  if (args_.options.threads > 0) set_num_threads(args_.options.threads);
+  reader_ = std::make_unique<InputReader>(args_.eval, nullptr, args_.kind != InputKind::line);
+  for (const auto& [is_list, path] : args_.inputs) {
+    if (is_list) reader_->add_list(path);
+    else reader_->add(path);
+  }
+  if (args_.weights.empty()) args_.weights = default_weights();
+  predictor_ = std::make_unique<Predictor>(args_.weights, args_.options);
+  detector_ = std::make_unique<DetectorSlot>(args_.det_weights, DetectorOptions{args_.options.devices[0], args_.max_side});
+
+  evaluation_ = std::make_unique<Evaluation>(&predictor_->charset());
+  jsonl_ = args_.output.name == "jsonl";
+  lines_as_pages_ = args_.output.page_document() || !args_.output_dir.empty();
+  write_documents_ = !args_.eval || !args_.output_dir.empty();
+  PageFormatOptions page_options;
+  page_options.char_boxes = args_.format.positions;
+  if (args_.output.page)
+    writer_ = std::make_unique<PageWriter>(*args_.output.page, args_.output_dir, page_options, &stdout_used_);
+  PageReaderOptions reader_options;
+  reader_options.rotation = args_.rotation;
+  page_reading_ = std::make_unique<PageReading>(*detector_, *predictor_, reader_options, args_.options.max_image_pixels,
+                                                args_.kind == InputKind::page);
+}
+
+bool InferRun::pull() {
+  if (pending_) return true;
+  InputItem item;
+  if (!items_->next(item)) return false;
+  pending_ = std::move(item);
+  return true;
+}
+
+void InferRun::read_all() {
+  items_ = std::make_unique<ItemReader>(*reader_, args_.kind, args_.options.max_image_pixels);
+  while (pull()) {
+    InputItem& item = *pending_;
+    if (item.page) {
+      InputItem page = std::move(item);
+      pending_.reset();
+      read_one_page(page, [&] {
+        if (pull() && args_.output.page) page_reading_->decode_ahead(*pending_);
+      });
+    } else if (!item.error.empty() || (args_.eval && !item.truth)) {
+      // A line that failed before the predictor, or one without truth under --eval (left out,
+      // as a folder's unlabelled images are).
+      InputItem line = std::move(item);
+      pending_.reset();
+      if (line.error.empty()) ++skipped_without_truth_;
+      else fail_line_early(std::move(line));
+    } else {
+      read_lines();
+    }
+  }
+  if (writer_ && write_documents_) writer_->finish();
+  for (const std::string& note : reader_->take_notes()) std::fprintf(stderr, "ocrt-infer: note: %s\n", note.c_str());
+}
+
+void InferRun::write_line(LineResult&& r, LineMeta& m) {
+  std::optional<Scored> scored;
+  if (args_.eval && m.truth) scored = evaluation_->add(r, *m.truth);  // a malformed label line has none
+  // text and the XML documents have no place for a line's error; tsv and jsonl carry it.
+  if (!r.ok() && (args_.output.name == "text" || args_.output.page_document()))
+    std::fprintf(stderr, "ocrt-infer: %s\n", r.error.c_str());
+  if (lines_as_pages_) {
+    if (write_documents_) {
+      if (m.width < 0 && r.ok()) image_file_size(m.path, m.width, m.height);
+      const std::string error = writer_->add(line_as_page(r, m.width, m.height), m.path, m.page_number, m.pages_in_file);
+      if (!error.empty()) std::fprintf(stderr, "ocrt-infer: %s\n", error.c_str()), ++lines_unwritten_;
+    }
+    if (args_.eval && jsonl_) {
+      const std::string out = format_line(r, args_.format, &*scored);
+      std::fwrite(out.data(), 1, out.size(), stdout);
+    }
+  } else if (!args_.eval || jsonl_) {
+    const std::string out = format_line(r, args_.format, scored ? &*scored : nullptr);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    stdout_used_ = true;
+  }
+  if (r.ok() && r.logits.defined()) logits_.emplace_back(r.name, std::move(r.logits));
+}
+
+void InferRun::fail_line_early(InputItem&& line) {
+  ++line_items_, ++lines_failed_early_;
+  LineResult r;
+  r.name = line.name;
+  r.error = line.error;
+  LineMeta m{line.truth, line.path, line.page_number, line.pages_in_file};
+  write_line(std::move(r), m);
+}
+
+void InferRun::read_lines() {
+  std::vector<LineMeta> meta;
+  bool ended = false;
+  const RunStats run = predictor_->run(
+      [&](LineInput& in) {
+        while (!ended) {
+          if (!pull() || pending_->page || !pending_->error.empty()) {
+            ended = true;
+            break;
+          }
+          InputItem line = std::move(*pending_);
+          pending_.reset();
+          if (args_.eval && !line.truth) {
+            ++skipped_without_truth_;
+            continue;
+          }
+          LineMeta m{line.truth, line.path, line.page_number, line.pages_in_file};
+          if (line.image) m.width = line.image->width, m.height = line.image->height;
+          meta.push_back(std::move(m));
+          in = {line.name, std::move(line.image)};
+          return true;
         }
-        ++line_items, ++lines_failed_early;
-        LineResult r;
-        r.name = line.name;
-        r.error = line.error;
-        LineMeta m{line.truth, line.path, line.page_number, line.pages_in_file};
+        return false;
+      },
+      [&](int64_t index, LineResult&& r) {
+        LineMeta& m = meta[(size_t)index];
         write_line(std::move(r), m);
-        continue;
-      }
-      // A run of lines, up to the next page or failed item.
-      std::vector<LineMeta> meta;
-      bool ended = false;
-      const RunStats run = predictor->run(
-          [&](LineInput& in) {
-            while (!ended) {
-              if (!pull() || pending->page || !pending->error.empty()) {
-                ended = true;
-                break;
-              }
-              InputItem line = std::move(*pending);
-              pending.reset();
-              if (args.eval && !line.truth) {
-                ++skipped_without_truth;
-                continue;
-              }
-              LineMeta m{line.truth, line.path, line.page_number, line.pages_in_file};
-              if (line.image) m.width = line.image->width, m.height = line.image->height;
-              meta.push_back(std::move(m));
-              in = {line.name, std::move(line.image)};
-              return true;
-            }
-            return false;
-          },
-          [&](int64_t index, LineResult&& r) {
-            LineMeta& m = meta[(size_t)index];
-            write_line(std::move(r), m);
-            m.truth.reset();
-          });
-      line_items += run.lines;
-      add_stats(stats, run);
+        m.truth.reset();
+      });
+  line_items_ += run.lines;
+  add_stats(stats_, run);
+}
+
+void InferRun::read_one_page(InputItem& item, const std::function<void()>& decoded) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ++pages_;
+  Page page;
+  page.name = item.name;
+  PageReadInfo info;
+  if (!item.error.empty()) {
+    page.error = item.error;
+  } else {
+    try {
+      page = page_reading_->read(item, info, decoded);
+    } catch (const std::exception& e) {
+      page.error = e.what();
     }
-    if (writer && write_documents) writer->finish();
-    for (const std::string& note : reader->take_notes()) std::fprintf(stderr, "ocrt-infer: note: %s\n", note.c_str());
-    if (args.eval) {
-      const int64_t skipped = reader->skipped_without_truth() + skipped_without_truth;
-      if (jsonl) {
-        if (evaluation.lines() > 0 || page_evaluation.empty()) {
-          Json j = Json::object();
-          j.set("summary", evaluation.summary());
-          std::printf("%s\n", j.dump().c_str());
-        }
-        if (!page_evaluation.empty()) {
-          Json j = Json::object();
-          j.set("page_summary", page_evaluation.summary());
-          std::printf("%s\n", j.dump().c_str());
-        }
-      } else {
-        if (evaluation.lines() > 0 || page_evaluation.empty()) std::fputs(evaluation.report(args.worst).c_str(), stdout);
-        if (!page_evaluation.empty()) {
-          if (evaluation.lines() > 0) std::fputs("\n", stdout);
-          std::fputs(page_evaluation.report().c_str(), stdout);
-        }
-      }
-      if (skipped)
-        std::fprintf(stderr, "ocrt-infer: %lld images without a .gt.txt (or a page truth file) were left out of --eval\n",
-                     (long long)skipped);
+    // The next page's sizes are all new (its image, the detector's maps, its lines): blocks
+    // kept for this page's sizes would only add to the next one's peak (a folder of four 300
+    // dpi pages: 424 MiB peak RSS with them kept, against 376 for its largest page alone).
+    cpu_empty_cache();
+  }
+  page_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  page_lines_ += info.lines, page_lines_failed_ += info.failed_lines;
+  if (!page.error.empty()) ++pages_failed_, std::fprintf(stderr, "ocrt-infer: %s\n", page.error.c_str());
+  const std::optional<Json> scores = args_.eval ? score_read_page(item, page) : std::nullopt;
+  write_page(item, page, scores);
+}
+
+std::optional<Json> InferRun::score_read_page(const InputItem& item, const Page& page) {
+  const std::string truth_file = page_truth_file(item.path, item.page_number);
+  try {
+    OCRT_CHECK(!truth_file.empty(), item.name, ": --eval: no truth file beside the page (",
+               fs::path(item.path).replace_extension().string(),
+               item.page_number > 0 ? "-" + std::to_string(item.page_number) : std::string(), ".json, .hocr or .xml)");
+    const PageScore s = score_page(page, read_page_truth(truth_file));
+    page_evaluation_.add(item.name, s, page.error);
+    Json scores = Json::object();
+    scores.set("truth", truth_file);
+    scores.set("eval", s.to_json());
+    return scores;
+  } catch (const std::exception& e) {
+    page_evaluation_.no_truth();
+    if (page.error.empty()) ++pages_failed_;
+    std::fprintf(stderr, "ocrt-infer: %s\n", e.what());
+    return std::nullopt;
+  }
+}
+
+void InferRun::write_page(const InputItem& item, const Page& page, const std::optional<Json>& scores) {
+  // Under --eval with jsonl and no --output-dir, stdout gets each page's object with its scores.
+  const bool scored_object = args_.eval && jsonl_ && args_.output_dir.empty();
+  if (write_documents_ || scored_object) {
+    const std::string error = writer_->add(page, item.path, item.page_number, item.pages_in_file,
+                                           scored_object && scores ? &*scores : nullptr);
+    if (!error.empty()) {
+      std::fprintf(stderr, "ocrt-infer: %s\n", error.c_str());
+      if (page.error.empty()) ++pages_failed_;
     }
-    std::fflush(stdout);
-    if (!args.logits_out.empty()) write_logits_file(args.logits_out, logits, predictor->charset());
+  }
+  if (args_.eval && jsonl_ && !args_.output_dir.empty()) {
+    // The documents went to files: stdout gets the page's scores.
+    Json j = Json::object();
+    j.set("path", item.name);
+    if (scores)
+      for (const auto& [key, value] : scores->as_object()) j.set(key, value);
+    if (!page.error.empty()) j.set("error", page.error);
+    std::printf("%s\n", j.dump().c_str());
+  }
+}
+
+void InferRun::finish_outputs() {
+  if (args_.eval) {
+    const bool lines = evaluation_->lines() > 0 || page_evaluation_.empty();
+    if (jsonl_) {
+      if (lines) std::printf("%s\n", Json::object().set("summary", evaluation_->summary()).dump().c_str());
+      if (!page_evaluation_.empty())
+        std::printf("%s\n", Json::object().set("page_summary", page_evaluation_.summary()).dump().c_str());
+    } else {
+      if (lines) std::fputs(evaluation_->report(args_.worst).c_str(), stdout);
+      if (!page_evaluation_.empty()) {
+        if (evaluation_->lines() > 0) std::fputs("\n", stdout);
+        std::fputs(page_evaluation_.report().c_str(), stdout);
+      }
+    }
+    if (const int64_t skipped = reader_->skipped_without_truth() + skipped_without_truth_)
+      std::fprintf(stderr, "ocrt-infer: %lld images without a .gt.txt (or a page truth file) were left out of --eval\n",
+                   (long long)skipped);
+  }
+  std::fflush(stdout);
+  if (!args_.logits_out.empty()) write_logits_file(args_.logits_out, logits_, predictor_->charset());
+}
+
+int InferRun::summarise() {
+  stats_.lines += lines_failed_early_;
+  stats_.failed += lines_failed_early_ + lines_unwritten_;
+  if (line_items_ > 0 || pages_ == 0) std::fprintf(stderr, "ocrt-infer: %s\n", stats_.summary().c_str());
+  if (pages_ > 0) {
+    std::fprintf(stderr, "ocrt-infer: %lld pages (%lld failed), %lld text lines on them (%lld not read), in %.2f s, "
+                 "%.2f s a page\n", (long long)pages_, (long long)pages_failed_, (long long)page_lines_,
+                 (long long)page_lines_failed_, page_seconds_, page_seconds_ / (double)pages_);
+    std::fprintf(stderr, "ocrt-infer: pages' time: %s\n", page_reading_->times(page_seconds_).c_str());
+  }
+  return stats_.failed || pages_failed_ ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Batches of lines of ever-other widths: keep RSS near the largest batch's working set
+  // (runtime/cpu_allocator.h).
+  cpu_set_cache_trim(true);
+  std::unique_ptr<InferRun> run;
+  try {
+    run = std::make_unique<InferRun>(parse_args(argc, argv));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ocrt-infer: %s\n", e.what());
+    return 2;
+  }
+  try {
+    run->read_all();
+    run->finish_outputs();
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "ocrt-infer: %s\n", e.what());
     return 2;
   }
-  stats.lines += lines_failed_early;
-  stats.failed += lines_failed_early + lines_unwritten;
-  if (line_items > 0 || pages == 0) std::fprintf(stderr, "ocrt-infer: %s\n", stats.summary().c_str());
-  if (pages > 0) {
-    std::fprintf(stderr, "ocrt-infer: %lld pages (%lld failed), %lld text lines on them (%lld not read), in %.2f s, "
-                 "%.2f s a page\n", (long long)pages, (long long)pages_failed, (long long)page_lines,
-                 (long long)page_lines_failed, page_seconds, page_seconds / (double)pages);
-    std::fprintf(stderr, "ocrt-infer: pages' time: %s\n", page_reading.times(page_seconds).c_str());
-  }
-  return stats.failed || pages_failed ? 1 : 0;
+  return run->summarise();
 }
