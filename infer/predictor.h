@@ -48,8 +48,10 @@
 // A 1x1 image is too small, 32 wide by 100000 high too narrow, 100000 wide by 32 high too wide;
 // but an image of one flat tone (all pixels within normalize.ink_threshold) is blank at any
 // size, 1x1 included, and reads as "".
-// Batches also hold at most max_batch_columns columns in all (lines x padded width; default
-// batch x 2048), so a batch of very wide lines is cut smaller instead of running out of memory.
+// Batches also hold at most max_batch_columns columns in all (lines x padded width), so a batch
+// of wide lines is cut smaller instead of growing its memory with the lines' width. Default:
+// kCpuBatchColumns (12288: 32 lines of 384 columns) when every worker is a CPU, where smaller
+// batches cost no speed and a third of the memory; batch x 2048 when a GPU is among them.
 //
 // Memory: batches of other widths reuse the CPU allocator's cached blocks only in part. A
 // program that mostly recognises lines should call cpu_set_cache_trim(true) (runtime/
@@ -84,6 +86,8 @@ namespace ocrt::infer {
 // in a run that mixes GPU and CPU workers a CPU worker starts with pieces of batch / 8 lines
 // until it and a GPU worker have each finished one (a GPU is usually many times faster).
 constexpr double kMinPieceSeconds = 0.25;
+// The default cap on a batch's columns when every worker is a CPU (see the top of this file).
+constexpr int64_t kCpuBatchColumns = 12288;
 int64_t lines_to_take(int64_t lines, double mine, double fastest);
 
 enum class Decoder { greedy, beam };
@@ -123,7 +127,7 @@ struct PredictorOptions {
   int64_t min_source_height = kMinLineHeight;
   int64_t min_width = 8;
   int64_t max_width = 8192;
-  int64_t max_batch_columns = 0;  // 0: batch * 2048
+  int64_t max_batch_columns = 0;  // 0: kCpuBatchColumns on CPUs alone, else batch * 2048
   int64_t chunk_lines = 0;        // lines decoded per chunk; 0: max(1024, 8 * batch * devices)
 };
 

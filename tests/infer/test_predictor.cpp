@@ -438,3 +438,34 @@ TEST_CASE("logits-out: writes a readable safetensors file", "[infer]") {
   CHECK(f.metadata.at("format") == "ocrt-logits-1");
   CHECK(parse_json(f.metadata.at("charset")).size() == kChars.size());
 }
+
+TEST_CASE("on CPUs a batch holds at most kCpuBatchColumns columns by default, and reads the same", "[infer]") {
+  // 12 lines of 1000 columns: by lines alone one batch of 32 would take them all; the default
+  // column cap (12288, each line counted with the right margin) takes 11 and then 1.
+  const auto paths = write_lines("columns", std::vector<int64_t>(12, 1000));
+  auto read_all = [&](Predictor& p, std::vector<Tensor>& logits) {
+    size_t next = 0;
+    logits.assign(paths.size(), Tensor());
+    return p.run(
+        [&](LineInput& in) {
+          if (next == paths.size()) return false;
+          in.name = paths[next++];
+          return true;
+        },
+        [&](int64_t i, LineResult&& r) { logits[(size_t)i] = r.logits; });
+  };
+  Predictor capped(model_file(), options({Device::cpu()}, 32));
+  PredictorOptions wide_options = options({Device::cpu()}, 32);
+  wide_options.max_batch_columns = 32 * 2048;
+  Predictor wide(model_file(), wide_options);
+  std::vector<Tensor> a, b;
+  const RunStats sa = read_all(capped, a), sb = read_all(wide, b);
+  CHECK(sa.workers[0].batches == 2);
+  CHECK(sb.workers[0].batches == 1);
+  for (size_t i = 0; i < paths.size(); ++i) {
+    REQUIRE(a[i].defined());
+    // As between one worker and two above: a batch's other lines may change the order in which
+    // a GEMM sums (its blocking follows the batch's columns), never what a line reads.
+    CHECK(max_abs_diff(a[i], b[i]) <= 1e-5);
+  }
+}
