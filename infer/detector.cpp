@@ -31,7 +31,7 @@ TextDetector::TextDetector(const std::string& model_path, DetectorOptions option
   OCRT_CHECK(file.info.has_value(), model_path,
              " holds weights only (no ocrt metadata): a text detector's model file must carry its arch and "
              "config (docs/formats.md)");
-  nn::check_model_info(*file.info, model_path, {nn::ModelExpectation::Kind::detector, "", nullptr});
+  nn::check_model_info(*file.info, model_path, {nn::ModelExpectation::Kind::detector, "", "", nullptr});
   std::shared_ptr<nn::DBNet> model = nn::build_detector(file.info->arch, file.info->config, file.weights, model_path);
   use_model(std::move(model));
 }

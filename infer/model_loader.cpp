@@ -26,7 +26,7 @@ LoadedModel load_model(const std::string& path, const std::string& arch, const s
   m.path = path;
   m.input = nn::default_input_spec();
   if (file.info) {
-    nn::check_model_info(*file.info, path, {nn::ModelExpectation::Kind::recognizer, arch, nullptr});
+    nn::check_model_info(*file.info, path, {nn::ModelExpectation::Kind::recognizer, arch, "", nullptr});
     m.arch = file.info->arch;
     try {
       m.charset = nn::Charset::from_chars(file.info->charset);

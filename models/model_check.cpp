@@ -10,11 +10,16 @@ namespace ocrt::nn {
 
 namespace {
 
+void check_arch(const ModelInfo& info, const std::string& source, const ModelExpectation& want) {
+  if (want.arch.empty() || want.arch == info.arch) return;
+  if (want.arch_flag.empty()) fail(source, " holds a '", info.arch, "' model, but '", want.arch, "' was asked for");
+  fail(source, " holds a '", info.arch, "' model, but ", want.arch_flag, " is ", want.arch);
+}
+
 void check_recognizer(const ModelInfo& info, const std::string& source, const ModelExpectation& want) {
   OCRT_CHECK(is_known_arch(info.arch), source, ": the model's architecture is '", info.arch,
              "', which this build does not know (it runs ", known_archs_str(), ")");
-  OCRT_CHECK(want.arch.empty() || want.arch == info.arch, source, " holds a '", info.arch, "' model, but '", want.arch,
-             "' was asked for");
+  check_arch(info, source, want);
   OCRT_CHECK(!want.charset || *want.charset == info.charset, source, " was trained with another charset");
   const Json* classes = info.config.find("num_classes");
   OCRT_CHECK(classes && classes->is_number(), source, ": the model's config has no 'num_classes'");
@@ -25,8 +30,7 @@ void check_recognizer(const ModelInfo& info, const std::string& source, const Mo
 void check_detector(const ModelInfo& info, const std::string& source, const ModelExpectation& want) {
   OCRT_CHECK(is_detector_arch(info.arch), source, " holds a '", info.arch,
              "' model, which is not a text detector (expected arch 'dbnet')");
-  OCRT_CHECK(want.arch.empty() || want.arch == info.arch, source, " holds a '", info.arch, "' model, but '", want.arch,
-             "' was asked for");
+  check_arch(info, source, want);
   // detect_text_lines feeds p / 127.5 - 1; a file asking for other input would be misread.
   const Json spec = detector_input_spec();
   for (const char* key : {"scale", "offset"}) {

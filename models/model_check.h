@@ -19,6 +19,9 @@ struct ModelExpectation {
   enum class Kind { recognizer, detector };
   Kind kind = Kind::recognizer;
   std::string arch;  // the arch asked for; empty accepts any arch of the kind
+  // The flag that asked for it, for the message ("... but --arch is crnn"); empty: "... but
+  // 'crnn' was asked for".
+  std::string arch_flag;
   // A recogniser's charset that must match the file's; null accepts the file's own.
   const std::vector<std::string>* charset = nullptr;
 };

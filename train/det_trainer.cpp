@@ -272,7 +272,7 @@ struct DetStart {
 };
 
 DetStart resolve_detector_start(const TrainConfig& cfg, bool lead) {
-  const StartFiles files = find_start_files(cfg, {nn::ModelExpectation::Kind::detector, cfg.arch, nullptr}, lead);
+  const StartFiles files = find_start_files(cfg, {nn::ModelExpectation::Kind::detector, cfg.arch, "--arch", nullptr}, lead);
   const Json* stored = files.config();
   const Json conf = stored ? *stored : nn::DBNetConfig::preset(cfg.arch).to_json();
   DetStart s;
@@ -310,6 +310,81 @@ DetectionScore evaluate_detector(nn::DBNet& model, const PageSource& pages, int6
     total.found = (int64_t)s[0], total.truth = (int64_t)s[1], total.matched = (int64_t)s[2];
   }
   return total;
+}
+
+// The run's first line in metrics.jsonl, and the line on stderr.
+void log_detector_start(RunFiles& files, const TrainConfig& cfg, const DetStart& start, const nn::DBNet& model,
+                        const TrainState& state, int replicas, Device device, bool lead) {
+  Json j = Json::object();
+  j.set("event", "start");
+  j.set("step", state.step);
+  j.set("time", 0);
+  j.set("from", start.from);
+  j.set("arch", start.info.arch);
+  j.set("model", start.info.config);
+  j.set("parameters", model.num_parameters());
+  if (replicas > 1) j.set("replicas", replicas);
+  j.set("settings", state.settings);
+  files.event(j);
+  if (lead)
+    std::fprintf(stderr, "training %s (%lld parameters) on %s: %lld steps of %lld crops of %lld x %lld\n",
+                 cfg.arch.c_str(), (long long)model.num_parameters(), device.str().c_str(), (long long)cfg.steps,
+                 (long long)cfg.batch, (long long)cfg.crop, (long long)cfg.crop);
+}
+
+// A step's line: the loss averaged since the last line and its three parts at this step.
+void log_detector_step(RunFiles& files, const TrainState& state, int64_t steps, double loss, const DetLoss& l,
+                       double lr, double crops_per_sec, bool lead) {
+  if (lead)
+    std::fprintf(stderr, "step %lld/%lld loss %.4f (prob %.4f thresh %.4f binary %.4f) lr %.2e %.2f crops/s\n",
+                 (long long)state.step, (long long)steps, loss, l.prob, l.thresh, l.binary, lr, crops_per_sec);
+  Json j = Json::object();
+  j.set("event", "train");
+  j.set("step", state.step);
+  j.set("loss", loss);
+  j.set("loss_prob", l.prob);
+  j.set("loss_thresh", l.thresh);
+  j.set("loss_binary", l.binary);
+  j.set("lr", lr);
+  j.set("samples_per_sec", crops_per_sec);
+  j.set("skipped_steps", state.skipped_steps);
+  j.set("time", files.elapsed());
+  files.event(j);
+}
+
+// Line detection on the validation pages: logged, and the model saved as the run's best when
+// its F measure is the best so far (the run's "cer" is 1 - F). A signal during validation
+// leaves this step's score out and stops the run at this step.
+void validate_and_keep_best(nn::DBNet& model, const PageSource& pages, int64_t count, Communicator& comm,
+                            Device device, RunFiles& files, TrainState& state, StopDecision& stop, bool lead) {
+  DetectionScore s;
+  try {
+    s = evaluate_detector(model, pages, count, comm, device);
+  } catch (const Interrupted& e) {
+    if (lead) std::fprintf(stderr, "%s: this step's validation is left out\n", e.what());
+    stop.why = Stop::signal;
+    return;
+  }
+  const double error = 1 - s.f_measure();
+  if (lead)
+    std::fprintf(stderr, "step %lld: validation on %lld pages: precision %.2f%%, recall %.2f%%, F %.2f%% (%lld of %lld lines found)\n",
+                 (long long)state.step, (long long)count, 100 * s.precision(), 100 * s.recall(), 100 * s.f_measure(),
+                 (long long)s.matched, (long long)s.truth);
+  Json j = Json::object();
+  j.set("event", "eval");
+  j.set("step", state.step);
+  j.set("precision", s.precision());
+  j.set("recall", s.recall());
+  j.set("f_measure", s.f_measure());
+  j.set("cer", error);  // the report's charts read "cer": here 1 - F
+  j.set("lines", s.truth);
+  j.set("time", files.elapsed());
+  files.event(j);
+  if (state.best_cer < 0 || error < state.best_cer) {
+    state.best_cer = error;
+    state.best_step = state.step;
+    files.best_model(model, state, error, device, (int)comm.size());
+  }
 }
 
 }  // namespace
@@ -374,23 +449,7 @@ TrainResult run_detector_replica(const TrainConfig& cfg, Communicator& comm, Dev
                    device.is_cpu() ? 0 : cfg.workers, state.step, steps);
 
   RunFiles files(cfg, start.info, lead, state.step);
-  {
-    Json j = Json::object();
-    j.set("event", "start");
-    j.set("step", state.step);
-    j.set("time", 0);
-    j.set("from", start.from);
-    j.set("arch", start.info.arch);
-    j.set("model", start.info.config);
-    j.set("parameters", model.num_parameters());
-    if (replicas > 1) j.set("replicas", replicas);
-    j.set("settings", state.settings);
-    files.event(j);
-  }
-  if (lead)
-    std::fprintf(stderr, "training %s (%lld parameters) on %s: %lld steps of %lld crops of %lld x %lld\n",
-                 cfg.arch.c_str(), (long long)model.num_parameters(), device.str().c_str(), (long long)steps,
-                 (long long)cfg.batch, (long long)cfg.crop, (long long)cfg.crop);
+  log_detector_start(files, cfg, start, model, state, replicas, device, lead);
 
   TrainResult result;
   const bool overlap = cfg.overlap == Overlap::on || (cfg.overlap == Overlap::automatic && comm.kind() == "nccl");
@@ -415,60 +474,13 @@ TrainResult run_detector_replica(const TrainConfig& cfg, Communicator& comm, Dev
     loss.add(s, state);
     state.step++;
     speed.add(state.step - first_step, cfg.batch, data_s, s);
-    const double sps = speed.samples_per_sec();
-    if (state.step % cfg.log_every == 0 || state.step == steps) {
-      if (lead)
-        std::fprintf(stderr, "step %lld/%lld loss %.4f (prob %.4f thresh %.4f binary %.4f) lr %.2e %.2f crops/s\n",
-                     (long long)state.step, (long long)steps, loss.average(), l.prob, l.thresh, l.binary, optim->lr(),
-                     sps);
-      Json j = Json::object();
-      j.set("event", "train");
-      j.set("step", state.step);
-      j.set("loss", loss.average());
-      j.set("loss_prob", l.prob);
-      j.set("loss_thresh", l.thresh);
-      j.set("loss_binary", l.binary);
-      j.set("lr", optim->lr());
-      j.set("samples_per_sec", sps);
-      j.set("skipped_steps", state.skipped_steps);
-      j.set("time", files.elapsed());
-      files.event(j);
-    }
+    if (state.step % cfg.log_every == 0 || state.step == steps)
+      log_detector_step(files, state, steps, loss.average(), l, optim->lr(), speed.samples_per_sec(), lead);
     StopDecision stop =
         decide_stop(cfg, state.step, steps, now_seconds() - run_start, interrupt_signal() != 0, comm, device);
     const bool last = state.step == steps;
-    std::optional<DetectionScore> score;
-    if (val_pages && (state.step % cfg.eval_every == 0 || last || stop.out_of_time)) {
-      try {
-        score = evaluate_detector(model, *val_pages, val_count, comm, device);
-      } catch (const Interrupted& e) {
-        if (lead) std::fprintf(stderr, "%s: this step's validation is left out\n", e.what());
-        stop.why = Stop::signal;
-      }
-    }
-    if (score) {
-      const DetectionScore& s = *score;
-      const double error = 1 - s.f_measure();
-      if (lead)
-        std::fprintf(stderr, "step %lld: validation on %lld pages: precision %.2f%%, recall %.2f%%, F %.2f%% (%lld of %lld lines found)\n",
-                     (long long)state.step, (long long)val_count, 100 * s.precision(), 100 * s.recall(),
-                     100 * s.f_measure(), (long long)s.matched, (long long)s.truth);
-      Json j = Json::object();
-      j.set("event", "eval");
-      j.set("step", state.step);
-      j.set("precision", s.precision());
-      j.set("recall", s.recall());
-      j.set("f_measure", s.f_measure());
-      j.set("cer", error);  // the report's charts read "cer": here 1 - F
-      j.set("lines", s.truth);
-      j.set("time", files.elapsed());
-      files.event(j);
-      if (state.best_cer < 0 || error < state.best_cer) {
-        state.best_cer = error;
-        state.best_step = state.step;
-        files.best_model(model, state, error, device, replicas);
-      }
-    }
+    if (val_pages && (state.step % cfg.eval_every == 0 || last || stop.out_of_time))
+      validate_and_keep_best(model, *val_pages, val_count, comm, device, files, state, stop, lead);
     if (state.step % cfg.save_every == 0 || last || stop.why != Stop::no)
       files.checkpoint(model, *optim, state, last ? "end" : stop.why != Stop::no ? stop_name(stop.why) : "periodic");
     if (stop.why == Stop::no) continue;

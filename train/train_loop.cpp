@@ -102,7 +102,7 @@ StartFiles find_start_files(const TrainConfig& cfg, const nn::ModelExpectation& 
 
 StartPoint resolve_start(const TrainConfig& cfg, const nn::Charset& charset, bool lead) {
   const std::vector<std::string> chars = charset.chars();
-  const StartFiles files = find_start_files(cfg, {nn::ModelExpectation::Kind::recognizer, cfg.arch, &chars}, lead);
+  const StartFiles files = find_start_files(cfg, {nn::ModelExpectation::Kind::recognizer, cfg.arch, "--arch", &chars}, lead);
 
   // The architecture config: the checkpoint's or the --init file's when they carry one (a model
   // of any config of the arch can be resumed or fine-tuned), else the arch's preset.

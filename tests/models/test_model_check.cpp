@@ -38,47 +38,49 @@ constexpr auto kDetector = ModelExpectation::Kind::detector;
 
 TEST_CASE("check_model_info accepts a recogniser that fits and refuses each mismatch", "[model_check]") {
   const ModelInfo good = recognizer_info();
-  CHECK_NOTHROW(check_model_info(good, "m.safetensors", {kRecognizer, "", nullptr}));
-  CHECK_NOTHROW(check_model_info(good, "m.safetensors", {kRecognizer, "crnn-s", &kChars}));
+  CHECK_NOTHROW(check_model_info(good, "m.safetensors", {kRecognizer, "", "", nullptr}));
+  CHECK_NOTHROW(check_model_info(good, "m.safetensors", {kRecognizer, "crnn-s", "", &kChars}));
 
-  CHECK_THROWS_WITH(check_model_info(good, "m.safetensors", {kRecognizer, "crnn", nullptr}),
+  CHECK_THROWS_WITH(check_model_info(good, "m.safetensors", {kRecognizer, "crnn", "", nullptr}),
                     Catch::Contains("m.safetensors holds a 'crnn-s' model, but 'crnn' was asked for"));
+  CHECK_THROWS_WITH(check_model_info(good, "--init: m.safetensors", {kRecognizer, "crnn", "--arch", nullptr}),
+                    Catch::Contains("--init: m.safetensors holds a 'crnn-s' model, but --arch is crnn"));
   const std::vector<std::string> other = {"a", "b", "d"};
-  CHECK_THROWS_WITH(check_model_info(good, "--init: m.safetensors", {kRecognizer, "", &other}),
+  CHECK_THROWS_WITH(check_model_info(good, "--init: m.safetensors", {kRecognizer, "", "", &other}),
                     Catch::Contains("--init: m.safetensors was trained with another charset"));
 
   ModelInfo unknown = good;
   unknown.arch = "transformer-xl";
-  CHECK_THROWS_WITH(check_model_info(unknown, "m.safetensors", {kRecognizer, "", nullptr}),
+  CHECK_THROWS_WITH(check_model_info(unknown, "m.safetensors", {kRecognizer, "", "", nullptr}),
                     Catch::Contains("architecture is 'transformer-xl', which this build does not know"));
 
   ModelInfo classes = good;
   classes.charset.push_back("e");  // 4 characters, but the config still says 4 classes
-  CHECK_THROWS_WITH(check_model_info(classes, "m.safetensors", {kRecognizer, "", nullptr}),
+  CHECK_THROWS_WITH(check_model_info(classes, "m.safetensors", {kRecognizer, "", "", nullptr}),
                     Catch::Contains("the model has 4 classes but its charset 4 characters"));
 
   ModelInfo no_classes = good;
   no_classes.config = Json::object();
-  CHECK_THROWS_WITH(check_model_info(no_classes, "m.safetensors", {kRecognizer, "", nullptr}),
+  CHECK_THROWS_WITH(check_model_info(no_classes, "m.safetensors", {kRecognizer, "", "", nullptr}),
                     Catch::Contains("config has no 'num_classes'"));
 
   // A detector where a recogniser is expected, and the other way round.
-  CHECK_THROWS_WITH(check_model_info(detector_info(), "d.safetensors", {kRecognizer, "", nullptr}),
+  CHECK_THROWS_WITH(check_model_info(detector_info(), "d.safetensors", {kRecognizer, "", "", nullptr}),
                     Catch::Contains("'dbnet', which this build does not know"));
-  CHECK_THROWS_WITH(check_model_info(good, "m.safetensors", {kDetector, "", nullptr}),
+  CHECK_THROWS_WITH(check_model_info(good, "m.safetensors", {kDetector, "", "", nullptr}),
                     Catch::Contains("holds a 'crnn-s' model, which is not a text detector"));
 }
 
 TEST_CASE("check_model_info accepts a detector that fits and refuses other input", "[model_check]") {
   const ModelInfo good = detector_info();
-  CHECK_NOTHROW(check_model_info(good, "d.safetensors", {kDetector, "", nullptr}));
-  CHECK_NOTHROW(check_model_info(good, "d.safetensors", {kDetector, "dbnet", nullptr}));
+  CHECK_NOTHROW(check_model_info(good, "d.safetensors", {kDetector, "", "", nullptr}));
+  CHECK_NOTHROW(check_model_info(good, "d.safetensors", {kDetector, "dbnet", "", nullptr}));
   ModelInfo no_spec = good;
   no_spec.input = Json::object();  // older files: nothing said, the default assumed
-  CHECK_NOTHROW(check_model_info(no_spec, "d.safetensors", {kDetector, "", nullptr}));
+  CHECK_NOTHROW(check_model_info(no_spec, "d.safetensors", {kDetector, "", "", nullptr}));
   ModelInfo scaled = good;
   scaled.input.set("scale", 1.0 / 255);
-  CHECK_THROWS_WITH(check_model_info(scaled, "d.safetensors", {kDetector, "", nullptr}),
+  CHECK_THROWS_WITH(check_model_info(scaled, "d.safetensors", {kDetector, "", "", nullptr}),
                     Catch::Contains("d.safetensors: the detector's input spec has scale"));
 }
 
