@@ -178,135 +178,126 @@ Point from_upright(const Point& p, int rotation, int64_t width, int64_t height) 
   }
 }
 
-Page read_page(const GrayImage& image, const std::string& name, TextDetector& detector, Predictor& predictor,
-               const PageReaderOptions& o, PageReadInfo* info_out) {
-  OCRT_CHECK(image.width >= 1 && image.height >= 1 && (int64_t)image.pixels.size() == image.width * image.height,
-             name, ": the page image is empty or inconsistent (", image.width, "x", image.height, ")");
-  if (o.rotation >= 0) check_rotation(o.rotation);
-  OCRT_CHECK(o.orientation_lines >= 1 && o.min_line_height >= 8, "read_page: bad options (orientation_lines ",
-             o.orientation_lines, ", min_line_height ", o.min_line_height, ")");
-  PageReadInfo info;
-  Page page;
-  page.name = name;
-  page.width = image.width, page.height = image.height;
+namespace {
 
-  // 1. Detect. Outlines too small to cut out (clamped to the page's edge) are dropped.
+// What reading a page's lines needs and gives, line by line (index i is the detector's box i).
+struct PageWork {
+  const GrayImage& image;
+  const std::string& name;
+  Predictor& predictor;
+  const PageReaderOptions& o;
+  PageReadInfo& info;
+  std::vector<nn::TextBox> boxes;
+  std::vector<LineResult> readings;  // box i's reading
+  std::vector<Quad> outlines;        // its outline, oriented
+  std::vector<double> widths;        // the width of the image that was read
+  std::vector<bool> done;            // read already (a probe line)
+
+  std::string line_name(size_t i) const { return name + " line " + std::to_string(i + 1); }
+
+  // Cuts out boxes `which`, each turned by `rotation`, and reads them; returns the readings,
+  // the oriented outlines and the images' widths in the order of `which`.
+  std::vector<LineResult> cut_and_read(const std::vector<size_t>& which, int rotation, std::vector<Quad>& quads,
+                                       std::vector<double>& image_widths) {
+    auto t = Clock::now();
+    quads.clear(), image_widths.clear();
+    for (size_t i : which) quads.push_back(widen_narrow(orient_outline(boxes[i].outline, rotation)));
+    std::vector<GrayImage> images = cut_lines(image, quads, o.min_line_height);
+    std::vector<LineInput> lines;
+    for (size_t j = 0; j < which.size(); ++j) {
+      image_widths.push_back((double)images[j].width);
+      lines.push_back({line_name(which[j]), std::move(images[j])});
+    }
+    lap(t, info.cut_s);
+    std::vector<LineResult> read =
+        lines.empty() ? std::vector<LineResult>() : recognise(predictor, std::move(lines), o.max_batch_columns);
+    lap(t, info.recognise_s);
+    return read;
+  }
+
+  void keep(const std::vector<size_t>& which, std::vector<LineResult>&& read, const std::vector<Quad>& quads,
+            const std::vector<double>& image_widths) {
+    for (size_t j = 0; j < which.size(); ++j) {
+      const size_t i = which[j];
+      readings[i] = std::move(read[j]);
+      outlines[i] = quads[j];
+      widths[i] = image_widths[j];
+      done[i] = true;
+    }
+  }
+};
+
+// 1. The detector's outlines, less those too small to cut out (clamped to the page's edge).
+std::vector<nn::TextBox> detect_boxes(const GrayImage& image, TextDetector& detector, PageReadInfo& info) {
   std::vector<nn::TextBox> boxes;
   for (nn::TextBox& b : detector.detect(image, &info.detect)) {
     const auto& c = b.outline.corners;
     if (distance(c[0], c[1]) >= 1 && distance(c[0], c[3]) >= 1) boxes.push_back(std::move(b));
   }
   info.boxes = (int64_t)boxes.size();
-  info.rotation = o.rotation >= 0 ? o.rotation : 0;
-  if (boxes.empty()) {
-    if (info_out) *info_out = info;
-    return page;
-  }
+  return boxes;
+}
 
-  // 2-4. Orient, cut and read. `readings[i]` is box i's result, `outlines[i]` its oriented
-  // outline and `widths[i]` the width of the image that was read.
-  const size_t n = boxes.size();
-  std::vector<LineResult> readings(n);
-  std::vector<Quad> outlines(n);
-  std::vector<double> widths(n);
-  std::vector<bool> done(n, false);
-  auto line_name = [&](size_t i) { return name + " line " + std::to_string(i + 1); };
+// 2. The page's orientation, from its longest outlines: read upright (0, or 90 where the
+// outlines run down the page) and, only when that reading is not sure, turned by 180 as well;
+// the surer way wins, and the probe lines keep its readings.
+int decide_orientation(PageWork& w) {
+  PageReadInfo& info = w.info;
+  info.rotation_decided = true;
+  info.vertical = runs_down(w.boxes);
+  const int first = info.vertical ? 90 : 0, second = first + 180;
+  std::vector<size_t> order(w.boxes.size());
+  std::iota(order.begin(), order.end(), 0);
+  auto long_side = [&](size_t i) {
+    const auto& c = w.boxes[i].outline.corners;
+    return std::max(distance(c[0], c[1]), distance(c[0], c[3]));
+  };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return long_side(a) > long_side(b); });
+  order.resize(std::min<size_t>(order.size(), (size_t)w.o.orientation_lines));
+  info.probe_lines = (int64_t)order.size();
 
-  if (o.rotation >= 0) {
-    info.rotation = o.rotation;
-  } else {
-    info.rotation_decided = true;
-    info.vertical = runs_down(boxes);
-    const int first = info.vertical ? 90 : 0, second = first + 180;
-    // The longest outlines, read both ways in one run.
-    std::vector<size_t> order(n);
-    std::iota(order.begin(), order.end(), 0);
-    auto long_side = [&](size_t i) {
-      const auto& c = boxes[i].outline.corners;
-      return std::max(distance(c[0], c[1]), distance(c[0], c[3]));
-    };
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return long_side(a) > long_side(b); });
-    order.resize(std::min<size_t>(n, (size_t)o.orientation_lines));
-    // The probe lines read one way; the other way only when that reading is not sure.
-    const size_t k = order.size();
-    std::vector<Quad> probe_outlines;
-    std::vector<double> probe_widths;
-    std::vector<LineResult> results;
-    auto probe = [&](int rotation) {
-      auto t = Clock::now();
-      std::vector<Quad> quads;
-      for (size_t i : order) quads.push_back(widen_narrow(orient_outline(boxes[i].outline, rotation)));
-      std::vector<GrayImage> images = cut_lines(image, quads, o.min_line_height);
-      std::vector<LineInput> lines;
-      for (size_t j = 0; j < k; ++j) {
-        probe_widths.push_back((double)images[j].width);
-        lines.push_back({line_name(order[j]), std::move(images[j])});
-      }
-      probe_outlines.insert(probe_outlines.end(), quads.begin(), quads.end());
-      lap(t, info.cut_s);
-      std::vector<LineResult> read = recognise(predictor, std::move(lines), o.max_batch_columns);
-      lap(t, info.recognise_s);
-      std::vector<const LineResult*> of;
-      for (const LineResult& r : read) of.push_back(&r);
-      const double confidence = confidence_per_char(of);
-      for (LineResult& r : read) results.push_back(std::move(r));
-      return confidence;
-    };
-    info.probe_confidence[0] = probe(first);
-    info.probe_lines = (int64_t)k;
-    info.probed_both = !(info.probe_confidence[0] >= o.orientation_sure);
-    if (info.probed_both) info.probe_confidence[1] = probe(second);
-    const bool flipped = info.probe_confidence[1] > info.probe_confidence[0];
-    info.rotation = flipped ? second : first;
-    for (size_t j = 0; j < k; ++j) {
-      const size_t at = flipped ? k + j : j, i = order[j];
-      readings[i] = std::move(results[at]);
-      outlines[i] = probe_outlines[at];
-      widths[i] = probe_widths[at];
-      done[i] = true;
-    }
+  std::vector<Quad> quads[2];
+  std::vector<double> image_widths[2];
+  std::vector<LineResult> read[2];
+  auto mean_confidence = [](const std::vector<LineResult>& results) {
+    std::vector<const LineResult*> of;
+    for (const LineResult& r : results) of.push_back(&r);
+    return confidence_per_char(of);
+  };
+  read[0] = w.cut_and_read(order, first, quads[0], image_widths[0]);
+  info.probe_confidence[0] = mean_confidence(read[0]);
+  info.probed_both = !(info.probe_confidence[0] >= w.o.orientation_sure);
+  if (info.probed_both) {
+    read[1] = w.cut_and_read(order, second, quads[1], image_widths[1]);
+    info.probe_confidence[1] = mean_confidence(read[1]);
   }
-  info.vertical = info.rotation == 90 || info.rotation == 270;
+  const int way = info.probe_confidence[1] > info.probe_confidence[0] ? 1 : 0;
+  w.keep(order, std::move(read[way]), quads[way], image_widths[way]);
+  return way ? second : first;
+}
 
-  std::vector<LineInput> rest;
-  std::vector<size_t> rest_index;
-  auto t = Clock::now();
-  std::vector<Quad> rest_outlines;
-  for (size_t i = 0; i < n; ++i) {
-    if (done[i]) continue;
-    outlines[i] = widen_narrow(orient_outline(boxes[i].outline, info.rotation));
-    rest_outlines.push_back(outlines[i]);
-    rest_index.push_back(i);
-  }
-  std::vector<GrayImage> rest_images = cut_lines(image, rest_outlines, o.min_line_height);
-  for (size_t j = 0; j < rest_index.size(); ++j) {
-    widths[rest_index[j]] = (double)rest_images[j].width;
-    rest.push_back({line_name(rest_index[j]), std::move(rest_images[j])});
-  }
-  lap(t, info.cut_s);
-  if (!rest.empty()) {
-    std::vector<LineResult> results = recognise(predictor, std::move(rest), o.max_batch_columns);
-    for (size_t j = 0; j < results.size(); ++j) readings[rest_index[j]] = std::move(results[j]);
-  }
-  lap(t, info.recognise_s);
-
-  // 5. Place the words; regions that read as nothing are no text line.
+// 5. The words placed on the page; regions that read as nothing are no text line.
+std::vector<PageLine> place_lines(PageWork& w) {
   std::vector<PageLine> lines;
-  for (size_t i = 0; i < n; ++i) {
-    PageLine line = place_words(readings[i], outlines[i], widths[i]);
+  for (size_t i = 0; i < w.boxes.size(); ++i) {
+    PageLine line = place_words(w.readings[i], w.outlines[i], w.widths[i]);
     if (line.text.empty() && line.error.empty()) continue;
-    if (!line.error.empty()) ++info.failed_lines;
+    if (!line.error.empty()) ++w.info.failed_lines;
     lines.push_back(std::move(line));
   }
-  info.lines = (int64_t)lines.size();
+  w.info.lines = (int64_t)lines.size();
+  return lines;
+}
 
-  // 6. Reading order, found on the page as it would stand: turned upright and deskewed, so that
-  // the lines' boxes are as tight as on a straight page (reading_order compares axis-aligned
-  // boxes: on a page skewed by 2 degrees, a long line's box overlaps its neighbours' rows).
-  // The order is found on stand-ins holding only the turned outlines, each tagged with its
-  // line's index, and applied to the lines themselves, which keep the image's pixels.
+// 6. Lines split at gutters, then put in reading order, found on the page as it would stand:
+// turned upright and deskewed, so that the lines' boxes are as tight as on a straight page
+// (reading_order compares axis-aligned boxes: on a page skewed by 2 degrees, a long line's box
+// overlaps its neighbours' rows). The order is found on stand-ins holding only the turned
+// outlines, each tagged with its line's index, and applied to the lines themselves, which keep
+// the image's pixels.
+std::vector<PageBlock> order_lines(std::vector<PageLine> lines, int64_t W, int64_t H, const PageReaderOptions& o,
+                                   PageReadInfo& info) {
   const int r = info.rotation;
-  const int64_t W = image.width, H = image.height;
   const double skew = skew_of(lines, r, W, H);
   info.skew_deg = skew * 180 / M_PI;
   const bool sideways = r == 90 || r == 270;
@@ -333,6 +324,7 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
     stand_ins[i].box = stand_ins[i].outline.box();
     stand_ins[i].text = std::to_string(i);
   }
+  std::vector<PageBlock> blocks;
   for (const PageBlock& ordered : reading_order(std::move(stand_ins), o.order)) {
     PageBlock block;
     for (const PageLine& s : ordered.lines) {
@@ -340,9 +332,43 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
       block.box = block.box.united(line.box);
       block.lines.push_back(std::move(line));
     }
-    page.blocks.push_back(std::move(block));
+    blocks.push_back(std::move(block));
   }
-  lap(t, info.layout_s);
+  return blocks;
+}
+
+}  // namespace
+
+Page read_page(const GrayImage& image, const std::string& name, TextDetector& detector, Predictor& predictor,
+               const PageReaderOptions& o, PageReadInfo* info_out) {
+  OCRT_CHECK(image.width >= 1 && image.height >= 1 && (int64_t)image.pixels.size() == image.width * image.height,
+             name, ": the page image is empty or inconsistent (", image.width, "x", image.height, ")");
+  if (o.rotation >= 0) check_rotation(o.rotation);
+  OCRT_CHECK(o.orientation_lines >= 1 && o.min_line_height >= 8, "read_page: bad options (orientation_lines ",
+             o.orientation_lines, ", min_line_height ", o.min_line_height, ")");
+  PageReadInfo info;
+  Page page;
+  page.name = name;
+  page.width = image.width, page.height = image.height;
+  PageWork w{image, name, predictor, o, info, detect_boxes(image, detector, info), {}, {}, {}, {}};  // 1. detect
+  const size_t n = w.boxes.size();
+  info.rotation = o.rotation >= 0 ? o.rotation : 0;
+  if (n > 0) {
+    w.readings.resize(n), w.outlines.resize(n), w.widths.resize(n), w.done.assign(n, false);
+    info.rotation = o.rotation >= 0 ? o.rotation : decide_orientation(w);  // 2. orient
+    info.vertical = info.rotation == 90 || info.rotation == 270;
+    // 3-4. Cut out and read the lines the probe did not.
+    std::vector<size_t> rest;
+    for (size_t i = 0; i < n; ++i)
+      if (!w.done[i]) rest.push_back(i);
+    std::vector<Quad> quads;
+    std::vector<double> image_widths;
+    std::vector<LineResult> read = w.cut_and_read(rest, info.rotation, quads, image_widths);
+    w.keep(rest, std::move(read), quads, image_widths);
+    auto t = Clock::now();
+    page.blocks = order_lines(place_lines(w), image.width, image.height, o, info);  // 5-6. place, order
+    lap(t, info.layout_s);
+  }
   if (info_out) *info_out = info;
   return page;
 }
