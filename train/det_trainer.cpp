@@ -490,19 +490,7 @@ TrainResult run_detector_replica(const TrainConfig& cfg, Communicator& comm, Dev
   }
   if (!val_pages && !result.interrupted) files.best_model(model, state, -1, device, replicas);
   comm.barrier();
-  result.steps = state.step;
-  result.rank = rank;
-  speed.report(result);
-  result.peak_rss_mb = peak_rss_mb();
-  result.cpu_path = cpu_isa_name(cpu_isa());
-  result.precision = "fp32";
-  result.final_loss = loss.last();
-  result.best_cer = state.best_cer;
-  result.best_model = fs::exists(files.best_path()) ? files.best_path() : "";
-  Json j = result.to_json();
-  j.set("event", "summary");
-  j.set("time", files.elapsed());
-  files.event(j);
+  files.summary(result, state, speed, loss, rank, replicas, "fp32");
   return result;
 }
 

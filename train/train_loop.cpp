@@ -17,6 +17,7 @@
 #include "models/edit_distance.h"
 #include "ops/ctc.h"
 #include "ops/elementwise.h"
+#include "runtime/cpu_isa.h"
 #include "runtime/interrupt.h"
 
 namespace fs = std::filesystem;
@@ -499,6 +500,24 @@ void RunFiles::best_model(const nn::Module& model, const TrainState& state, doub
 void RunFiles::worst_lines(int64_t step, const EvalResult& r) {
   if (!lead_) return;
   write_worst_lines(out_, step, r.worst_from, r.worst);
+}
+
+void RunFiles::summary(TrainResult& result, const TrainState& state, const Throughput& speed, const LossTrack& loss,
+                       int rank, int replicas, const std::string& precision) {
+  result.steps = state.step;
+  result.rank = rank;
+  speed.report(result);
+  result.peak_rss_mb = peak_rss_mb();
+  result.cpu_path = cpu_isa_name(cpu_isa());
+  result.precision = precision;
+  result.final_loss = loss.last();
+  result.best_cer = state.best_cer;
+  result.best_model = fs::exists(best_path_) ? best_path_ : "";
+  Json j = result.to_json();
+  j.set("event", "summary");
+  if (replicas > 1) j.set("replicas", replicas);
+  j.set("time", elapsed());
+  event(j);
 }
 
 void RunFiles::report() {

@@ -227,6 +227,10 @@ class RunFiles {
   double elapsed() const { return std::round((now_seconds() - t0_) * 1000) / 1000; }
   const std::string& best_path() const { return best_path_; }
   bool lead() const { return lead_; }
+  // The end of a run, either loop's: the result's figures (steps, speed, peak RSS, CPU path,
+  // precision, last loss, best CER and model) filled in and written as the "summary" event.
+  void summary(TrainResult& result, const TrainState& state, const Throughput& speed, const LossTrack& loss,
+               int rank, int replicas, const std::string& precision);
 
  private:
   std::string out_;

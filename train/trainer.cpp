@@ -542,20 +542,7 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
   if (!val_data && !result.interrupted) files.best_model(model, state, -1, device, replicas);
   comm.barrier();  // the files rank 0 writes are complete before any replica reports them
 
-  result.steps = state.step;
-  result.rank = rank;
-  speed.report(result);
-  result.peak_rss_mb = peak_rss_mb();
-  result.cpu_path = cpu_isa_name(cpu_isa());
-  result.precision = cpu::matmul_precision_name(cfg.precision);
-  result.final_loss = loss.last();
-  result.best_cer = state.best_cer;
-  result.best_model = fs::exists(files.best_path()) ? files.best_path() : "";
-  Json j = result.to_json();
-  j.set("event", "summary");
-  if (replicas > 1) j.set("replicas", replicas);
-  j.set("time", files.elapsed());
-  files.event(j);
+  files.summary(result, state, speed, loss, rank, replicas, cpu::matmul_precision_name(cfg.precision));
   files.report();
   return result;
 }
