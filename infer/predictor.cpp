@@ -162,51 +162,108 @@ struct Predictor::Impl {
 
   std::vector<Batch> prepare(Chunk& chunk) const;
   Batch take(const Worker& w);
+  // Threads per CPU worker, the batch cap and the chunk size, from the options.
+  void size_work(int cpu_workers);
+  // Starts a thread per device and waits until each has its model (throws the first failure).
+  // `checked` (the model built to check the file) becomes the first CPU worker's.
+  void start_workers(std::shared_ptr<nn::Recognizer> checked);
   void worker_main(Worker& w);
   void run_batch(Worker& w, nn::Recognizer& model, Batch& b);
 };
 
-Predictor::Predictor(const std::string& model_path, PredictorOptions options)
-    : opt_(std::move(options)), model_path_(model_path) {
-  // ---- options
-  OCRT_CHECK(!opt_.devices.empty(), "Predictor: no devices given");
+namespace {
+
+// Checks the options; returns how many of the workers are CPUs.
+int check_options(const PredictorOptions& o) {
+  OCRT_CHECK(!o.devices.empty(), "Predictor: no devices given");
   int cpu_workers = 0;
-  for (size_t i = 0; i < opt_.devices.size(); ++i) {
-    const Device& d = opt_.devices[i];
+  for (size_t i = 0; i < o.devices.size(); ++i) {
+    const Device& d = o.devices[i];
     validate(d);  // lists the devices that exist when this one does not
     cpu_workers += d.is_cpu();
     for (size_t j = 0; j < i; ++j)
-      OCRT_CHECK(d.is_cpu() || opt_.devices[j] != d, "device ", d.str(),
+      OCRT_CHECK(d.is_cpu() || o.devices[j] != d, "device ", d.str(),
                  " is listed twice: a GPU is driven by one worker thread (only cpu may repeat)");
   }
-  OCRT_CHECK(opt_.batch >= 1, "batch size must be >= 1, got ", opt_.batch);
-  OCRT_CHECK(opt_.beam_width >= 1, "beam width must be >= 1, got ", opt_.beam_width);
-  OCRT_CHECK(opt_.lm_path.empty() || opt_.decoder == Decoder::beam,
+  OCRT_CHECK(o.batch >= 1, "batch size must be >= 1, got ", o.batch);
+  OCRT_CHECK(o.beam_width >= 1, "beam width must be >= 1, got ", o.beam_width);
+  OCRT_CHECK(o.lm_path.empty() || o.decoder == Decoder::beam,
              "a language model is used by beam search only: give --decoder beam with --lm");
-  OCRT_CHECK(std::isfinite(opt_.lm_weight) && opt_.lm_weight >= 0 && std::isfinite(opt_.lm_bonus),
-             "LM weight must be finite and >= 0 and LM bonus finite, got ", opt_.lm_weight, " and ", opt_.lm_bonus);
-  OCRT_CHECK(opt_.threads >= 0, "thread count must be >= 1 (or 0 for the default), got ", opt_.threads);
-  OCRT_CHECK(opt_.max_image_pixels >= 1, "the pixel budget of an image must be >= 1, got ", opt_.max_image_pixels);
-  OCRT_CHECK(opt_.min_source_height >= 1 && opt_.min_width >= 1 && opt_.max_width >= opt_.min_width,
+  OCRT_CHECK(std::isfinite(o.lm_weight) && o.lm_weight >= 0 && std::isfinite(o.lm_bonus),
+             "LM weight must be finite and >= 0 and LM bonus finite, got ", o.lm_weight, " and ", o.lm_bonus);
+  OCRT_CHECK(o.threads >= 0, "thread count must be >= 1 (or 0 for the default), got ", o.threads);
+  OCRT_CHECK(o.max_image_pixels >= 1, "the pixel budget of an image must be >= 1, got ", o.max_image_pixels);
+  OCRT_CHECK(o.min_source_height >= 1 && o.min_width >= 1 && o.max_width >= o.min_width,
              "line limits must satisfy min_source_height >= 1 and 1 <= min_width <= max_width");
-  OCRT_CHECK(opt_.arch.empty() || nn::is_known_arch(opt_.arch), "unknown architecture '", opt_.arch,
-             "' (expected one of ", nn::known_archs_str(), ")");
-  // The CPU path (OCRT_CPU_ISA is checked here, before any work) and the precision.
-  cpu_path_ = cpu_isa();
-  OCRT_CHECK(opt_.precision == "fp32" || opt_.precision == "bf16" || opt_.precision == "auto",
-             "unknown precision '", opt_.precision, "' (expected fp32, bf16 or auto)");
-  std::string precision = opt_.precision;
-  if (precision == "auto") precision = (int)cpu_path_ >= (int)CpuIsa::avx512bf16 && cpu_workers > 0 ? "bf16" : "fp32";
+  OCRT_CHECK(o.arch.empty() || nn::is_known_arch(o.arch), "unknown architecture '", o.arch, "' (expected one of ",
+             nn::known_archs_str(), ")");
+  OCRT_CHECK(o.precision == "fp32" || o.precision == "bf16" || o.precision == "auto", "unknown precision '",
+             o.precision, "' (expected fp32, bf16 or auto)");
+  return cpu_workers;
+}
+
+// fp32 or bf16: "auto" is bf16 where the CPU has AVX512-BF16 and a CPU worker reads; bf16 runs
+// on CPU workers only, with AVX2 and FMA at least.
+std::string choose_precision(const PredictorOptions& o, CpuIsa cpu_path, int cpu_workers) {
+  std::string precision = o.precision;
+  if (precision == "auto") precision = (int)cpu_path >= (int)CpuIsa::avx512bf16 && cpu_workers > 0 ? "bf16" : "fp32";
   if (precision == "bf16") {
-    OCRT_CHECK(cpu_workers == (int)opt_.devices.size(), "--precision bf16 runs on CPU workers only; ",
+    OCRT_CHECK(cpu_workers == (int)o.devices.size(), "--precision bf16 runs on CPU workers only; ",
                "GPU workers compute in float32 (leave out the GPUs or use --precision fp32)");
-    OCRT_CHECK(cpu_path_ != CpuIsa::generic, "--precision bf16 needs a CPU with AVX2 and FMA at least ",
+    OCRT_CHECK(cpu_path != CpuIsa::generic, "--precision bf16 needs a CPU with AVX2 and FMA at least ",
                "(this one runs the generic path)");
   }
-  cpu::set_matmul_precision(cpu::parse_matmul_precision(precision));
-  precision_ = precision;
+  return precision;
+}
 
-  // ---- the model file (read as ocrt-export reads it: infer/model_loader.h)
+}  // namespace
+
+void Predictor::Impl::size_work(int cpu_workers) {
+  const PredictorOptions& o = p.opt_;
+  threads = o.threads > 0 ? o.threads : default_num_threads();
+  cpu_share = std::max(1, threads / std::max(1, cpu_workers));
+  if (cpu_workers > 0) {
+    std::lock_guard<std::mutex> lock(g_thread_count_mu);
+    saved_eigen_threads = Eigen::nbThreads();
+  }
+  mixed = cpu_workers > 0 && cpu_workers < (int)o.devices.size();
+  // A batch's columns bound its memory (crnn's first conv holds 64 x 32 floats a column). On
+  // CPUs alone the default is kCpuBatchColumns: as fast as larger batches, at about 60% of the
+  // peak RSS (bench/results/infer-cpu.md); a GPU wants its batches full.
+  const bool cpu_only = cpu_workers == (int)o.devices.size();
+  max_batch_columns = o.max_batch_columns > 0 ? o.max_batch_columns : cpu_only ? kCpuBatchColumns : o.batch * 2048;
+  chunk_lines = o.chunk_lines > 0 ? o.chunk_lines : std::max<int64_t>(1024, 8 * o.batch * (int64_t)o.devices.size());
+}
+
+void Predictor::Impl::start_workers(std::shared_ptr<nn::Recognizer> checked) {
+  for (size_t i = 0; i < p.opt_.devices.size(); ++i) {
+    auto w = std::make_unique<Worker>();
+    w->index = (int)i;
+    w->device = p.opt_.devices[i];
+    w->stats.device = w->device;
+    if (w->device.is_cpu() && checked) w->model = std::move(checked);  // the first CPU worker's
+    workers.push_back(std::move(w));
+  }
+  for (auto& w : workers) {
+    Worker* wp = w.get();
+    w->thread = std::thread([this, wp] { worker_main(*wp); });
+  }
+  std::unique_lock<std::mutex> lock(mu);
+  done_cv.wait(lock, [&] { return std::all_of(workers.begin(), workers.end(), [](const auto& w) { return w->ready; }); });
+  for (const auto& w : workers)
+    OCRT_CHECK(w->setup_error.empty(), "cannot set up the model on ", w->device.str(), ": ", w->setup_error);
+  weights.clear();  // every worker has its model: the file's copy of the weights is not needed again
+}
+
+Predictor::Predictor(const std::string& model_path, PredictorOptions options)
+    : opt_(std::move(options)), model_path_(model_path) {
+  const int cpu_workers = check_options(opt_);
+  cpu_path_ = cpu_isa();  // OCRT_CPU_ISA is checked here, before any work
+  precision_ = choose_precision(opt_, cpu_path_, cpu_workers);
+  cpu::set_matmul_precision(cpu::parse_matmul_precision(precision_));
+
+  // The model file (read as ocrt-export reads it: infer/model_loader.h), built once here to
+  // check it; the workers build their own copies from its weights.
   LoadedModel loaded = load_model(model_path, opt_.arch, opt_.charset_path);
   arch_ = loaded.arch;
   config_ = loaded.config;
@@ -223,45 +280,10 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
   const int64_t m = s.spec.width_multiple;
   s.right_margin = (checked->right_context() + m - 1) / m * m;
 
-  // ---- threads and sizes
-  s.threads = opt_.threads > 0 ? opt_.threads : default_num_threads();
-  s.cpu_share = std::max(1, s.threads / std::max(1, cpu_workers));
-  if (cpu_workers > 0) {
-    std::lock_guard<std::mutex> lock(g_thread_count_mu);
-    s.saved_eigen_threads = Eigen::nbThreads();
-  }
-  s.mixed = cpu_workers > 0 && cpu_workers < (int)opt_.devices.size();
-  // A batch's columns bound its memory (crnn's first conv holds 64 x 32 floats a column). On
-  // CPUs alone the default is kCpuBatchColumns: as fast as larger batches, at half the peak RSS
-  // (bench/results/infer-cpu.md); a GPU wants its batches full.
-  const bool cpu_only = cpu_workers == (int)opt_.devices.size();
-  s.max_batch_columns = opt_.max_batch_columns > 0 ? opt_.max_batch_columns
-                        : cpu_only                 ? kCpuBatchColumns
-                                                   : opt_.batch * 2048;
-  s.chunk_lines =
-      opt_.chunk_lines > 0 ? opt_.chunk_lines : std::max<int64_t>(1024, 8 * opt_.batch * (int64_t)opt_.devices.size());
-
-  // ---- the workers: each sets up its own model copy on its own device, in its own thread
-  for (size_t i = 0; i < opt_.devices.size(); ++i) {
-    auto w = std::make_unique<Worker>();
-    w->index = (int)i;
-    w->device = opt_.devices[i];
-    w->stats.device = w->device;
-    if (w->device.is_cpu() && checked) w->model = std::move(checked);
-    s.workers.push_back(std::move(w));
-  }
-  for (auto& w : s.workers) {
-    Worker* wp = w.get();
-    w->thread = std::thread([&s, wp] { s.worker_main(*wp); });
-  }
-  std::unique_lock<std::mutex> lock(s.mu);
-  s.done_cv.wait(lock, [&] {
-    return std::all_of(s.workers.begin(), s.workers.end(), [](const auto& w) { return w->ready; });
-  });
-  for (const auto& w : s.workers)
-    OCRT_CHECK(w->setup_error.empty(), "cannot set up the model on ", w->device.str(), ": ", w->setup_error);
-  s.weights.clear();  // every worker has its model: the file's copy of the weights is not needed again
-  // (on a throw, impl_ is destroyed as a member: ~Impl stops and joins the workers)
+  s.size_work(cpu_workers);
+  // Each worker sets up its own model copy on its own device, in its own thread (on a throw,
+  // impl_ is destroyed as a member: ~Impl stops and joins the workers).
+  s.start_workers(std::move(checked));
 }
 
 Predictor::~Predictor() = default;
