@@ -141,29 +141,62 @@ std::vector<Decoded> ctc_beam_decode(const Tensor& scores, int64_t beam_width, c
   return ctc_beam_decode(scores, o, lengths, blank);
 }
 
-std::vector<Decoded> ctc_beam_decode(const Tensor& scores, const BeamOptions& o, const std::vector<int64_t>& lengths,
-                                     int64_t blank) {
+namespace {
+
+void check_beam_options(const BeamOptions& o) {
   OCRT_CHECK(o.beam_width >= 1, "ctc_beam_decode: beam width must be >= 1, got ", o.beam_width);
   OCRT_CHECK(o.min_prob >= 0 && o.min_prob < 1, "ctc_beam_decode: min_prob must be in [0, 1), got ", o.min_prob);
   OCRT_CHECK(std::isfinite(o.lm_weight) && std::isfinite(o.lm_bonus), "ctc_beam_decode: LM weight and bonus must be finite, got ",
              o.lm_weight, " and ", o.lm_bonus);
-  if (o.beam_width == 1 && o.lm == nullptr) return ctc_greedy_decode(scores, lengths, blank);  // see the header
-  const Scores s = prepare("ctc_beam_decode", scores, lengths, blank);
-  for (double y : s.y) OCRT_CHECK(!std::isnan(y), "ctc_beam_decode: the scores hold NaN");
-  if (o.lm != nullptr) {
-    OCRT_CHECK((int64_t)o.lm_ids.size() == s.C, "ctc_beam_decode: expected ", s.C, " LM ids (one per class), got ",
-               o.lm_ids.size());
-    for (int64_t c = 0; c < s.C; ++c)
-      OCRT_CHECK(c == blank || (o.lm_ids[(size_t)c] >= 1 && o.lm_ids[(size_t)c] <= o.lm->vocab_size() + 1),
-                 "ctc_beam_decode: LM id ", o.lm_ids[(size_t)c], " of class ", c, " is outside [1, ",
-                 o.lm->vocab_size() + 1, "]");
-  }
-  const double log_min = o.min_prob > 0 ? std::log(o.min_prob) : kNegInf;
+}
 
-  // Prefixes live in a trie: a node is a prefix (its parent plus one label), created once with
-  // its LM state and the LM's score for its last label, so a prefix costs the LM one lookup
-  // however many frames it survives. The frames where a prefix's labels were emitted (along the
-  // best contribution seen, which decides them) are a linked list through `links`.
+void check_lm_ids(const BeamOptions& o, int64_t classes, int64_t blank) {
+  OCRT_CHECK((int64_t)o.lm_ids.size() == classes, "ctc_beam_decode: expected ", classes, " LM ids (one per class), got ",
+             o.lm_ids.size());
+  for (int64_t c = 0; c < classes; ++c)
+    OCRT_CHECK(c == blank || (o.lm_ids[(size_t)c] >= 1 && o.lm_ids[(size_t)c] <= o.lm->vocab_size() + 1),
+               "ctc_beam_decode: LM id ", o.lm_ids[(size_t)c], " of class ", c, " is outside [1, ",
+               o.lm->vocab_size() + 1, "]");
+}
+
+// Prefix beam search over one sequence n of the scores. Prefixes live in a trie: a node is a
+// prefix (its parent plus one label), created once with its LM state and the LM's score for
+// its last label, so a prefix costs the LM one lookup however many frames it survives. The
+// frames where a prefix's labels were emitted (along the best contribution seen, which decides
+// them) are a linked list through `links_`.
+class BeamSearch {
+ public:
+  BeamSearch(const Scores& s, int64_t n, const BeamOptions& o, int64_t blank)
+      : s_(s), n_(n), o_(o), blank_(blank), log_min_(o.min_prob > 0 ? std::log(o.min_prob) : kNegInf) {
+    nodes_.push_back(Node{-1, -1, o.lm ? o.lm->start() : 0, 0.0});
+    beams_.push_back(Beam{0, 0.0, kNegInf, 0.0, -1});
+  }
+
+  // Every frame of the sequence; false from the frame where every class had probability 0
+  // (the beams then stay as they were).
+  void run() {
+    for (int64_t t = 0; t < s_.lengths[(size_t)n_]; ++t)
+      if (!step(t)) break;
+  }
+
+  // The best prefix: its labels, the frames they were emitted at, their confidences.
+  Decoded best() const {
+    const Beam& best = beams_[0];  // sorted best first (or the start beam when no frame ran)
+    Decoded d;
+    for (int v = best.node; v > 0; v = nodes_[(size_t)v].parent) d.labels.push_back(nodes_[(size_t)v].label);
+    std::reverse(d.labels.begin(), d.labels.end());
+    for (int l = best.frames; l >= 0; l = links_[(size_t)l].prev) d.frames.push_back(links_[(size_t)l].frame);
+    std::reverse(d.frames.begin(), d.frames.end());
+    OCRT_CHECK(d.frames.size() == d.labels.size(), "ctc_beam_decode: internal error: ", d.frames.size(), " frames for ",
+               d.labels.size(), " labels");
+    d.log_prob = best.total();
+    for (size_t k = 0; k < d.labels.size(); ++k)
+      d.char_confidence.push_back(std::exp(s_.at(d.frames[k], n_, d.labels[k])));
+    d.confidence = confidence_of(s_, n_, d, blank_);
+    return d;
+  }
+
+ private:
   struct Node {
     int parent;
     int64_t label;
@@ -178,92 +211,114 @@ std::vector<Decoded> ctc_beam_decode(const Tensor& scores, const BeamOptions& o,
     int node;
     double pb = kNegInf, pnb = kNegInf;  // ending in a blank / in the last label
     double best_path = kNegInf;
-    int frames = -1;  // head of the prefix's frame list in `links`
+    int frames = -1;  // head of the prefix's frame list in `links_`
     double total() const { return lse(pb, pnb); }
   };
+
+  // The prefix `node` + label c (made, with its LM score, the first time it is asked for).
+  int child(int node, int64_t c) {
+    const auto [it, inserted] = children_.try_emplace((uint64_t)node * (uint64_t)s_.C + (uint64_t)c, (int)nodes_.size());
+    if (inserted) {
+      Node ch{node, c, 0, 0.0};
+      if (o_.lm != nullptr) {
+        const int32_t id = o_.lm_ids[(size_t)c];
+        ch.state = o_.lm->next(nodes_[(size_t)node].state, id);
+        ch.lm = o_.lm_weight * o_.lm->log_prob(nodes_[(size_t)node].state, id) + o_.lm_bonus;
+      }
+      nodes_.push_back(ch);
+    }
+    return it->second;
+  }
+
+  // The classes tried at frame t: those above min_prob, and always the best one.
+  void candidates_at(int64_t t) {
+    candidates_.clear();
+    int64_t arg = 0;
+    for (int64_t c = 0; c < s_.C; ++c) {
+      if (s_.at(t, n_, c) > s_.at(t, n_, arg)) arg = c;
+      if (c != blank_ && s_.at(t, n_, c) >= log_min_ && s_.at(t, n_, c) > kNegInf) candidates_.push_back(c);
+    }
+    if (arg != blank_ && s_.at(t, n_, arg) < log_min_) candidates_.push_back(arg);
+  }
+
+  // Adds probability p (a path from beam `from`) to prefix `node` of the next frame's beams,
+  // ending in a blank or in the label; `frame` >= 0 when the path emits the prefix's last label.
+  void extend(int node, const Beam& from, double p, bool blank_end, int64_t frame) {
+    if (p == kNegInf) return;  // a path of probability 0 changes nothing
+    const auto [it, inserted] = where_.try_emplace(node, next_.size());
+    if (inserted) next_.push_back(Beam{node});
+    Beam& b = next_[it->second];
+    if (blank_end) b.pb = lse(b.pb, p);
+    else b.pnb = lse(b.pnb, p);
+    if (p > b.best_path) {
+      b.best_path = p;
+      b.frames = from.frames;
+      if (frame >= 0) {
+        links_.push_back({frame, from.frames});
+        b.frames = (int)links_.size() - 1;
+      }
+    }
+  }
+
+  bool step(int64_t t) {
+    candidates_at(t);
+    next_.clear();
+    where_.clear();
+    const double y_blank = s_.at(t, n_, blank_);
+    for (const Beam& b : beams_) {
+      const double total = b.total();
+      extend(b.node, b, total + y_blank, true, -1);
+      for (int64_t c : candidates_) {
+        const double y = s_.at(t, n_, c);
+        const int longer = child(b.node, c);
+        const double lm = nodes_[(size_t)longer].lm;
+        if (nodes_[(size_t)b.node].label == c) {
+          extend(b.node, b, b.pnb + y, false, -1);     // the repeat collapses into the same label
+          extend(longer, b, b.pb + y + lm, false, t);  // a blank in between: a new label
+        } else {
+          extend(longer, b, total + y + lm, false, t);
+        }
+      }
+    }
+    if (next_.empty()) return false;
+    // Keep the beam_width most likely prefixes (ties broken by node, which is deterministic).
+    const size_t keep = std::min(next_.size(), (size_t)o_.beam_width);
+    std::partial_sort(next_.begin(), next_.begin() + (ptrdiff_t)keep, next_.end(), [](const Beam& a, const Beam& b) {
+      const double ta = a.total(), tb = b.total();
+      return ta != tb ? ta > tb : a.node < b.node;
+    });
+    next_.resize(keep);
+    std::swap(beams_, next_);
+    return true;
+  }
+
+  const Scores& s_;
+  int64_t n_;
+  const BeamOptions& o_;
+  int64_t blank_;
+  double log_min_;
+  std::vector<Node> nodes_;
+  std::unordered_map<uint64_t, int> children_;  // node * C + label -> child node
+  std::vector<Link> links_;
+  std::vector<Beam> beams_, next_;
+  std::unordered_map<int, size_t> where_;  // node -> index in next_
+  std::vector<int64_t> candidates_;
+};
+
+}  // namespace
+
+std::vector<Decoded> ctc_beam_decode(const Tensor& scores, const BeamOptions& o, const std::vector<int64_t>& lengths,
+                                     int64_t blank) {
+  check_beam_options(o);
+  if (o.beam_width == 1 && o.lm == nullptr) return ctc_greedy_decode(scores, lengths, blank);  // see the header
+  const Scores s = prepare("ctc_beam_decode", scores, lengths, blank);
+  for (double y : s.y) OCRT_CHECK(!std::isnan(y), "ctc_beam_decode: the scores hold NaN");
+  if (o.lm != nullptr) check_lm_ids(o, s.C, blank);
   std::vector<Decoded> out((size_t)s.N);
   for (int64_t n = 0; n < s.N; ++n) {
-    std::vector<Node> nodes{{-1, -1, o.lm ? o.lm->start() : 0, 0.0}};
-    std::unordered_map<uint64_t, int> children;  // node * C + label -> child node
-    std::vector<Link> links;
-    std::vector<Beam> beams{Beam{0, 0.0, kNegInf, 0.0, -1}};
-    auto child = [&](int node, int64_t c) {
-      const auto [it, inserted] = children.try_emplace((uint64_t)node * (uint64_t)s.C + (uint64_t)c, (int)nodes.size());
-      if (inserted) {
-        Node ch{node, c, 0, 0.0};
-        if (o.lm != nullptr) {
-          const int32_t id = o.lm_ids[(size_t)c];
-          ch.state = o.lm->next(nodes[(size_t)node].state, id);
-          ch.lm = o.lm_weight * o.lm->log_prob(nodes[(size_t)node].state, id) + o.lm_bonus;
-        }
-        nodes.push_back(ch);
-      }
-      return it->second;
-    };
-    std::vector<int64_t> candidates;
-    for (int64_t t = 0; t < s.lengths[(size_t)n]; ++t) {
-      // The classes tried at this frame: those above min_prob, and always the best one.
-      candidates.clear();
-      int64_t arg = 0;
-      for (int64_t c = 0; c < s.C; ++c) {
-        if (s.at(t, n, c) > s.at(t, n, arg)) arg = c;
-        if (c != blank && s.at(t, n, c) >= log_min && s.at(t, n, c) > kNegInf) candidates.push_back(c);
-      }
-      if (arg != blank && s.at(t, n, arg) < log_min) candidates.push_back(arg);
-      std::vector<Beam> next;
-      std::unordered_map<int, size_t> where;  // node -> index in next
-      auto extend = [&](int node, const Beam& from, double p, bool blank_end, int64_t frame) {
-        if (p == kNegInf) return;  // a path of probability 0 changes nothing
-        const auto [it, inserted] = where.try_emplace(node, next.size());
-        if (inserted) next.push_back(Beam{node});
-        Beam& b = next[it->second];
-        if (blank_end) b.pb = lse(b.pb, p);
-        else b.pnb = lse(b.pnb, p);
-        if (p > b.best_path) {
-          b.best_path = p;
-          b.frames = from.frames;
-          if (frame >= 0) {
-            links.push_back({frame, from.frames});
-            b.frames = (int)links.size() - 1;
-          }
-        }
-      };
-      for (const Beam& b : beams) {
-        const double total = b.total();
-        extend(b.node, b, total + s.at(t, n, blank), true, -1);
-        for (int64_t c : candidates) {
-          const double y = s.at(t, n, c);
-          const int longer = child(b.node, c);
-          const double lm = nodes[(size_t)longer].lm;
-          if (nodes[(size_t)b.node].label == c) {
-            extend(b.node, b, b.pnb + y, false, -1);     // the repeat collapses into the same label
-            extend(longer, b, b.pb + y + lm, false, t);  // a blank in between: a new label
-          } else {
-            extend(longer, b, total + y + lm, false, t);
-          }
-        }
-      }
-      if (next.empty()) break;  // every class had probability 0: keep what we have
-      // Keep the beam_width most likely prefixes (ties broken by node, which is deterministic).
-      const size_t keep = std::min(next.size(), (size_t)o.beam_width);
-      std::partial_sort(next.begin(), next.begin() + (ptrdiff_t)keep, next.end(), [](const Beam& a, const Beam& b) {
-        const double ta = a.total(), tb = b.total();
-        return ta != tb ? ta > tb : a.node < b.node;
-      });
-      next.resize(keep);
-      beams = std::move(next);
-    }
-    const Beam& best = beams[0];  // sorted best first (or the start beam when no frame ran)
-    Decoded& d = out[(size_t)n];
-    for (int v = best.node; v > 0; v = nodes[(size_t)v].parent) d.labels.push_back(nodes[(size_t)v].label);
-    std::reverse(d.labels.begin(), d.labels.end());
-    for (int l = best.frames; l >= 0; l = links[(size_t)l].prev) d.frames.push_back(links[(size_t)l].frame);
-    std::reverse(d.frames.begin(), d.frames.end());
-    OCRT_CHECK(d.frames.size() == d.labels.size(), "ctc_beam_decode: internal error: ", d.frames.size(), " frames for ",
-               d.labels.size(), " labels");
-    d.log_prob = best.total();
-    for (size_t k = 0; k < d.labels.size(); ++k) d.char_confidence.push_back(std::exp(s.at(d.frames[k], n, d.labels[k])));
-    d.confidence = confidence_of(s, n, d, blank);
+    BeamSearch search(s, n, o, blank);
+    search.run();
+    out[(size_t)n] = search.best();
   }
   return out;
 }
