@@ -913,15 +913,10 @@ RunRecord read_run(const std::string& dir) {
   return run;
 }
 
-std::string report_html(const RunRecord& run, const std::string& generated) {
-  std::ostringstream h;
-  h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-    << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-    << "<meta name=\"color-scheme\" content=\"light dark\">"
-    << "<title>" << esc(run.name) << ": ocrt training report</title><style>" << kStyle << "</style></head><body><main>\n";
-  h << "<h1>Training report: " << esc(run.name) << "</h1><p class=\"status\">" << esc(status_line(run)) << "</p>\n";
+namespace {
 
-  // Headline figures.
+// The headline figures: best and last CER, loss, learning rate, speed, time, skipped steps.
+void report_cards(std::ostringstream& h, const RunRecord& run) {
   h << "<div class=\"cards\">";
   {
     const EvalPoint* best = nullptr;
@@ -957,8 +952,10 @@ std::string report_html(const RunRecord& run, const std::string& generated) {
     if (skipped > 0) h << card("skipped steps", std::to_string(skipped), "non-finite loss or gradient");
   }
   h << "</div>\n";
+}
 
-  // Charts: one row per quantity, by step on the left and by wall time on the right.
+// The charts: one row per quantity, by step on the left and by wall time on the right.
+void report_charts(std::ostringstream& h, const RunRecord& run) {
   std::vector<double> resume_steps, resume_times;
   for (const RunStart& s : run.starts)
     if (s.step > 0) resume_steps.push_back((double)s.step), resume_times.push_back(s.time);
@@ -1045,8 +1042,10 @@ std::string report_html(const RunRecord& run, const std::string& generated) {
     }
   }
   h << "</div>\n";
+}
 
-  // The worst validation lines.
+// The worst validation lines of the last evaluation, their differences marked.
+void report_worst(std::ostringstream& h, const RunRecord& run) {
   h << "<h2>Worst validation lines";
   if (run.worst_step >= 0) h << " at step " << run.worst_step;
   h << "</h2>\n";
@@ -1079,8 +1078,10 @@ std::string report_html(const RunRecord& run, const std::string& generated) {
     }
     h << "</div>\n";
   }
+}
 
-  // The run: settings on the left; its parts, checkpoints and summary on the right.
+// The run: settings on the left; its parts, checkpoints and summary on the right; notes.
+void report_run(std::ostringstream& h, const RunRecord& run) {
   h << "<h2>Run</h2><div class=\"grid\"><div>\n";
   if (run.settings.is_object()) {
     h << "<p class=\"muted\">Settings, from " << esc(run.settings_from) << ".</p><table class=\"kv\">"
@@ -1125,6 +1126,22 @@ std::string report_html(const RunRecord& run, const std::string& generated) {
     for (const std::string& n : run.notes) h << "<li>" << esc(n) << "</li>";
     h << "</ul>\n";
   }
+}
+
+}  // namespace
+
+std::string report_html(const RunRecord& run, const std::string& generated) {
+  std::ostringstream h;
+  h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+    << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+    << "<meta name=\"color-scheme\" content=\"light dark\">"
+    << "<title>" << esc(run.name) << ": ocrt training report</title><style>" << kStyle << "</style></head><body><main>\n";
+  h << "<h1>Training report: " << esc(run.name) << "</h1><p class=\"status\">" << esc(status_line(run)) << "</p>\n";
+
+  report_cards(h, run);
+  report_charts(h, run);
+  report_worst(h, run);
+  report_run(h, run);
   h << "<footer>" << esc(run.dir) << (generated.empty() ? "" : " &middot; written " + esc(generated))
     << " &middot; ocrt-report</footer>\n</main></body></html>\n";
   return h.str();
