@@ -66,13 +66,13 @@ struct Geometry {
 cublasStatus_t gemm_strided_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                                     const float* alpha, const float* A, int lda, long long sa, const float* B, int ldb,
                                     long long sb, const float* beta, float* C, int ldc, long long sc, int batch) {
-  return cublasSgemmStridedBatched(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
+  return cuda::cublas_api().sgemm_strided_batched(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
 }
 cublasStatus_t gemm_strided_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                                     const double* alpha, const double* A, int lda, long long sa, const double* B,
                                     int ldb, long long sb, const double* beta, double* C, int ldc, long long sc,
                                     int batch) {
-  return cublasDgemmStridedBatched(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
+  return cuda::cublas_api().dgemm_strided_batched(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
 }
 
 int as_int(int64_t v, const char* what) {

@@ -4,6 +4,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "runtime/cuda/cublas_loader.h"
 #include "runtime/error.h"
 
 namespace ocrt::cuda {

@@ -54,10 +54,11 @@ DeviceContext& context(int device) {
     set_device(device);
     // Non-blocking: the stream never waits for the legacy default stream, which ocrt never uses.
     check(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking), "cudaStreamCreate", device);
-    check_cublas(cublasCreate(&ctx.cublas), "cublasCreate", device);
-    check_cublas(cublasSetStream(ctx.cublas, ctx.stream), "cublasSetStream", device);
+    const CublasApi& api = cublas_api();  // opens cuBLAS on the first GPU context (cublas_loader.h)
+    check_cublas(api.create(&ctx.cublas), "cublasCreate", device);
+    check_cublas(api.set_stream(ctx.cublas, ctx.stream), "cublasSetStream", device);
     // Full float32 GEMMs: TF32 would change results at the 1e-3 level (docs/cuda.md).
-    check_cublas(cublasSetMathMode(ctx.cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode", device);
+    check_cublas(api.set_math_mode(ctx.cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode", device);
   });
   return ctx;
 }

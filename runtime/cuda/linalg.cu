@@ -37,14 +37,14 @@ void cuda_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   const long long strideC = (long long)(M * N);
   if (out.dtype() == DType::f32) {
     const float one = 1, zero = 0;
-    cuda::check_cublas(cublasSgemmStridedBatched(h, opB, opA, (int)N, (int)M, (int)K, &one,
+    cuda::check_cublas(cuda::cublas_api().sgemm_strided_batched(h, opB, opA, (int)N, (int)M, (int)K, &one,
                                                  static_cast<const float*>(Bm.data), (int)Bm.ld, (long long)Bm.batch_stride,
                                                  static_cast<const float*>(A.data), (int)A.ld, (long long)A.batch_stride, &zero,
                                                  out.data<float>(), (int)N, strideC, (int)B),
                        "matmul (cublasSgemmStridedBatched)", device);
   } else if (out.dtype() == DType::f64) {
     const double one = 1, zero = 0;
-    cuda::check_cublas(cublasDgemmStridedBatched(h, opB, opA, (int)N, (int)M, (int)K, &one,
+    cuda::check_cublas(cuda::cublas_api().dgemm_strided_batched(h, opB, opA, (int)N, (int)M, (int)K, &one,
                                                  static_cast<const double*>(Bm.data), (int)Bm.ld, (long long)Bm.batch_stride,
                                                  static_cast<const double*>(A.data), (int)A.ld, (long long)A.batch_stride, &zero,
                                                  out.data<double>(), (int)N, strideC, (int)B),

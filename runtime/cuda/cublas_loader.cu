@@ -1,0 +1,70 @@
+// Opening cuBLAS on first use (see cublas_loader.h).
+#include "runtime/cuda/cublas_loader.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+
+#include "runtime/error.h"
+
+// The real names of the functions cublas_v2.h maps its names to (cublasCreate is
+// cublasCreate_v2, and so on): the names dlsym must look up.
+#define OCRT_CUBLAS_NAME2(x) #x
+#define OCRT_CUBLAS_NAME(x) OCRT_CUBLAS_NAME2(x)
+
+namespace ocrt::cuda {
+
+namespace {
+
+template <class F>
+void resolve(void* lib, const char* name, F& to, const std::string& path) {
+  dlerror();
+  void* sym = dlsym(lib, name);
+  OCRT_CHECK(sym != nullptr, path, ": no function ", name, " in it (", dlerror() ? "not exported" : "null", ")");
+  to = reinterpret_cast<F>(sym);
+}
+
+CublasApi load() {
+  // The soname first (found through the program's run path, LD_LIBRARY_PATH and the loader's
+  // cache), then the toolkit's library folder this build was configured with.
+  const std::string name = cublas_library_name();
+  std::string tried = name;
+  void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::string why = lib ? "" : dlerror();
+#ifdef OCRT_CUBLAS_DIR
+  if (!lib) {
+    const std::string full = std::string(OCRT_CUBLAS_DIR) + "/" + name;
+    tried += ", " + full;
+    lib = dlopen(full.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib) why += std::string("; ") + dlerror();
+  }
+#endif
+  OCRT_CHECK(lib != nullptr, "cannot load cuBLAS, which ocrt opens when a GPU is first used (looked for ", tried,
+             "): ", why, ". Put the CUDA toolkit's library folder on LD_LIBRARY_PATH");
+  CublasApi api;
+  resolve(lib, OCRT_CUBLAS_NAME(cublasCreate), api.create, name);
+  resolve(lib, OCRT_CUBLAS_NAME(cublasSetStream), api.set_stream, name);
+  resolve(lib, OCRT_CUBLAS_NAME(cublasSetMathMode), api.set_math_mode, name);
+  resolve(lib, OCRT_CUBLAS_NAME(cublasSgemmStridedBatched), api.sgemm_strided_batched, name);
+  resolve(lib, OCRT_CUBLAS_NAME(cublasDgemmStridedBatched), api.dgemm_strided_batched, name);
+  return api;  // the library stays open for the process's life
+}
+
+}  // namespace
+
+std::string cublas_library_name() {
+#ifdef OCRT_CUBLAS_SONAME
+  return OCRT_CUBLAS_SONAME;
+#else
+  return "libcublas.so";
+#endif
+}
+
+const CublasApi& cublas_api() {
+  static std::once_flag once;
+  static CublasApi api;
+  std::call_once(once, [] { api = load(); });  // a throw leaves the flag unset: the next call tries again
+  return api;
+}
+
+}  // namespace ocrt::cuda
