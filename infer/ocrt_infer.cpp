@@ -166,7 +166,8 @@ with --format tsv (a table of lines) every image is a line.)");
   p.add(cli::integer("--batch", "N", o.batch, 1, 65536, "lines per batch, grouped by width (32)"));
   p.add(cli::integer("--batch-columns", "N", o.max_batch_columns, 64, int64_t(1) << 30,
                      "at most N columns in a batch (its lines x their padded width), which bounds its\n"
-                     "memory; a batch of wide lines holds fewer lines (default: --batch x 2048)"));
+                     "memory; a batch of wide lines holds fewer lines (default: 12288 when every\n"
+                     "device is a CPU, else --batch x 2048)"));
   p.add(cli::choice("--precision", "fp32|bf16|auto", o.precision, parse_precision,
                     "CPU matrix products and convolutions in float32 (the default) or\n"
                     "bf16 (operands rounded to bf16, sums in float32: products about twice\n"

@@ -51,7 +51,7 @@
 // Batches also hold at most max_batch_columns columns in all (lines x padded width), so a batch
 // of wide lines is cut smaller instead of growing its memory with the lines' width. Default:
 // kCpuBatchColumns (12288: 32 lines of 384 columns) when every worker is a CPU, where smaller
-// batches cost no speed and a third of the memory; batch x 2048 when a GPU is among them.
+// batches cost no speed and about 60% of the peak RSS; batch x 2048 when a GPU is among them.
 //
 // Memory: batches of other widths reuse the CPU allocator's cached blocks only in part. A
 // program that mostly recognises lines should call cpu_set_cache_trim(true) (runtime/
