@@ -269,6 +269,7 @@ struct DetStart {
   std::optional<nn::StateDict> optim;
   nn::ModelInfo info;
   std::string from;
+  std::vector<std::string> changes;  // settings changed since the checkpoint (--allow-changes)
 };
 
 DetStart resolve_detector_start(const TrainConfig& cfg, bool lead) {
@@ -286,6 +287,7 @@ DetStart resolve_detector_start(const TrainConfig& cfg, bool lead) {
   s.info.config = s.model->config_json();
   s.info.input = nn::detector_input_spec();
   load_start(*s.model, files, cfg, lead, s.state, s.optim, s.from);
+  s.changes = files.changes;
   return s;
 }
 
@@ -310,26 +312,6 @@ DetectionScore evaluate_detector(nn::DBNet& model, const PageSource& pages, int6
     total.found = (int64_t)s[0], total.truth = (int64_t)s[1], total.matched = (int64_t)s[2];
   }
   return total;
-}
-
-// The run's first line in metrics.jsonl, and the line on stderr.
-void log_detector_start(RunFiles& files, const TrainConfig& cfg, const DetStart& start, const nn::DBNet& model,
-                        const TrainState& state, int replicas, Device device, bool lead) {
-  Json j = Json::object();
-  j.set("event", "start");
-  j.set("step", state.step);
-  j.set("time", 0);
-  j.set("from", start.from);
-  j.set("arch", start.info.arch);
-  j.set("model", start.info.config);
-  j.set("parameters", model.num_parameters());
-  if (replicas > 1) j.set("replicas", replicas);
-  j.set("settings", state.settings);
-  files.event(j);
-  if (lead)
-    std::fprintf(stderr, "training %s (%lld parameters) on %s: %lld steps of %lld crops of %lld x %lld\n",
-                 cfg.arch.c_str(), (long long)model.num_parameters(), device.str().c_str(), (long long)cfg.steps,
-                 (long long)cfg.batch, (long long)cfg.crop, (long long)cfg.crop);
 }
 
 // A step's line: the loss averaged since the last line and its three parts at this step.
@@ -449,7 +431,11 @@ TrainResult run_detector_replica(const TrainConfig& cfg, Communicator& comm, Dev
                    device.is_cpu() ? 0 : cfg.workers, state.step, steps);
 
   RunFiles files(cfg, start.info, lead, state.step);
-  log_detector_start(files, cfg, start, model, state, replicas, device, lead);
+  files.start(model, state, start.from, start.changes, replicas);
+  if (lead)
+    std::fprintf(stderr, "training %s (%lld parameters) on %s: %lld steps of %lld crops of %lld x %lld\n",
+                 cfg.arch.c_str(), (long long)model.num_parameters(), device.str().c_str(), (long long)steps,
+                 (long long)cfg.batch, (long long)cfg.crop, (long long)cfg.crop);
 
   TrainResult result;
   const bool overlap = cfg.overlap == Overlap::on || (cfg.overlap == Overlap::automatic && comm.kind() == "nccl");

@@ -445,24 +445,23 @@ RunFiles::RunFiles(const TrainConfig& cfg, nn::ModelInfo info, bool lead, int64_
   OCRT_CHECK(metrics_.good(), "cannot write ", path);
 }
 
-void RunFiles::start(const StartPoint& start, int replicas) {
+void RunFiles::start(const nn::Module& model, const TrainState& state, const std::string& from,
+                     const std::vector<std::string>& changes, int replicas) {
   Json j = Json::object();
   j.set("event", "start");
-  j.set("step", start.state.step);
+  j.set("step", state.step);
   j.set("time", 0);
   j.set("unix_time", (int64_t)std::time(nullptr));
-  j.set("from", start.from);
+  j.set("from", from);
   j.set("arch", info_.arch);
   j.set("model", info_.config);
-  int64_t parameters = 0;
-  for (const Tensor& p : start.model->parameters()) parameters += p.numel();
-  j.set("parameters", parameters);
+  j.set("parameters", model.num_parameters());
   if (replicas > 1) j.set("replicas", replicas);
-  j.set("settings", start.state.settings);
-  if (!start.changes.empty()) {
-    Json changes = Json::array();
-    for (const std::string& c : start.changes) changes.push_back(c);
-    j.set("changed_settings", changes);
+  j.set("settings", state.settings);
+  if (!changes.empty()) {
+    Json list = Json::array();
+    for (const std::string& c : changes) list.push_back(c);
+    j.set("changed_settings", list);
   }
   event(j);
 }

@@ -211,8 +211,10 @@ EvalResult evaluate(nn::Recognizer& model, const Dataset& data, const LoaderOpti
 class RunFiles {
  public:
   RunFiles(const TrainConfig& cfg, nn::ModelInfo info, bool lead, int64_t start_step = 0);
-  // The "start" event: the step this process starts at, where from, the settings and the model.
-  void start(const StartPoint& start, int replicas);
+  // The "start" event, either loop's: the step this process starts at, where from (`from`),
+  // the settings, the settings changed since the checkpoint, and the model.
+  void start(const nn::Module& model, const TrainState& state, const std::string& from,
+             const std::vector<std::string>& changes, int replicas);
   void event(const Json& j);
   void checkpoint(const nn::Module& model, const Optimizer& optim, const TrainState& state, const char* why);
   // best.safetensors: the model with a training record (data, steps, val CER, device, replicas).

@@ -496,7 +496,7 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
   const LoaderOptions lo = loader_options(cfg, rank, replicas);
   Loader loader(train_data, lo, state.step);
   RunFiles files(cfg, start.info, lead, state.step);
-  files.start(start, replicas);
+  files.start(model, state, start.from, start.changes, replicas);
   RunParts run{cfg, model, *optim, comm, device, files, charset, val_data.get(), validation_loader_options(lo),
                lead && isatty(2)};
 
