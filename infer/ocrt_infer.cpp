@@ -719,7 +719,7 @@ void InferRun::read_all() {
       InputItem page = std::move(item);
       pending_.reset();
       read_one_page(page, [&] {
-        if (pull() && args_.output.page) page_reading_->decode_ahead(*pending_);
+        if (pull()) page_reading_->decode_ahead(*pending_);
       });
     } else if (!item.error.empty() || (args_.eval && !item.truth)) {
       // A line that failed before the predictor, or one without truth under --eval (left out,

@@ -355,7 +355,7 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
   info.rotation = o.rotation >= 0 ? o.rotation : 0;
   if (n > 0) {
     w.readings.resize(n), w.outlines.resize(n), w.widths.resize(n), w.done.assign(n, false);
-    info.rotation = o.rotation >= 0 ? o.rotation : decide_orientation(w);  // 2. orient
+    if (o.rotation < 0) info.rotation = decide_orientation(w);  // 2. orient
     info.vertical = info.rotation == 90 || info.rotation == 270;
     // 3-4. Cut out and read the lines the probe did not.
     std::vector<size_t> rest;
