@@ -98,8 +98,10 @@ TEST_CASE("ocrt-train: SIGINT during the data scan stops it within a second and 
   const fs::path labels = big_label_file(dir.path, 300000);
   const fs::path out = dir.path / "run";
   // timeout sends SIGINT after 1.5 s, while the 300,000 lines are being checked (tens of
-  // seconds of work), and with --preserve-status returns ocrt-train's own status.
-  const std::string cmd = "timeout --preserve-status -s INT 1.5 " + program("ocrt-train") +
+  // seconds of work), and with --preserve-status returns ocrt-train's own status. --foreground:
+  // without it timeout signals its whole process group as well, so ocrt-train could get SIGINT
+  // twice and take the second as "stop at once" (seen about once in ten runs).
+  const std::string cmd = "timeout --foreground --preserve-status -s INT 1.5 " + program("ocrt-train") +
                           " --arch crnn-s --threads 2 --steps 5 --train " + labels.string() + " --out " + out.string();
   const auto t0 = std::chrono::steady_clock::now();
   std::string output;
