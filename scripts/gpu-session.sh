@@ -6,18 +6,20 @@
 # left (--max-minutes, so the last checkpoint is saved). Logs and the training run's files go
 # to $OUT (at most 8 files come back: the logs are bundled, models split into 15 MB parts).
 #
-#   scripts/gpu-session.sh SECONDS [--train crnn|dbnet|none] [--init FILE] [--quick]
+#   scripts/gpu-session.sh SECONDS [--train crnn|crnn-s|dbnet|none] [--init FILE] [--quick]
 #
 # SECONDS is the whole budget of the call. --train picks what trains in the time left:
 #   crnn   the shipped recogniser's recipe (scripts/train-en.sh) in gpu-run/crnn, resuming
 #          there when a checkpoint is present (a second call on the same warm machine goes on
 #          exactly), else starting from --init (default weights/crnn-en.safetensors)
+#   crnn-s the same recipe for the small preset in gpu-run/crnn-s, from --init when given,
+#          else from scratch (resuming there as crnn does)
 #   dbnet  the page detector on 800 freshly rendered pages (from --init when given)
 # --quick skips the checks and the pages (a second call on a machine already checked).
 # OCRT_CRNN_FLAGS adds ocrt-train flags to the crnn run (e.g. "--lr 3e-4 --steps 7000").
 set -uo pipefail
 cd "$(dirname "$0")/.."
-budget="${1:?usage: scripts/gpu-session.sh SECONDS [--train crnn|dbnet|none] [--init FILE] [--quick]}"
+budget="${1:?usage: scripts/gpu-session.sh SECONDS [--train crnn|crnn-s|dbnet|none] [--init FILE] [--quick]}"
 shift
 train=dbnet init="" quick=0
 while [ $# -gt 0 ]; do
@@ -92,17 +94,21 @@ if [ "$train" = none ]; then
   log "no training asked for"
 elif ! awk "BEGIN{exit !($minutes > 0.5)}"; then
   log "no time left for $train training"
-elif [ "$train" = crnn ]; then
+elif [ "$train" = crnn ] || [ "$train" = crnn-s ]; then
   # The recipe of scripts/train-en.sh, continued: a new stage from the shipped weights (or
-  # --init), or exactly where the last call on this machine stopped (--resume-if-present).
-  log "crnn training on cuda:0 for $minutes minutes (gpu-run/crnn; from ${init:-weights/crnn-en.safetensors} unless a checkpoint is there)"
+  # --init; crnn-s starts from scratch without one), or exactly where the last call on this
+  # machine stopped (--resume-if-present).
+  run="gpu-run/$train" from=()
+  if [ "$train" = crnn ]; then from=(--init "${init:-weights/crnn-en.safetensors}")
+  elif [ -n "$init" ]; then from=(--init "$init"); fi
+  log "$train training on cuda:0 for $minutes minutes ($run; from ${from[1]:-scratch} unless a checkpoint is there)"
   # shellcheck disable=SC2086
-  OCRT_TRAIN=build-gpu/ocrt-train scripts/train-en.sh gpu-run/crnn --device cuda:0 \
-    --init "${init:-weights/crnn-en.safetensors}" --resume-if-present --max-minutes "$minutes" \
-    ${OCRT_CRNN_FLAGS:-} > "$out/logs/crnn-summary.json" 2> "$out/logs/crnn-train.log"
-  log "crnn training: rc $?; $(grep -E '^step' "$out/logs/crnn-train.log" | tail -1)"
-  cp gpu-run/crnn/metrics.jsonl "$out/crnn-metrics.jsonl" 2>/dev/null
-  [ -f gpu-run/crnn/best.safetensors ] && split -b 15M -d gpu-run/crnn/best.safetensors "$out/crnn-best.safetensors.part-"
+  OCRT_TRAIN=build-gpu/ocrt-train scripts/train-en.sh "$run" --device cuda:0 --arch "$train" \
+    "${from[@]}" --resume-if-present --max-minutes "$minutes" \
+    ${OCRT_CRNN_FLAGS:-} > "$out/logs/$train-summary.json" 2> "$out/logs/$train-train.log"
+  log "$train training: rc $?; $(grep -E '^step' "$out/logs/$train-train.log" | tail -1)"
+  cp "$run/metrics.jsonl" "$out/$train-metrics.jsonl" 2>/dev/null
+  [ -f "$run/best.safetensors" ] && split -b 15M -d "$run/best.safetensors" "$out/$train-best.safetensors.part-"
 else
   log "rendered $(ls det-pages/train/*.png 2>/dev/null | wc -l) training and $(ls det-pages/val/*.png 2>/dev/null | wc -l) validation pages"
   extra=()
