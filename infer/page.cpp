@@ -184,13 +184,24 @@ PageLine line_piece(const PageLine& line, size_t first, size_t last, double f0, 
 std::vector<PageLine> split_at_gutters(std::vector<PageLine> lines, const std::function<Point(const Point&)>& upright,
                                        const GutterOptions& o) {
   std::vector<UprightLine> up;
-  for (const PageLine& l : lines) up.push_back(upright_line(l, upright));
+  std::vector<double> heights, pitches;
+  for (const PageLine& l : lines) {
+    up.push_back(upright_line(l, upright));
+    if (up.back().usable) heights.push_back(up.back().height), pitches.push_back(up.back().pitch);
+  }
+  const double typical_height = heights.empty() ? 0 : median(heights);
+  const double typical_pitch = pitches.empty() ? 0 : median(pitches);
   std::vector<PageLine> out;
   for (size_t i = 0; i < lines.size(); ++i) {
     const UprightLine& u = up[i];
     std::vector<size_t> cuts;  // split after these characters
     const size_t n = u.centre.size();
-    const double h = u.height;
+    // A line much taller than the page's lines but of their pitch is two lines of text run
+    // together (a detector joins a line of one column with the next column's line below it, a
+    // skewed page putting them at different heights), not a heading in large type: its
+    // neighbours are the lines of the usual height.
+    const bool joined = u.height > o.joined_height * typical_height && u.pitch < o.joined_pitch * typical_pitch;
+    const double h = joined ? typical_height : u.height;
     std::vector<const UprightLine*> around;  // the lines around this one, of a like height
     for (size_t j = 0; u.usable && j < lines.size(); ++j) {
       const UprightLine& v = up[j];

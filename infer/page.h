@@ -99,6 +99,12 @@ struct GutterOptions {
   double reach = 4.0;
   size_t min_beside = 2;
   size_t min_lines = 3;
+  // A line over joined_height times the page's median line height, with a character pitch
+  // under joined_pitch times the median pitch, is taken for two lines run together (across a
+  // gutter and a line apart in height): its neighbours are found by the median height, not its
+  // own. A heading in large type is as much wider in pitch as it is taller.
+  double joined_height = 1.6;
+  double joined_pitch = 1.5;
 };
 std::vector<PageLine> split_at_gutters(std::vector<PageLine> lines, const std::function<Point(const Point&)>& upright,
                                        const GutterOptions& o = {});

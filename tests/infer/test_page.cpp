@@ -360,6 +360,61 @@ TEST_CASE("split_at_gutters: lines joined across a gutter are split there, and r
   for (size_t i = 0; i < 12; ++i) CHECK((i < 6 ? x0s[i] < 300 : x0s[i] > 480));
 }
 
+TEST_CASE("split_at_gutters: two lines a row apart joined across the gutter are split; a tall heading stays", "[page]") {
+  // The columns of the test above, every row its own line in each column, but the detector
+  // joined row 2 of the left column with row 3 of the right one (a skewed page puts them side by
+  // side): one outline two rows tall (44 pixels against 20), its characters at the usual pitch.
+  const std::string sentence = "the quick brown fox jumps over a lazy dog and runs far ";
+  auto row_text = [&](int row, size_t from) { return sentence.substr(from + 5 * (size_t)row) + sentence; };
+  auto tall = [](const std::string& text, const std::vector<double>& xs, double x0, double x1, double y, double h) {
+    std::vector<double> in_line;
+    for (double x : xs) in_line.push_back(x - x0);
+    return place_words(line_result(text, in_line), Quad::from_rect({x0, y, x1, y + h}), x1 - x0);
+  };
+  std::vector<PageLine> lines;
+  for (int row = 0; row < 7; ++row) {
+    const double y = 100 + 24 * row;
+    const auto [left, lx] = run_of(row_text(row, 0), 38, 105);
+    const auto [right, rx] = run_of(row_text(row, 2), 38, 515);
+    if (row != 2) lines.push_back(placed(left, lx, 100, 480, y));
+    if (row == 2) {
+      const auto [below, bx] = run_of(row_text(3, 2), 38, 515);
+      std::vector<double> xs = lx;
+      xs.insert(xs.end(), bx.begin(), bx.end());
+      lines.push_back(tall(left + below, xs, 100, 890, y, 44));
+    } else if (row != 3) {
+      lines.push_back(placed(right, rx, 510, 890, y));
+    }
+  }
+  const std::vector<PageLine> split = split_at_gutters(lines, same_place);
+  REQUIRE(split.size() == lines.size() + 1);
+  // Without the joined-line rule its neighbours (under 1/1.6 of its height) were not counted.
+  GutterOptions strict;
+  strict.joined_height = 1e9;
+  CHECK(split_at_gutters(lines, same_place, strict).size() == lines.size());
+
+  // A heading across both columns in type twice as large (height 44, pitch 20) with a space
+  // over the gutter, three rows above it and three below, is one line: it is a heading, not
+  // two lines run together.
+  std::vector<PageLine> with_heading;
+  for (int row = 0; row < 6; ++row) {
+    const double y = row < 3 ? 100 + 24 * row : 222 + 24 * (row - 3);
+    const auto [left, lx] = run_of(row_text(row, 0), 38, 105);
+    const auto [right, rx] = run_of(row_text(row, 2), 38, 515);
+    with_heading.push_back(placed(left, lx, 100, 480, y));
+    with_heading.push_back(placed(right, rx, 510, 890, y));
+  }
+  std::string heading;
+  std::vector<double> hx;
+  for (size_t k = 0; k < 40; ++k) heading += k == 18 || k == 19 ? ' ' : "Headings"[k % 8], hx.push_back(105 + 20 * (double)k);
+  with_heading.push_back(tall(heading, hx, 100, 890, 172, 44));  // its space: 455-495, over the gutter
+  CHECK(texts(split_at_gutters(with_heading, same_place)) == texts(with_heading));
+  // Taken for two lines run together (any pitch allowed), it would be split at the gutter.
+  GutterOptions any_pitch;
+  any_pitch.joined_pitch = 1e9;
+  CHECK(split_at_gutters(with_heading, same_place, any_pitch).size() == with_heading.size() + 1);
+}
+
 TEST_CASE("split_at_gutters: spaces that do not line up, or line up in two lines only, stay", "[page]") {
   // One column of six justified lines, each with a wide space (3 character places) somewhere
   // else: the lines above and below have characters there.
