@@ -373,6 +373,17 @@ class Orderer {
       for (Part& p : order(cut[1])) out.push_back(std::move(p));
       return out;
     }
+    // Narrower lines can close a gutter too: a centred title or page number over it, a line
+    // the detector ran across it. When a few lines are all that cross a gutter that many lines
+    // line up on, the region is cut at each of them: what is above the first, the first, what
+    // is between it and the next, ... (each part then splits into its columns).
+    if (const auto cut = crossing_cut(ids); cut.size() >= 2) {
+      std::vector<Part> out;
+      for (const auto& part : cut)
+        for (Part& p : order(part)) out.push_back(std::move(p));
+      for (Part& p : out) p.mergeable = false;
+      return out;
+    }
     const std::vector<std::vector<size_t>> bands = split(ids, false, 0, true);
     if (bands.size() >= 2) {
       std::vector<Part> out;
@@ -407,6 +418,62 @@ class Orderer {
     for (size_t i : ids) cut[(lines_[i].box.y0 + lines_[i].box.y1) / 2 < bottom ? 0 : 1].push_back(i);
     if (cut[0].empty() || cut[1].empty()) return {};
     return cut;
+  }
+
+  // The parts that a gutter crossed by few lines cuts ids into (see order()), or {} when there
+  // is none: a vertical band at least narrow_column_gap line heights wide that at most
+  // max(2, 5% of the lines) lines cross, with narrow_column_lines lines wholly on each side of
+  // it, and the columns the other lines form are no table. Of several, the one crossed by the
+  // fewest lines (then the widest) is taken. The parts,
+  // top to bottom: the lines (crossers aside) whose middle lies above the first crosser's
+  // middle, the first crosser, the lines between it and the next, ..., the lines below the last.
+  std::vector<std::vector<size_t>> crossing_cut(const std::vector<size_t>& ids) const {
+    const size_t most = std::max<size_t>(2, ids.size() / 20);
+    const double min_width = o_.narrow_column_gap * line_height_;
+    std::vector<double> edges;
+    for (size_t i : ids) edges.push_back(lines_[i].box.x0), edges.push_back(lines_[i].box.x1);
+    std::sort(edges.begin(), edges.end());
+    std::vector<size_t> best;
+    double best_width = 0;
+    for (size_t e = 0; e + 1 < edges.size(); ++e) {
+      const double lo = edges[e], hi = edges[e + 1];
+      if (!(hi > lo)) continue;
+      std::vector<size_t> crossers;
+      for (size_t i : ids)
+        if (lines_[i].box.x0 < hi && lines_[i].box.x1 > lo) crossers.push_back(i);
+      if (crossers.empty() || crossers.size() > most || (!best.empty() && crossers.size() > best.size())) continue;
+      // The gap the other lines leave around [lo, hi], and the lines wholly on each side.
+      double left_edge = -1e300, right_edge = 1e300;
+      int64_t left = 0, right = 0;
+      for (size_t i : ids) {
+        if (std::find(crossers.begin(), crossers.end(), i) != crossers.end()) continue;
+        const Rect& b = lines_[i].box;
+        if (b.x1 <= lo) left_edge = std::max(left_edge, b.x1), ++left;
+        else if (b.x0 >= hi) right_edge = std::min(right_edge, b.x0), ++right;
+      }
+      const double width = right_edge - left_edge;
+      if (left < o_.narrow_column_lines || right < o_.narrow_column_lines || width < min_width) continue;
+      if (best.empty() || crossers.size() < best.size() || width > best_width) best = crossers, best_width = width;
+    }
+    if (best.empty()) return {};
+    // Cells that share rows (a table or a form, with a cell run across a rule) are read row
+    // by row by the band split instead.
+    std::vector<size_t> rest;
+    for (size_t i : ids)
+      if (std::find(best.begin(), best.end(), i) == best.end()) rest.push_back(i);
+    if (is_table(split(rest, true, min_width))) return {};
+    auto middle = [&](size_t i) { return (lines_[i].box.y0 + lines_[i].box.y1) / 2; };
+    std::sort(best.begin(), best.end(), [&](size_t a, size_t b) { return middle(a) < middle(b); });
+    std::vector<std::vector<size_t>> parts(2 * best.size() + 1);
+    for (size_t k = 0; k < best.size(); ++k) parts[2 * k + 1].push_back(best[k]);
+    for (size_t i : ids) {
+      if (std::find(best.begin(), best.end(), i) != best.end()) continue;
+      size_t above = 0;  // crossers whose middle is above this line's
+      while (above < best.size() && middle(best[above]) <= middle(i)) ++above;
+      parts[2 * above].push_back(i);
+    }
+    parts.erase(std::remove_if(parts.begin(), parts.end(), [](const auto& p) { return p.empty(); }), parts.end());
+    return parts;
   }
 
   // The lines of ids in the groups that the gaps (vertical ones when by_x) separate; with
@@ -506,12 +573,15 @@ class Orderer {
     for (size_t k = 0; k < columns.size(); ++k)
       for (size_t i : columns[k]) column_of[i] = k;
     std::vector<Part> out;
-    for (std::vector<size_t> row : split(ids, false, 0)) {
-      std::stable_sort(row.begin(), row.end(), [&](size_t a, size_t b) {
-        if (column_of[a] != column_of[b]) return column_of[a] < column_of[b];
-        return lines_[a].box.y0 < lines_[b].box.y0;
-      });
-      out.push_back(Part{row, false});
+    for (const std::vector<size_t>& row : split(ids, false, 0)) {
+      // Column by column; in a column, its lines top to bottom and those side by side (cells
+      // that a line run across their rule put into one column) left to right.
+      std::vector<std::vector<size_t>> by_column(columns.size());
+      for (size_t i : row) by_column[column_of[i]].push_back(i);
+      Part part{{}, false};
+      for (const auto& cells : by_column)
+        for (size_t i : rows_left_to_right(cells)) part.lines.push_back(i);
+      out.push_back(std::move(part));
     }
     return out;
   }

@@ -460,3 +460,44 @@ TEST_CASE("reading_order: a narrow gutter splits columns when five lines line up
   // row by row.
   CHECK(block_texts(reading_order(shuffled(columns(3), 3))) == std::vector<std::string>{"L0|R0", "L1|R1", "L2|R2"});
 }
+
+TEST_CASE("reading_order: narrow lines over a gutter (a centred title, a page number, a joined line) cut it", "[page]") {
+  // Two columns of eight lines, 20 pixels apart, under a centred title and over a centred page
+  // number, both narrower than half the page and both over the gutter.
+  auto page = [](bool joined) {
+    std::vector<PageLine> lines;
+    lines.push_back(line_at("title", 300, 40, 500, 70));
+    for (int k = 0; k < 8; ++k) {
+      const double y = 100 + 25 * k;
+      if (joined && k == 4) {  // the detector ran row 4 of both columns into one line
+        lines.push_back(line_at("L4R4", 100, y, 700, y + 20));
+        continue;
+      }
+      lines.push_back(line_at("L" + std::to_string(k), 100, y, 390, y + 20));
+      lines.push_back(line_at("R" + std::to_string(k), 410, y, 700, y + 20));
+    }
+    lines.push_back(line_at("7", 390, 340, 410, 360));
+    return lines;
+  };
+  CHECK(block_texts(reading_order(shuffled(page(false), 5))) ==
+        std::vector<std::string>{"title", "L0|L1|L2|L3|L4|L5|L6|L7", "R0|R1|R2|R3|R4|R5|R6|R7", "7"});
+  // A line across the gutter in the middle: the columns above it, it, the columns below.
+  CHECK(block_texts(reading_order(shuffled(page(true), 5))) ==
+        std::vector<std::string>{"title", "L0|L1|L2|L3", "R0|R1|R2|R3", "L4R4", "L5|L6|L7", "R5|R6|R7", "7"});
+  // A table whose cells one line runs across stays a table, read row by row.
+  std::vector<PageLine> table;
+  for (int k = 0; k < 6; ++k) {
+    const double y = 100 + 25 * k;
+    table.push_back(line_at("a" + std::to_string(k), 100, y, 160, y + 20));
+    if (k == 2) {
+      table.push_back(line_at("bc2", 200, y, 420, y + 20));
+      continue;
+    }
+    table.push_back(line_at("b" + std::to_string(k), 200, y, 260, y + 20));
+    table.push_back(line_at("c" + std::to_string(k), 360, y, 420, y + 20));
+  }
+  const std::vector<std::string> rows = block_texts(reading_order(shuffled(table, 9)));
+  REQUIRE(rows.size() == 6);
+  CHECK(rows[2] == "a2|bc2");
+  CHECK(rows[5] == "a5|b5|c5");
+}
