@@ -27,6 +27,18 @@ Quad outline_slice(const Quad& q, double f0, double f1) {
   return {{lerp(c[0], c[1], f0), lerp(c[0], c[1], f1), lerp(c[3], c[2], f1), lerp(c[3], c[2], f0)}};
 }
 
+Quad lengthen(const Quad& outline, double pad) {
+  Quad q = outline;
+  auto& c = q.corners;
+  const double along = distance(c[0], c[1]), across = distance(c[0], c[3]);
+  if (!(pad > 0) || !(along > 0)) return q;
+  const double grow = pad * across;
+  const Point u{(c[1].x - c[0].x) / along, (c[1].y - c[0].y) / along};
+  for (int i : {0, 3}) c[(size_t)i].x -= grow * u.x, c[(size_t)i].y -= grow * u.y;
+  for (int i : {1, 2}) c[(size_t)i].x += grow * u.x, c[(size_t)i].y += grow * u.y;
+  return q;
+}
+
 PageLine place_words(const LineResult& r, const Quad& outline, double line_width) {
   PageLine line;
   line.outline = outline;

@@ -65,6 +65,10 @@ struct Page {
 // 0 to 3; 1 its end): a character's, a word's or the text's place on the page.
 Quad outline_slice(const Quad& outline, double f0, double f1);
 
+// The outline lengthened at both ends (along corner 0 -> 1) by `pad` times its height (corner 0
+// -> 3); pad <= 0 leaves it as it is.
+Quad lengthen(const Quad& outline, double pad);
+
 // A recognised line placed on the page: `r` is the recogniser's result for the line image cut
 // out along `outline`, `line_width` the width in pixels of that image (the x of r.chars are in
 // its pixels). Characters get boxes from their CTC positions: a character spans from midway to

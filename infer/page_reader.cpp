@@ -201,7 +201,7 @@ struct PageWork {
                                        std::vector<double>& image_widths) {
     auto t = Clock::now();
     quads.clear(), image_widths.clear();
-    for (size_t i : which) quads.push_back(widen_narrow(orient_outline(boxes[i].outline, rotation)));
+    for (size_t i : which) quads.push_back(widen_narrow(lengthen(orient_outline(boxes[i].outline, rotation), o.end_pad)));
     std::vector<GrayImage> images = cut_lines(image, quads, o.min_line_height);
     std::vector<LineInput> lines;
     for (size_t j = 0; j < which.size(); ++j) {

@@ -501,3 +501,26 @@ TEST_CASE("reading_order: narrow lines over a gutter (a centred title, a page nu
   CHECK(rows[2] == "a2|bc2");
   CHECK(rows[5] == "a5|b5|c5");
 }
+
+TEST_CASE("lengthen: an outline grows at both ends along its text, by a share of its height", "[page]") {
+  // Upright: 200 x 20 from (100, 50); pad 0.25 adds 5 pixels at each end.
+  const Quad q = lengthen(Quad::from_rect({100, 50, 300, 70}), 0.25);
+  CHECK(q.corners[0].x == Approx(95));
+  CHECK(q.corners[1].x == Approx(305));
+  CHECK(q.corners[2].x == Approx(305));
+  CHECK(q.corners[3].x == Approx(95));
+  for (const Point& p : q.corners) CHECK((p.y == Approx(50) || p.y == Approx(70)));
+  // Turned 90 degrees (text running down): it grows along y, not x.
+  Quad down;
+  down.corners = {Point{200, 100}, Point{200, 300}, Point{180, 300}, Point{180, 100}};
+  const Quad d = lengthen(down, 0.5);
+  CHECK(d.corners[0].y == Approx(90));
+  CHECK(d.corners[1].y == Approx(310));
+  CHECK(d.corners[2].y == Approx(310));
+  CHECK(d.corners[3].y == Approx(90));
+  CHECK(d.corners[0].x == Approx(200));
+  CHECK(d.corners[2].x == Approx(180));
+  // No pad, or a degenerate outline: unchanged.
+  const Quad same = lengthen(down, 0);
+  for (size_t k = 0; k < 4; ++k) CHECK((same.corners[k].x == down.corners[k].x && same.corners[k].y == down.corners[k].y));
+}
