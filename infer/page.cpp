@@ -563,17 +563,40 @@ class Orderer {
         cells = true;
     }
     if (!cells) return false;
-    for (size_t k = 0; k + 1 < columns.size(); ++k) {
-      const auto& a = columns[k].size() <= columns[k + 1].size() ? columns[k] : columns[k + 1];
-      const auto& b = &a == &columns[k] ? columns[k + 1] : columns[k];
+    // Neighbouring columns share rows: at least half of the shorter column's lines have a line
+    // of the other beside them (a table may leave many cells of a column empty). Beside a
+    // column of long lines (running text, or a form's long typed values: a median line of
+    // twice cell_width_in_heights or more) it takes more: half of each column's lines paired,
+    // their middles within a quarter of a line height (a typed value sits on its label's
+    // baseline). A column of running text next to a column that holds a table among its
+    // paragraphs is no table: its lines pair with some of the other's, but the other's many
+    // lines (cells at their own pitch) mostly pair with none of its. (Values written on a
+    // form's rules sit above their labels, and are shorter: the plain rule takes them.)
+    auto long_lines = [&](const std::vector<size_t>& column) {
+      std::vector<double> widths;
+      for (size_t i : column) widths.push_back(lines_[i].box.width());
+      return median(widths) >= 2 * o_.cell_width_in_heights * line_height_;
+    };
+    auto paired_share = [&](const std::vector<size_t>& a, const std::vector<size_t>& b, bool aligned) {
       size_t paired = 0;
       for (size_t i : a)
-        for (size_t j : b)
-          if (same_row(lines_[i].box, lines_[j].box)) {
+        for (size_t j : b) {
+          const Rect &p = lines_[i].box, &q = lines_[j].box;
+          if (same_row(p, q) && (!aligned || std::abs((p.y0 + p.y1) - (q.y0 + q.y1)) / 2 <= 0.25 * line_height_)) {
             ++paired;
             break;
           }
-      if (2 * paired < a.size()) return false;
+        }
+      return (double)paired / (double)a.size();
+    };
+    for (size_t k = 0; k + 1 < columns.size(); ++k) {
+      const auto& a = columns[k].size() <= columns[k + 1].size() ? columns[k] : columns[k + 1];
+      const auto& b = &a == &columns[k] ? columns[k + 1] : columns[k];
+      if (long_lines(a) || long_lines(b)) {
+        if (paired_share(a, b, true) < 0.5 || paired_share(b, a, true) < 0.5) return false;
+      } else if (paired_share(a, b, false) < 0.5) {
+        return false;
+      }
     }
     return true;
   }

@@ -524,3 +524,24 @@ TEST_CASE("lengthen: an outline grows at both ends along its text, by a share of
   const Quad same = lengthen(down, 0);
   for (size_t k = 0; k < 4; ++k) CHECK((same.corners[k].x == down.corners[k].x && same.corners[k].y == down.corners[k].y));
 }
+
+TEST_CASE("reading_order: running text beside a column that holds a table is read column by column", "[page]") {
+  // Left: 12 lines of running text (600 pixels, 30 line heights), 30 apart. Right: a line of
+  // text, then a table of 10 rows of two cells at its own pitch of 24, then another line.
+  std::vector<PageLine> lines;
+  for (int k = 0; k < 12; ++k) lines.push_back(line_at("L" + std::to_string(k), 100, 100 + 30 * k, 700, 120 + 30 * k));
+  lines.push_back(line_at("Rtop", 760, 100, 1360, 120));
+  for (int k = 0; k < 10; ++k) {
+    const double y = 135 + 24 * k;
+    lines.push_back(line_at("name" + std::to_string(k), 760, y, 900, y + 20));
+    lines.push_back(line_at("value" + std::to_string(k), 1280, y, 1360, y + 20));
+  }
+  lines.push_back(line_at("Rend", 760, 400, 1360, 420));
+  std::vector<std::string> order;
+  for (const PageBlock& b : reading_order(shuffled(lines, 11)))
+    for (const PageLine& l : b.lines) order.push_back(l.text);
+  REQUIRE(order.size() == lines.size());
+  for (size_t i = 0; i < 12; ++i) CHECK(order[i] == "L" + std::to_string(i));
+  CHECK(order[12] == "Rtop");
+  CHECK(order.back() == "Rend");
+}
