@@ -360,7 +360,7 @@ TEST_CASE("split_at_gutters: lines joined across a gutter are split there, and r
   for (size_t i = 0; i < 12; ++i) CHECK((i < 6 ? x0s[i] < 300 : x0s[i] > 480));
 }
 
-TEST_CASE("split_at_gutters: two lines a row apart joined across the gutter are split; a tall heading stays", "[page]") {
+TEST_CASE("split_at_gutters: two lines a row apart joined across the gutter are split, a tall heading stays", "[page]") {
   // The columns of the test above, every row its own line in each column, but the detector
   // joined row 2 of the left column with row 3 of the right one (a skewed page puts them side by
   // side): one outline two rows tall (44 pixels against 20), its characters at the usual pitch.
