@@ -454,6 +454,37 @@ void log_progress(const RunParts& run, const TrainState& state, int64_t steps, d
   run.files.event(j);
 }
 
+// A run's data: its training and validation sets (validation may be absent) and its length.
+struct RunData {
+  std::shared_ptr<const Dataset> train, val;
+  int64_t steps = 0;
+};
+
+// Data first: a bad sample or a missing font fails here, before any model is built.
+RunData load_run_data(const TrainConfig& cfg, const nn::Charset& charset, int replicas, bool lead) {
+  OCRT_CHECK(cfg.batch >= replicas, "--batch ", cfg.batch, " is smaller than the number of replicas (", replicas,
+             "): every replica needs at least one line of each batch");
+  std::shared_ptr<const TextSource> text;  // one reading of the word list and prose for both sets
+  RunData d;
+  d.train = make_dataset(cfg.train, cfg, charset, false, lead, text);
+  d.steps = total_steps(cfg, d.train->size(), lead);
+  if (!cfg.val.empty()) d.val = make_dataset(cfg.val, cfg, charset, true, lead, text);
+  return d;
+}
+
+// A signal came while the next batch was being made: a checkpoint of the last step, if this run
+// did one, and a word to the user.
+void stop_while_loading(RunFiles& files, nn::Recognizer& model, Optimizer& optim, const TrainState& state,
+                        int64_t first_step, bool lead) {
+  const bool stepped = state.step > first_step;
+  if (stepped) files.checkpoint(model, optim, state, stop_name(Stop::signal));
+  if (lead)
+    std::fprintf(stderr, "\n%s while making batch %lld: %s, stopping\n", signal_name(interrupt_signal()).c_str(),
+                 (long long)state.step,
+                 stepped ? ("saved a checkpoint at step " + std::to_string(state.step)).c_str()
+                         : "no step done, nothing saved");
+}
+
 // One replica's whole run: for a single replica `comm` is the no-op communicator, and every
 // collective below does nothing.
 TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device device) {
@@ -462,15 +493,8 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
   const bool lead = rank == 0;  // writes progress, metrics and checkpoints
   make_run_folder(cfg.out);
   const nn::Charset charset = load_charset(cfg.charset_path);
-  OCRT_CHECK(cfg.batch >= replicas, "--batch ", cfg.batch, " is smaller than the number of replicas (", replicas,
-             "): every replica needs at least one line of each batch");
-
-  // Data first: a bad sample or a missing font fails here, before any model is built.
-  std::shared_ptr<const TextSource> text;
-  auto train_data = make_dataset(cfg.train, cfg, charset, false, lead, text);
-  const int64_t steps = total_steps(cfg, train_data->size(), lead);
-  std::shared_ptr<const Dataset> val_data;
-  if (!cfg.val.empty()) val_data = make_dataset(cfg.val, cfg, charset, true, lead, text);
+  const RunData data = load_run_data(cfg, charset, replicas, lead);
+  const int64_t steps = data.steps;
 
   // The model, where it starts, on every replica alike.
   StartPoint start = resolve_start(cfg, charset, lead);
@@ -494,10 +518,10 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
   StepParts parts{*optim, grad_sync, comm, device, cfg.batch, cfg.clip_grad, overlap};
 
   const LoaderOptions lo = loader_options(cfg, rank, replicas);
-  Loader loader(train_data, lo, state.step);
+  Loader loader(data.train, lo, state.step);
   RunFiles files(cfg, start.info, lead, state.step);
   files.start(model, state, start.from, start.changes, replicas);
-  RunParts run{cfg, model, *optim, comm, device, files, charset, val_data.get(), validation_loader_options(lo),
+  RunParts run{cfg, model, *optim, comm, device, files, charset, data.val.get(), validation_loader_options(lo),
                lead && isatty(2)};
 
   TrainResult result;
@@ -513,12 +537,7 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
     std::optional<Batch> got = lo.interruptible ? loader.next_or_interrupted() : std::optional<Batch>(loader.next());
     if (!got) {
       result.interrupted = true;
-      if (state.step > first_step) files.checkpoint(model, *optim, state, stop_name(Stop::signal));
-      if (lead)
-        std::fprintf(stderr, "\n%s while making batch %lld: %s, stopping\n", signal_name(interrupt_signal()).c_str(),
-                     (long long)state.step,
-                     state.step > first_step ? ("saved a checkpoint at step " + std::to_string(state.step)).c_str()
-                                             : "no step done, nothing saved");
+      stop_while_loading(files, model, *optim, state, first_step, lead);
       break;
     }
     Batch b = std::move(*got);
@@ -539,7 +558,7 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
     break;
   }
   if (run.tty) std::fprintf(stderr, "\n");
-  if (!val_data && !result.interrupted) files.best_model(model, state, -1, device, replicas);
+  if (!data.val && !result.interrupted) files.best_model(model, state, -1, device, replicas);
   comm.barrier();  // the files rank 0 writes are complete before any replica reports them
 
   files.summary(result, state, speed, loss, rank, replicas, cpu::matmul_precision_name(cfg.precision));
