@@ -323,9 +323,6 @@ std::vector<PageBlock> order_lines(std::vector<PageLine> lines, int64_t W, int64
     for (size_t k = 0; k < 4; ++k) stand_ins[i].outline.corners[k] = stand(text.corners[k]);
     stand_ins[i].box = stand_ins[i].outline.box();
     stand_ins[i].text = std::to_string(i);
-    if (std::getenv("OCRT_DEBUG_ORDER"))
-      std::fprintf(stderr, "SI %zu %.0f %.0f %.0f %.0f %s\n", i, stand_ins[i].box.x0, stand_ins[i].box.y0,
-                   stand_ins[i].box.x1, stand_ins[i].box.y1, lines[i].text.c_str());
   }
   std::vector<PageBlock> blocks;
   for (const PageBlock& ordered : reading_order(std::move(stand_ins), o.order)) {
