@@ -478,8 +478,7 @@ class Orderer {
     std::sort(best.begin(), best.end(), [&](size_t a, size_t b) { return middle(a) < middle(b); });
     std::vector<std::vector<size_t>> parts(2 * best.size() + 1);
     for (size_t k = 0; k < best.size(); ++k) parts[2 * k + 1].push_back(best[k]);
-    for (size_t i : ids) {
-      if (std::find(best.begin(), best.end(), i) != best.end()) continue;
+    for (size_t i : rest) {
       size_t above = 0;  // crossers whose middle is above this line's
       while (above < best.size() && middle(best[above]) <= middle(i)) ++above;
       parts[2 * above].push_back(i);
@@ -546,6 +545,7 @@ class Orderer {
   // Columns of cells that share rows: a table or a form.
   bool is_table(const std::vector<std::vector<size_t>>& columns) const {
     bool cells = false;
+    std::vector<double> median_width;  // of each column's lines
     for (const auto& column : columns) {
       std::vector<double> widths;
       double x0 = 1e300, x1 = -1e300;
@@ -558,6 +558,7 @@ class Orderer {
       // or ragged, is filled by most of its lines: a three-column article at 150 dpi has lines
       // of 9 line heights, which must not be read row by row across its columns.
       const double m = median(widths);
+      median_width.push_back(m);
       if (m < 0.5 * o_.cell_width_in_heights * line_height_ ||
           (m < o_.cell_width_in_heights * line_height_ && m < 0.75 * (x1 - x0)))
         cells = true;
@@ -572,11 +573,7 @@ class Orderer {
     // paragraphs is no table: its lines pair with some of the other's, but the other's many
     // lines (cells at their own pitch) mostly pair with none of its. (Values written on a
     // form's rules sit above their labels, and are shorter: the plain rule takes them.)
-    auto long_lines = [&](const std::vector<size_t>& column) {
-      std::vector<double> widths;
-      for (size_t i : column) widths.push_back(lines_[i].box.width());
-      return median(widths) >= 2 * o_.cell_width_in_heights * line_height_;
-    };
+    auto long_lines = [&](size_t k) { return median_width[k] >= 2 * o_.cell_width_in_heights * line_height_; };
     auto paired_share = [&](const std::vector<size_t>& a, const std::vector<size_t>& b, bool aligned) {
       size_t paired = 0;
       for (size_t i : a)
@@ -592,7 +589,7 @@ class Orderer {
     for (size_t k = 0; k + 1 < columns.size(); ++k) {
       const auto& a = columns[k].size() <= columns[k + 1].size() ? columns[k] : columns[k + 1];
       const auto& b = &a == &columns[k] ? columns[k + 1] : columns[k];
-      if (long_lines(a) || long_lines(b)) {
+      if (long_lines(k) || long_lines(k + 1)) {
         if (paired_share(a, b, true) < 0.5 || paired_share(b, a, true) < 0.5) return false;
       } else if (paired_share(a, b, false) < 0.5) {
         return false;

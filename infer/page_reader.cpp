@@ -40,16 +40,12 @@ Point text_direction(int rotation) {
 
 // An outline a recogniser can read: at least 0.3 times as long as it is high (a single narrow
 // glyph's box, "l" or "1", is widened symmetrically; at height 32 the predictor needs 8 columns).
-Quad widen_narrow(Quad q) {
-  auto& c = q.corners;
+Quad widen_narrow(const Quad& q) {
+  const auto& c = q.corners;
   const double along = distance(c[0], c[1]), across = distance(c[0], c[3]);
   const double least = 0.3 * across;
-  if (!(along < least) || !(along > 0)) return q;
-  const double grow = (least - along) / 2;
-  const Point u{(c[1].x - c[0].x) / along, (c[1].y - c[0].y) / along};
-  for (int i : {0, 3}) c[(size_t)i].x -= grow * u.x, c[(size_t)i].y -= grow * u.y;
-  for (int i : {1, 2}) c[(size_t)i].x += grow * u.x, c[(size_t)i].y += grow * u.y;
-  return q;
+  if (!(along < least)) return q;
+  return lengthen(q, (least - along) / 2 / across);  // leaves a zero-length outline as it is
 }
 
 // A line image: the outline cut out upright, at least min_height rows (a smaller line is
