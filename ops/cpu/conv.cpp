@@ -1,4 +1,5 @@
-// conv2d on the CPU: im2col + GEMM, forward and backward.
+// conv2d on the CPU: im2col + GEMM, forward and backward (and, beside it, Winograd for 3x3
+// layers and a direct sum for layers with few output channels: winograd.h, conv_direct.h).
 //
 // For one sample n and one group g, unfold the input into a matrix `col` whose row
 // r = (c, i, j) (input channel, kernel row, kernel column) and column q = (oh, ow) hold
@@ -28,6 +29,7 @@
 
 #include "ops/backend.h"
 #include "runtime/cpu/gemm.h"
+#include "ops/cpu/conv_direct.h"
 #include "ops/cpu/winograd.h"
 #include "runtime/cpu/loops.h"
 
@@ -190,6 +192,14 @@ void conv2d_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Co
   const T* wp = w.data<T>();
   const T* bp = bias.defined() ? bias.data<T>() : nullptr;
   T* yp = y.data<T>();
+  // Few output channels (a detector's last layers): summed straight from the input rows, in
+  // either mode, instead of unfolding 9 C values for every output pixel (conv_direct.h).
+  if constexpr (std::is_same_v<T, float>) {
+    if (cpu::direct_conv_applies(g.Cout, params)) {
+      cpu::direct_conv2d(xp, wp, bp, yp, g.N, g.C, g.H, g.W, g.Cout, g.kh, g.kw, params.pad_h, params.pad_w);
+      return;
+    }
+  }
 #if defined(OCRT_CPU_WINOGRAD)
   // 3x3 layers in fast mode: Winograd's F(4x4, 3x3), 4x fewer multiply-adds (winograd.h).
   if constexpr (std::is_same_v<T, float>) {

@@ -117,7 +117,7 @@ TEST_CASE("a detector model file has no charset and loads back", "[dbnet]") {
   CHECK_THROWS_WITH(save_model_file(path, *m, rec), Catch::Contains("the charset is empty"));
 }
 
-TEST_CASE("DBNet in inference runs its probability head in bands and gives the whole-page map", "[dbnet]") {
+TEST_CASE("DBNet in inference runs its probability head in bands, with its upsamplings folded into convolutions, and gives the whole-page map", "[dbnet]") {
   // 1184 rows: F has 296 rows, 5 bands of 64 (the last 40); every band edge is inside the page.
   Generator gen(5);
   DBNet model(DBNetConfig::preset("dbnet"), gen);
@@ -125,6 +125,14 @@ TEST_CASE("DBNet in inference runs its probability head in bands and gives the w
   for (auto& [name, t] : model.named_buffers())
     if (name.find("running_var") != std::string::npos) t.copy_(uniform(t.shape(), 0.5, 2.0, gen));
     else if (name.find("running_mean") != std::string::npos) t.copy_(uniform(t.shape(), -0.2, 0.2, gen));
+  // And BatchNorm scales and shifts, which the inference head folds into its convolutions.
+  {
+    NoGradGuard no_grad;
+    for (auto& [name, t] : model.named_parameters())
+      if (name.find("head.1.") != std::string::npos || name.find("head.5.") != std::string::npos)
+        t.copy_(uniform(t.shape(), name.find("weight") != std::string::npos ? 0.5 : -0.3,
+                        name.find("weight") != std::string::npos ? 1.5 : 0.3, gen));
+  }
   model.eval();
   const Tensor x = uniform({1, 1, 1184, 96}, -1.0, 1.0, gen);
   const Tensor whole = model.forward(x).detach();  // grad on: the whole map in one pass

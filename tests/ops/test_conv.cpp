@@ -1,6 +1,6 @@
 // conv2d and pooling: golden tests against PyTorch (tools/reference/ops_conv.py), float64
-// gradient checks, the im2col fast path against the plain-loop reference on many geometries
-// (both thread regimes), and argument errors.
+// gradient checks, the im2col, Winograd and direct paths against the plain-loop reference on
+// many geometries (both thread regimes), and argument errors.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -8,6 +8,7 @@
 #include "golden_runner.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
+#include "ops/cpu/conv_direct.h"
 #include "ops/cpu/conv_reference.h"
 #include "runtime/cpu/gemm.h"
 #include "ops/cpu/winograd.h"
@@ -95,7 +96,7 @@ TEST_CASE("conv2d and pooling gradients agree with finite differences", "[conv][
                   {det_uniform({2, 2, 3, 4}, 9)});
 }
 
-TEST_CASE("conv2d's im2col path equals the plain-loop reference on many geometries and thread counts", "[conv]") {
+TEST_CASE("conv2d's im2col path (and the direct sum for few output channels) equals the plain-loop reference on many geometries and thread counts", "[conv]") {
   ThreadCountGuard guard;
   struct Geo {
     int64_t N, C, H, W, Cout, kh, kw;
@@ -152,6 +153,60 @@ TEST_CASE("conv2d's im2col path equals the plain-loop reference on many geometri
       require_within_bound(b.grad(), rdb, sdb, pixels, "db");
     }
   }
+}
+
+TEST_CASE("conv2d with few output channels: the direct sum against the plain-loop reference", "[conv]") {
+  // Rows wide enough for every block size of ops/cpu/conv_direct.cpp (64, 32, 16 and 8 columns),
+  // then the 8-column blocks and edge columns of what is left; kernels 1x1 to 5x3, padding none,
+  // the kernel's reach and wider; one-row and one-column inputs.
+  ThreadCountGuard guard;
+  struct Geo {
+    int64_t N, C, H, W, Cout, kh, kw, ph, pw;
+    bool bias;
+  };
+  const std::vector<Geo> geos = {
+      {1, 16, 5, 150, 1, 3, 3, 1, 1, true},  {2, 3, 4, 77, 2, 3, 3, 1, 1, false}, {1, 5, 3, 41, 3, 3, 3, 0, 0, true},
+      {2, 8, 6, 37, 4, 3, 3, 1, 1, true},    {1, 4, 4, 29, 5, 5, 3, 2, 1, true},  {1, 2, 3, 20, 6, 1, 1, 0, 0, false},
+      {2, 7, 5, 19, 7, 3, 3, 3, 3, true},    {1, 32, 4, 70, 8, 3, 3, 1, 1, true}, {1, 3, 1, 9, 8, 3, 3, 1, 1, true},
+      {2, 2, 7, 1, 1, 3, 3, 1, 1, true},     {1, 1, 3, 3, 2, 3, 3, 0, 1, false},
+  };
+  for (size_t gi = 0; gi < geos.size(); ++gi) {
+    const Geo& g = geos[gi];
+    INFO("geometry " << gi << ": Cout " << g.Cout << ", " << g.kh << "x" << g.kw << ", W " << g.W);
+    const Conv2dParams p{1, 1, g.ph, g.pw, 1, 1, 1, true};
+    REQUIRE(cpu::direct_conv_applies(g.Cout, p));
+    Tensor x = det_uniform({g.N, g.C, g.H, g.W}, 80 + gi, -1, 1, DType::f32);
+    Tensor w = det_uniform({g.Cout, g.C, g.kh, g.kw}, 90 + gi, -1, 1, DType::f32);
+    Tensor b = g.bias ? det_uniform({g.Cout}, 100 + gi, -1, 1, DType::f32) : Tensor();
+    std::vector<std::vector<float>> runs;
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      NoGradGuard no_grad;
+      runs.push_back(conv2d(x, w, b, conv_opt({1, 1}, {g.ph, g.pw})).to_vector<float>());
+    }
+    REQUIRE(runs[0] == runs[1]);  // the thread count changes nothing
+    const int64_t Ho = g.H + 2 * g.ph - g.kh + 1, Wo = g.W + 2 * g.pw - g.kw + 1;
+    const Shape ys{g.N, g.Cout, Ho, Wo};
+    std::vector<float> direct((size_t)(g.N * g.Cout * Ho * Wo));
+    const float* bp = g.bias ? b.data<float>() : nullptr;
+    cpu::direct_conv2d(x.data<float>(), w.data<float>(), bp, direct.data(), g.N, g.C, g.H, g.W, g.Cout, g.kh, g.kw,
+                       g.ph, g.pw);
+    REQUIRE(direct == runs[0]);  // conv2d took the direct path
+    std::vector<float> ref(direct.size()), sums(direct.size());
+    reference::conv2d(x.data<float>(), w.data<float>(), bp, ref.data(), g.N, g.C, g.H, g.W, g.Cout, g.kh, g.kw, Ho, Wo,
+                      p);
+    // Both are float32 sums of C kh kw products and the bias: within 2 gamma_n of the sum of
+    // |terms| (the reference run on |x|, |w|, |b|).
+    NoGradGuard no_grad;
+    const Tensor ax = abs(x), aw = abs(w), ab = g.bias ? abs(b) : Tensor();
+    reference::conv2d(ax.data<float>(), aw.data<float>(), g.bias ? ab.data<float>() : nullptr, sums.data(), g.N, g.C,
+                      g.H, g.W, g.Cout, g.kh, g.kw, Ho, Wo, p);
+    require_within_bound(Tensor::from_vector(direct, ys), Tensor::from_vector(ref, ys), Tensor::from_vector(sums, ys),
+                         g.C * g.kh * g.kw + 1, "direct y");
+  }
+  // Nine output channels are past the direct path: im2col takes them.
+  CHECK_FALSE(cpu::direct_conv_applies(cpu::kDirectConvMaxCout + 1, Conv2dParams{1, 1, 1, 1, 1, 1, 1, true}));
+  CHECK_FALSE(cpu::direct_conv_applies(1, Conv2dParams{2, 2, 1, 1, 1, 1, 1, true}));
 }
 
 TEST_CASE("conv2d of an image too large to unfold at once goes through bands of rows, as the reference", "[conv]") {

@@ -1,0 +1,142 @@
+// Direct convolution for few output channels (conv_direct.h says when and why).
+//
+// One output row at a time. Along the row, blocks of B columns are "interior" when every tap of
+// the kernel lands inside the input row; such a block keeps Cout x B running sums in vector
+// registers and, for each (c, i, j), loads B input values once and multiplies them by each of
+// the Cout weights w[., c, i, j]: one load per Cout multiply-adds. The few columns near the
+// left and right edges, where taps fall into the zero padding, are summed one by one. Rows of
+// the kernel that fall into the padding above or below are skipped (they add zeros).
+//
+//   y[n, o, oh, ow] = bias[o] + sum over c, i, j of w[o, c, i, j] x[n, c, oh - pad_h + i, ow - pad_w + j]
+//
+// B is chosen so that the sums take 8 vectors of 8 floats whatever Cout is (Cout 1: 64 columns,
+// 2: 32, 3-4: 16, 5-8: 8), which leaves the other registers for the loaded inputs.
+#include "ops/cpu/conv_direct.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "runtime/cpu/loops.h"
+
+namespace ocrt::cpu {
+
+namespace {
+
+typedef float Vec8 __attribute__((vector_size(32)));
+
+Vec8 load8(const float* p) {
+  Vec8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+void store8(float* p, Vec8 v) { std::memcpy(p, &v, sizeof v); }
+
+struct Shape {
+  int64_t C, H, W, Cout, kh, kw, pad_h, pad_w, Ho, Wo;
+};
+
+// Output column ow of row oh, every channel, with bounds checks: the edges of the row.
+void edge_column(const float* x, const float* wt, const float* bias, float* y, const Shape& s, int64_t oh, int64_t ow) {
+  float acc[kDirectConvMaxCout] = {};
+  for (int64_t c = 0; c < s.C; ++c)
+    for (int64_t i = 0; i < s.kh; ++i) {
+      const int64_t ih = oh - s.pad_h + i;
+      if (ih < 0 || ih >= s.H) continue;
+      for (int64_t j = 0; j < s.kw; ++j) {
+        const int64_t iw = ow - s.pad_w + j;
+        if (iw < 0 || iw >= s.W) continue;
+        const float v = x[(c * s.H + ih) * s.W + iw];
+        const float* wr = wt + ((c * s.kh + i) * s.kw + j) * s.Cout;
+        for (int64_t o = 0; o < s.Cout; ++o) acc[o] += wr[o] * v;
+      }
+    }
+  for (int64_t o = 0; o < s.Cout; ++o) y[(o * s.Ho + oh) * s.Wo + ow] = acc[o] + (bias ? bias[o] : 0.0f);
+}
+
+// Columns [ow, ow + 8 NV) of output row oh, every tap inside the input row: CO x NV vectors of
+// running sums, one load of 8 inputs per CO multiply-adds.
+template <int CO, int NV>
+void interior_block(const float* x, const float* wt, const float* bias, float* y, const Shape& s, int64_t oh,
+                    int64_t ow) {
+  Vec8 acc[CO][NV] = {};
+  for (int64_t c = 0; c < s.C; ++c)
+    for (int64_t i = 0; i < s.kh; ++i) {
+      const int64_t ih = oh - s.pad_h + i;
+      if (ih < 0 || ih >= s.H) continue;
+      const float* row = x + (c * s.H + ih) * s.W + ow - s.pad_w;
+      const float* wr = wt + (c * s.kh + i) * s.kw * CO;
+      for (int64_t j = 0; j < s.kw; ++j) {
+        Vec8 v[NV];
+        for (int u = 0; u < NV; ++u) v[u] = load8(row + j + 8 * u);
+        for (int o = 0; o < CO; ++o) {
+          const float wv = wr[j * CO + o];
+          for (int u = 0; u < NV; ++u) acc[o][u] += v[u] * wv;
+        }
+      }
+    }
+  for (int o = 0; o < CO; ++o) {
+    const float b = bias ? bias[o] : 0.0f;
+    for (int u = 0; u < NV; ++u) store8(y + (o * s.Ho + oh) * s.Wo + ow + 8 * u, acc[o][u] + b);
+  }
+}
+
+// Output row oh of one sample: x (C, H, W), wt (C, kh, kw, CO) the weights turned so that one
+// tap's CO weights lie side by side, y (CO, Ho, Wo). Wide blocks, then blocks of 8 columns for
+// what is left of the interior, then the edges one column at a time.
+template <int CO>
+void output_row(const float* x, const float* wt, const float* bias, float* y, const Shape& s, int64_t oh) {
+  constexpr int NV = CO == 1 ? 8 : CO == 2 ? 4 : CO <= 4 ? 2 : 1;  // vectors of 8 columns a block
+  // Columns [lo, hi) have every tap inside the input row: ow - pad_w >= 0, ow - pad_w + kw <= W.
+  const int64_t lo = std::min(s.pad_w, s.Wo), hi = std::max(lo, std::min(s.Wo, s.W - s.kw + s.pad_w + 1));
+  for (int64_t ow = 0; ow < lo; ++ow) edge_column(x, wt, bias, y, s, oh, ow);
+  int64_t ow = lo;
+  for (; ow + 8 * NV <= hi; ow += 8 * NV) interior_block<CO, NV>(x, wt, bias, y, s, oh, ow);
+  if constexpr (NV > 1)
+    for (; ow + 8 <= hi; ow += 8) interior_block<CO, 1>(x, wt, bias, y, s, oh, ow);
+  for (; ow < s.Wo; ++ow) edge_column(x, wt, bias, y, s, oh, ow);
+}
+
+template <int CO>
+void run(const float* x, const float* wt, const float* bias, float* y, int64_t N, const Shape& s) {
+  const int64_t rows = N * s.Ho;
+  const bool parallel = rows > 1 && N * s.Ho * s.Wo * s.C * s.kh * s.kw * CO > kParallelGrain && !omp_in_parallel();
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t n = r / s.Ho, oh = r % s.Ho;
+    output_row<CO>(x + n * s.C * s.H * s.W, wt, bias, y + n * CO * s.Ho * s.Wo, s, oh);
+  }
+}
+
+}  // namespace
+
+bool direct_conv_applies(int64_t Cout, const Conv2dParams& p) {
+  return Cout >= 1 && Cout <= kDirectConvMaxCout && p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 &&
+         p.dilation_w == 1 && p.groups == 1;
+}
+
+void direct_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
+                   int64_t W, int64_t Cout, int64_t kh, int64_t kw, int64_t pad_h, int64_t pad_w) {
+  const Shape s{C, H, W, Cout, kh, kw, pad_h, pad_w, H + 2 * pad_h - kh + 1, W + 2 * pad_w - kw + 1};
+  if (N == 0 || s.Ho <= 0 || s.Wo <= 0) return;
+  // wt[c, i, j, o] = w[o, c, i, j]
+  std::vector<float> wt((size_t)(C * kh * kw * Cout));
+  for (int64_t o = 0; o < Cout; ++o)
+    for (int64_t r = 0; r < C * kh * kw; ++r) wt[(size_t)(r * Cout + o)] = w[o * C * kh * kw + r];
+  switch (Cout) {
+    case 1: return run<1>(x, wt.data(), bias, y, N, s);
+    case 2: return run<2>(x, wt.data(), bias, y, N, s);
+    case 3: return run<3>(x, wt.data(), bias, y, N, s);
+    case 4: return run<4>(x, wt.data(), bias, y, N, s);
+    case 5: return run<5>(x, wt.data(), bias, y, N, s);
+    case 6: return run<6>(x, wt.data(), bias, y, N, s);
+    case 7: return run<7>(x, wt.data(), bias, y, N, s);
+    case 8: return run<8>(x, wt.data(), bias, y, N, s);
+    default: OCRT_CHECK(false, "direct_conv2d: at most ", kDirectConvMaxCout, " output channels, got ", Cout);
+  }
+}
+
+}  // namespace ocrt::cpu

@@ -1,0 +1,32 @@
+// Direct convolution for layers with few output channels, on the CPU (ops/cpu/conv_direct.cpp).
+//
+// im2col + GEMM unfolds the input into C*kh*kw rows before a matrix product of Cout rows. When
+// Cout is small (a detector's last 3x3 layer maps 16 channels to 1 at the page's full
+// resolution), the unfolded matrix is 9*C values for every output pixel and one or a few output
+// values come out of each: the layer is as slow as writing and reading that matrix (200 ms for
+// a 1280 x 992 map), and the GEMM's tiles are mostly empty. Summing straight from the input rows
+// reads each input value kh*kw times from cache and writes nothing in between.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/backend.h"
+
+namespace ocrt::cpu {
+
+// The most output channels direct_conv2d takes.
+constexpr int64_t kDirectConvMaxCout = 8;
+
+// Whether direct_conv2d computes this float32 forward: stride 1, no dilation, one group, at
+// most kDirectConvMaxCout output channels. Exact (no transform): each output is the plain sum
+// over (c, i, j) in that order, plus the bias, in float32 — the same value as the reference
+// loop up to float32 rounding of a sum of C*kh*kw products.
+bool direct_conv_applies(int64_t Cout, const Conv2dParams& p);
+
+// y (N, Cout, Ho, Wo) = conv2d(x (N, C, H, W), w (Cout, C, kh, kw)) + bias (Cout, or null), stride
+// 1, padding (pad_h, pad_w): Ho = H + 2 pad_h - kh + 1, Wo = W + 2 pad_w - kw + 1. Contiguous
+// NCHW. Shared out over output rows; the result does not depend on the thread count.
+void direct_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
+                   int64_t W, int64_t Cout, int64_t kh, int64_t kw, int64_t pad_h, int64_t pad_w);
+
+}  // namespace ocrt::cpu
