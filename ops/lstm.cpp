@@ -15,6 +15,10 @@
 //   dW_ih = dgates^T X,  dW_hh = dgates^T H_prev,  dX = dgates W_ih;  db = sum of dgates.
 #include "ops/lstm.h"
 
+#include <omp.h>
+
+#include <exception>
+
 #include "ops/backend.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
@@ -140,6 +144,14 @@ DirSaved forward_direction(const Tensor& x, const DirWeights& w, bool biases, co
   return s;
 }
 
+// Whether a bidirectional layer's two directions run side by side, one thread each: on the CPU
+// with two or three threads, outside any parallel region. (With more threads, one direction's
+// product of the whole sequence's inputs keeps more than one thread busy; nested teams would be
+// needed to share them out, and are not used.)
+bool split_directions(Device dev, int64_t dirs) {
+  return dirs == 2 && dev.is_cpu() && !omp_in_parallel() && (omp_get_max_threads() == 2 || omp_get_max_threads() == 3);
+}
+
 // The gradients of one direction of one layer.
 struct DirGrads {
   Tensor dw_ih, dw_hh, db;  // db: of b_ih and of b_hh alike (undefined without biases)
@@ -204,10 +216,35 @@ LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMO
     for (int64_t l = 0; l < L; ++l) {
       Tensor layer_out = Tensor::empty({T, N, dirs * H}, dt, dev);
       saved[(size_t)l].input = layer_in;
+      std::vector<DirSaved> per_dir((size_t)dirs);
+      auto run_direction = [&](int64_t d) {
+        NoGradGuard no_grad_here;  // grad mode is per thread
+        const int64_t k = l * dirs + d;
+        per_dir[(size_t)d] = forward_direction(layer_in, weights_of(w, l, d, dirs, biases), biases,
+                                               h_init.select(0, k), c_init.select(0, k), active, d, layer_out);
+      };
+      if (split_directions(dev, dirs)) {
+        // The two directions are independent: each on its own thread, whose GEMMs and cells then
+        // run on that thread alone, instead of both threads meeting twice at every step of a
+        // product of N x H states (the same results: no kernel's sums depend on the thread count).
+        std::exception_ptr failed[2];
+#pragma omp parallel num_threads(2)
+        {
+          const int d = omp_get_thread_num();
+          try {
+            run_direction(d);
+          } catch (...) {
+            failed[d] = std::current_exception();
+          }
+        }
+        for (const auto& e : failed)
+          if (e) std::rethrow_exception(e);
+      } else {
+        for (int64_t d = 0; d < dirs; ++d) run_direction(d);
+      }
       for (int64_t d = 0; d < dirs; ++d) {
         const int64_t k = l * dirs + d;
-        DirSaved s = forward_direction(layer_in, weights_of(w, l, d, dirs, biases), biases, h_init.select(0, k),
-                                       c_init.select(0, k), active, d, layer_out);
+        const DirSaved& s = per_dir[(size_t)d];
         const int64_t last = d == 0 ? T - 1 : 0;
         h_n.select(0, k).copy_(s.hs.select(0, last));
         c_n.select(0, k).copy_(s.cs.select(0, last));

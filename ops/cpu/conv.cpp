@@ -192,10 +192,11 @@ void conv2d_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Co
   const T* wp = w.data<T>();
   const T* bp = bias.defined() ? bias.data<T>() : nullptr;
   T* yp = y.data<T>();
-  // Few output channels (a detector's last layers): summed straight from the input rows, in
-  // either mode, instead of unfolding 9 C values for every output pixel (conv_direct.h).
+  // Few output channels (a detector's last layers), or few input values an output (a first
+  // layer on gray pixels): summed straight from the input rows, in either mode, instead of
+  // unfolding C kh kw values for every output pixel (conv_direct.h).
   if constexpr (std::is_same_v<T, float>) {
-    if (cpu::direct_conv_applies(g.Cout, params)) {
+    if (cpu::direct_conv_applies(g.C, g.Cout, g.kh, g.kw, params)) {
       cpu::direct_conv2d(xp, wp, bp, yp, g.N, g.C, g.H, g.W, g.Cout, g.kh, g.kw, params.pad_h, params.pad_w);
       return;
     }

@@ -100,42 +100,61 @@ void output_row(const float* x, const float* wt, const float* bias, float* y, co
   for (; ow < s.Wo; ++ow) edge_column(x, wt, bias, y, s, oh, ow);
 }
 
+// Output row oh of one sample for output channels [o0, o0 + CO): wt holds their turned weights.
 template <int CO>
-void run(const float* x, const float* wt, const float* bias, float* y, int64_t N, const Shape& s) {
-  const int64_t rows = N * s.Ho;
-  const bool parallel = rows > 1 && N * s.Ho * s.Wo * s.C * s.kh * s.kw * CO > kParallelGrain && !omp_in_parallel();
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t n = r / s.Ho, oh = r % s.Ho;
-    output_row<CO>(x + n * s.C * s.H * s.W, wt, bias, y + n * CO * s.Ho * s.Wo, s, oh);
+void chunk_row(const float* x, const float* wt, const float* bias, float* y, const Shape& s, int64_t oh) {
+  output_row<CO>(x, wt, bias, y, s, oh);
+}
+
+using ChunkRow = void (*)(const float*, const float*, const float*, float*, const Shape&, int64_t);
+
+ChunkRow chunk_row_for(int64_t co) {
+  switch (co) {
+    case 1: return chunk_row<1>;
+    case 2: return chunk_row<2>;
+    case 3: return chunk_row<3>;
+    case 4: return chunk_row<4>;
+    case 5: return chunk_row<5>;
+    case 6: return chunk_row<6>;
+    case 7: return chunk_row<7>;
+    case 8: return chunk_row<8>;
   }
+  OCRT_CHECK(false, "direct_conv2d: a chunk of ", co, " output channels");
+  return nullptr;
 }
 
 }  // namespace
 
-bool direct_conv_applies(int64_t Cout, const Conv2dParams& p) {
-  return Cout >= 1 && Cout <= kDirectConvMaxCout && p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 &&
-         p.dilation_w == 1 && p.groups == 1;
+bool direct_conv_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p) {
+  return Cout >= 1 && (Cout <= kDirectConvMaxCout || C * kh * kw <= kDirectConvMaxTaps) && p.stride_h == 1 &&
+         p.stride_w == 1 && p.dilation_h == 1 && p.dilation_w == 1 && p.groups == 1;
 }
 
 void direct_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
                    int64_t W, int64_t Cout, int64_t kh, int64_t kw, int64_t pad_h, int64_t pad_w) {
-  const Shape s{C, H, W, Cout, kh, kw, pad_h, pad_w, H + 2 * pad_h - kh + 1, W + 2 * pad_w - kw + 1};
-  if (N == 0 || s.Ho <= 0 || s.Wo <= 0) return;
-  // wt[c, i, j, o] = w[o, c, i, j]
-  std::vector<float> wt((size_t)(C * kh * kw * Cout));
-  for (int64_t o = 0; o < Cout; ++o)
-    for (int64_t r = 0; r < C * kh * kw; ++r) wt[(size_t)(r * Cout + o)] = w[o * C * kh * kw + r];
-  switch (Cout) {
-    case 1: return run<1>(x, wt.data(), bias, y, N, s);
-    case 2: return run<2>(x, wt.data(), bias, y, N, s);
-    case 3: return run<3>(x, wt.data(), bias, y, N, s);
-    case 4: return run<4>(x, wt.data(), bias, y, N, s);
-    case 5: return run<5>(x, wt.data(), bias, y, N, s);
-    case 6: return run<6>(x, wt.data(), bias, y, N, s);
-    case 7: return run<7>(x, wt.data(), bias, y, N, s);
-    case 8: return run<8>(x, wt.data(), bias, y, N, s);
-    default: OCRT_CHECK(false, "direct_conv2d: at most ", kDirectConvMaxCout, " output channels, got ", Cout);
+  const int64_t Ho = H + 2 * pad_h - kh + 1, Wo = W + 2 * pad_w - kw + 1;
+  if (N == 0 || Ho <= 0 || Wo <= 0) return;
+  // Output channels in chunks of up to 8; chunk k's weights turned to wt[k] (C, kh, kw, its CO):
+  // wt[k][c, i, j, o] = w[8 k + o, c, i, j].
+  const int64_t taps = C * kh * kw, chunks = (Cout + 7) / 8;
+  std::vector<std::vector<float>> wt((size_t)chunks);
+  for (int64_t k = 0; k < chunks; ++k) {
+    const int64_t co = std::min<int64_t>(8, Cout - 8 * k);
+    wt[(size_t)k].resize((size_t)(taps * co));
+    for (int64_t o = 0; o < co; ++o)
+      for (int64_t r = 0; r < taps; ++r) wt[(size_t)k][(size_t)(r * co + o)] = w[(8 * k + o) * taps + r];
+  }
+  const int64_t rows = N * Ho;
+  const bool parallel = rows > 1 && rows * Wo * taps * Cout > kParallelGrain && !omp_in_parallel();
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t n = r / Ho, oh = r % Ho;
+    for (int64_t k = 0; k < chunks; ++k) {
+      const int64_t co = std::min<int64_t>(8, Cout - 8 * k);
+      const Shape s{C, H, W, co, kh, kw, pad_h, pad_w, Ho, Wo};
+      chunk_row_for(co)(x + n * C * H * W, wt[(size_t)k].data(), bias ? bias + 8 * k : nullptr,
+                        y + (n * Cout + 8 * k) * Ho * Wo, s, oh);
+    }
   }
 }
 

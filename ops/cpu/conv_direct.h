@@ -14,18 +14,23 @@
 
 namespace ocrt::cpu {
 
-// The most output channels direct_conv2d takes.
-constexpr int64_t kDirectConvMaxCout = 8;
+// The most output channels direct_conv2d takes in general, and the most input values (C kh kw)
+// an output pixel may read for it to take any number of output channels: a first layer of one
+// input channel (9 values for 3x3) unfolds into a matrix too short for the GEMM to pay (a
+// CRNN's first layer, 1 -> 64 channels over whole lines, ran at 2 GFLOP/s through im2col).
+constexpr int64_t kDirectConvMaxCout = 8, kDirectConvMaxTaps = 27;
 
-// Whether direct_conv2d computes this float32 forward: stride 1, no dilation, one group, at
-// most kDirectConvMaxCout output channels. Exact (no transform): each output is the plain sum
-// over (c, i, j) in that order, plus the bias, in float32 — the same value as the reference
-// loop up to float32 rounding of a sum of C*kh*kw products.
-bool direct_conv_applies(int64_t Cout, const Conv2dParams& p);
+// Whether direct_conv2d computes this float32 forward: stride 1, no dilation, one group, and at
+// most kDirectConvMaxCout output channels or at most kDirectConvMaxTaps input values an output.
+// Exact (no transform): each output is the plain sum over (c, i, j) in that order, plus the
+// bias, in float32 — the same value as the reference loop up to float32 rounding of a sum of
+// C*kh*kw products.
+bool direct_conv_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p);
 
 // y (N, Cout, Ho, Wo) = conv2d(x (N, C, H, W), w (Cout, C, kh, kw)) + bias (Cout, or null), stride
 // 1, padding (pad_h, pad_w): Ho = H + 2 pad_h - kh + 1, Wo = W + 2 pad_w - kw + 1. Contiguous
-// NCHW. Shared out over output rows; the result does not depend on the thread count.
+// NCHW. Output channels go in chunks of 8, shared out over output rows; the result does not
+// depend on the thread count.
 void direct_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
                    int64_t W, int64_t Cout, int64_t kh, int64_t kw, int64_t pad_h, int64_t pad_w);
 

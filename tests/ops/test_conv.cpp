@@ -157,8 +157,8 @@ TEST_CASE("conv2d's im2col path (and the direct sum for few output channels) equ
 
 TEST_CASE("conv2d with few output channels: the direct sum against the plain-loop reference", "[conv]") {
   // Rows wide enough for every block size of ops/cpu/conv_direct.cpp (64, 32, 16 and 8 columns),
-  // then the 8-column blocks and edge columns of what is left; kernels 1x1 to 5x3, padding none,
-  // the kernel's reach and wider; one-row and one-column inputs.
+  // then the 8-column blocks and edge columns of what is left; kernels 1x1 to 5x5, padding none,
+  // the kernel's reach and wider; one-row and one-column inputs; chunks of 8 output channels.
   ThreadCountGuard guard;
   struct Geo {
     int64_t N, C, H, W, Cout, kh, kw, ph, pw;
@@ -169,12 +169,14 @@ TEST_CASE("conv2d with few output channels: the direct sum against the plain-loo
       {2, 8, 6, 37, 4, 3, 3, 1, 1, true},    {1, 4, 4, 29, 5, 5, 3, 2, 1, true},  {1, 2, 3, 20, 6, 1, 1, 0, 0, false},
       {2, 7, 5, 19, 7, 3, 3, 3, 3, true},    {1, 32, 4, 70, 8, 3, 3, 1, 1, true}, {1, 3, 1, 9, 8, 3, 3, 1, 1, true},
       {2, 2, 7, 1, 1, 3, 3, 1, 1, true},     {1, 1, 3, 3, 2, 3, 3, 0, 1, false},
+      // Many output channels of few input values (a first layer on gray lines): chunks of 8.
+      {2, 1, 32, 90, 64, 3, 3, 1, 1, true},  {1, 3, 5, 40, 21, 3, 3, 1, 1, true}, {1, 1, 4, 30, 13, 5, 5, 2, 2, false},
   };
   for (size_t gi = 0; gi < geos.size(); ++gi) {
     const Geo& g = geos[gi];
     INFO("geometry " << gi << ": Cout " << g.Cout << ", " << g.kh << "x" << g.kw << ", W " << g.W);
     const Conv2dParams p{1, 1, g.ph, g.pw, 1, 1, 1, true};
-    REQUIRE(cpu::direct_conv_applies(g.Cout, p));
+    REQUIRE(cpu::direct_conv_applies(g.C, g.Cout, g.kh, g.kw, p));
     Tensor x = det_uniform({g.N, g.C, g.H, g.W}, 80 + gi, -1, 1, DType::f32);
     Tensor w = det_uniform({g.Cout, g.C, g.kh, g.kw}, 90 + gi, -1, 1, DType::f32);
     Tensor b = g.bias ? det_uniform({g.Cout}, 100 + gi, -1, 1, DType::f32) : Tensor();
@@ -204,9 +206,10 @@ TEST_CASE("conv2d with few output channels: the direct sum against the plain-loo
     require_within_bound(Tensor::from_vector(direct, ys), Tensor::from_vector(ref, ys), Tensor::from_vector(sums, ys),
                          g.C * g.kh * g.kw + 1, "direct y");
   }
-  // Nine output channels are past the direct path: im2col takes them.
-  CHECK_FALSE(cpu::direct_conv_applies(cpu::kDirectConvMaxCout + 1, Conv2dParams{1, 1, 1, 1, 1, 1, 1, true}));
-  CHECK_FALSE(cpu::direct_conv_applies(1, Conv2dParams{2, 2, 1, 1, 1, 1, 1, true}));
+  // Nine output channels of 28 input values each are past the direct path: im2col takes them,
+  // and strided layers.
+  CHECK_FALSE(cpu::direct_conv_applies(28, cpu::kDirectConvMaxCout + 1, 1, 1, Conv2dParams{1, 1, 1, 1, 1, 1, 1, true}));
+  CHECK_FALSE(cpu::direct_conv_applies(1, 1, 3, 3, Conv2dParams{2, 2, 1, 1, 1, 1, 1, true}));
 }
 
 TEST_CASE("conv2d of an image too large to unfold at once goes through bands of rows, as the reference", "[conv]") {

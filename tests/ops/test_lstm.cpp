@@ -7,9 +7,12 @@
 
 #include "golden_runner.h"
 #include "ops/backend.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
 #include "ops/cpu/lstm_reference.h"
 #include "ops/lstm.h"
 #include "ops/shape.h"
+#include "runtime/threading.h"
 
 using namespace ocrt;
 using namespace ocrt::testing;
@@ -75,6 +78,44 @@ TEST_CASE("lstm equals the plain-loop reference, both directions, with lengths",
     require_close(r.output.narrow(2, d * H, H), Tensor::from_vector(ref, {T, N, H}), 1e-12, 1e-12,
                   d ? "reverse direction" : "forward direction");
   }
+}
+
+TEST_CASE("a bidirectional lstm gives the same bits on 1, 2 and 4 threads (directions side by side on 2)", "[lstm]") {
+  // On two threads each direction runs on a thread of its own (ops/lstm.cpp, split_directions);
+  // on one and on four they share every product. Outputs, final states and gradients agree bit
+  // for bit: no kernel's sums depend on the thread count.
+  const int saved = num_threads();
+  const int64_t T = 23, N = 5, I = 40, H = 33;
+  const std::vector<int64_t> len = {23, 7, 19, 1, 23};
+  auto w0 = random_weights(I, H, 2, true, true, 300);
+  const Tensor x0 = det_uniform({T, N, I}, 17).to(DType::f32);
+  std::vector<std::vector<float>> outs, grads;
+  for (int threads : {1, 2, 4}) {
+    set_num_threads(threads);
+    std::vector<Tensor> w;
+    for (const Tensor& t : w0) {
+      w.push_back(t.to(DType::f32));
+      w.back().set_requires_grad(true);
+    }
+    Tensor x = x0.clone();
+    x.set_requires_grad(true);
+    LSTMOutput r = lstm(x, w, {2, true, true}, Tensor(), Tensor(), len);
+    std::vector<float> o = r.output.to_vector<float>(), hn = r.h_n.to_vector<float>();
+    o.insert(o.end(), hn.begin(), hn.end());
+    outs.push_back(o);
+    sum(mul(r.output, r.output), {0, 1, 2}).backward();
+    std::vector<float> g = x.grad().to_vector<float>();
+    for (const Tensor& t : w) {
+      const auto v = t.grad().to_vector<float>();
+      g.insert(g.end(), v.begin(), v.end());
+    }
+    grads.push_back(g);
+  }
+  set_num_threads(saved);
+  CHECK(outs[0] == outs[1]);
+  CHECK(outs[0] == outs[2]);
+  CHECK(grads[0] == grads[1]);
+  CHECK(grads[0] == grads[2]);
 }
 
 TEST_CASE("lstm gradients agree with finite differences", "[lstm][gradcheck]") {
