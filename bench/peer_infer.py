@@ -8,6 +8,7 @@ same weights. Run it with the peers' python (bench/peers.sh makes it):
         --engine ort|openvino|openvino-f32|torch|torch-bf16 [--threads 2] [--batch 32]
         [--out TEXTS] [--json FILE] [--cache DIR] [--arch A --charset FILE] [--unpacked]
         [--ov-shapes dynamic|static]
+    $PY bench/peer_infer.py --weights FILE --engine E --latency IMAGE [--reps 200] [--warmup 20]
     $PY bench/peer_infer.py --weights FILE --export [--cache DIR]     (print the ONNX file's path)
 
 The model: the reference module of tools/reference/crnn.py (crnn or crnn-s), its weights loaded
@@ -64,6 +65,7 @@ a one-line summary goes to stderr. --out writes the texts one a line in label or
 import argparse
 import hashlib
 import json
+import math
 import os
 import platform
 import subprocess
@@ -275,7 +277,8 @@ def engine_torch(args):
 
 # ---------------------------------------------------------------- recognising
 
-def recognise(args):
+def start_engine(args):
+    """The engine of --engine, ready: (forward, precision, versions, arch, charset, info, load_seconds)."""
     set_thread_env(args.threads)
     t_load = time.perf_counter()
     if args.engine.startswith("torch"):
@@ -289,8 +292,50 @@ def recognise(args):
             forward, precision, versions = engine_ort(args, onnx_path)
         else:
             forward, precision, versions = engine_openvino(args, onnx_path)
+    return forward, precision, versions, arch, charset, info, time.perf_counter() - t_load
+
+
+def greedy(best_row, frames, charset):
+    out, prev = [], 0
+    for c in best_row[:frames]:
+        if c != 0 and c != prev:
+            out.append(charset[c - 1])
+        prev = c
+    return "".join(out)
+
+
+def latency(args):
+    """--latency IMAGE: one line, batch 1, --reps timed calls after --warmup; each call goes from
+    the line's 8-bit pixels in memory (decoded and resized once, before timing) to its text:
+    pad, normalise, the model, greedy decoding. The same work as bench/bench_latency.cpp."""
     import numpy as np
-    load_seconds = time.perf_counter() - t_load
+    forward, precision, versions, arch, charset, info, load_seconds = start_engine(args)
+    image = ti.load_line(args.latency)
+    margin = MARGINS[arch]
+    padded = max(4, (image.shape[1] + 3) // 4 * 4)
+    times, text = [], ""
+    for i in range(args.warmup + args.reps):
+        t0 = time.perf_counter()
+        x = np.full((1, 1, ti.HEIGHT, padded + margin), 255, dtype=np.uint8)
+        x[0, 0, :, :image.shape[1]] = image
+        logits = forward(x.astype(np.float32) / np.float32(127.5) - np.float32(1.0), [padded])
+        text = greedy(logits.argmax(2).T[0], padded // 4 + 1, charset)
+        if i >= args.warmup:
+            times.append(1e3 * (time.perf_counter() - t0))
+    s = sorted(times)
+
+    def pct(q):  # nearest rank, as bench_latency.cpp
+        return s[max(0, math.ceil(q * len(s)) - 1)]
+    result = {"engine": args.engine, "precision": precision, "image": args.latency, "width": int(image.shape[1]),
+              "height": int(image.shape[0]), "weights": args.weights, "threads": args.threads, "reps": args.reps,
+              "p50_ms": pct(0.5), "p90_ms": pct(0.9), "p99_ms": pct(0.99), "mean_ms": sum(times) / len(times),
+              "min_ms": s[0], "text": text, "versions": versions, "load_seconds": load_seconds}
+    print(json.dumps(result))
+
+
+def recognise(args):
+    forward, precision, versions, arch, charset, info, load_seconds = start_engine(args)
+    import numpy as np
     margin = MARGINS[arch]
 
     lines = ti.read_labels(args.labels)
@@ -313,13 +358,7 @@ def recognise(args):
         best = logits.argmax(2).T  # (N, T)
         forward_seconds += time.perf_counter() - f0
         for k, i in enumerate(idx):
-            frames = padded[i] // 4 + 1
-            out, prev = [], 0
-            for c in best[k, :frames]:
-                if c != 0 and c != prev:
-                    out.append(charset[c - 1])
-                prev = c
-            texts[i] = "".join(out)
+            texts[i] = greedy(best[k], padded[i] // 4 + 1, charset)
     seconds = time.perf_counter() - t0
 
     s = ti.score(texts, [t for _, t in lines])
@@ -360,6 +399,9 @@ def main():
     ap.add_argument("--out", help="the texts, one a line in label order")
     ap.add_argument("--json", help="the JSON object, also written to this file")
     ap.add_argument("--export", action="store_true", help="export to --cache unless it is there, and stop")
+    ap.add_argument("--latency", metavar="IMAGE", help="time one line at batch 1 instead of reading --labels")
+    ap.add_argument("--reps", type=int, default=200, help="--latency: timed calls (200)")
+    ap.add_argument("--warmup", type=int, default=20, help="--latency: calls before timing (20)")
     args = ap.parse_args()
     if args.batch < 1 or args.threads < 1:
         ap.error("--batch and --threads must be at least 1")
@@ -368,8 +410,12 @@ def main():
         if not all(os.path.exists(p) for p in onnx_paths(args)):
             export(args)
         print(onnx_paths(args)[0])
+    elif args.latency and args.engine:
+        if args.reps < 1 or args.warmup < 0:
+            ap.error("--reps must be at least 1 and --warmup at least 0")
+        latency(args)
     elif not (args.labels and args.engine):
-        ap.error("give --labels and --engine")
+        ap.error("give --labels (or --latency IMAGE) and --engine")
     else:
         recognise(args)
 

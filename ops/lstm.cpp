@@ -133,7 +133,8 @@ DirSaved forward_direction(const Tensor& x, const DirWeights& w, bool biases, co
   gx = gx.view({T, N, 4 * H});
   DirSaved s{Tensor::empty({T, N, 4 * H}, dt, dev), Tensor::empty({T, N, H}, dt, dev),
              Tensor::empty({T, N, H}, dt, dev)};
-  const Tensor w_hh_t = w.w_hh.t();
+  // Contiguous, so that a step of few lines reads its rows straight (runtime/cpu/gemm_loops.inc few_rows).
+  const Tensor w_hh_t = w.w_hh.t().contiguous();
   for (int64_t step = 0; step < T; ++step) {
     const int64_t t = d == 0 ? step : T - 1 - step;
     const Tensor h_prev = state_before(s.hs, h_first, t, d, T), c_prev = state_before(s.cs, c_first, t, d, T);

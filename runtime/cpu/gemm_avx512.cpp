@@ -10,6 +10,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <memory>

@@ -171,6 +171,40 @@ TEST_CASE("sgemm across KC, MC and NC blocks", "[gemm]") {
   check(path, {blk.mr + 1, 2 * blk.nc + blk.nr - 1, 3});  // three NC blocks and edges in both directions
 }
 
+TEST_CASE("sgemm of 1-4 rows with contiguous B rows: the packed kernel's bits, straight from B", "[gemm]") {
+  // Such products skip packing (few_rows in runtime/cpu/gemm_loops.inc: an LSTM step on one line)
+  // and must give every C value the packed kernel's sums: rows 0..M-1 of a 6-row product (packed)
+  // equal the M-row product bit for bit, across KC blocks, partial column blocks, threads and
+  // accumulation. The double-loop bounds of check() hold as well.
+  if (!ocrt::cpu::sgemm_available()) return;
+  const Path path = path_for(MatmulPrecision::f32);
+  const auto& blk = path.blk;
+  ThreadCountGuard guard;
+  for (int64_t N : {1, 7, 16, 33, 100, 1033})
+    for (int64_t K : {(int64_t)1, (int64_t)13, (int64_t)256, (int64_t)(blk.kc + 7)})
+      for (bool accumulate : {false, true}) {
+        INFO("N " << N << " K " << K << " accumulate " << accumulate);
+        const int64_t ldc = N + 2;
+        const std::vector<float> a = values(6 * K, 11 + (uint32_t)K), b = values(K * N, 12 + (uint32_t)N);
+        const std::vector<float> c0 = values(6 * ldc, 13);
+        std::vector<float> big = c0;
+        ocrt::set_num_threads(1);
+        ocrt::cpu::sgemm_on(path.isa, path.precision, 6, N, K, a.data(), K, 1, b.data(), N, 1, big.data(), ldc, accumulate);
+        for (int64_t M = 1; M <= 4; ++M)
+          for (int threads : {1, 2}) {
+            ocrt::set_num_threads(threads);
+            std::vector<float> small(c0.begin(), c0.begin() + M * ldc);
+            ocrt::cpu::sgemm_on(path.isa, path.precision, M, N, K, a.data(), K, 1, b.data(), N, 1, small.data(), ldc,
+                                accumulate);
+            REQUIRE(std::vector<float>(big.begin(), big.begin() + M * ldc) == small);
+          }
+      }
+  for (int64_t M = 1; M <= 4; ++M) {
+    check(path, {M, 1024 + 9, 300});
+    check(path, {M, 77, blk.kc + 7, Layout::transposed, Layout::plain, true, true});
+  }
+}
+
 TEST_CASE("sgemm accumulates into C", "[gemm]") {
   if (!ocrt::cpu::sgemm_available()) return;  // the generic path: Eigen, tested elsewhere
   const Path path = path_for(GENERATE(MatmulPrecision::f32, MatmulPrecision::bf16));
