@@ -263,15 +263,9 @@ class DetLoader {
 
 // ---- where the run starts
 
-struct DetStart {
-  std::shared_ptr<nn::DBNet> model;
-  TrainState state;
-  std::optional<nn::StateDict> optim;
-  nn::ModelInfo info;
-  std::string from;
-  std::vector<std::string> changes;  // settings changed since the checkpoint (--allow-changes)
-};
+using DetStart = StartFrom<nn::DBNet>;  // train_loop.h
 
+// The recognisers' resolve_start for a detector: checkpoint, --init file or seed, checked the same way.
 DetStart resolve_detector_start(const TrainConfig& cfg, bool lead) {
   const StartFiles files = find_start_files(cfg, {nn::ModelExpectation::Kind::detector, cfg.arch, "--arch", nullptr}, lead);
   const Json* stored = files.config();

@@ -42,17 +42,22 @@ double now_seconds();
 
 // ---- where a run starts
 
-// The model a run starts from, on the CPU: the newest checkpoint in cfg.out (--resume), else the
-// weights of cfg.init, else initialised from cfg.seed. Every mismatch between those files and
-// the settings (arch, charset, seed, class count) is an error naming the file and the flag.
-struct StartPoint {
-  std::shared_ptr<nn::Recognizer> model;
+// The model a run starts from, on the CPU, and what came with it: a recogniser for this loop
+// (StartPoint), a text detector for the detector's (det_trainer.cpp).
+template <class Model>
+struct StartFrom {
+  std::shared_ptr<Model> model;
   TrainState state;                   // the checkpoint's (step, best CER, ...) or a fresh one
   std::optional<nn::StateDict> optim;  // the checkpoint's optimizer state, if any
   nn::ModelInfo info;                 // what every saved model file of the run carries
   std::string from;                   // the checkpoint's or --init file's path; empty: the seed
   std::vector<std::string> changes;   // settings changed since the checkpoint (--allow-changes)
 };
+using StartPoint = StartFrom<nn::Recognizer>;
+
+// The newest checkpoint in cfg.out (--resume), else the weights of cfg.init, else a model
+// initialised from cfg.seed. Every mismatch between those files and the settings (arch,
+// charset, seed, class count) is an error naming the file and the flag.
 StartPoint resolve_start(const TrainConfig& cfg, const nn::Charset& charset, bool lead);
 
 // resolve_start's parts that the detector's loop (det_trainer.h) shares: the newest checkpoint

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "ops/backend.h"
+#include "ops/conv_shape.h"
 #include "runtime/cpu/gemm.h"
 #include "ops/cpu/conv_direct.h"
 #include "ops/cpu/winograd.h"
@@ -68,23 +69,10 @@ T* scratch(Tensor& holder, int64_t count) {
   return holder.data<T>();
 }
 
-// The shapes of one conv2d call, in the names of the header comment.
-struct Geometry {
-  int64_t N, C, H, W, Cout, kh, kw, Ho, Wo;
-  int64_t Cg, Coutg, CK, HoWo;
-  Conv2dParams p;
+using Geometry = ConvShape;  // ops/conv_shape.h, in the names of the header comment
 
-  Geometry(const Tensor& x, const Tensor& w, const Shape& y_shape, const Conv2dParams& params)
-      : N(x.size(0)), C(x.size(1)), H(x.size(2)), W(x.size(3)), Cout(w.size(0)), kh(w.size(2)), kw(w.size(3)),
-        Ho(y_shape[2]), Wo(y_shape[3]), p(params) {
-    Cg = C / p.groups;
-    Coutg = Cout / p.groups;
-    CK = Cg * kh * kw;
-    HoWo = Ho * Wo;
-  }
-  // Samples per chunk: enough for S * HoWo >= 2048 GEMM columns (see the top of the file).
-  int64_t chunk() const { return std::clamp<int64_t>((2048 + HoWo - 1) / HoWo, 1, N); }
-};
+// Samples per chunk: enough for S * HoWo >= 2048 GEMM columns (see the top of the file).
+int64_t chunk_samples(const Geometry& g) { return std::clamp<int64_t>((2048 + g.HoWo - 1) / g.HoWo, 1, g.N); }
 
 // col (CK, HoWo, row stride ld) for the Cg channels of one group starting at x_g (Cg, H, W);
 // with a row range, only output rows [oh0, oh1): col is then (CK, (oh1 - oh0) * Wo).
@@ -210,7 +198,7 @@ void conv2d_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Co
     }
   }
 #endif
-  const int64_t S = g.chunk();
+  const int64_t S = chunk_samples(g);
   // One large image (a page at full resolution) would unfold into CK x HoWo values, 700 MB for
   // a 3x3 layer of 16 channels on a 1280 x 960 page: such an image goes through in bands of
   // output rows, each unfolded on its own and multiplied straight into y's planes.
@@ -289,7 +277,7 @@ void winograd_backward(const float* xp, const float* wp, const float* dyp, const
 // file's opening comment).
 template <class T>
 void im2col_backward(const T* xp, const T* wp, const T* dyp, const Geometry& g, T* dxp, T* dwp) {
-  const int64_t S = g.chunk();
+  const int64_t S = chunk_samples(g);
   Tensor dyc_mem, buf_mem;
   T* dyc = scratch<T>(dyc_mem, g.Cout * S * g.HoWo);
   T* buf = scratch<T>(buf_mem, g.CK * S * g.HoWo);

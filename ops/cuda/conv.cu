@@ -25,6 +25,7 @@
 #include <cstdint>
 
 #include "ops/backend.h"
+#include "ops/conv_shape.h"
 #include "runtime/cuda/common.cuh"
 
 namespace ocrt {
@@ -39,27 +40,13 @@ using cuda::kThreads;
 // one chunk" case from this value.
 constexpr int64_t kChunkBytes = int64_t(256) << 20;
 
-// The shapes of one conv2d call, in the names of the header comment. Passed to kernels by value.
-struct Geometry {
-  int64_t N, C, H, W, Cout, kh, kw, Ho, Wo;
-  int64_t Cg, Coutg, CK, HoWo;
-  int64_t sh, sw, ph, pw, dh, dw, groups;
+using Geometry = ConvShape;  // ops/conv_shape.h; kernels take it by value
 
-  Geometry(const Tensor& x, const Tensor& w, const Shape& y_shape, const Conv2dParams& p)
-      : N(x.size(0)), C(x.size(1)), H(x.size(2)), W(x.size(3)), Cout(w.size(0)), kh(w.size(2)), kw(w.size(3)),
-        Ho(y_shape[2]), Wo(y_shape[3]), sh(p.stride_h), sw(p.stride_w), ph(p.pad_h), pw(p.pad_w),
-        dh(p.dilation_h), dw(p.dilation_w), groups(p.groups) {
-    Cg = C / groups;
-    Coutg = Cout / groups;
-    CK = Cg * kh * kw;
-    HoWo = Ho * Wo;
-  }
-  // Samples per chunk: as many as fit col (C*kh*kw, S*HoWo) and out (Cout, S*HoWo) in kChunkBytes.
-  int64_t chunk(size_t elem_size) const {
-    const int64_t per_sample = (C * kh * kw + Cout) * HoWo * (int64_t)elem_size;
-    return std::clamp<int64_t>(per_sample > 0 ? kChunkBytes / per_sample : N, 1, std::max<int64_t>(N, 1));
-  }
-};
+// Samples per chunk: as many as fit col (C*kh*kw, S*HoWo) and out (Cout, S*HoWo) in kChunkBytes.
+int64_t chunk_samples(const Geometry& g, size_t elem_size) {
+  const int64_t per_sample = (g.C * g.kh * g.kw + g.Cout) * g.HoWo * (int64_t)elem_size;
+  return std::clamp<int64_t>(per_sample > 0 ? kChunkBytes / per_sample : g.N, 1, std::max<int64_t>(g.N, 1));
+}
 
 // ---------------------------------------------------------------- GEMM
 
@@ -114,10 +101,10 @@ __global__ void im2col_kernel(const T* __restrict__ x, Geometry g, int64_t L, T*
     const T* plane = x + (s * g.C + cin) * g.H * g.W;
     T* out = col + cin * g.kh * g.kw * L + q;
     for (int64_t i = 0; i < g.kh; ++i) {
-      const int64_t ih = oh * g.sh - g.ph + i * g.dh;
+      const int64_t ih = oh * g.p.stride_h - g.p.pad_h + i * g.p.dilation_h;
       const bool row_inside = ih >= 0 && ih < g.H;
       for (int64_t j = 0; j < g.kw; ++j) {
-        const int64_t iw = ow * g.sw - g.pw + j * g.dw;
+        const int64_t iw = ow * g.p.stride_w - g.p.pad_w + j * g.p.dilation_w;
         out[(i * g.kw + j) * L] = row_inside && iw >= 0 && iw < g.W ? plane[ih * g.W + iw] : T(0);
       }
     }
@@ -136,13 +123,13 @@ __global__ void col2im_kernel(const T* __restrict__ dcol, Geometry g, int64_t L,
     const T* rows = dcol + cin * g.kh * g.kw * L + s * g.HoWo;
     T acc = 0;
     for (int64_t i = 0; i < g.kh; ++i) {
-      const int64_t th = ih + g.ph - i * g.dh;  // oh * sh
-      if (th < 0 || th % g.sh != 0 || th / g.sh >= g.Ho) continue;
-      const int64_t oh = th / g.sh;
+      const int64_t th = ih + g.p.pad_h - i * g.p.dilation_h;  // oh * sh
+      if (th < 0 || th % g.p.stride_h != 0 || th / g.p.stride_h >= g.Ho) continue;
+      const int64_t oh = th / g.p.stride_h;
       for (int64_t j = 0; j < g.kw; ++j) {
-        const int64_t tw = iw + g.pw - j * g.dw;  // ow * sw
-        if (tw < 0 || tw % g.sw != 0 || tw / g.sw >= g.Wo) continue;
-        acc += rows[(i * g.kw + j) * L + oh * g.Wo + tw / g.sw];
+        const int64_t tw = iw + g.p.pad_w - j * g.p.dilation_w;  // ow * sw
+        if (tw < 0 || tw % g.p.stride_w != 0 || tw / g.p.stride_w >= g.Wo) continue;
+        acc += rows[(i * g.kw + j) * L + oh * g.Wo + tw / g.p.stride_w];
       }
     }
     dx[t] = acc;
@@ -197,7 +184,7 @@ void conv2d_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Co
   const T* bp = bias.defined() ? bias.data<T>() : nullptr;
   T* yp = y.data<T>();
 
-  const int64_t S = g.chunk(sizeof(T));
+  const int64_t S = chunk_samples(g, sizeof(T));
   Tensor col_mem = Tensor::empty({g.C * g.kh * g.kw * S * g.HoWo}, x.dtype(), x.device());
   Tensor out_mem = S > 1 ? Tensor::empty({g.Cout * S * g.HoWo}, x.dtype(), x.device()) : Tensor();
   T* col = col_mem.data<T>();
@@ -209,7 +196,7 @@ void conv2d_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Co
     // A one-sample chunk's (Cout, HoWo) is that sample's y planes: the GEMM writes y directly.
     T* out = s_count == 1 ? y_chunk : out_mem.data<T>();
     // out_g (Coutg, L) = W_g (Coutg, CK) @ col_g (CK, L), for every group g
-    gemm<T>(ds.device, g.groups, false, false, g.Coutg, L, g.CK, wp, g.Coutg * g.CK, col, g.CK * L, T(0), out,
+    gemm<T>(ds.device, g.p.groups, false, false, g.Coutg, L, g.CK, wp, g.Coutg * g.CK, col, g.CK * L, T(0), out,
             g.Coutg * L);
     if (s_count > 1 || bp) {
       const int64_t count = s_count * g.Cout * g.HoWo;
@@ -240,7 +227,7 @@ void conv2d_backward_typed(const Tensor& x, const Tensor& w, const Tensor& dy, c
     return;
   }
 
-  const int64_t S = g.chunk(sizeof(T));
+  const int64_t S = chunk_samples(g, sizeof(T));
   // col holds the unfolded chunk for dW, then (stream order makes the reuse safe) dcol for dx.
   Tensor col_mem = Tensor::empty({g.C * g.kh * g.kw * S * g.HoWo}, x.dtype(), x.device());
   Tensor dyc_mem = S > 1 ? Tensor::empty({g.Cout * S * g.HoWo}, x.dtype(), x.device()) : Tensor();
@@ -260,12 +247,12 @@ void conv2d_backward_typed(const Tensor& x, const Tensor& w, const Tensor& dy, c
       OCRT_CUDA_LAUNCH_CHECK("conv2d backward", ds.device);
       // dW_g (Coutg, CK) (+)= dy'_g (Coutg, L) @ col_g^T, col_g stored (CK, L). beta = 0 on the
       // first chunk: cuBLAS does not read C then, so dw's old contents do not matter.
-      gemm<T>(ds.device, g.groups, false, true, g.Coutg, g.CK, L, dy_chunk, g.Coutg * L, col, g.CK * L,
+      gemm<T>(ds.device, g.p.groups, false, true, g.Coutg, g.CK, L, dy_chunk, g.Coutg * L, col, g.CK * L,
               T(n0 == 0 ? 0 : 1), dwp, g.Coutg * g.CK);
     }
     if (dxp) {
       // dcol_g (CK, L) = W_g^T (CK, Coutg) @ dy'_g (Coutg, L), W_g stored (Coutg, CK).
-      gemm<T>(ds.device, g.groups, true, false, g.CK, L, g.Coutg, wp, g.Coutg * g.CK, dy_chunk, g.Coutg * L, T(0),
+      gemm<T>(ds.device, g.p.groups, true, false, g.CK, L, g.Coutg, wp, g.Coutg * g.CK, dy_chunk, g.Coutg * L, T(0),
               col, g.CK * L);
       const int64_t count = s_count * g.C * g.H * g.W;
       col2im_kernel<T><<<grid_for(count), kThreads, 0, ds.stream>>>(col, g, L, s_count, dxp + n0 * g.C * g.H * g.W);

@@ -1,4 +1,5 @@
-// index_select, gather and embedding: values against plain loops on host vectors (several
+// index_select, gather and embedding: values against the plain loops of
+// runtime/cpu/index_reference.h on host vectors (several
 // shapes, negative dims, strided inputs, repeated and int32 indices, size-1 dims), gradient
 // checks, the scatter_add path of max/min's backward, thread-count independence of the
 // accumulating kernels, and the error messages.
@@ -11,64 +12,13 @@
 #include "ops/index.h"
 #include "ops/reduce.h"
 #include "runtime/autograd.h"
+#include "runtime/cpu/index_reference.h"
 
 using namespace ocrt;
 using ocrt::testing::check_gradients;
 using ocrt::testing::det_uniform;
 
 namespace {
-
-// ---- plain-loop references on row-major host vectors
-
-int64_t prod(const Shape& s, size_t from, size_t to) {
-  int64_t n = 1;
-  for (size_t i = from; i < to; ++i) n *= s[i];
-  return n;
-}
-
-// x (outer, D, inner) -> out (outer, n, inner)
-std::vector<double> ref_index_select(const std::vector<double>& x, const Shape& shape, int64_t dim,
-                                     const std::vector<int64_t>& idx) {
-  if (dim < 0) dim += (int64_t)shape.size();
-  const int64_t outer = prod(shape, 0, (size_t)dim), D = shape[(size_t)dim];
-  const int64_t inner = prod(shape, (size_t)dim + 1, shape.size()), n = (int64_t)idx.size();
-  std::vector<double> out((size_t)(outer * n * inner));
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t k = 0; k < inner; ++k) out[(size_t)((o * n + j) * inner + k)] = x[(size_t)((o * D + idx[(size_t)j]) * inner + k)];
-  return out;
-}
-
-// dst (outer, D, inner) += src (outer, n, inner) at idx, serially in j.
-std::vector<double> ref_index_add(std::vector<double> dst, const Shape& shape, int64_t dim, const std::vector<int64_t>& idx,
-                                  const std::vector<double>& src) {
-  const int64_t outer = prod(shape, 0, (size_t)dim), D = shape[(size_t)dim];
-  const int64_t inner = prod(shape, (size_t)dim + 1, shape.size()), n = (int64_t)idx.size();
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t k = 0; k < inner; ++k) dst[(size_t)((o * D + idx[(size_t)j]) * inner + k)] += src[(size_t)((o * n + j) * inner + k)];
-  return dst;
-}
-
-// out[c] = x[c with c[dim] = idx[c]] for every coordinate c of the index.
-std::vector<double> ref_gather(const std::vector<double>& x, const Shape& xshape, int64_t dim, const std::vector<int64_t>& idx,
-                               const Shape& ishape) {
-  if (dim < 0) dim += (int64_t)xshape.size();
-  std::vector<double> out(idx.size());
-  for (size_t p = 0; p < idx.size(); ++p) {
-    Shape c(ishape.size());
-    int64_t r = (int64_t)p;
-    for (int64_t d = (int64_t)ishape.size() - 1; d >= 0; --d) {
-      c[(size_t)d] = r % ishape[(size_t)d];
-      r /= ishape[(size_t)d];
-    }
-    c[(size_t)dim] = idx[p];
-    int64_t off = 0;
-    for (size_t d = 0; d < xshape.size(); ++d) off = off * xshape[d] + c[d];
-    out[p] = x[(size_t)off];
-  }
-  return out;
-}
 
 // Deterministic indices in [0, bound).
 std::vector<int64_t> det_indices(int64_t n, int64_t bound, uint64_t seed) {
@@ -126,7 +76,7 @@ TEST_CASE("index_select: matches the plain loop for several shapes and dims", "[
         Shape expect_shape = shape;
         expect_shape[(size_t)(dim < 0 ? dim + nd : dim)] = 7;
         REQUIRE(out.shape() == expect_shape);
-        REQUIRE(out.to_vector<double>() == ref_index_select(x.to_vector<double>(), shape, dim, idx));
+        REQUIRE(out.to_vector<double>() == reference::index_select(x.to_vector<double>(), shape, dim, idx));
         // int32 indices give the same result.
         std::vector<int32_t> idx32(idx.begin(), idx.end());
         REQUIRE(index_select(x, dim, Tensor::from_vector(idx32)).to_vector<double>() == out.to_vector<double>());
@@ -144,17 +94,17 @@ TEST_CASE("index_select: strided inputs and indices, empty index", "[index]") {
     std::vector<int64_t> idx = det_indices(9, D, 10 + dim);
     INFO("dim " << dim);
     REQUIRE(index_select(xt, dim, i64(idx)).to_vector<double>() ==
-            ref_index_select(xt.to_vector<double>(), xt.shape(), dim, idx));
+            reference::index_select(xt.to_vector<double>(), xt.shape(), dim, idx));
   }
   // A sliced (strided) index and a broadcast (stride-0) input.
   Tensor idx_all = i64({4, 0, 3, 3, 1, 2});
   Tensor idx_strided = idx_all.slice(0, 0, 6, 2);  // 4, 3, 1
   Tensor x = det_uniform({5, 3}, 4);
   REQUIRE(index_select(x, 0, idx_strided).to_vector<double>() ==
-          ref_index_select(x.to_vector<double>(), {5, 3}, 0, {4, 3, 1}));
+          reference::index_select(x.to_vector<double>(), {5, 3}, 0, {4, 3, 1}));
   Tensor xe = det_uniform({1, 3}, 5).expand({5, 3});
   REQUIRE(index_select(xe, 0, i64({4, 1})).to_vector<double>() ==
-          ref_index_select(xe.to_vector<double>(), {5, 3}, 0, {4, 1}));
+          reference::index_select(xe.to_vector<double>(), {5, 3}, 0, {4, 1}));
   // An empty index gives an empty dim.
   Tensor empty = index_select(x, 1, Tensor::empty({0}, DType::i64));
   REQUIRE(empty.shape() == Shape{5, 0});
@@ -204,7 +154,7 @@ TEST_CASE("gather: matches the plain loop for several shapes and dims", "[index]
       INFO("x " << shape_str(c.x) << " index " << shape_str(ishape) << " dim " << dim);
       Tensor out = gather(x, dim, i64(idx, ishape));
       REQUIRE(out.shape() == ishape);
-      REQUIRE(out.to_vector<double>() == ref_gather(x.to_vector<double>(), c.x, dim, idx, ishape));
+      REQUIRE(out.to_vector<double>() == reference::gather(x.to_vector<double>(), c.x, dim, idx, ishape));
       std::vector<int32_t> idx32(idx.begin(), idx.end());
       REQUIRE(gather(x, dim, Tensor::from_vector(idx32, ishape)).to_vector<double>() == out.to_vector<double>());
     }
@@ -220,7 +170,7 @@ TEST_CASE("gather: strided input and index", "[index]") {
   for (int64_t dim : {0, 2}) {
     INFO("dim " << dim);
     REQUIRE(gather(xt, dim, idx_t).to_vector<double>() ==
-            ref_gather(xt.to_vector<double>(), xt.shape(), dim, idx, idx_t.shape()));
+            reference::gather(xt.to_vector<double>(), xt.shape(), dim, idx, idx_t.shape()));
   }
 }
 
@@ -332,7 +282,7 @@ TEST_CASE("accumulating kernels are exact and thread-count independent", "[index
   };
   std::vector<double> a1 = grad2_with(1), a2 = grad2_with(2);
   REQUIRE(a1 == a2);
-  REQUIRE(a1 == ref_index_add(std::vector<double>(8 * 5 * 40, 0.0), {8, 5, 40}, 1, iv2, gt.to_vector<double>()));
+  REQUIRE(a1 == reference::index_add(std::vector<double>(8 * 5 * 40, 0.0), {8, 5, 40}, 1, iv2, gt.to_vector<double>()));
 
   // gather backward (scatter_add) along dim 0 with many repeats.
   Tensor xg = det_uniform({4, 300}, 115);
@@ -354,12 +304,12 @@ TEST_CASE("accumulating kernels are exact and thread-count independent", "[index
   // Large forwards against the references.
   Tensor big = det_uniform({300, 200}, 117).to(DType::f32);
   std::vector<int64_t> rows = det_indices(250, 300, 118);
-  REQUIRE(index_select(big, 0, i64(rows)).to_vector<double>() == ref_index_select(big.to_vector<double>(), {300, 200}, 0, rows));
+  REQUIRE(index_select(big, 0, i64(rows)).to_vector<double>() == reference::index_select(big.to_vector<double>(), {300, 200}, 0, rows));
   REQUIRE(index_select(big.t(), 1, i64(rows)).to_vector<double>() ==
-          ref_index_select(big.t().to_vector<double>(), {200, 300}, 1, rows));
+          reference::index_select(big.t().to_vector<double>(), {200, 300}, 1, rows));
   std::vector<int64_t> cols = det_indices(300 * 150, 200, 119);
   REQUIRE(gather(big, 1, i64(cols, {300, 150})).to_vector<double>() ==
-          ref_gather(big.to_vector<double>(), {300, 200}, 1, cols, {300, 150}));
+          reference::gather(big.to_vector<double>(), {300, 200}, 1, cols, {300, 150}));
 }
 
 // ---------------------------------------------------------------- errors
