@@ -54,7 +54,11 @@ void TextDetector::use_model(std::shared_ptr<nn::DBNet> model) {
   model->eval();
   model->to(options_.device);
   model_ = std::move(model);
-  boxes_ = model_->box_options();  // what detect_text_lines reads the map with
+  boxes_ = model_->box_options();  // what the map is read with: the model's, and the caller's thresholds
+  for (const double v : {options_.threshold, options_.box_threshold})
+    OCRT_CHECK(v < 0 || v <= 1, "text detector: a threshold must be in [0, 1], got ", v);
+  if (options_.threshold >= 0) boxes_.threshold = (float)options_.threshold;
+  if (options_.box_threshold >= 0) boxes_.box_threshold = (float)options_.box_threshold;
 }
 
 ProbabilityMap TextDetector::probability_map(const GrayImage& page) {
@@ -67,7 +71,7 @@ ProbabilityMap TextDetector::probability_map(const GrayImage& page) {
                map.values.size(), " values)");
     return map;
   }
-  nn::DetectedPage d = nn::detect_text_lines(*model_, page, options_.max_side, /*keep_map=*/true);
+  nn::DetectedPage d = nn::detect_text_lines(*model_, page, options_.max_side, /*keep_map=*/true, boxes_);
   map.width = d.map_width, map.height = d.map_height;
   map.values = std::move(d.prob);
   return map;
@@ -76,7 +80,7 @@ ProbabilityMap TextDetector::probability_map(const GrayImage& page) {
 std::vector<nn::TextBox> TextDetector::detect(const GrayImage& page, Times* times) {
   check_page(page);
   if (model_) {
-    nn::DetectedPage d = nn::detect_text_lines(*model_, page, options_.max_side);
+    nn::DetectedPage d = nn::detect_text_lines(*model_, page, options_.max_side, /*keep_map=*/false, boxes_);
     if (times) *times = {d.prepare_s, d.forward_s, d.boxes_s};
     return std::move(d.boxes);
   }

@@ -45,6 +45,10 @@ namespace ocrt::infer {
 struct DetectorOptions {
   Device device = Device::cpu();
   int64_t max_side = 1280;  // the page's longer side is scaled down to this before the model
+  // Reading the map, in place of the model file's own values (negative: the model's): a pixel
+  // is text above `threshold`; a region is kept when its mean probability is at least
+  // `box_threshold`. Both in [0, 1].
+  double threshold = -1, box_threshold = -1;
 };
 
 // A probability map over a whole page: height x width values in [0, 1], row-major. It may be

@@ -90,6 +90,7 @@ struct Args {
   bool force_line = false, force_page = false;
   InputKind kind = InputKind::automatic;
   int64_t max_side = 1280;
+  double det_threshold = -1, box_threshold = -1;  // negative: the detector file's own
   int rotation = -1;
   std::vector<std::pair<bool, std::string>> inputs;  // (is a --list file, path), in order
 };
@@ -150,6 +151,13 @@ with --format tsv (a table of lines) every image is a line.)");
   p.add(cli::integer("--max-side", "N", a.max_side, 32, 65536,
                      "pages are scaled down so that their longer side is at most N pixels\n"
                      "before the detector (1280)"));
+  p.add(cli::real("--det-threshold", "P", a.det_threshold, Range{0, 1},
+                  "a pixel of the detector's map is text when its probability is above P\n"
+                  "(default: the detector file's, 0.3 for the shipped one)"));
+  p.add(cli::real("--box-threshold", "P", a.box_threshold, Range{0, 1},
+                  "a detected region is kept as a line when its mean probability is at least P\n"
+                  "(default: the detector file's, 0.4 for the shipped one; lower finds\n"
+                  "fainter and smaller lines, and more that are not text)"));
   p.add(cli::choice("--rotation", "auto|0|90|180|270", a.rotation, parse_rotation,
                     "how pages are turned, clockwise; auto (the default) decides per page"));
 
@@ -687,7 +695,9 @@ InferRun::InferRun(Args args) : args_(std::move(args)) {
   }
   if (args_.weights.empty()) args_.weights = default_weights();
   predictor_ = std::make_unique<Predictor>(args_.weights, args_.options);
-  detector_ = std::make_unique<DetectorSlot>(args_.det_weights, DetectorOptions{args_.options.devices[0], args_.max_side});
+  detector_ = std::make_unique<DetectorSlot>(
+      args_.det_weights,
+      DetectorOptions{args_.options.devices[0], args_.max_side, args_.det_threshold, args_.box_threshold});
 
   evaluation_ = std::make_unique<Evaluation>(&predictor_->charset());
   jsonl_ = args_.output.name == "jsonl";

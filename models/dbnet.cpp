@@ -263,6 +263,11 @@ TextBoxOptions DBNet::box_options() const {
 }
 
 DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_side, bool keep_map) {
+  return detect_text_lines(model, page, max_side, keep_map, model.box_options());
+}
+
+DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_side, bool keep_map,
+                               const TextBoxOptions& boxes) {
   OCRT_CHECK(max_side >= DBNet::kSizeMultiple, "detect_text_lines: max_side must be at least ", DBNet::kSizeMultiple,
              ", got ", max_side);
   DetectedPage out;
@@ -299,7 +304,7 @@ DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_
   for (int64_t y = 0; y < h; ++y) std::copy(p + y * W, p + y * W + w, map.begin() + y * w);
   out.forward_s = seconds_since(t);
   t = Clock::now();
-  out.boxes = text_boxes(map.data(), h, w, model.box_options(), page.width, page.height);
+  out.boxes = text_boxes(map.data(), h, w, boxes, page.width, page.height);
   out.boxes_s = seconds_since(t);
   out.map_width = w, out.map_height = h;
   if (keep_map) out.prob = std::move(map);

@@ -127,6 +127,10 @@ struct DetectedPage {
   double prepare_s = 0, forward_s = 0, boxes_s = 0;
 };
 DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_side = 1280, bool keep_map = false);
+// The same, the map read with `boxes` instead of the model's own box_options() (a caller's
+// thresholds: ocrt-infer --det-threshold, --box-threshold).
+DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_side, bool keep_map,
+                               const TextBoxOptions& boxes);
 
 // The detector architectures: "dbnet".
 bool is_detector_arch(const std::string& arch);

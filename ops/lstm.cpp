@@ -18,6 +18,7 @@
 #include <omp.h>
 
 #include <exception>
+#include <functional>
 
 #include "ops/backend.h"
 #include "ops/elementwise.h"
@@ -153,6 +154,30 @@ bool split_directions(Device dev, int64_t dirs) {
   return dirs == 2 && dev.is_cpu() && !omp_in_parallel() && (omp_get_max_threads() == 2 || omp_get_max_threads() == 3);
 }
 
+// run(d) for each direction d of a layer. Where split_directions says so the two run side by
+// side, one thread each, whose GEMMs and cells then run on that thread alone, instead of both
+// threads meeting twice at every step of a product of N x H states (the same results: no
+// kernel's sums depend on the thread count); else one after the other. An exception from
+// either direction is rethrown here.
+void for_each_direction(Device dev, int64_t dirs, const std::function<void(int64_t)>& run) {
+  if (!split_directions(dev, dirs)) {
+    for (int64_t d = 0; d < dirs; ++d) run(d);
+    return;
+  }
+  std::exception_ptr failed[2];
+#pragma omp parallel num_threads(2)
+  {
+    const int d = omp_get_thread_num();
+    try {
+      run(d);
+    } catch (...) {
+      failed[d] = std::current_exception();
+    }
+  }
+  for (const auto& e : failed)
+    if (e) std::rethrow_exception(e);
+}
+
 // The gradients of one direction of one layer.
 struct DirGrads {
   Tensor dw_ih, dw_hh, db;  // db: of b_ih and of b_hh alike (undefined without biases)
@@ -224,25 +249,7 @@ LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMO
         per_dir[(size_t)d] = forward_direction(layer_in, weights_of(w, l, d, dirs, biases), biases,
                                                h_init.select(0, k), c_init.select(0, k), active, d, layer_out);
       };
-      if (split_directions(dev, dirs)) {
-        // The two directions are independent: each on its own thread, whose GEMMs and cells then
-        // run on that thread alone, instead of both threads meeting twice at every step of a
-        // product of N x H states (the same results: no kernel's sums depend on the thread count).
-        std::exception_ptr failed[2];
-#pragma omp parallel num_threads(2)
-        {
-          const int d = omp_get_thread_num();
-          try {
-            run_direction(d);
-          } catch (...) {
-            failed[d] = std::current_exception();
-          }
-        }
-        for (const auto& e : failed)
-          if (e) std::rethrow_exception(e);
-      } else {
-        for (int64_t d = 0; d < dirs; ++d) run_direction(d);
-      }
+      for_each_direction(dev, dirs, run_direction);
       for (int64_t d = 0; d < dirs; ++d) {
         const int64_t k = l * dirs + d;
         const DirSaved& s = per_dir[(size_t)d];

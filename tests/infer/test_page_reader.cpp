@@ -398,6 +398,37 @@ TEST_CASE("page reader: a DBNet with random weights runs end to end within its l
                     Catch::Contains("cannot load the text detector's model file"));
 }
 
+TEST_CASE("the detector's thresholds: the model file's, or the caller's (--det-threshold, --box-threshold)", "[page_reader]") {
+  const std::string det = kSource + "/weights/det-en.safetensors";
+  if (!fs::exists(det)) {
+    WARN("weights/det-en.safetensors is missing: the threshold overrides are not tested");
+    return;
+  }
+  const GrayImage page = load_gray_image(kSource + "/samples/pages/article.png");
+  TextDetector shipped(det);
+  const nn::TextBoxOptions own = shipped.box_options();
+  const size_t found = shipped.detect(page).size();
+  REQUIRE(found > 10);
+
+  DetectorOptions lower;
+  lower.box_threshold = 0.05;  // regions of any mean probability above the pixel threshold
+  TextDetector loose(det, lower);
+  CHECK(loose.box_options().box_threshold == 0.05f);
+  CHECK(loose.box_options().threshold == own.threshold);  // the other one stays the file's
+  CHECK(loose.detect(page).size() >= found);
+
+  DetectorOptions none;
+  none.threshold = 1.0;  // no probability is above 1: no pixel is text
+  TextDetector blind(det, none);
+  CHECK(blind.box_options().threshold == 1.0f);
+  CHECK(blind.box_options().box_threshold == own.box_threshold);
+  CHECK(blind.detect(page).empty());
+
+  DetectorOptions bad;
+  bad.box_threshold = 1.5;
+  CHECK_THROWS_WITH(TextDetector(det, bad), Catch::Contains("a threshold must be in [0, 1], got 1.5"));
+}
+
 TEST_CASE("inputs: lines told from pages by their shape", "[page_reader]") {
   CHECK(!page_shaped(897, 41));     // a sample line
   CHECK(!page_shaped(3000, 150));   // a line at 600 dpi
@@ -575,6 +606,8 @@ TEST_CASE("ocrt-infer: pages and lines, --line and --page, TIFF pages, documents
          {"--eval --format hocr " + page, "--eval prints its report on stdout"},
          {"--max-side 10 " + page, "--max-side: must be in [32, 65536], got 10"},
          {"--rotation 45 " + page, "--rotation: expected auto, 0, 90, 180 or 270, got '45'"},
+         {"--box-threshold 1.5 " + page, "--box-threshold: must be in [0, 1], got 1.5"},
+         {"--det-threshold -0.1 " + page, "--det-threshold: must be in [0, 1], got -0.1"},
          {"--det-weights " + (dir.path / "none.safetensors").string() + " " + page,
           "cannot load the text detector's model file"}});
   }
