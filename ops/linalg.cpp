@@ -90,6 +90,17 @@ void check_pair(const Tensor& a, const Tensor& b, const char* op) {
 
 }  // namespace
 
+MatmulRhsReuse::MatmulRhsReuse(const Tensor& b) {
+  const TensorBackend& backend = tensor_backend(b.device());
+  if (!backend.matmul_rhs_reuse_begin || !backend.matmul_rhs_reuse_end || b.dim() != 2) return;
+  handle_ = backend.matmul_rhs_reuse_begin(b);
+  end_ = backend.matmul_rhs_reuse_end;
+}
+
+MatmulRhsReuse::~MatmulRhsReuse() {
+  if (handle_) end_(handle_);
+}
+
 Tensor matmul(const Tensor& a, const Tensor& b) {
   OCRT_CHECK(a.defined() && b.defined(), "matmul: an input is an undefined tensor");
   OCRT_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both inputs need at least 1 dim, got shapes ",

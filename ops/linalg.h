@@ -11,4 +11,21 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // x (..., in_features) -> (..., out_features). Same as torch.nn.functional.linear.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
+// A right operand that many products on this thread will use, unchanged: the LSTM's recurrent
+// weight at every time step. While this lives, matmul(a, b) on this thread may read a form of
+// the 2-D matrix b that its device's backend prepared once (on the CPU: packed for the GEMM,
+// which otherwise packs b at every call); the results are the same bits. Nothing where the
+// backend prepares nothing (CUDA). b must not change while this lives.
+class MatmulRhsReuse {
+ public:
+  explicit MatmulRhsReuse(const Tensor& b);
+  ~MatmulRhsReuse();
+  MatmulRhsReuse(const MatmulRhsReuse&) = delete;
+  MatmulRhsReuse& operator=(const MatmulRhsReuse&) = delete;
+
+ private:
+  void (*end_)(void*) = nullptr;
+  void* handle_ = nullptr;
+};
+
 }  // namespace ocrt

@@ -34,7 +34,12 @@
 // (runtime/cpu_isa.h) and the precision set by set_matmul_precision().
 #include "runtime/cpu/gemm.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <iterator>
+#include <memory>
+#include <vector>
 
 #include "runtime/cpu/gemm_kernels.h"
 #include "runtime/error.h"
@@ -103,7 +108,50 @@ const Chosen& chosen() {
   return c;
 }
 
+// The B matrices this thread has packed for reuse (SgemmReusedB), innermost last.
+struct ReusedB {
+  const float* B;
+  int64_t K, N, b_row, b_col;
+  MatmulPrecision precision;
+  void* packed;
+};
+thread_local std::vector<ReusedB> t_reused;
+
+// The packed form of this call's B, when this thread packed it for reuse; else null.
+const void* reused_packing(MatmulPrecision p, int64_t N, int64_t K, const float* B, int64_t b_row, int64_t b_col) {
+  for (auto it = t_reused.rbegin(); it != t_reused.rend(); ++it)
+    if (it->B == B && it->K == K && it->N == N && it->b_row == b_row && it->b_col == b_col && it->precision == p)
+      return it->packed;
+  return nullptr;
+}
+
 }  // namespace
+
+struct SgemmReusedB::Packed {
+  std::unique_ptr<float, decltype(&std::free)> buffer{nullptr, &std::free};
+};
+
+SgemmReusedB::SgemmReusedB(int64_t K, int64_t N, const float* B, int64_t ldb_row, int64_t ldb_col)
+    : packed_(new Packed) {
+  const MatmulPrecision p = matmul_precision();
+  const detail::GemmKernel& k = p == MatmulPrecision::bf16 ? chosen().bf16 : chosen().f32;
+  OCRT_CHECK(k.run != nullptr, "SgemmReusedB: this CPU runs the 'generic' path, which has no GEMM kernel of ocrt's");
+  const int64_t bytes = std::max<int64_t>(64, (k.packed_b_bytes(K, N) + 63) / 64 * 64);
+  packed_->buffer.reset(static_cast<float*>(std::aligned_alloc(64, (size_t)bytes)));
+  OCRT_CHECK(packed_->buffer != nullptr, "SgemmReusedB: out of memory packing a ", K, " x ", N, " matrix");
+  detail::GemmArgs g{0, N, K, nullptr, 0, 0, B, ldb_row, ldb_col, nullptr, 0, false};
+  k.pack_b(g, packed_->buffer.get());
+  t_reused.push_back({B, K, N, ldb_row, ldb_col, p, packed_->buffer.get()});
+}
+
+SgemmReusedB::~SgemmReusedB() {
+  for (auto it = t_reused.rbegin(); it != t_reused.rend(); ++it)
+    if (it->packed == packed_->buffer.get()) {
+      t_reused.erase(std::next(it).base());
+      break;
+    }
+  delete packed_;
+}
 
 bool sgemm_available() { return chosen().isa != CpuIsa::generic; }
 
@@ -119,7 +167,8 @@ void sgemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda_row, int
   const Chosen& c = chosen();
   const detail::GemmKernel& k = matmul_precision() == MatmulPrecision::bf16 ? c.bf16 : c.f32;
   OCRT_CHECK(k.run != nullptr, "sgemm: this CPU runs the 'generic' path, which has no GEMM kernel of ocrt's");
-  k.run({M, N, K, A, lda_row, lda_col, B, ldb_row, ldb_col, C, ldc, accumulate});
+  const void* packed = t_reused.empty() ? nullptr : reused_packing(matmul_precision(), N, K, B, ldb_row, ldb_col);
+  k.run({M, N, K, A, lda_row, lda_col, B, ldb_row, ldb_col, C, ldc, accumulate, packed});
 }
 
 void sgemm_on(CpuIsa isa, MatmulPrecision p, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda_row,

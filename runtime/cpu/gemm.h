@@ -86,6 +86,23 @@ void sgemm_on(CpuIsa isa, MatmulPrecision p, int64_t M, int64_t N, int64_t K, co
               int64_t lda_col, const float* B, int64_t ldb_row, int64_t ldb_col, float* C, int64_t ldc,
               bool accumulate = false);
 
+// One B used again and again (an LSTM's recurrent weight, at every time step): while this lives,
+// sgemm() calls made on this thread whose B is this matrix (the same pointer, K, N and strides,
+// in the precision of the moment it was made) read it packed once, here, instead of packing it
+// at every call. The results are the same bits. B must not change while this lives. Scopes nest
+// (the innermost match wins) and end in reverse order of creation, on the thread that made them.
+class SgemmReusedB {
+ public:
+  SgemmReusedB(int64_t K, int64_t N, const float* B, int64_t ldb_row, int64_t ldb_col);
+  ~SgemmReusedB();
+  SgemmReusedB(const SgemmReusedB&) = delete;
+  SgemmReusedB& operator=(const SgemmReusedB&) = delete;
+
+ private:
+  struct Packed;
+  Packed* packed_;
+};
+
 #endif  // OCRT_CPU_SGEMM
 
 }  // namespace ocrt::cpu

@@ -18,12 +18,18 @@ struct GemmArgs {
   float* C;
   int64_t ldc;
   bool accumulate;
+  // B already packed by the kernel's pack_b (every block, in the order the loops visit them), or
+  // null: pack it here (SgemmReusedB in gemm.h).
+  const void* packed_b = nullptr;
 };
 
 // A compiled kernel: its entry point and blocking.
 struct GemmKernel {
   void (*run)(const GemmArgs&);
   SgemmBlocking blocking;
+  // B (K x N of args, whose other fields are not read) packed whole: bytes needed, and the packing.
+  int64_t (*packed_b_bytes)(int64_t K, int64_t N);
+  void (*pack_b)(const GemmArgs&, void* out);
 };
 
 // Each is defined in runtime/cpu/gemm_<isa>.cpp, compiled for that instruction set only inside its

@@ -205,6 +205,59 @@ TEST_CASE("sgemm of 1-4 rows with contiguous B rows: the packed kernel's bits, s
   }
 }
 
+TEST_CASE("sgemm with a B packed once for reuse gives the same bits as packing it every call", "[gemm]") {
+  // SgemmReusedB (an LSTM's recurrent weight): products on this thread whose B matches read the
+  // packing made once. Across several KC and NC blocks, partial tiles, both precisions, 1 and 2
+  // threads, accumulation; a B that does not match (another pointer, other strides) is packed
+  // as usual; scopes nest.
+  if (!ocrt::cpu::sgemm_available()) return;
+  const Path path = path_for(GENERATE(MatmulPrecision::f32, MatmulPrecision::bf16));
+  ocrt::cpu::MatmulPrecisionScope scope(path.precision);
+  const auto& blk = path.blk;
+  ThreadCountGuard guard;
+  struct Shape3 {
+    int64_t M, N, K;
+  };
+  for (const Shape3& sh : {Shape3{5, 1024, 256}, Shape3{37, 77, blk.kc + 9}, Shape3{13, blk.nc + 19, 2 * blk.kc + 3},
+                           Shape3{6, 16, 1}}) {
+    INFO("M " << sh.M << " N " << sh.N << " K " << sh.K << " precision " << ocrt::cpu::matmul_precision_name(path.precision));
+    const std::vector<float> a = values(sh.M * sh.K, 31), b = values(sh.K * sh.N, 32), c0 = values(sh.M * sh.N, 33);
+    for (bool accumulate : {false, true})
+      for (int threads : {1, 2}) {
+        ocrt::set_num_threads(threads);
+        // The same storage read another way (B's K x K corner transposed: other strides) is not
+        // the reused matrix.
+        const int64_t q = std::min(sh.N, sh.K);
+        std::vector<float> plain = c0, reused = c0, t_plain = c0, t_inside = c0;
+        ocrt::cpu::sgemm(sh.M, sh.N, sh.K, a.data(), sh.K, 1, b.data(), sh.N, 1, plain.data(), sh.N, accumulate);
+        ocrt::cpu::sgemm(sh.M, q, q, a.data(), sh.K, 1, b.data(), 1, sh.N, t_plain.data(), q, accumulate);
+        {
+          ocrt::cpu::SgemmReusedB outer(sh.K, sh.N, b.data() + 1, sh.N, 1);  // another B: never matches
+          ocrt::cpu::SgemmReusedB reuse(sh.K, sh.N, b.data(), sh.N, 1);
+          ocrt::cpu::sgemm(sh.M, sh.N, sh.K, a.data(), sh.K, 1, b.data(), sh.N, 1, reused.data(), sh.N, accumulate);
+          ocrt::cpu::sgemm(sh.M, q, q, a.data(), sh.K, 1, b.data(), 1, sh.N, t_inside.data(), q, accumulate);
+        }
+        REQUIRE(reused == plain);
+        REQUIRE(t_inside == t_plain);
+        // The packing made at the start of the scope is what is read: changing B afterwards (which
+        // a caller must not do) does not show inside the scope, and does after it.
+        std::vector<float> bm = b, inside = c0, outside = c0;
+        {
+          ocrt::cpu::SgemmReusedB reuse(sh.K, sh.N, bm.data(), sh.N, 1);
+          for (float& v : bm) v = -v;
+          ocrt::cpu::sgemm(sh.M, sh.N, sh.K, a.data(), sh.K, 1, bm.data(), sh.N, 1, inside.data(), sh.N, accumulate);
+        }
+        ocrt::cpu::sgemm(sh.M, sh.N, sh.K, a.data(), sh.K, 1, bm.data(), sh.N, 1, outside.data(), sh.N, accumulate);
+        if (sh.M > 4) REQUIRE(inside == plain);  // 1-4 rows read B straight (few_rows), never packed
+        CHECK(outside != plain);
+        // After the scope, the same call packs again, with the same result.
+        std::vector<float> after = c0;
+        ocrt::cpu::sgemm(sh.M, sh.N, sh.K, a.data(), sh.K, 1, b.data(), sh.N, 1, after.data(), sh.N, accumulate);
+        REQUIRE(after == plain);
+      }
+  }
+}
+
 TEST_CASE("sgemm accumulates into C", "[gemm]") {
   if (!ocrt::cpu::sgemm_available()) return;  // the generic path: Eigen, tested elsewhere
   const Path path = path_for(GENERATE(MatmulPrecision::f32, MatmulPrecision::bf16));
