@@ -19,6 +19,7 @@
 #include <algorithm>
 
 #include "runtime/backend.h"
+#include "runtime/cpu/gemm.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "runtime/autograd.h"
@@ -90,16 +91,24 @@ void check_pair(const Tensor& a, const Tensor& b, const char* op) {
 
 }  // namespace
 
+#if defined(OCRT_CPU_SGEMM)
+struct MatmulRhsReuse::Packed {
+  cpu::SgemmReusedB b;
+};
+#else
+struct MatmulRhsReuse::Packed {};
+#endif
+
 MatmulRhsReuse::MatmulRhsReuse(const Tensor& b) {
-  const TensorBackend& backend = tensor_backend(b.device());
-  if (!backend.matmul_rhs_reuse_begin || !backend.matmul_rhs_reuse_end || b.dim() != 2) return;
-  handle_ = backend.matmul_rhs_reuse_begin(b);
-  end_ = backend.matmul_rhs_reuse_end;
+#if defined(OCRT_CPU_SGEMM)
+  if (b.device().is_cpu() && b.dtype() == DType::f32 && b.dim() == 2 && cpu::sgemm_available())
+    packed_.reset(new Packed{cpu::SgemmReusedB(b.size(0), b.size(1), b.data<float>(), b.stride(0), b.stride(1))});
+#else
+  (void)b;
+#endif
 }
 
-MatmulRhsReuse::~MatmulRhsReuse() {
-  if (handle_) end_(handle_);
-}
+MatmulRhsReuse::~MatmulRhsReuse() = default;
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   OCRT_CHECK(a.defined() && b.defined(), "matmul: an input is an undefined tensor");

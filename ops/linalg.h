@@ -2,6 +2,8 @@
 // the added dim removed again, and leading (batch) dims broadcast. Transposed operands
 // (e.g. x.matmul(w.t())) are read through their strides, not copied.
 #pragma once
+#include <memory>
+
 #include "runtime/tensor.h"
 
 namespace ocrt {
@@ -12,10 +14,10 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
 // A right operand that many products on this thread will use, unchanged: the LSTM's recurrent
-// weight at every time step. While this lives, matmul(a, b) on this thread may read a form of
-// the 2-D matrix b that its device's backend prepared once (on the CPU: packed for the GEMM,
-// which otherwise packs b at every call); the results are the same bits. Nothing where the
-// backend prepares nothing (CUDA). b must not change while this lives.
+// weight at every time step. While this lives, matmul(a, b) on this thread reads the 2-D
+// float32 CPU matrix b packed once for ocrt's GEMM (runtime/cpu/gemm.h SgemmReusedB), which
+// otherwise packs b at every call; the results are the same bits. Not a kernel: nothing for
+// other devices, dtypes or shapes (cuBLAS keeps no packing). b must not change while this lives.
 class MatmulRhsReuse {
  public:
   explicit MatmulRhsReuse(const Tensor& b);
@@ -24,8 +26,8 @@ class MatmulRhsReuse {
   MatmulRhsReuse& operator=(const MatmulRhsReuse&) = delete;
 
  private:
-  void (*end_)(void*) = nullptr;
-  void* handle_ = nullptr;
+  struct Packed;
+  std::unique_ptr<Packed> packed_;
 };
 
 }  // namespace ocrt

@@ -63,12 +63,6 @@ struct TensorBackend {
   // out[b] = a[b] @ b[b]: a (B,M,K), b (B,K,N), out (B,M,N) contiguous. a and b may have any
   // strides, including batch stride 0 for a broadcast operand and transposed inner strides.
   void (*matmul)(const Tensor& a, const Tensor& b, const Tensor& out);
-  // Optional (null where there is nothing to prepare): while the handle lives, matmul calls on
-  // this thread whose right operand is b (its data, sizes and strides, as a 2-D (K, N) matrix)
-  // may read a form of b prepared once (the CPU: b packed for its GEMM; runtime/cpu/gemm.h
-  // SgemmReusedB), with the same results. b must not change meanwhile; end frees the handle.
-  void* (*matmul_rhs_reuse_begin)(const Tensor& b);
-  void (*matmul_rhs_reuse_end)(void* handle);
 
   // ---- indexing (ops/index.cpp). index is i64, contiguous.
   // out = x.index_select(dim, index); index_add: dst.narrow(dim, index[i], 1) += src.narrow(dim, i, 1)

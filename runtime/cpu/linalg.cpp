@@ -179,25 +179,6 @@ void matmul_reference(const Tensor& a, const Tensor& b, const Tensor& out) {
 
 }  // namespace cpu
 
-namespace {
-
-#if defined(OCRT_CPU_SGEMM)
-// A float32 2-D right operand that ocrt's GEMM will multiply by again and again, packed once.
-void* cpu_matmul_rhs_reuse_begin(const Tensor& b) {
-  if (b.dtype() != DType::f32 || b.dim() != 2 || !cpu::sgemm_available()) return nullptr;
-  return new cpu::SgemmReusedB(b.size(0), b.size(1), b.data<float>(), b.stride(0), b.stride(1));
-}
-void cpu_matmul_rhs_reuse_end(void* handle) { delete static_cast<cpu::SgemmReusedB*>(handle); }
-#endif
-
-}  // namespace
-
-void register_cpu_linalg(TensorBackend& b) {
-  b.matmul = cpu_matmul;
-#if defined(OCRT_CPU_SGEMM)
-  b.matmul_rhs_reuse_begin = cpu_matmul_rhs_reuse_begin;
-  b.matmul_rhs_reuse_end = cpu_matmul_rhs_reuse_end;
-#endif
-}
+void register_cpu_linalg(TensorBackend& b) { b.matmul = cpu_matmul; }
 
 }  // namespace ocrt
