@@ -100,24 +100,19 @@ void output_row(const float* x, const float* wt, const float* bias, float* y, co
   for (; ow < s.Wo; ++ow) edge_column(x, wt, bias, y, s, oh, ow);
 }
 
-// Output row oh of one sample for output channels [o0, o0 + CO): wt holds their turned weights.
-template <int CO>
-void chunk_row(const float* x, const float* wt, const float* bias, float* y, const Shape& s, int64_t oh) {
-  output_row<CO>(x, wt, bias, y, s, oh);
-}
-
+// output_row for a chunk of co output channels.
 using ChunkRow = void (*)(const float*, const float*, const float*, float*, const Shape&, int64_t);
 
 ChunkRow chunk_row_for(int64_t co) {
   switch (co) {
-    case 1: return chunk_row<1>;
-    case 2: return chunk_row<2>;
-    case 3: return chunk_row<3>;
-    case 4: return chunk_row<4>;
-    case 5: return chunk_row<5>;
-    case 6: return chunk_row<6>;
-    case 7: return chunk_row<7>;
-    case 8: return chunk_row<8>;
+    case 1: return output_row<1>;
+    case 2: return output_row<2>;
+    case 3: return output_row<3>;
+    case 4: return output_row<4>;
+    case 5: return output_row<5>;
+    case 6: return output_row<6>;
+    case 7: return output_row<7>;
+    case 8: return output_row<8>;
   }
   OCRT_CHECK(false, "direct_conv2d: a chunk of ", co, " output channels");
   return nullptr;

@@ -222,6 +222,7 @@ TEST_CASE("sgemm with a B packed once for reuse gives the same bits as packing i
                            Shape3{6, 16, 1}}) {
     INFO("M " << sh.M << " N " << sh.N << " K " << sh.K << " precision " << ocrt::cpu::matmul_precision_name(path.precision));
     const std::vector<float> a = values(sh.M * sh.K, 31), b = values(sh.K * sh.N, 32), c0 = values(sh.M * sh.N, 33);
+    const std::vector<float> b_other = values(sh.K * sh.N, 34);
     for (bool accumulate : {false, true})
       for (int threads : {1, 2}) {
         ocrt::set_num_threads(threads);
@@ -232,7 +233,7 @@ TEST_CASE("sgemm with a B packed once for reuse gives the same bits as packing i
         ocrt::cpu::sgemm(sh.M, sh.N, sh.K, a.data(), sh.K, 1, b.data(), sh.N, 1, plain.data(), sh.N, accumulate);
         ocrt::cpu::sgemm(sh.M, q, q, a.data(), sh.K, 1, b.data(), 1, sh.N, t_plain.data(), q, accumulate);
         {
-          ocrt::cpu::SgemmReusedB outer(sh.K, sh.N, b.data() + 1, sh.N, 1);  // another B: never matches
+          ocrt::cpu::SgemmReusedB outer(sh.K, sh.N, b_other.data(), sh.N, 1);  // another B: never matches
           ocrt::cpu::SgemmReusedB reuse(sh.K, sh.N, b.data(), sh.N, 1);
           ocrt::cpu::sgemm(sh.M, sh.N, sh.K, a.data(), sh.K, 1, b.data(), sh.N, 1, reused.data(), sh.N, accumulate);
           ocrt::cpu::sgemm(sh.M, q, q, a.data(), sh.K, 1, b.data(), 1, sh.N, t_inside.data(), q, accumulate);
