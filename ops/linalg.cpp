@@ -99,12 +99,14 @@ struct MatmulRhsReuse::Packed {
 struct MatmulRhsReuse::Packed {};
 #endif
 
-MatmulRhsReuse::MatmulRhsReuse(const Tensor& b) {
+MatmulRhsReuse::MatmulRhsReuse(const Tensor& b, int64_t rows) {
 #if defined(OCRT_CPU_SGEMM)
-  if (b.device().is_cpu() && b.dtype() == DType::f32 && b.dim() == 2 && cpu::sgemm_available())
+  const bool read_straight = rows <= cpu::kSgemmFewRows && cpu::matmul_precision() == cpu::MatmulPrecision::f32 &&
+                             b.dim() == 2 && b.stride(1) == 1;
+  if (b.device().is_cpu() && b.dtype() == DType::f32 && b.dim() == 2 && cpu::sgemm_available() && !read_straight)
     packed_.reset(new Packed{cpu::SgemmReusedB(b.size(0), b.size(1), b.data<float>(), b.stride(0), b.stride(1))});
 #else
-  (void)b;
+  (void)b, (void)rows;
 #endif
 }
 

@@ -14,13 +14,15 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
 // A right operand that many products on this thread will use, unchanged: the LSTM's recurrent
-// weight at every time step. While this lives, matmul(a, b) on this thread reads the 2-D
-// float32 CPU matrix b packed once for ocrt's GEMM (runtime/cpu/gemm.h SgemmReusedB), which
-// otherwise packs b at every call; the results are the same bits. Not a kernel: nothing for
-// other devices, dtypes or shapes (cuBLAS keeps no packing). b must not change while this lives.
+// weight at every time step, with `rows` rows of a each. While this lives, matmul(a, b) on this
+// thread reads the 2-D float32 CPU matrix b packed once for ocrt's GEMM (runtime/cpu/gemm.h
+// SgemmReusedB), which otherwise packs b at every call; the results are the same bits. Nothing
+// where the GEMM would not pack b anyway (products of a few rows in float32 read it straight),
+// nor for other devices, dtypes or shapes (cuBLAS keeps no packing). Not a kernel. b must not
+// change while this lives.
 class MatmulRhsReuse {
  public:
-  explicit MatmulRhsReuse(const Tensor& b);
+  MatmulRhsReuse(const Tensor& b, int64_t rows);
   ~MatmulRhsReuse();
   MatmulRhsReuse(const MatmulRhsReuse&) = delete;
   MatmulRhsReuse& operator=(const MatmulRhsReuse&) = delete;

@@ -137,7 +137,7 @@ DirSaved forward_direction(const Tensor& x, const DirWeights& w, bool biases, co
   // Contiguous, so that a step of few lines reads its rows straight (runtime/cpu/gemm_loops.inc
   // few_rows), and packed once for the GEMM of every step (MatmulRhsReuse).
   const Tensor w_hh_t = w.w_hh.t().contiguous();
-  const MatmulRhsReuse reuse(w_hh_t);
+  const MatmulRhsReuse reuse(w_hh_t, N);
   for (int64_t step = 0; step < T; ++step) {
     const int64_t t = d == 0 ? step : T - 1 - step;
     const Tensor h_prev = state_before(s.hs, h_first, t, d, T), c_prev = state_before(s.cs, c_first, t, d, T);
@@ -197,7 +197,7 @@ DirGrads backward_direction(const Tensor& x, const DirSaved& s, const DirWeights
   const Device dev = x.device();
   auto cell_back = kernel(dev, &LayerBackend::lstm_cell_backward, "lstm backward");
   Tensor dgates = Tensor::empty({T, N, 4 * H}, dt, dev);
-  const MatmulRhsReuse reuse(w.w_hh);  // dgates_t W_hh at every step: packed once
+  const MatmulRhsReuse reuse(w.w_hh, N);  // dgates_t W_hh at every step: packed once
   for (int64_t step = 0; step < T; ++step) {
     const int64_t t = d == 0 ? T - 1 - step : step;  // reverse of the processing order
     Tensor dc_prev = Tensor::empty({N, H}, dt, dev), carry = Tensor::empty({N, H}, dt, dev);

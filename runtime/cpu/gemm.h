@@ -86,6 +86,10 @@ void sgemm_on(CpuIsa isa, MatmulPrecision p, int64_t M, int64_t N, int64_t K, co
               int64_t lda_col, const float* B, int64_t ldb_row, int64_t ldb_col, float* C, int64_t ldc,
               bool accumulate = false);
 
+// Products of at most this many rows, in float32, whose B rows are contiguous read B straight,
+// unpacked (docs/ops/gemm.md, "A few rows"): packing B would cost as much as the product.
+constexpr int64_t kSgemmFewRows = 4;
+
 // One B used again and again (an LSTM's recurrent weight, at every time step): while this lives,
 // sgemm() calls made on this thread whose B is this matrix (the same pointer, K, N and strides,
 // in the precision of the moment it was made) read it packed once, here, instead of packing it
