@@ -221,20 +221,33 @@ Tensor depth_to_space2(const Tensor& y) {
   return out;
 }
 
-}  // namespace
+// A head (make_head's layers: 0 conv, 1 BN, 2 ReLU, 3 up2, 4 conv, 5 BN, 6 ReLU, 7 up2, 8 conv)
+// for inference, with each upsampling and the 3x3 convolution after it (and its BatchNorm) run
+// as one convolution of the smaller map then depth to space: the same map, without the
+// upsampled activations. The folded weights are made once, for every band of a page.
+class FusedHead {
+ public:
+  explicit FusedHead(const Sequential& h)
+      : h_(h),
+        mid_(fold_up2_conv3x3(dynamic_cast<const Conv2d&>(h[4]), dynamic_cast<const BatchNorm2d*>(&h[5]))),
+        last_(fold_up2_conv3x3(dynamic_cast<const Conv2d&>(h[8]), nullptr)) {
+    o_.padding = {1, 1};
+  }
 
-Tensor DBNet::prob_head_fused(const Tensor& F) const {
-  // make_head's layers: 0 conv, 1 BN, 2 ReLU, 3 up2, 4 conv, 5 BN, 6 ReLU, 7 up2, 8 conv.
-  const Sequential& h = *prob_head;
-  Tensor y = F;
-  for (int64_t i = 0; i < 3; ++i) y = h[i].forward(y);
-  Conv2dOptions o;
-  o.padding = {1, 1};
-  const PhaseConv mid = fold_up2_conv3x3(dynamic_cast<const Conv2d&>(h[4]), dynamic_cast<const BatchNorm2d*>(&h[5]));
-  y = relu(depth_to_space2(conv2d(y, mid.weight, mid.bias, o)));
-  const PhaseConv last = fold_up2_conv3x3(dynamic_cast<const Conv2d&>(h[8]), nullptr);
-  return depth_to_space2(conv2d(y, last.weight, last.bias, o));
-}
+  Tensor forward(const Tensor& F) const {
+    Tensor y = F;
+    for (int64_t i = 0; i < 3; ++i) y = h_[i].forward(y);
+    y = relu(depth_to_space2(conv2d(y, mid_.weight, mid_.bias, o_)));
+    return depth_to_space2(conv2d(y, last_.weight, last_.bias, o_));
+  }
+
+ private:
+  const Sequential& h_;
+  PhaseConv mid_, last_;
+  Conv2dOptions o_;
+};
+
+}  // namespace
 
 Tensor DBNet::prob_head_in_bands(const Tensor& F) const {
   // Rows [r0, r1) of F give rows [4 r0, 4 r1) of the map; each band is computed from rows
@@ -243,11 +256,12 @@ Tensor DBNet::prob_head_in_bands(const Tensor& F) const {
   // then half a row (the second, at 1/2), then a quarter (the last, at full resolution).
   constexpr int64_t kUp = 4;  // the head's two 2x upsamplings
   const int64_t H = F.size(2);
+  const FusedHead head(*prob_head);
   std::vector<Tensor> bands;
   for (int64_t r0 = 0; r0 < H; r0 += kHeadBandRows) {
     const int64_t r1 = std::min(H, r0 + kHeadBandRows);
     const int64_t a = std::max<int64_t>(0, r0 - kHeadHalo), b = std::min(H, r1 + kHeadHalo);
-    const Tensor part = prob_head_fused(F.narrow(2, a, b - a).contiguous());
+    const Tensor part = head.forward(F.narrow(2, a, b - a).contiguous());
     bands.push_back(part.narrow(2, kUp * (r0 - a), kUp * (r1 - r0)));
   }
   return concat(bands, 2);

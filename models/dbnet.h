@@ -101,11 +101,10 @@ class DBNet : public Module {
   const char* type_name() const override { return "DBNet"; }
 
  private:
+  // Each band runs the probability head with each nearest 2x upsampling and the 3x3 convolution
+  // after it (and its BatchNorm) as one 3x3 convolution of the smaller map into four times the
+  // channels, then depth to space: the same map, without the upsampled activations.
   Tensor prob_head_in_bands(const Tensor& F) const;
-  // The probability head with each nearest 2x upsampling and the 3x3 convolution after it (and
-  // its BatchNorm) run as one 3x3 convolution of the smaller map into four times the channels,
-  // then depth to space: the same map, without the upsampled activations (inference only).
-  Tensor prob_head_fused(const Tensor& F) const;
   // The same modules as in the lists above, typed.
   std::array<std::shared_ptr<Sequential>, 4> stage_;
   std::array<std::shared_ptr<Conv2d>, 4> lateral_, smooth_;

@@ -101,10 +101,8 @@ struct MatmulRhsReuse::Packed {};
 
 MatmulRhsReuse::MatmulRhsReuse(const Tensor& b, int64_t rows) {
 #if defined(OCRT_CPU_SGEMM)
-  const bool read_straight = rows <= cpu::kSgemmFewRows && cpu::matmul_precision() == cpu::MatmulPrecision::f32 &&
-                             b.dim() == 2 && b.stride(1) == 1;
-  if (b.device().is_cpu() && b.dtype() == DType::f32 && b.dim() == 2 && cpu::sgemm_available() && !read_straight)
-    packed_.reset(new Packed{cpu::SgemmReusedB(b.size(0), b.size(1), b.data<float>(), b.stride(0), b.stride(1))});
+  if (b.device().is_cpu() && b.dtype() == DType::f32 && b.dim() == 2 && cpu::sgemm_available())
+    packed_.reset(new Packed{cpu::SgemmReusedB(b.size(0), b.size(1), b.data<float>(), b.stride(0), b.stride(1), rows)});
 #else
   (void)b, (void)rows;
 #endif

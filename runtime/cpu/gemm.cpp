@@ -131,9 +131,11 @@ struct SgemmReusedB::Packed {
   std::unique_ptr<float, decltype(&std::free)> buffer{nullptr, &std::free};
 };
 
-SgemmReusedB::SgemmReusedB(int64_t K, int64_t N, const float* B, int64_t ldb_row, int64_t ldb_col)
+SgemmReusedB::SgemmReusedB(int64_t K, int64_t N, const float* B, int64_t ldb_row, int64_t ldb_col, int64_t rows)
     : packed_(new Packed) {
   const MatmulPrecision p = matmul_precision();
+  // The float32 kernels' few_rows (gemm_loops.inc) reads such a B straight: packing it would be wasted.
+  if (p == MatmulPrecision::f32 && rows <= kSgemmFewRows && ldb_col == 1) return;
   const detail::GemmKernel& k = p == MatmulPrecision::bf16 ? chosen().bf16 : chosen().f32;
   OCRT_CHECK(k.run != nullptr, "SgemmReusedB: this CPU runs the 'generic' path, which has no GEMM kernel of ocrt's");
   const int64_t bytes = std::max<int64_t>(64, (k.packed_b_bytes(K, N) + 63) / 64 * 64);
@@ -145,7 +147,7 @@ SgemmReusedB::SgemmReusedB(int64_t K, int64_t N, const float* B, int64_t ldb_row
 }
 
 SgemmReusedB::~SgemmReusedB() {
-  for (auto it = t_reused.rbegin(); it != t_reused.rend(); ++it)
+  for (auto it = t_reused.rbegin(); packed_->buffer && it != t_reused.rend(); ++it)
     if (it->packed == packed_->buffer.get()) {
       t_reused.erase(std::next(it).base());
       break;

@@ -90,14 +90,16 @@ void sgemm_on(CpuIsa isa, MatmulPrecision p, int64_t M, int64_t N, int64_t K, co
 // unpacked (docs/ops/gemm.md, "A few rows"): packing B would cost as much as the product.
 constexpr int64_t kSgemmFewRows = 4;
 
-// One B used again and again (an LSTM's recurrent weight, at every time step): while this lives,
-// sgemm() calls made on this thread whose B is this matrix (the same pointer, K, N and strides,
-// in the precision of the moment it was made) read it packed once, here, instead of packing it
-// at every call. The results are the same bits. B must not change while this lives. Scopes nest
-// (the innermost match wins) and end in reverse order of creation, on the thread that made them.
+// One B used again and again (an LSTM's recurrent weight, at every time step) in products of
+// `rows` rows: while this lives, sgemm() calls made on this thread whose B is this matrix (the
+// same pointer, K, N and strides, in the precision of the moment it was made) read it packed
+// once, here, instead of packing it at every call. The results are the same bits. Where such
+// products read B unpacked anyway (kSgemmFewRows above) nothing is packed. B must not change
+// while this lives. Scopes nest (the innermost match wins) and end in reverse order of
+// creation, on the thread that made them.
 class SgemmReusedB {
  public:
-  SgemmReusedB(int64_t K, int64_t N, const float* B, int64_t ldb_row, int64_t ldb_col);
+  SgemmReusedB(int64_t K, int64_t N, const float* B, int64_t ldb_row, int64_t ldb_col, int64_t rows);
   ~SgemmReusedB();
   SgemmReusedB(const SgemmReusedB&) = delete;
   SgemmReusedB& operator=(const SgemmReusedB&) = delete;

@@ -233,8 +233,8 @@ TEST_CASE("sgemm with a B packed once for reuse gives the same bits as packing i
         ocrt::cpu::sgemm(sh.M, sh.N, sh.K, a.data(), sh.K, 1, b.data(), sh.N, 1, plain.data(), sh.N, accumulate);
         ocrt::cpu::sgemm(sh.M, q, q, a.data(), sh.K, 1, b.data(), 1, sh.N, t_plain.data(), q, accumulate);
         {
-          ocrt::cpu::SgemmReusedB outer(sh.K, sh.N, b_other.data(), sh.N, 1);  // another B: never matches
-          ocrt::cpu::SgemmReusedB reuse(sh.K, sh.N, b.data(), sh.N, 1);
+          ocrt::cpu::SgemmReusedB outer(sh.K, sh.N, b_other.data(), sh.N, 1, sh.M);  // another B: never matches
+          ocrt::cpu::SgemmReusedB reuse(sh.K, sh.N, b.data(), sh.N, 1, sh.M);
           ocrt::cpu::sgemm(sh.M, sh.N, sh.K, a.data(), sh.K, 1, b.data(), sh.N, 1, reused.data(), sh.N, accumulate);
           ocrt::cpu::sgemm(sh.M, q, q, a.data(), sh.K, 1, b.data(), 1, sh.N, t_inside.data(), q, accumulate);
         }
@@ -244,7 +244,7 @@ TEST_CASE("sgemm with a B packed once for reuse gives the same bits as packing i
         // a caller must not do) does not show inside the scope, and does after it.
         std::vector<float> bm = b, inside = c0, outside = c0;
         {
-          ocrt::cpu::SgemmReusedB reuse(sh.K, sh.N, bm.data(), sh.N, 1);
+          ocrt::cpu::SgemmReusedB reuse(sh.K, sh.N, bm.data(), sh.N, 1, sh.M);
           for (float& v : bm) v = -v;
           ocrt::cpu::sgemm(sh.M, sh.N, sh.K, a.data(), sh.K, 1, bm.data(), sh.N, 1, inside.data(), sh.N, accumulate);
         }
