@@ -6,7 +6,7 @@
 //
 //   bench_train [--arch crnn|crnn-s|svtr-lite|both] [--batch 32] [--width 128] [--threads 2]
 //               [--steps 20] [--warmup 3] [--seed 1] [--phases] [--json FILE] [--device cpu|cuda:N]
-//               [--conv fast|exact]
+//               [--conv fast|exact] [--precision fp32|tf32|bf16]
 //
 // One step is what train/trainer.cpp does per batch: forward in train mode (every line's width
 // = --width), ctc_loss_from_logits (mean, zero_infinity), backward, clip_grad_norm(5), AdamW
@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -37,6 +38,7 @@
 #include "ops/random.h"
 #include "runtime/cpu_allocator.h"
 #include "runtime/json.h"
+#include "runtime/precision.h"
 #include "runtime/cuda/cuda_glue.h"
 #include "runtime/threading.h"
 #include "train/optim.h"
@@ -226,6 +228,7 @@ Json run_children(const Settings& s, int argc, char** argv) {
 
 int main(int argc, char** argv) {
   Settings s;
+  Precision precision = Precision::fp32;
   bool quiet = false;  // set for the children of --arch both: the parent prints their rows
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -234,11 +237,12 @@ int main(int argc, char** argv) {
       std::printf(
           "usage: bench_train [--arch crnn|crnn-s|both] [--batch 32] [--width 128] [--threads 2]\n"
           "                   [--steps 20] [--warmup 3] [--seed 1] [--phases] [--json FILE]\n"
-          "                   [--device cpu|cuda:N] [--conv fast|exact]\n"
+          "                   [--device cpu|cuda:N] [--conv fast|exact] [--precision fp32|tf32|bf16]\n"
           "CRNN training steps on the CPU (forward, CTC from logits, backward, clip_grad_norm 5,\n"
           "AdamW, zero_grad) on one random batch of 32-pixel-high lines: median ms per step,\n"
           "samples/s and peak RSS (each preset in its own process with --arch both).\n"
-          "--phases prints the median time of each phase of a step. bench/torch_train.py is\n"
+          "--phases prints the median time of each phase of a step. --precision: the matrix\n"
+          "products' (runtime/precision.h; tf32 on GPUs only). bench/torch_train.py is\n"
           "the PyTorch side.\n");
       return 0;
     } else if (a == "--arch" && next) {
@@ -266,6 +270,13 @@ int main(int argc, char** argv) {
         return 2;
       }
       set_conv_mode(parse_conv_mode(v));
+    } else if (a == "--precision" && next) {
+      try {
+        precision = parse_precision(argv[++i]);
+      } catch (const Error& e) {
+        std::fprintf(stderr, "bench_train: --precision: %s\n", e.what());
+        return 2;
+      }
     } else if (a == "--phases") {
       s.phases = true;
     } else if (a == "--quiet") {
@@ -285,9 +296,22 @@ int main(int argc, char** argv) {
                  "--steps >= 1, --warmup >= 0\n");
     return 2;
   }
+  if (precision == Precision::tf32 && s.device.is_cpu()) {
+    std::fprintf(stderr, "bench_train: --precision tf32 is a GPU format\n");
+    return 2;
+  }
+  std::unique_ptr<PrecisionScope> precision_scope;
+  try {
+    precision_scope = std::make_unique<PrecisionScope>(precision);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "bench_train: --precision: %s\n", e.what());
+    return 2;
+  }
   if (!quiet)
-    std::printf("ocrt, %d thread%s, batch %lld, 32x%lld lines, %d warm-up + %d timed steps\n%-7s %9s %20s %10s %10s\n",
-                s.threads, s.threads == 1 ? "" : "s", (long long)s.batch, (long long)s.width, s.warmup, s.steps,
+    std::printf("ocrt, %d thread%s, batch %lld, 32x%lld lines, %s products, %d warm-up + %d timed steps\n"
+                "%-7s %9s %20s %10s %10s\n",
+                s.threads, s.threads == 1 ? "" : "s", (long long)s.batch, (long long)s.width,
+                precision_name(precision), s.warmup, s.steps,
                 "arch", "ms/step", "min - max", "samples/s", "peak MiB");
   Json results = Json::array();
   if (s.arch == "both") {
@@ -304,6 +328,7 @@ int main(int argc, char** argv) {
     j.set("batch", s.batch);
     j.set("width", s.width);
     j.set("conv", conv_mode_name(conv_mode()));
+    j.set("precision", precision_name(precision));
     j.set("results", results);
     std::ofstream(s.json) << j.dump(1) << "\n";
   }

@@ -111,7 +111,8 @@ std::vector<Device> parse_workers(const std::string& text) {
 }
 
 std::string parse_precision(const std::string& v) {
-  OCRT_CHECK(v == "fp32" || v == "bf16" || v == "auto", "expected fp32, bf16 or auto, got '", v, "'");
+  OCRT_CHECK(v == "fp32" || v == "tf32" || v == "bf16" || v == "auto", "expected fp32, tf32, bf16 or auto, got '", v,
+             "'");
   return v;
 }
 
@@ -176,12 +177,13 @@ with --format tsv (a table of lines) every image is a line.)");
                      "at most N columns in a batch (its lines x their padded width), which bounds its\n"
                      "memory; a batch of wide lines holds fewer lines (default: 12288 when every\n"
                      "device is a CPU, else --batch x 2048)"));
-  p.add(cli::choice("--precision", "fp32|bf16|auto", o.precision, parse_precision,
-                    "CPU matrix products and convolutions in float32 (the default) or\n"
-                    "bf16 (operands rounded to bf16, sums in float32: products about twice\n"
-                    "as fast on CPUs with AVX512_BF16, whole lines about 1.3x; the same speed\n"
-                    "as fp32 elsewhere); auto: bf16 where the CPU has bf16 instructions,\n"
-                    "else fp32. The summary says which\n"
+  p.add(cli::choice("--precision", "fp32|tf32|bf16|auto", o.precision, parse_precision,
+                    "matrix products and convolutions in float32 (the default) or bf16\n"
+                    "(operands rounded to bf16, sums in float32; on CPUs products about twice\n"
+                    "as fast with AVX512_BF16, whole lines about 1.3x, the same speed as fp32\n"
+                    "elsewhere; on GPUs tensor cores); tf32: GPU tensor cores with TF32\n"
+                    "operands (CPU workers stay fp32); auto: bf16 on CPU workers where the\n"
+                    "CPU has bf16 instructions, else fp32. The summary says which\n"
                     "path and precision ran. OCRT_CPU_ISA=avx2|avx512|avx512bf16|amx forces\n"
                     "an instruction-set path (docs/ops/gemm.md)"));
   p.add(cli::choice("--conv", "fast|exact", a.conv, parse_conv_mode,

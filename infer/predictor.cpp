@@ -17,6 +17,7 @@
 #include "models/ctc_decode.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/cuda/cuda_glue.h"
+#include "runtime/precision.h"
 #include "runtime/threading.h"
 
 namespace ocrt::infer {
@@ -197,23 +198,39 @@ int check_options(const PredictorOptions& o) {
              "line limits must satisfy min_source_height >= 1 and 1 <= min_width <= max_width");
   OCRT_CHECK(o.arch.empty() || nn::is_known_arch(o.arch), "unknown architecture '", o.arch, "' (expected one of ",
              nn::known_archs_str(), ")");
-  OCRT_CHECK(o.precision == "fp32" || o.precision == "bf16" || o.precision == "auto", "unknown precision '",
-             o.precision, "' (expected fp32, bf16 or auto)");
+  OCRT_CHECK(o.precision == "auto" || o.precision == "fp32" || o.precision == "tf32" || o.precision == "bf16",
+             "unknown precision '", o.precision, "' (expected fp32, tf32, bf16 or auto)");
   return cpu_workers;
 }
 
-// fp32 or bf16: "auto" is bf16 where the CPU has AVX512-BF16 and a CPU worker reads; bf16 runs
-// on CPU workers only, with AVX2 and FMA at least.
-std::string choose_precision(const PredictorOptions& o, CpuIsa cpu_path, int cpu_workers) {
-  std::string precision = o.precision;
-  if (precision == "auto") precision = (int)cpu_path >= (int)CpuIsa::avx512bf16 && cpu_workers > 0 ? "bf16" : "fp32";
-  if (precision == "bf16") {
-    OCRT_CHECK(cpu_workers == (int)o.devices.size(), "--precision bf16 runs on CPU workers only; ",
-               "GPU workers compute in float32 (leave out the GPUs or use --precision fp32)");
-    OCRT_CHECK(cpu_path != CpuIsa::generic, "--precision bf16 needs a CPU with AVX2 and FMA at least ",
-               "(this one runs the generic path)");
+// What the workers' products compute in (runtime/precision.h), and its name for the summary.
+struct WorkerPrecision {
+  Precision cpu = Precision::fp32, gpu = Precision::fp32;
+  std::string name;
+};
+
+// "auto" is bf16 on CPU workers where the CPU has AVX512-BF16 (else fp32) and fp32 on GPU
+// workers; fp32, tf32 and bf16 apply to every worker, but tf32 is a GPU format (CPU workers
+// compute in fp32 beside GPU ones, and a run with CPU workers only refuses it) and bf16 on CPU
+// workers needs AVX2 and FMA at least.
+WorkerPrecision choose_precision(const PredictorOptions& o, CpuIsa cpu_path, int cpu_workers) {
+  const int gpu_workers = (int)o.devices.size() - cpu_workers;
+  WorkerPrecision w;
+  if (o.precision == "auto") {
+    w.cpu = (int)cpu_path >= (int)CpuIsa::avx512bf16 ? Precision::bf16 : Precision::fp32;
+  } else {
+    w.cpu = w.gpu = parse_precision(o.precision);
+    OCRT_CHECK(w.cpu != Precision::tf32 || gpu_workers > 0, "--precision tf32 is a GPU tensor-core format; CPU ",
+               "workers compute in fp32 or bf16");
+    if (w.cpu == Precision::tf32) w.cpu = Precision::fp32;
   }
-  return precision;
+  if (cpu_workers == 0) w.cpu = Precision::fp32;  // no CPU products to set
+  OCRT_CHECK(w.cpu != Precision::bf16 || cpu_path != CpuIsa::generic,
+             "--precision bf16 on CPU workers needs a CPU with AVX2 and FMA at least (this one runs the generic path)");
+  if (gpu_workers == 0) w.name = precision_name(w.cpu);
+  else if (cpu_workers == 0 || w.cpu == w.gpu) w.name = precision_name(w.gpu);
+  else w.name = std::string("cpu ") + precision_name(w.cpu) + ", gpu " + precision_name(w.gpu);
+  return w;
 }
 
 }  // namespace
@@ -259,8 +276,10 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
     : opt_(std::move(options)), model_path_(model_path) {
   const int cpu_workers = check_options(opt_);
   cpu_path_ = cpu_isa();  // OCRT_CPU_ISA is checked here, before any work
-  precision_ = choose_precision(opt_, cpu_path_, cpu_workers);
-  cpu::set_matmul_precision(cpu::parse_matmul_precision(precision_));
+  const WorkerPrecision precision = choose_precision(opt_, cpu_path_, cpu_workers);
+  precision_ = precision.name;
+  cpu::set_matmul_precision(cpu_precision_for(precision.cpu));
+  set_gpu_precision(precision.gpu);
 
   // The model file (read as ocrt-export reads it: infer/model_loader.h), built once here to
   // check it; the workers build their own copies from its weights.

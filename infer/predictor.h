@@ -97,12 +97,14 @@ struct PredictorOptions {
   std::vector<Device> devices{Device::cpu()};  // one worker each
   int threads = 0;          // CPU threads for preprocessing and CPU workers (0: default_num_threads())
   int64_t batch = 32;       // lines per batch
-  // The precision of the CPU workers' matrix products and convolutions: "fp32", "bf16"
-  // (runtime/cpu/gemm.h: operands rounded to bf16, float32 sums; LSTM gates, softmax and decoding stay
-  // float32) or "auto": bf16 where the CPU has bf16 instructions (the avx512bf16 and amx paths,
+  // The precision of the workers' matrix products and convolutions (runtime/precision.h):
+  // "fp32"; "bf16" (operands rounded to bf16, float32 sums; LSTM gates, softmax and decoding
+  // stay float32; on CPU workers runtime/cpu/gemm.h's bf16 GEMM, on GPU workers tensor cores);
+  // "tf32" (GPU workers' tensor cores; CPU workers beside them compute in fp32); or "auto":
+  // bf16 on CPU workers where the CPU has bf16 instructions (the avx512bf16 and amx paths,
   // runtime/cpu_isa.h), where the shipped model reads its validation lines within 0.05 CER
-  // points of fp32 (bench/results/cpu-bf16.md), and fp32 elsewhere. Process-wide: it applies to
-  // every CPU op of the process from the constructor on. GPU workers take fp32 only.
+  // points of fp32 (bench/results/cpu-bf16.md), fp32 on other CPUs and on GPU workers.
+  // Process-wide: it applies to every op of the process from the constructor on.
   std::string precision = "fp32";
   Decoder decoder = Decoder::greedy;
   int64_t beam_width = 10;  // for Decoder::beam
@@ -167,7 +169,7 @@ struct RunStats {
   int64_t lines = 0, failed = 0;
   double seconds = 0;
   std::string cpu_path;   // the CPU kernels' instruction-set path (runtime/cpu_isa.h), e.g. "avx512bf16"
-  std::string precision;  // what the CPU workers computed in: "fp32" or "bf16"
+  std::string precision;  // what the workers computed in: "fp32", "tf32", "bf16" or "cpu X, gpu Y"
   std::vector<WorkerStats> workers;  // in the order of PredictorOptions::devices
   double lines_per_second() const { return seconds > 0 ? (double)lines / seconds : 0; }
   // "120 lines (1 failed) in 0.8 s, 150.0 lines/s; cpu path avx512bf16, bf16; worker 0 (cpu): ..."
@@ -203,7 +205,7 @@ class Predictor {
   const nn::Charset& charset() const { return charset_; }
   const std::string& model_path() const { return model_path_; }
   const PredictorOptions& options() const { return opt_; }
-  const std::string& precision() const { return precision_; }  // fp32 or bf16, auto resolved
+  const std::string& precision() const { return precision_; }  // as RunStats::precision, auto resolved
 
  private:
   struct Impl;  // the workers, the queue of batches and the chunks in flight (predictor.cpp)
@@ -211,7 +213,7 @@ class Predictor {
   PredictorOptions opt_;
   std::string model_path_, arch_;
   CpuIsa cpu_path_ = CpuIsa::generic;  // cpu_isa() at construction
-  std::string precision_;              // "fp32" or "bf16" (auto resolved)
+  std::string precision_;              // as RunStats::precision (auto resolved)
   Json config_;
   nn::Charset charset_;
   std::unique_ptr<const nn::CharLM> lm_;  // with lm_path; read-only, shared by the workers

@@ -98,9 +98,10 @@ cli::Parser train_flags(TrainConfig& c) {
   p.add(cli::choice("--conv", "fast|exact", c.conv, parse_conv_mode,
                     "CPU 3x3 convolutions through Winograd (fast: about 1e-5 relative\n"
                     "rounding) or im2col (exact: about 1e-7); docs/ops/conv.md"));
-  p.add(cli::choice("--precision", "fp32|bf16", c.precision, cpu::parse_matmul_precision,
-                    "CPU matrix products and convolutions, forward and backward, in float32\n"
-                    "or bf16 (float32 sums, weights and optimizer state); docs/ops/gemm.md.\n"
+  p.add(cli::choice("--precision", "fp32|tf32|bf16", c.precision, parse_precision,
+                    "matrix products and convolutions, forward and backward, in float32,\n"
+                    "bf16 (float32 sums, weights and optimizer state; CPUs and GPUs) or tf32\n"
+                    "(GPU tensor cores only); docs/ops/gemm.md, docs/cuda.md.\n"
                     "The CPU path taken (OCRT_CPU_ISA forces one) is in the summary"));
   p.add(cli::text("--out", "DIR", c.out, "checkpoints, metrics.jsonl, best.safetensors, worst/, report.html (run)"));
   p.add(cli::integer("--save-every", "N", c.save_every, 1, kMaxSteps, "steps between checkpoints (1000)"));

@@ -166,12 +166,14 @@ void TrainConfig::validate() const {
   OCRT_CHECK(crop >= 64 && crop <= 4096 && crop % 32 == 0, "--crop: must be a multiple of 32 in [64, 4096], got ", crop);
   OCRT_CHECK(val_pages >= 1 && val_pages <= 100000, "--val-pages: must be in [1, 100000], got ", val_pages);
   OCRT_CHECK(!train.empty(), "--train: give label files, folders of .gt.txt pairs, or 'synth'");
-  if (precision == cpu::MatmulPrecision::bf16) {
-    bool gpu = device.is_cuda() || device_from_local_rank;
-    for (const Device& d : devices) gpu = gpu || d.is_cuda();
-    OCRT_CHECK(!gpu, "--precision bf16 is for CPU training; GPU devices train in float32");
-    OCRT_CHECK(cpu_isa() != CpuIsa::generic, "--precision bf16 needs a CPU with AVX2 and FMA at least ",
-               "(this one runs the generic path)");
+  if (precision != Precision::fp32) {
+    bool gpu = device.is_cuda() || device_from_local_rank, cpu = !gpu && devices.empty();
+    for (const Device& d : devices) gpu = gpu || d.is_cuda(), cpu = cpu || d.is_cpu();
+    OCRT_CHECK(precision != Precision::tf32 || !cpu, "--precision tf32 is a GPU tensor-core format; CPUs train ",
+               "in fp32 or bf16");
+    // PrecisionScope sets the CPU's bf16 as well (evaluation and checks may run there).
+    OCRT_CHECK(precision != Precision::bf16 || cpu_isa() != CpuIsa::generic, "--precision bf16 needs a CPU with ",
+               "AVX2 and FMA at least (this one runs the generic path)");
   }
   try {
     ScanOptions::preset(scan);
@@ -269,7 +271,7 @@ Json TrainConfig::to_json() const {
   j.set("sync_batch_norm", sync_batch_norm);
   if (overlap != Overlap::automatic) j.set("overlap", overlap_name(overlap));
   if (conv != ConvMode::fast) j.set("conv", conv_mode_name(conv));
-  if (precision != cpu::MatmulPrecision::f32) j.set("precision", cpu::matmul_precision_name(precision));
+  if (precision != Precision::fp32) j.set("precision", precision_name(precision));
   if (!devices.empty()) j.set("devices", join_devices(devices));
   if (nn::is_detector_arch(arch)) j.set("crop", crop);
   return j;
@@ -561,7 +563,7 @@ TrainResult run_replica(const TrainConfig& cfg, Communicator& comm, Device devic
   if (!data.val && !result.interrupted) files.best_model(model, state, -1, device, replicas);
   comm.barrier();  // the files rank 0 writes are complete before any replica reports them
 
-  files.summary(result, state, speed, loss, rank, replicas, cpu::matmul_precision_name(cfg.precision));
+  files.summary(result, state, speed, loss, rank, replicas, precision_name(cfg.precision));
   files.report();
   return result;
 }
@@ -649,7 +651,7 @@ TrainResult run_training(const TrainConfig& config) {
   TrainConfig cfg = config;
   if (cfg.threads > 0) set_num_threads(cfg.threads);
   const ConvModeScope conv_mode(cfg.conv);
-  const cpu::MatmulPrecisionScope precision(cfg.precision);
+  const PrecisionScope precision(cfg.precision);
   if (cfg.devices.size() == 1) cfg.device = cfg.devices[0];
   // The first SIGINT/SIGTERM stops the run at the next safe point: during start-up before
   // anything is written (Interrupted is thrown), in the loop with a checkpoint; a second one

@@ -19,6 +19,7 @@
 
 #include "ops/conv.h"
 #include "runtime/cpu/gemm.h"
+#include "runtime/precision.h"
 #include "runtime/device.h"
 #include "runtime/json.h"
 #include "train/augment.h"
@@ -94,10 +95,11 @@ struct TrainConfig {
   // --conv: fast lets CPU 3x3 layers run through Winograd (about 1e-5 relative rounding),
   // exact keeps im2col (ops/conv.h, ConvMode). Set for the whole process during the run.
   ConvMode conv = ConvMode::fast;
-  // --precision: fp32, or bf16 for the CPU's matrix products and convolutions, forward and
-  // backward (runtime/cpu/gemm.h: operands rounded to bf16, float32 sums; weights, gradients and
-  // optimizer state stay float32). GPU devices train in float32. Set for the whole process.
-  cpu::MatmulPrecision precision = cpu::MatmulPrecision::f32;
+  // --precision (runtime/precision.h): the matrix products and convolutions, forward and
+  // backward, in fp32; bf16 (operands rounded to bf16, float32 sums: on CPUs runtime/cpu/gemm.h,
+  // on GPUs tensor cores); or tf32 (GPUs' tensor cores only). Weights, gradients, optimizer
+  // state, the loss and every other op stay float32. Set for the whole process.
+  Precision precision = Precision::fp32;
 
   // Data parallelism (docs/distributed.md). devices: one replica per device in this process,
   // each in its own thread (cuda:0,cuda:1 through NCCL; cpu,cpu through shared memory); empty
@@ -141,7 +143,7 @@ struct TrainResult {
   bool interrupted = false;    // stopped by SIGINT/SIGTERM after saving a checkpoint
   int rank = 0;                // this process's replica (MPI); 0 otherwise
   std::string cpu_path;        // the CPU kernels' instruction-set path (runtime/cpu_isa.h)
-  std::string precision;       // fp32 or bf16
+  std::string precision;       // fp32, tf32 or bf16
   Json to_json() const;
 };
 

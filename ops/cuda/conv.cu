@@ -53,7 +53,7 @@ int64_t chunk_samples(const Geometry& g, size_t elem_size) {
 cublasStatus_t gemm_strided_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                                     const float* alpha, const float* A, int lda, long long sa, const float* B, int ldb,
                                     long long sb, const float* beta, float* C, int ldc, long long sc, int batch) {
-  return cuda::cublas_api().sgemm_strided_batched(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
+  return cuda::sgemm_strided_batched(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
 }
 cublasStatus_t gemm_strided_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                                     const double* alpha, const double* A, int lda, long long sa, const double* B,

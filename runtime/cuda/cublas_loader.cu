@@ -4,8 +4,10 @@
 #include <dlfcn.h>
 
 #include <mutex>
+#include <type_traits>
 
 #include "runtime/error.h"
+#include "runtime/precision.h"
 
 // The real names of the functions cublas_v2.h maps its names to (cublasCreate is
 // cublasCreate_v2, and so on): the names dlsym must look up.
@@ -47,6 +49,7 @@ CublasApi load() {
   resolve(lib, OCRT_CUBLAS_NAME(cublasSetMathMode), api.set_math_mode, name);
   resolve(lib, OCRT_CUBLAS_NAME(cublasSgemmStridedBatched), api.sgemm_strided_batched, name);
   resolve(lib, OCRT_CUBLAS_NAME(cublasDgemmStridedBatched), api.dgemm_strided_batched, name);
+  resolve(lib, OCRT_CUBLAS_NAME(cublasGemmStridedBatchedEx), api.gemm_strided_batched_ex, name);
   return api;  // the library stays open for the process's life
 }
 
@@ -65,6 +68,25 @@ const CublasApi& cublas_api() {
   static CublasApi api;
   std::call_once(once, [] { api = load(); });  // a throw leaves the flag unset: the next call tries again
   return api;
+}
+
+// The typed pointer above names the declaration with a cublasComputeType_t (an unevaluated
+// check: taking the address for real would link cuBLAS).
+static_assert(std::is_same_v<decltype(static_cast<decltype(CublasApi::gemm_strided_batched_ex)>(
+                                 &::cublasGemmStridedBatchedEx)),
+                             decltype(CublasApi::gemm_strided_batched_ex)>);
+
+cublasStatus_t sgemm_strided_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                     const float* alpha, const float* A, int lda, long long sa, const float* B,
+                                     int ldb, long long sb, const float* beta, float* C, int ldc, long long sc,
+                                     int batch) {
+  const CublasApi& api = cublas_api();
+  const Precision p = gpu_precision();
+  if (p == Precision::fp32)
+    return api.sgemm_strided_batched(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
+  const cublasComputeType_t compute = p == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F_FAST_16BF;
+  return api.gemm_strided_batched_ex(h, ta, tb, m, n, k, alpha, A, CUDA_R_32F, lda, sa, B, CUDA_R_32F, ldb, sb, beta,
+                                     C, CUDA_R_32F, ldc, sc, batch, compute, CUBLAS_GEMM_DEFAULT);
 }
 
 }  // namespace ocrt::cuda

@@ -57,7 +57,8 @@ DeviceContext& context(int device) {
     const CublasApi& api = cublas_api();  // opens cuBLAS on the first GPU context (cublas_loader.h)
     check_cublas(api.create(&ctx.cublas), "cublasCreate", device);
     check_cublas(api.set_stream(ctx.cublas, ctx.stream), "cublasSetStream", device);
-    // Full float32 GEMMs: TF32 would change results at the 1e-3 level (docs/cuda.md).
+    // Full float32 SGEMMs: TF32 would change results at the 1e-3 level (docs/cuda.md). tf32 and
+    // bf16 (runtime/precision.h) ask for tensor cores per call, through the compute type.
     check_cublas(api.set_math_mode(ctx.cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode", device);
   });
   return ctx;

@@ -10,8 +10,9 @@
 //     w, is passed as the transposed view of its column-major storage (op T);
 //   - anything else is copied to a contiguous buffer first, once for the whole operand.
 // Every product of the batch is one call of the strided-batched GEMM; a broadcast operand
-// has batch stride 0. float32 runs without TF32 (the handle's default math mode), so results
-// match the CPU to float32 rounding; float64 uses DGEMM.
+// has batch stride 0. float32 runs in the GPUs' precision (runtime/precision.h; by default
+// fp32, whose results match the CPU to float32 rounding; tf32 and bf16 on tensor cores);
+// float64 uses DGEMM.
 #include "runtime/cuda/common.cuh"
 #include "runtime/strided.h"
 
@@ -37,11 +38,11 @@ void cuda_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   const long long strideC = (long long)(M * N);
   if (out.dtype() == DType::f32) {
     const float one = 1, zero = 0;
-    cuda::check_cublas(cuda::cublas_api().sgemm_strided_batched(h, opB, opA, (int)N, (int)M, (int)K, &one,
+    cuda::check_cublas(cuda::sgemm_strided_batched(h, opB, opA, (int)N, (int)M, (int)K, &one,
                                                  static_cast<const float*>(Bm.data), (int)Bm.ld, (long long)Bm.batch_stride,
                                                  static_cast<const float*>(A.data), (int)A.ld, (long long)A.batch_stride, &zero,
                                                  out.data<float>(), (int)N, strideC, (int)B),
-                       "matmul (cublasSgemmStridedBatched)", device);
+                       "matmul (float32 GEMM)", device);
   } else if (out.dtype() == DType::f64) {
     const double one = 1, zero = 0;
     cuda::check_cublas(cuda::cublas_api().dgemm_strided_batched(h, opB, opA, (int)N, (int)M, (int)K, &one,

@@ -30,7 +30,7 @@ TEST_CASE("ocrt-infer refuses every bad number by its flag before any work", "[i
       {"--worst -1 a.png", "--worst: must be in [0, 1000000], got -1"},
       {"--max-image-pixels 0 a.png", "--max-image-pixels: must be in [1, 4294967296], got 0"},
       {"--max-image-pixels 1e9 a.png", "--max-image-pixels: expected an integer"},
-      {"--precision fp8 a.png", "--precision: expected fp32, bf16 or auto, got 'fp8'"},
+      {"--precision fp8 a.png", "--precision: expected fp32, tf32, bf16 or auto, got 'fp8'"},
       {"--conv winograd a.png", "--conv: unknown convolution mode 'winograd'"},
       {"--decoder viterbi a.png", "--decoder:"},
       {"--format xml a.png", "--format:"},

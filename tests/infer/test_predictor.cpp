@@ -18,6 +18,7 @@
 #include "models/crnn.h"
 #include "models/recognizer.h"
 #include "infer/report.h"
+#include "runtime/precision.h"
 #include "runtime/safetensors.h"
 #include "temp_dir.h"
 
@@ -335,6 +336,44 @@ TEST_CASE("a bad model file or a mismatched arch fails at construction", "[infer
   const auto a = Predictor(weights_only, w).recognize(lines), b = Predictor(model_file(), m).recognize(lines);
   CHECK(a[0].text == b[0].text);
   CHECK(max_abs_diff(a[0].logits, b[0].logits) == 0);
+}
+
+TEST_CASE("precision: tf32 is refused on CPU workers alone, and the summary names what ran", "[infer]") {
+  struct Restore {  // the precision is process-wide
+    ~Restore() {
+      cpu::set_matmul_precision(cpu::MatmulPrecision::f32);
+      set_gpu_precision(Precision::fp32);
+    }
+  } restore;
+  PredictorOptions o;
+  o.precision = "tf32";
+  CHECK_THROWS_WITH(Predictor(model_file(), o), Catch::Contains("tf32 is a GPU tensor-core format"));
+  o.precision = "fp16";
+  CHECK_THROWS_WITH(Predictor(model_file(), o), Catch::Contains("unknown precision 'fp16'"));
+  o.precision = "fp32";
+  CHECK(Predictor(model_file(), o).precision() == "fp32");
+  CHECK(cpu::matmul_precision() == cpu::MatmulPrecision::f32);
+  o.precision = "auto";
+  const bool bf16_cpu = (int)cpu_isa() >= (int)CpuIsa::avx512bf16;
+  CHECK(Predictor(model_file(), o).precision() == (bf16_cpu ? "bf16" : "fp32"));
+  CHECK(gpu_precision() == Precision::fp32);  // auto leaves GPU workers in fp32
+  if (cpu_isa() != CpuIsa::generic) {
+    o.precision = "bf16";
+    Predictor p(model_file(), o);
+    CHECK(p.precision() == "bf16");
+    CHECK(cpu::matmul_precision() == cpu::MatmulPrecision::bf16);
+    CHECK(gpu_precision() == Precision::bf16);
+    const auto paths = write_lines("bf16-", {40, 64});
+    size_t next = 0;
+    const RunStats stats = p.run(
+        [&](LineInput& in) {
+          if (next == paths.size()) return false;
+          in.name = paths[next++];
+          return true;
+        },
+        [&](int64_t, LineResult&& r) { CHECK(r.ok()); });
+    CHECK_THAT(stats.summary(), Catch::Contains(", bf16"));
+  }
 }
 
 TEST_CASE("beam decoding runs through the predictor", "[infer]") {

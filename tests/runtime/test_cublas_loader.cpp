@@ -24,6 +24,7 @@ TEST_CASE("cuBLAS is opened on first use, not at start-up, and every function oc
   CHECK(api.set_math_mode != nullptr);
   CHECK(api.sgemm_strided_batched != nullptr);
   CHECK(api.dgemm_strided_batched != nullptr);
+  CHECK(api.gemm_strided_batched_ex != nullptr);
   CHECK(&cublas_api() == &api);  // opened once
   void* loaded = dlopen(name.c_str(), RTLD_NOW | RTLD_NOLOAD);
   CHECK(loaded != nullptr);

@@ -204,6 +204,7 @@ TEST_CASE("ocrt-train settings are validated with the flag's name", "[trainer]")
   refused([](TrainConfig& t) { t.momentum = 1; }, "--momentum");
   refused([](TrainConfig& t) { t.weight_decay = std::nan(""); }, "--weight-decay");
   refused([](TrainConfig& t) { t.weight_decay = -1e-4; }, "--weight-decay");
+  refused([](TrainConfig& t) { t.precision = Precision::tf32; }, "--precision tf32 is a GPU tensor-core format");
   c.lr = -1;
   REQUIRE_THROWS_WITH(c.validate(), Catch::Contains("--lr"));
   c.lr = 1e-3;
@@ -237,7 +238,7 @@ TEST_CASE("resume_changes lists the settings a resumed run must keep", "[trainer
   d.out = "elsewhere", d.eval_every = 5, d.save_every = 1, d.log_every = 1, d.keep = 1, d.worst_lines = 0;
   d.stop_at = 3, d.max_minutes = 2, d.max_bad_steps = 3, d.val = {"val.txt"}, d.val_size = 9, d.threads = 3;
   d.workers = 5, d.device = Device::cuda(0), d.devices = {Device::cpu(), Device::cpu()}, d.comm_timeout = 9;
-  d.conv = ConvMode::exact, d.precision = cpu::MatmulPrecision::bf16, d.overlap = Overlap::on;
+  d.conv = ConvMode::exact, d.precision = Precision::bf16, d.overlap = Overlap::on;
   d.on_bad_sample = OnBadSample::fail, d.init = "x.safetensors";
   CHECK(resume_changes(saved, d).empty());
   // Settings that do not matter to this run: momentum without SGD, the synthetic lines' settings
