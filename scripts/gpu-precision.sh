@@ -40,6 +40,18 @@ for arch in crnn crnn-s; do
   done
 done
 
+# PyTorch's side where this machine's python3 has torch: float32, TF32 and AMP bf16 (cuDNN).
+if python3 -c "import torch; assert torch.cuda.is_available()" > /dev/null 2>&1; then
+  for mode in "" "--tf32" "--amp bf16"; do
+    name=$(echo "fp32 $mode" | awk '{print $NF}' | tr -d -)
+    timeout 120 python3 bench/torch_train.py --device cuda:0 --arch both --batch 256 --width 100 --steps 20 --warmup 3 \
+      $mode > "$out/logs/torch-train-$name.log" 2>&1
+    log "torch_train $mode: rc $?; $(grep -E '^crnn' "$out/logs/torch-train-$name.log" | tr '\n' ';')"
+  done
+else
+  log "no PyTorch with CUDA on this machine: no PyTorch side"
+fi
+
 list="$out/logs/lines2400.txt"
 : > "$list"
 for i in $(seq 200); do ls samples/lines/*.png >> "$list"; done
