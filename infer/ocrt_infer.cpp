@@ -91,6 +91,7 @@ struct Args {
   InputKind kind = InputKind::automatic;
   int64_t max_side = 1280;
   double det_threshold = -1, box_threshold = -1;  // negative: the detector file's own
+  double end_reach = PageReaderOptions().end_reach;
   int rotation = -1;
   std::vector<std::pair<bool, std::string>> inputs;  // (is a --list file, path), in order
 };
@@ -159,6 +160,10 @@ with --format tsv (a table of lines) every image is a line.)");
                   "a detected region is kept as a line when its mean probability is at least P\n"
                   "(default: the detector file's, 0.4 for the shipped one; lower finds\n"
                   "fainter and smaller lines, and more that are not text)"));
+  p.add(cli::real("--end-reach", "H", a.end_reach, Range{0, 4},
+                  "each line's ends follow its glyphs' ink up to H line heights past the\n"
+                  "detector's outline, so that a first or last glyph the outline cut is read\n"
+                  "whole (default 0.6; 0: only the fixed margin of 0.15 heights)"));
   p.add(cli::choice("--rotation", "auto|0|90|180|270", a.rotation, parse_rotation,
                     "how pages are turned, clockwise; auto (the default) decides per page"));
 
@@ -711,6 +716,7 @@ InferRun::InferRun(Args args) : args_(std::move(args)) {
     writer_ = std::make_unique<PageWriter>(*args_.output.page, args_.output_dir, page_options, &stdout_used_);
   PageReaderOptions reader_options;
   reader_options.rotation = args_.rotation;
+  reader_options.end_reach = args_.end_reach;
   page_reading_ = std::make_unique<PageReading>(*detector_, *predictor_, reader_options, args_.options.max_image_pixels,
                                                 args_.kind == InputKind::page);
 }

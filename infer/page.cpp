@@ -27,16 +27,85 @@ Quad outline_slice(const Quad& q, double f0, double f1) {
   return {{lerp(c[0], c[1], f0), lerp(c[0], c[1], f1), lerp(c[3], c[2], f1), lerp(c[3], c[2], f0)}};
 }
 
-Quad lengthen(const Quad& outline, double pad) {
+Quad lengthen(const Quad& outline, double pad) { return lengthen(outline, pad, pad); }
+
+Quad lengthen(const Quad& outline, double start_pad, double end_pad) {
   Quad q = outline;
   auto& c = q.corners;
   const double along = distance(c[0], c[1]), across = distance(c[0], c[3]);
-  if (!(pad > 0) || !(along > 0)) return q;
-  const double grow = pad * across;
+  if (!(along > 0)) return q;
   const Point u{(c[1].x - c[0].x) / along, (c[1].y - c[0].y) / along};
-  for (int i : {0, 3}) c[(size_t)i].x -= grow * u.x, c[(size_t)i].y -= grow * u.y;
-  for (int i : {1, 2}) c[(size_t)i].x += grow * u.x, c[(size_t)i].y += grow * u.y;
+  if (start_pad > 0)
+    for (int i : {0, 3}) c[(size_t)i].x -= start_pad * across * u.x, c[(size_t)i].y -= start_pad * across * u.y;
+  if (end_pad > 0)
+    for (int i : {1, 2}) c[(size_t)i].x += end_pad * across * u.x, c[(size_t)i].y += end_pad * across * u.y;
   return q;
+}
+
+namespace {
+
+// How far past one end of a line its glyphs' ink goes, in columns of `ink` (one flag per column
+// of the line cut out at its own scale), walking from column `from` by `step` (+1 or -1): the
+// inked columns reached through gaps narrower than `gap`, or -1 when there are none, or when the
+// ink runs on to the edge of the array without such a gap.
+int64_t ink_past_end(const std::vector<bool>& ink, int64_t from, int step, int64_t gap) {
+  int64_t last = -1, blank = 0;
+  for (int64_t x = from; x >= 0 && x < (int64_t)ink.size(); x += step) {
+    if (ink[(size_t)x]) {
+      last = x, blank = 0;
+    } else if (++blank >= gap) {
+      return last;
+    }
+  }
+  return -1;  // no gap before the edge: a rule or a neighbour, not a cut glyph
+}
+
+}  // namespace
+
+Quad fit_ends_to_ink(const GrayImage& page, const Quad& outline, double pad, double reach) {
+  const auto& c = outline.corners;
+  const double along = distance(c[0], c[1]), across = distance(c[0], c[3]);
+  const Quad plain = lengthen(outline, pad);
+  if (!(along >= 1 && across >= 1) || !(reach > 0)) return plain;
+  // The line and `reach` heights beyond each end, cut out at its own scale (a column a pixel).
+  const int64_t h = std::max<int64_t>(8, std::llround(across));
+  const GrayImage line = crop_line(page, lengthen(outline, reach), h);
+  const double scale = (double)line.width / (along + 2 * reach * across);  // columns per page unit
+  const int64_t x0 = std::llround(reach * across * scale), x1 = line.width - x0;  // the outline's ends
+  if (x1 - x0 < 2) return plain;
+  std::vector<uint8_t> inside;
+  inside.reserve((size_t)(h * (x1 - x0)));
+  for (int64_t y = 0; y < h; ++y)
+    for (int64_t x = x0; x < x1; ++x) inside.push_back(line.at(x, y));
+  auto percentile = [&](double f) {
+    std::vector<uint8_t> v = inside;
+    auto at = v.begin() + (std::ptrdiff_t)std::min<double>((double)v.size() - 1, f * (double)v.size());
+    std::nth_element(v.begin(), at, v.end());
+    return (int)*at;
+  };
+  const int lo = percentile(0.05), hi = percentile(0.95);
+  if (hi - lo < 48) return plain;
+  const int threshold = (lo + hi) / 2;
+  // The ground is what the top and bottom rows mostly show (a line's glyphs can cover more than
+  // half of its middle, digits in bold type do).
+  int64_t ground_dark = 0, ground_all = 0;
+  for (int64_t y = 0; y < h; ++y) {
+    if (y >= (int64_t)(0.15 * (double)h) && y < (int64_t)std::ceil(0.85 * (double)h)) continue;
+    for (int64_t x = x0; x < x1; ++x) ground_dark += line.at(x, y) < threshold, ++ground_all;
+  }
+  const bool dark_ground = 2 * ground_dark > ground_all;
+  std::vector<bool> ink((size_t)line.width, false);
+  for (int64_t y = (int64_t)(0.2 * (double)h); y < (int64_t)std::ceil(0.8 * (double)h); ++y)
+    for (int64_t x = 0; x < line.width; ++x) {
+      const int v = line.at(x, y);
+      if (dark_ground ? v > threshold : v < threshold) ink[(size_t)x] = true;
+    }
+  const int64_t gap = std::max<int64_t>(2, std::llround(pad * (double)h));
+  const int64_t first = ink_past_end(ink, x0 - 1, -1, gap), last = ink_past_end(ink, x1, +1, gap);
+  // An end moves out to `pad` heights past its last inked column, never in from the plain pad.
+  const double start = first >= 0 ? std::max(pad, ((double)(x0 - first) / scale) / across + pad) : pad;
+  const double end = last >= 0 ? std::max(pad, ((double)(last + 1 - x1) / scale) / across + pad) : pad;
+  return lengthen(outline, start, end);
 }
 
 PageLine place_words(const LineResult& r, const Quad& outline, double line_width) {

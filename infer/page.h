@@ -66,8 +66,23 @@ struct Page {
 Quad outline_slice(const Quad& outline, double f0, double f1);
 
 // The outline lengthened at both ends (along corner 0 -> 1) by `pad` times its height (corner 0
-// -> 3); pad <= 0 leaves it as it is.
+// -> 3); pad <= 0 leaves it as it is. The second form lengthens its start (corners 0, 3) and its
+// end (corners 1, 2) by their own amounts.
 Quad lengthen(const Quad& outline, double pad);
+Quad lengthen(const Quad& outline, double start_pad, double end_pad);
+
+// The outline lengthened to take in the glyphs its ends cut. A detector's outline of a short
+// word or number in small type often stops inside its first or last glyph ("(170)" read
+// "170)"), a fraction of a glyph the fixed `pad` does not always reach. From each end of the
+// outline, this follows the ink of the line's middle band (rows 0.2 to 0.8 of its height, so that
+// a neighbouring line's ascenders and descenders and an underline do not count) outward, through
+// gaps narrower than `pad` times the height, and stops at the first wider gap; the end then lies
+// `pad` heights past the last inked column. An end already in blank space, a line without clear
+// ink (less than 48 grey levels between its 5th and 95th percentiles), and ink that runs on past
+// `reach` heights (a rule, a neighbour set closer than a word space) keep the plain `pad`.
+// Ink is the darker side of the threshold midway between those percentiles, or the lighter side
+// when most of the line's top and bottom rows are dark (light text on a dark ground).
+Quad fit_ends_to_ink(const GrayImage& page, const Quad& outline, double pad, double reach = 0.6);
 
 // A recognised line placed on the page: `r` is the recogniser's result for the line image cut
 // out along `outline`, `line_width` the width in pixels of that image (the x of r.chars are in

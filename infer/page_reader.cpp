@@ -197,7 +197,16 @@ struct PageWork {
                                        std::vector<double>& image_widths) {
     auto t = Clock::now();
     quads.clear(), image_widths.clear();
-    for (size_t i : which) quads.push_back(widen_narrow(lengthen(orient_outline(boxes[i].outline, rotation), o.end_pad)));
+    quads.resize(which.size());
+#pragma omp parallel for schedule(dynamic, 1)
+    for (size_t j = 0; j < which.size(); ++j) {
+      const Quad q = orient_outline(boxes[which[j]].outline, rotation);
+      try {
+        quads[j] = widen_narrow(fit_ends_to_ink(image, q, o.end_pad, o.end_reach));
+      } catch (const std::exception&) {  // an outline crop_line refuses: cut_lines reports it
+        quads[j] = widen_narrow(lengthen(q, o.end_pad));
+      }
+    }
     std::vector<GrayImage> images = cut_lines(image, quads, o.min_line_height);
     std::vector<LineInput> lines;
     for (size_t j = 0; j < which.size(); ++j) {

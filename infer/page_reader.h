@@ -68,6 +68,9 @@ struct PageReaderOptions {
   // bench/results/pages.md); where the words sit on the page comes from the characters'
   // positions, not from this margin.
   double end_pad = 0.15;
+  // And where the outline's end cuts a glyph, the end follows the glyph's ink out to at most
+  // this many heights and stops end_pad past it (fit_ends_to_ink in page.h); 0: end_pad alone.
+  double end_reach = 0.6;
   // Lines that run across a gutter between columns are split (split_at_gutters in page.h).
   bool split_gutters = true;
   GutterOptions gutters;

@@ -12,6 +12,7 @@ namespace ocrt::nn {
 
 namespace {
 constexpr const char* kFormat = "ocrt-model-1";
+constexpr const char* kCheckpointFormat = "ocrt-checkpoint-1";  // train/checkpoint.h
 
 // Metadata that claims to be ocrt's: a format named "ocrt..." (any case: ocrt-model-2, a
 // checkpoint's ocrt-checkpoint-1, a golden fixture's ocrt-golden-1) or an "arch" entry, which only
@@ -115,8 +116,27 @@ ModelFile load_model_file(const std::string& path, bool quiet) {
   }
   ModelFile out;
   out.path = path;
-  for (auto& [name, t] : f.tensors) out.weights[name] = t;
-  const auto& meta = f.metadata;
+  std::map<std::string, std::string> meta = f.metadata;
+  const bool checkpoint = meta.count("format") && meta.at("format") == kCheckpointFormat;
+  if (checkpoint) {
+    // A training checkpoint (train/checkpoint.h): its model is the tensors "model.<name>" and
+    // the metadata "model", a JSON object of the fields a model file holds one by one; the
+    // optimizer's state ("optim.*") and the run's ("state") are for resuming, not for reading.
+    const Json model = parse_field(meta, "model", path);
+    OCRT_CHECK(model.is_object(), path, ": checkpoint metadata 'model' must be a JSON object");
+    std::map<std::string, std::string> fields{{"format", kFormat}};
+    for (const char* key : {"arch", "config", "charset", "input", "training"}) {
+      const Json* v = model.find(key);
+      if (!v) continue;
+      fields[key] = std::string(key) == "arch" && v->is_string() ? v->as_string() : v->dump();
+    }
+    meta = std::move(fields);
+    for (auto& [name, t] : f.tensors)
+      if (name.rfind("model.", 0) == 0) out.weights[name.substr(6)] = t;
+    OCRT_CHECK(!out.weights.empty(), path, ": a checkpoint without model tensors ('model.<name>')");
+  } else {
+    for (auto& [name, t] : f.tensors) out.weights[name] = t;
+  }
   if (meta.empty()) return out;  // weights only
   if (!claims_to_be_ocrt(meta)) {  // weights only, with someone else's notes
     out.ignored_metadata = meta;

@@ -49,8 +49,11 @@ void save_model_file(const std::string& path, const Module& module, const ModelI
 // Reads a model file; every float tensor must be finite (the first one holding a NaN or
 // infinity is named). Its metadata is one of:
 //   - ocrt's: "format" starts with "ocrt" or an "arch" entry is present. Every field is then
-//     parsed and checked; a format other than "ocrt-model-1" (ocrt-model-2, a checkpoint's
-//     ocrt-checkpoint-1, or "pt" beside an "arch") is refused as an unknown model file format;
+//     parsed and checked; a format other than "ocrt-model-1" (ocrt-model-2, or "pt" beside an
+//     "arch") is refused as an unknown model file format;
+//   - a training checkpoint's ("format" ocrt-checkpoint-1, train/checkpoint.h): its model, the
+//     tensors "model.<name>" (without the prefix) and the fields of its "model" entry, checked as
+//     a model file's; the optimizer's tensors are left out;
 //   - none: weights only, no info;
 //   - anything else (foreign, e.g. {"format": "pt"}): weights only, no info; the metadata is
 //     kept in ignored_metadata and a one-line note naming the file and what was ignored goes

@@ -545,3 +545,86 @@ TEST_CASE("reading_order: running text beside a column that holds a table is rea
   CHECK(order[12] == "Rtop");
   CHECK(order.back() == "Rend");
 }
+
+namespace {
+
+// A white 400 x 120 page with dark boxes (x0, x1) on rows 40-63: glyphs of a line whose
+// detector outline would be rows 36-68 (32 high).
+GrayImage glyph_page(const std::vector<std::pair<int, int>>& glyphs) {
+  GrayImage page;
+  page.width = 400, page.height = 120;
+  page.pixels.assign(400 * 120, 255);
+  for (const auto& [x0, x1] : glyphs)
+    for (int y = 40; y < 64; ++y)
+      for (int x = x0; x < x1; ++x) page.pixels[(size_t)(y * 400 + x)] = 0;
+  return page;
+}
+
+}  // namespace
+
+TEST_CASE("fit_ends_to_ink: an end that cuts a glyph moves out past it, other ends keep the plain pad", "[page]") {
+  // Three glyphs 2 pixels apart (100-110, 112-122, 124-134) and a neighbour word 16 pixels on
+  // (150-160). The outline 104-128 cuts the first and the last glyph; with pad 0.15 (4.8
+  // pixels at height 32) its ends go 4.8 pixels past x = 100 and x = 134, not to the neighbour.
+  const GrayImage page = glyph_page({{100, 110}, {112, 122}, {124, 134}, {150, 160}});
+  const Quad cut = Quad::from_rect({104, 36, 128, 68});
+  const Quad fit = fit_ends_to_ink(page, cut, 0.15);
+  CHECK(fit.corners[0].x == Approx(100 - 4.8).margin(1));
+  CHECK(fit.corners[3].x == Approx(100 - 4.8).margin(1));
+  CHECK(fit.corners[1].x == Approx(134 + 4.8).margin(1));
+  CHECK(fit.corners[2].x == Approx(134 + 4.8).margin(1));
+  for (const Point& p : fit.corners) CHECK((p.y == Approx(36) || p.y == Approx(68)));
+  // An outline whose ends lie in blank space already: the plain pad (lengthen), exactly.
+  const Quad whole = Quad::from_rect({96, 36, 139, 68});
+  const Quad kept = fit_ends_to_ink(page, whole, 0.15), plain = lengthen(whole, 0.15);
+  for (size_t k = 0; k < 4; ++k) CHECK((kept.corners[k].x == plain.corners[k].x && kept.corners[k].y == plain.corners[k].y));
+  // Light text on a dark ground: the same ends.
+  GrayImage inverted = page;
+  for (uint8_t& v : inverted.pixels) v = (uint8_t)(255 - v);
+  const Quad fit_inverted = fit_ends_to_ink(inverted, cut, 0.15);
+  for (size_t k = 0; k < 4; ++k) CHECK(fit_inverted.corners[k].x == Approx(fit.corners[k].x).margin(0.01));
+  // Text running down the page (the page transposed, the outline with it): the same, along y.
+  GrayImage down = page;
+  down.width = 120, down.height = 400;
+  for (int y = 0; y < 400; ++y)
+    for (int x = 0; x < 120; ++x) down.pixels[(size_t)(y * 120 + x)] = page.at(y, x);
+  Quad cut_down;
+  cut_down.corners = {Point{36, 104}, Point{36, 128}, Point{68, 128}, Point{68, 104}};
+  const Quad fit_down = fit_ends_to_ink(down, cut_down, 0.15);
+  CHECK(fit_down.corners[0].y == Approx(100 - 4.8).margin(1));
+  CHECK(fit_down.corners[1].y == Approx(134 + 4.8).margin(1));
+  CHECK(fit_down.corners[0].x == Approx(36));
+}
+
+TEST_CASE("fit_ends_to_ink: a rule, ink beyond the reach, a blank or flat line and a tiny outline keep the plain pad",
+          "[page]") {
+  const Quad cut = Quad::from_rect({104, 36, 128, 68});
+  const Quad plain = lengthen(cut, 0.15);
+  auto same = [&](const Quad& q) {
+    for (size_t k = 0; k < 4; ++k)
+      if (!(q.corners[k].x == plain.corners[k].x && q.corners[k].y == plain.corners[k].y)) return false;
+    return true;
+  };
+  // A rule through the line's middle band, across the page: ink runs on to the reach.
+  GrayImage ruled = glyph_page({{100, 110}, {112, 122}, {124, 134}});
+  for (int x = 0; x < 400; ++x) ruled.pixels[(size_t)(50 * 400 + x)] = 0;
+  CHECK(same(fit_ends_to_ink(ruled, cut, 0.15)));
+  // Glyphs set closer than the gap (pad x height) for longer than the reach (0.6 x 32 pixels).
+  std::vector<std::pair<int, int>> dense;
+  for (int x = 20; x < 380; x += 8) dense.push_back({x, x + 6});
+  CHECK(same(fit_ends_to_ink(glyph_page(dense), cut, 0.15)));
+  // No reach: the plain pad.
+  CHECK(same(fit_ends_to_ink(glyph_page({{100, 110}, {124, 134}}), cut, 0.15, 0)));
+  // A blank page, and a line of faint marks (less than 48 grey levels of contrast).
+  CHECK(same(fit_ends_to_ink(glyph_page({}), cut, 0.15)));
+  GrayImage faint = glyph_page({{100, 110}, {124, 134}});
+  for (uint8_t& v : faint.pixels) v = v == 0 ? 220 : 255;
+  CHECK(same(fit_ends_to_ink(faint, cut, 0.15)));
+  // An outline under a pixel high, and one beyond the page's edge: no crash, the plain pad.
+  const Quad thin = Quad::from_rect({104, 50, 128, 50.5});
+  const Quad thin_fit = fit_ends_to_ink(glyph_page({{100, 110}}), thin, 0.15), thin_plain = lengthen(thin, 0.15);
+  CHECK(thin_fit.corners[1].x == thin_plain.corners[1].x);
+  const Quad off = Quad::from_rect({380, 36, 420, 68});
+  const Quad off_fit = fit_ends_to_ink(glyph_page({{390, 400}}), off, 0.15);
+  CHECK(std::isfinite(off_fit.corners[1].x));
+}

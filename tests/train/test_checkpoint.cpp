@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "models/layers.h"
+#include "models/model_file.h"
 #include "runtime/rng.h"
 #include "runtime/safetensors.h"
 #include "temp_dir.h"
@@ -40,6 +41,11 @@ nn::ModelInfo info() {
 }
 
 std::vector<float> values(const Tensor& t) { return t.to_vector<float>(); }
+
+// info() as a checkpoint's "model" entry holds it.
+std::string info_json_text() {
+  return R"({"arch": "toy", "config": {"in": 3}, "charset": ["a"], "input": {"height": 32}})";
+}
 
 }  // namespace
 
@@ -139,4 +145,31 @@ TEST_CASE("load_checkpoint refuses what is not a checkpoint, naming the file", "
   const std::string extra = (dir.path / "extra.safetensors").string();
   save_safetensors(extra, tensors, f.metadata);
   CHECK_THROWS_WITH(load_checkpoint(extra), Catch::Contains("unexpected tensor 'extra.bias'"));
+}
+
+TEST_CASE("a checkpoint reads as a model file: its model's weights and fields, not the optimizer's state",
+          "[checkpoint]") {
+  TempDir dir("checkpoint-as-model");
+  Trained t;
+  TrainState state;
+  state.step = 7;
+  const std::string path = checkpoint_path(dir.path.string(), state.step);
+  save_checkpoint(path, t.model, t.optim, state, info());
+  const nn::ModelFile f = nn::load_model_file(path);
+  REQUIRE(f.info.has_value());
+  CHECK(f.info->arch == "toy");
+  CHECK(f.info->charset == info().charset);
+  CHECK(f.info->config.at("in").as_int() == 3);
+  CHECK(f.info->input.at("height").as_int() == 32);
+  const nn::StateDict weights = t.model.state_dict();
+  REQUIRE(f.weights.size() == weights.size());  // no "optim.*" tensors
+  for (const auto& [name, w] : weights) CHECK(values(f.weights.at(name)) == values(w));
+  // A checkpoint whose "model" entry is damaged is refused by name, as a model file's fields are.
+  const std::string bad = (dir.path / "bad.safetensors").string();
+  save_safetensors(bad, {{"model.weight", Tensor::ones({2, 3})}},
+                   {{"format", "ocrt-checkpoint-1"}, {"state", "{}"}, {"model", "{\"arch\": \"toy\"}"}});
+  CHECK_THROWS_WITH(nn::load_model_file(bad), Catch::Contains(bad) && Catch::Contains("config"));
+  save_safetensors(bad, {{"optim.step", Tensor::ones({1})}},
+                   {{"format", "ocrt-checkpoint-1"}, {"state", "{}"}, {"model", info_json_text()}});
+  CHECK_THROWS_WITH(nn::load_model_file(bad), Catch::Contains("without model tensors"));
 }
