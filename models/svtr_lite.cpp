@@ -128,15 +128,22 @@ MixingBlock::MixingBlock(int64_t dim, int64_t heads, int64_t mlp_ratio, bool loc
   mlp = register_module("mlp", std::make_shared<Mlp>(dim, dim * mlp_ratio, gen));
 }
 
-Tensor MixingBlock::forward(const Tensor& x, const Tensor& attn_mask, const Tensor& key_padding_mask) {
-  MultiheadAttentionOptions o;
-  o.num_heads = attn->num_heads;
-  o.training = is_training();
-  o.average_weights = false;  // the weights are not used; skip averaging them
+Tensor MixingBlock::forward(const Tensor& x, int64_t H, int64_t W, const std::array<int64_t, 2>& window,
+                            const Tensor& key_padding_mask) {
   const Tensor h = norm1->forward(x);
-  const Tensor a = multi_head_attention(h, h, h, attn->in_proj_weight, attn->in_proj_bias, attn->out_proj->weight,
-                                        attn->out_proj->bias, o, attn_mask, key_padding_mask)
-                       .output;
+  Tensor a;
+  if (local) {
+    a = local_multi_head_attention(h, H, W, window[0], window[1], attn->in_proj_weight, attn->in_proj_bias,
+                                   attn->out_proj->weight, attn->out_proj->bias, attn->num_heads, key_padding_mask);
+  } else {
+    MultiheadAttentionOptions o;
+    o.num_heads = attn->num_heads;
+    o.training = is_training();
+    o.average_weights = false;  // the weights are not used; skip averaging them
+    a = multi_head_attention(h, h, h, attn->in_proj_weight, attn->in_proj_bias, attn->out_proj->weight,
+                             attn->out_proj->bias, o, Tensor(), key_padding_mask)
+            .output;
+  }
   const Tensor y = x + a;
   return y + mlp->forward(norm2->forward(y));
 }
@@ -212,15 +219,6 @@ const Tensor& SVTRLite::positions(int64_t H, int64_t W, DType dtype, Device devi
   return c.t;
 }
 
-const Tensor& SVTRLite::window_mask(int stage, int64_t H, int64_t W, Device device) {
-  Cached& c = window_masks_[(size_t)stage];
-  if (c.H != H || c.W != W || !(c.device == device) || !c.t.defined()) {
-    c.t = local_attention_mask(H, W, config.window[0], config.window[1], device);
-    c.H = H, c.W = W, c.device = device;
-  }
-  return c.t;
-}
-
 Tensor SVTRLite::forward(const Tensor& x, const std::vector<int64_t>& widths) {
   OCRT_CHECK(x.defined() && x.dim() == 4 && x.size(1) == 1 && x.size(2) == 32,
              "SVTR-lite: expected input (N, 1, 32, W), got ", x.defined() ? shape_str(x.shape()) : std::string("undefined"));
@@ -270,7 +268,7 @@ Tensor SVTRLite::forward(const Tensor& x, const std::vector<int64_t>& widths) {
     if (pad_cols.defined()) key_padding = pad_cols.reshape({N, 1, Wt}).expand({N, H, Wt}).reshape({N, H * Wt});
     for (int64_t k = 0; k < config.depths[s]; ++k) {
       MixingBlock& b = *blocks[next_block++];
-      t = b.forward(t, b.local ? window_mask(s, H, Wt, device) : Tensor(), key_padding);
+      t = b.forward(t, H, Wt, config.window, key_padding);
     }
   }
   t = mean(norm->forward(t).reshape({H, Wt, N, C}), {0});  // (T, N, C2): the rows pooled per column

@@ -67,9 +67,12 @@ class Mlp : public Module {
 class MixingBlock : public Module {
  public:
   MixingBlock(int64_t dim, int64_t heads, int64_t mlp_ratio, bool local, Generator& gen);
-  // x (L, N, C). attn_mask (L, L) uint8 (1 = forbidden) or undefined; key_padding_mask (N, L)
-  // uint8 (1 = padding) or undefined.
-  Tensor forward(const Tensor& x, const Tensor& attn_mask, const Tensor& key_padding_mask);
+  // x (L = H*W, N, C), row-major over an H x W grid of tokens; key_padding_mask (N, L) uint8
+  // (1 = padding) or undefined. A local block attends within `window` (rows x columns, odd)
+  // through local_multi_head_attention (ops/attention.h), band by band, so its cost grows
+  // linearly with W; a global one to every token of its line.
+  Tensor forward(const Tensor& x, int64_t H, int64_t W, const std::array<int64_t, 2>& window,
+                 const Tensor& key_padding_mask);
   using Module::forward;
   const bool local;
   std::shared_ptr<LayerNorm> norm1, norm2;
@@ -136,9 +139,7 @@ class SVTRLite : public Recognizer {
     Tensor t;
   };
   const Tensor& positions(int64_t H, int64_t W, DType dtype, Device device);
-  const Tensor& window_mask(int stage, int64_t H, int64_t W, Device device);
   Cached positions_;
-  std::array<Cached, 3> window_masks_;
   std::shared_ptr<BatchNorm2d> stem_bn_;  // patch_embed.1: its num_batches_tracked keys dropout
   uint64_t dropout_seed_ = 0;
 };

@@ -9,12 +9,14 @@
 // heads back and applies the output projection.
 #include "ops/attention.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
+#include "ops/shape.h"
 
 namespace ocrt {
 
@@ -151,6 +153,71 @@ Tensor local_attention_mask(int64_t H, int64_t W, int64_t window_h, int64_t wind
       m[(size_t)(a * n + b)] = (std::abs(di) > rh || std::abs(dj) > rw) ? 1 : 0;
     }
   return Tensor::from_vector(m, {n, n}, device);
+}
+
+namespace {
+
+// The local window's mask between the queries of an H x qw block of columns starting at column
+// q0 and the keys of an H x kw block starting at k0 (1 = forbidden), uint8 (H*qw, H*kw).
+Tensor band_mask(int64_t H, int64_t q0, int64_t qw, int64_t k0, int64_t kw, int64_t rh, int64_t rw, Device device) {
+  const int64_t lq = H * qw, lk = H * kw;
+  std::vector<uint8_t> m((size_t)(lq * lk));
+  for (int64_t a = 0; a < lq; ++a)
+    for (int64_t b = 0; b < lk; ++b) {
+      const int64_t di = a / qw - b / kw, dj = (q0 + a % qw) - (k0 + b % kw);
+      m[(size_t)(a * lk + b)] = (std::abs(di) > rh || std::abs(dj) > rw) ? 1 : 0;
+    }
+  return Tensor::from_vector(m, {lq, lk}, device);
+}
+
+}  // namespace
+
+Tensor local_multi_head_attention(const Tensor& x, int64_t H, int64_t W, int64_t window_h, int64_t window_w,
+                                  const Tensor& in_proj_weight, const Tensor& in_proj_bias,
+                                  const Tensor& out_proj_weight, const Tensor& out_proj_bias, int64_t num_heads,
+                                  const Tensor& key_padding_mask, int64_t chunk) {
+  const char* op = "local_multi_head_attention";
+  OCRT_CHECK(x.defined() && x.dim() == 3, op, ": expected x (L, N, E)");
+  OCRT_CHECK(H >= 1 && W >= 1 && x.size(0) == H * W, op, ": x has ", x.size(0), " tokens, not the ", H, " x ", W,
+             " of its grid");
+  OCRT_CHECK(window_h >= 1 && window_w >= 1 && window_h % 2 == 1 && window_w % 2 == 1, op,
+             ": window sizes must be odd and >= 1, got ", window_h, "x", window_w);
+  OCRT_CHECK(chunk >= 1, op, ": chunk must be >= 1, got ", chunk);
+  const int64_t L = H * W, N = x.size(1), E = x.size(2), h = num_heads;
+  OCRT_CHECK(h >= 1 && E % h == 0, op, ": embed dim ", E, " is not divisible by num_heads ", h);
+  OCRT_CHECK(in_proj_weight.defined() && in_proj_weight.shape() == Shape({3 * E, E}), op,
+             ": in_proj_weight must have shape ", shape_str({3 * E, E}));
+  OCRT_CHECK(!key_padding_mask.defined() || (key_padding_mask.shape() == Shape({N, L}) &&
+                                             key_padding_mask.dtype() == DType::u8),
+             op, ": key_padding_mask must be uint8 of shape ", shape_str({N, L}));
+  const int64_t hd = E / h, rh = window_h / 2, rw = window_w / 2;
+  // The projections once for the whole line, as multi_head_attention makes them, as grids
+  // (N*h, H, W, hd).
+  auto project = [&](int64_t part) {
+    const Tensor w = in_proj_weight.narrow(0, part * E, E);
+    const Tensor b = in_proj_bias.defined() ? in_proj_bias.narrow(0, part * E, E) : Tensor();
+    return linear(x, w, b).reshape({L, N * h, hd}).transpose(0, 1).reshape({N * h, H, W, hd});
+  };
+  const Tensor q = project(0), k = project(1), v = project(2);
+  const Tensor padding = key_padding_mask.defined() ? key_padding_mask.reshape({N, H, W}) : Tensor();
+  std::vector<Tensor> bands;
+  for (int64_t a = 0; a < W; a += chunk) {
+    const int64_t qw = std::min(chunk, W - a), k0 = std::max<int64_t>(0, a - rw);
+    const int64_t kw = std::min(W, a + qw + rw) - k0, lq = H * qw, lk = H * kw;
+    // The whole line in one band is the full local mask's attention, op for op.
+    const Tensor qb = q.narrow(2, a, qw).reshape({N * h, lq, hd});
+    const Tensor kb = k.narrow(2, k0, kw).reshape({N * h, lk, hd});
+    const Tensor vb = v.narrow(2, k0, kw).reshape({N * h, lk, hd});
+    Tensor mask = band_mask(H, a, qw, k0, kw, rh, rw, x.device()).unsqueeze(0);  // (1, lq, lk)
+    if (padding.defined()) {
+      const Tensor kp = padding.narrow(2, k0, kw).reshape({N, 1, 1, lk}).expand({N, h, 1, lk}).reshape({N * h, 1, lk});
+      mask = maximum(mask, kp);
+    }
+    bands.push_back(scaled_dot_product_attention(qb, kb, vb, mask).output.reshape({N * h, H, qw, hd}));
+  }
+  const Tensor o = bands.size() == 1 ? bands[0] : concat(bands, 2);  // (N*h, H, W, hd)
+  // (N*h, L, hd) -> (L, N*h, hd) -> (L, N, E)
+  return linear(o.reshape({N * h, L, hd}).transpose(0, 1).reshape({L, N, E}), out_proj_weight, out_proj_bias);
 }
 
 }  // namespace ocrt

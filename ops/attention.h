@@ -48,4 +48,20 @@ AttentionResult multi_head_attention(const Tensor& query, const Tensor& key, con
 Tensor local_attention_mask(int64_t H, int64_t W, int64_t window_h = 7, int64_t window_w = 11,
                             Device device = Device::cpu());
 
+// Self-attention over an H x W grid of tokens in which each token attends only within the
+// window of local_attention_mask (SVTR's local mixing), a band of columns at a time: the queries
+// of columns [a, a + chunk) against the keys of columns [a - window_w/2, a + chunk + window_w/2),
+// so that time and memory grow linearly with W, where the full (L, L) mask makes them grow with
+// its square. x (L = H*W, N, E), row-major over the grid; key_padding_mask (N, L) uint8 (nonzero
+// = padding) or undefined; the projections as multi_head_attention's. No dropout on the weights.
+// The result is multi_head_attention(x, x, x, ..., local_attention_mask(H, W, window_h,
+// window_w), key_padding_mask).output up to float rounding: every query sees the same keys (the
+// forbidden ones, left out here, add exact zeros there). Differentiable: the bands are views and
+// concatenations of ops every device has. Bands of 16 columns: 8 and 16 measured alike, 32 slower
+// (bench/results/svtr-width.md).
+Tensor local_multi_head_attention(const Tensor& x, int64_t H, int64_t W, int64_t window_h, int64_t window_w,
+                                  const Tensor& in_proj_weight, const Tensor& in_proj_bias,
+                                  const Tensor& out_proj_weight, const Tensor& out_proj_bias, int64_t num_heads,
+                                  const Tensor& key_padding_mask = Tensor(), int64_t chunk = 16);
+
 }  // namespace ocrt

@@ -334,6 +334,13 @@ TEST_CASE("attention: scaled dot-product with masks, multi-head with key padding
              return std::vector<Tensor>{r.output, r.weights};
            },
            kTolGemm);
+  // SVTR's local blocks: the same window band by band (bands of 8 columns; the last is short).
+  check_op(env, "local multi-head attention in bands, with key padding", {x, in_w, in_b, out_w, out_b, kpm},
+           [&](const std::vector<Tensor>& in) {
+             return std::vector<Tensor>{
+                 local_multi_head_attention(in[0], H, W, 7, 11, in[1], in[2], in[3], in[4], heads, in[5], 8)};
+           },
+           kTolGemm);
 }
 
 TEST_CASE("caching allocator: reuse without cudaMalloc, statistics, empty_cache, OOM message", "[cuda]") {

@@ -8,6 +8,9 @@
 
 #include "golden_runner.h"
 #include "ops/attention.h"
+#include "ops/elementwise.h"
+#include "ops/random.h"
+#include "ops/reduce.h"
 
 using namespace ocrt;
 using namespace ocrt::testing;
@@ -113,4 +116,54 @@ TEST_CASE("attention rejects bad arguments", "[attention]") {
                     Catch::Contains("key_padding_mask must be uint8 of shape [2, 3]"));
   CHECK_THROWS_WITH(scaled_dot_product_attention(det_uniform({2, 3}, 1), det_uniform({2, 4}, 1), det_uniform({2, 4}, 1)),
                     Catch::Contains("differ in the embedding dim"));
+}
+
+TEST_CASE("local attention band by band equals the full local mask's, outputs and every gradient", "[attention]") {
+  // float64, so that the two ways differ only by float64 rounding: the same keys for each
+  // query, in bands of 1, 5, 16 and 64 columns (64: the whole line in one band).
+  Generator gen(7);
+  const int64_t H = 3, W = 23, N = 2, E = 12, heads = 3, L = H * W;
+  const Tensor x0 = uniform({L, N, E}, -1, 1, gen, DType::f64);
+  const Tensor w_in0 = uniform({3 * E, E}, -0.5, 0.5, gen, DType::f64), b_in0 = uniform({3 * E}, -0.1, 0.1, gen, DType::f64);
+  const Tensor w_out0 = uniform({E, E}, -0.5, 0.5, gen, DType::f64), b_out0 = uniform({E}, -0.1, 0.1, gen, DType::f64);
+  // Line 1 ends at column 17: its last 6 columns are padding.
+  std::vector<uint8_t> pad((size_t)(N * L), 0);
+  for (int64_t i = 0; i < H; ++i)
+    for (int64_t j = 17; j < W; ++j) pad[(size_t)(L + i * W + j)] = 1;
+  const Tensor padding = Tensor::from_vector(pad, {N, L});
+  const Tensor r = uniform({L, N, E}, -1, 1, gen, DType::f64);  // the output's gradient
+
+  struct Run {
+    Tensor out, dx, dw_in, db_in, dw_out;
+  };
+  auto run = [&](const std::function<Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&)>& f) {
+    Tensor x = x0.clone(), w_in = w_in0.clone(), b_in = b_in0.clone(), w_out = w_out0.clone(), b_out = b_out0.clone();
+    for (Tensor* t : {&x, &w_in, &b_in, &w_out, &b_out}) t->set_requires_grad();
+    Tensor y = f(x, w_in, b_in, w_out, b_out);
+    sum(mul(y, r), {}).backward();
+    return Run{y.detach(), x.grad(), w_in.grad(), b_in.grad(), w_out.grad()};
+  };
+  const Run full = run([&](const Tensor& x, const Tensor& wi, const Tensor& bi, const Tensor& wo, const Tensor& bo) {
+    MultiheadAttentionOptions o;
+    o.num_heads = heads;
+    return multi_head_attention(x, x, x, wi, bi, wo, bo, o, local_attention_mask(H, W, 3, 5), padding).output;
+  });
+  for (int64_t chunk : {1, 5, 16, 64}) {
+    INFO("chunk " << chunk);
+    const Run band = run([&](const Tensor& x, const Tensor& wi, const Tensor& bi, const Tensor& wo, const Tensor& bo) {
+      return local_multi_head_attention(x, H, W, 3, 5, wi, bi, wo, bo, heads, padding, chunk);
+    });
+    require_close(band.out, full.out, 1e-12, 1e-12, "output");
+    require_close(band.dx, full.dx, 1e-12, 1e-12, "gradient of x");
+    require_close(band.dw_in, full.dw_in, 1e-12, 1e-12, "gradient of in_proj_weight");
+    require_close(band.db_in, full.db_in, 1e-12, 1e-12, "gradient of in_proj_bias");
+    require_close(band.dw_out, full.dw_out, 1e-12, 1e-12, "gradient of out_proj_weight");
+  }
+  // Bad arguments name themselves.
+  CHECK_THROWS_WITH(local_multi_head_attention(x0, H, W + 1, 3, 5, w_in0, b_in0, w_out0, b_out0, heads),
+                    Catch::Contains("not the 3 x 24 of its grid"));
+  CHECK_THROWS_WITH(local_multi_head_attention(x0, H, W, 4, 5, w_in0, b_in0, w_out0, b_out0, heads),
+                    Catch::Contains("window sizes must be odd"));
+  CHECK_THROWS_WITH(local_multi_head_attention(x0, H, W, 3, 5, w_in0, b_in0, w_out0, b_out0, heads, Tensor(), 0),
+                    Catch::Contains("chunk must be >= 1"));
 }
