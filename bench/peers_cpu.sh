@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Line recognition on the CPU, 2 threads, ocrt-infer against the runtimes a user deploys a CRNN
 # with instead: ONNX Runtime and OpenVINO (its default precision and float32), and a current
-# PyTorch from pip, all on the shipped weights (weights/crnn-en.safetensors) and the same
+# PyTorch from pip, all on the shipped weights (weights/crnn-en.safetensors, or WEIGHTS=FILE: the
+# fast model, weights/crnn-s-en.safetensors, or any crnn / crnn-s file) and the same
 # held-out synthetic lines as bench/infer_cpu.sh; lines/s, CER and peak RSS of each.
 #
 #   bench/peers_cpu.sh [BUILD_DIR [OUT_DIR]]         (defaults: build-infer, /tmp/ocrt-peers-cpu)
-#   LINES=300 ROUNDS=3 SEED=20261123 bench/peers_cpu.sh ...
+#   LINES=300 ROUNDS=3 SEED=20261123 WEIGHTS=weights/crnn-en.safetensors bench/peers_cpu.sh ...
 #
 # Needs: BUILD_DIR/ocrt-infer and ocrt-synth (a Release build; a CPU-only one, OCRT_CUDA=OFF, for
 # peak RSS figures: a CUDA build loads cuBLAS at start-up), the peers' environment (bench/peers.sh;
@@ -27,7 +28,7 @@ ROUNDS=${ROUNDS:-3}
 SEED=${SEED:-20261123}
 THREADS=2
 BATCH=32
-WEIGHTS=weights/crnn-en.safetensors
+WEIGHTS=${WEIGHTS:-weights/crnn-en.safetensors}
 export OMP_NUM_THREADS=$THREADS
 unset OPENBLAS_CORETYPE || true
 
@@ -99,10 +100,10 @@ for r in $(seq "$ROUNDS"); do
 done
 
 # ---- the table: medians over the rounds
-"$PY" - "$OUT" "$LABELS" "$N" "$BUILD/ocrt-infer" "${PROGRAMS[@]}" <<'EOF'
+"$PY" - "$OUT" "$LABELS" "$N" "$BUILD/ocrt-infer" "$WEIGHTS" "${PROGRAMS[@]}" <<'EOF'
 import json, os, platform, re, statistics, subprocess, sys
-out, labels, n, ocrt = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-programs = sys.argv[5:]
+out, labels, n, ocrt, weights = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+programs = sys.argv[6:]
 sys.path.insert(0, "bench")
 from torch_infer import read_labels, score
 truths = [t for _, t in read_labels(labels)]
@@ -153,7 +154,7 @@ for name in programs:
                  "same": len({json.dumps(r["score"]) for r in runs}) == 1, "loads": [r["load"] for r in runs]})
 
 commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
-print(f"{n} lines, 2 threads, batch 32, {len(rounds)} rounds, medians; weights/crnn-en.safetensors")
+print(f"{n} lines, 2 threads, batch 32, {len(rounds)} rounds, medians; {weights}")
 print(f"CPU: {cpu()}")
 print(f"ocrt {commit} ({ocrt}); " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
       + f"; python {platform.python_version()}")
