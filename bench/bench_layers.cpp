@@ -94,6 +94,7 @@ void print(const std::vector<Row>& rows) {
 int main(int argc, char** argv) {
   std::string model_path = "weights/crnn-en.safetensors";
   int64_t batch = 32, width = 0, height = 1280, reps = 5, threads = 0;
+  ConvMode conv = ConvMode::fast;
   cli::Parser p("bench_layers", "usage: bench_layers [options]: times each layer of a model's forward pass on the CPU\n");
   p.add(cli::text("--model", "FILE", model_path, "a recogniser or detector model file (weights/crnn-en.safetensors)"));
   p.add(cli::integer("--batch", "N", batch, 1, 4096, "lines in the recogniser's batch (32)"));
@@ -101,7 +102,10 @@ int main(int argc, char** argv) {
   p.add(cli::integer("--height", "H", height, 32, 1 << 16, "the detector input's height (1280)"));
   p.add(cli::integer("--reps", "N", reps, 1, 1000, "runs of each layer; the median is printed (5)"));
   p.add(cli::integer("--threads", "N", threads, 0, 4096, "CPU threads (0: all)"));
+  p.add(cli::choice("--conv", "fast|exact", conv, parse_conv_mode,
+                    "3x3 convolutions through Winograd (fast, the default) or im2col (exact)"));
   OCRT_CHECK(p.parse(argc, argv).empty(), "bench_layers takes no arguments besides its flags");
+  set_conv_mode(conv);
   if (threads > 0) set_num_threads((int)threads);
 
   ModelFile file = load_model_file(model_path);
