@@ -38,6 +38,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
+#include <list>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "runtime/tensor.h"
@@ -54,6 +58,12 @@ constexpr int64_t kPoints = 36;  // kIn * kIn products per tile and channel pair
 // kChunkBytes of V and M together.
 constexpr int64_t kMinChunkTiles = 256;
 constexpr int64_t kChunkBytes = int64_t(32) << 20;
+
+// Forward passes of at most this many tiles take the small-tile path (small_forward), whose
+// weights are kept transformed between calls, at most kKeptBytes of them in the process (crnn's
+// five Winograd layers: 72 MB).
+constexpr int64_t kSmallTiles = 128;
+constexpr size_t kKeptBytes = size_t(256) << 20;
 
 // U[xi] (Cout x C) = G g G^T for every filter g = w[k, c] (3x3).
 //   G = [ 1/4     0     0  ]
@@ -200,17 +210,21 @@ void input_row(const float* x, const Geometry& g, int64_t c, int64_t n, int64_t 
 
 // y for output channel k and one row of tiles: A^T M A for each tile, plus the bias, written
 // where the 4x4 tile lies inside the output. q is scratch of 4 * 6 * tw floats.
+// M's planes hold (Cout x P) products, or (P x Cout) ones when `transposed` (the small-tile path).
 void output_row(const float* M, const Geometry& g, int64_t k, int64_t n, int64_t ty, int64_t P, int64_t p0,
-                float bias, float* y, float* q) {
+                float bias, float* y, float* q, bool transposed = false) {
+  const int64_t sk = transposed ? 1 : P, sp = transposed ? g.Cout : 1;  // strides of k and p in a plane
   // q[a][j][tx] = sum_i A^T[a][i] M[i*6+j], down the columns of each tile.
   for (int64_t j = 0; j < kIn; ++j) {
     const float* m[kIn];
-    for (int64_t i = 0; i < kIn; ++i) m[i] = M + ((i * kIn + j) * g.Cout + k) * P + p0;
+    for (int64_t i = 0; i < kIn; ++i) m[i] = M + (i * kIn + j) * g.Cout * P + k * sk + p0 * sp;
     float *q0 = q + (0 * kIn + j) * g.tw, *q1 = q + (1 * kIn + j) * g.tw, *q2 = q + (2 * kIn + j) * g.tw,
           *q3 = q + (3 * kIn + j) * g.tw;
-    for (int64_t tx = 0; tx < g.tw; ++tx)
-      OCRT_WINOGRAD_OUTPUT_1D(m[0][tx], m[1][tx], m[2][tx], m[3][tx], m[4][tx], m[5][tx], q0[tx], q1[tx], q2[tx],
+    for (int64_t tx = 0; tx < g.tw; ++tx) {
+      const int64_t at = tx * sp;
+      OCRT_WINOGRAD_OUTPUT_1D(m[0][at], m[1][at], m[2][at], m[3][at], m[4][at], m[5][at], q0[tx], q1[tx], q2[tx],
                               q3[tx]);
+    }
   }
   // Along the rows of each tile, then out.
   float* plane = y + (n * g.Cout + k) * g.Ho * g.Wo;
@@ -348,11 +362,146 @@ bool winograd_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Con
          p.groups == 1 && C >= 16 && Cout >= 16;
 }
 
+namespace {
+
+// A 64-bit fingerprint of the weights' bytes (a multiply-xorshift over 8-byte words): what the
+// kept transforms are matched by, so that weights changed in place are never read stale.
+uint64_t fingerprint(const float* w, int64_t count) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(w);
+  const size_t n = (size_t)count * sizeof(float);
+  // Four independent lanes, so that the multiplies overlap (one chain took 2.4 ms for 9.4 MB).
+  uint64_t h[4] = {0x9e3779b97f4a7c15ull ^ n, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull, 0x27d4eb2f165667c5ull};
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int l = 0; l < 4; ++l) {
+      uint64_t v;
+      std::memcpy(&v, bytes + i + 8 * l, 8);
+      h[l] = (h[l] ^ v) * 0xff51afd7ed558ccdull;
+      h[l] ^= h[l] >> 32;
+    }
+  uint64_t out = h[0] ^ (h[1] * 0x9e3779b97f4a7c15ull) ^ (h[2] * 0xc4ceb9fe1a85ec53ull) ^ (h[3] * 0xff51afd7ed558ccdull);
+  for (; i < n; ++i) out = (out ^ bytes[i]) * 0xc4ceb9fe1a85ec53ull;
+  return out ^ (out >> 29);
+}
+
+// The 36 transformed weight planes of one layer, each as the B of the small-tile products
+// (U[xi]^T, C x Cout), packed.
+struct KeptWeights {
+  const float* w;
+  int64_t C, Cout;
+  MatmulPrecision precision;
+  uint64_t print;
+  std::vector<std::unique_ptr<SgemmPackedB>> planes;
+  size_t bytes = 0;
+};
+
+// The kept transforms, newest use last, at most kKeptBytes in all (the least recently used go
+// first). Process-wide: a predictor's workers each hold their own copy of a model, so their
+// weights are told apart by address.
+std::mutex g_kept_mu;
+std::list<std::shared_ptr<const KeptWeights>> g_kept;
+
+// Weights met once in a small call, not kept yet (the last, short batch of a long run is the
+// only small call of its run: keeping its layers' transforms would only add to its memory).
+struct Seen {
+  const float* w;
+  int64_t C, Cout;
+  MatmulPrecision precision;
+  uint64_t print;
+};
+std::list<Seen> g_seen;
+constexpr size_t kSeenEntries = 64;
+
+// The kept transforms of these weights: found, or made on their second small call; null on the
+// first (the caller then takes the usual path).
+std::shared_ptr<const KeptWeights> kept_weights(const float* w, int64_t C, int64_t Cout) {
+  const MatmulPrecision p = matmul_precision();
+  const uint64_t print = fingerprint(w, Cout * C * 9);
+  {
+    std::lock_guard<std::mutex> lock(g_kept_mu);
+    for (auto it = g_kept.begin(); it != g_kept.end(); ++it)
+      if ((*it)->w == w && (*it)->C == C && (*it)->Cout == Cout && (*it)->precision == p && (*it)->print == print) {
+        g_kept.splice(g_kept.end(), g_kept, it);
+        return g_kept.back();
+      }
+    auto seen = std::find_if(g_seen.begin(), g_seen.end(), [&](const Seen& e) {
+      return e.w == w && e.C == C && e.Cout == Cout && e.precision == p && e.print == print;
+    });
+    if (seen == g_seen.end()) {
+      g_seen.push_back({w, C, Cout, p, print});
+      if (g_seen.size() > kSeenEntries) g_seen.pop_front();
+      return nullptr;
+    }
+    g_seen.erase(seen);
+  }
+  auto k = std::make_shared<KeptWeights>();
+  k->w = w, k->C = C, k->Cout = Cout, k->precision = p, k->print = print;
+  Tensor U_mem = Tensor::empty({kPoints * Cout * C});
+  float* U = U_mem.data<float>();
+  transform_weights(w, Cout, C, U);
+  k->planes.resize((size_t)kPoints);
+#pragma omp parallel for schedule(static)
+  for (int64_t xi = 0; xi < kPoints; ++xi)  // U[xi] is (Cout x C): its transpose is read with strides (1, C)
+    k->planes[(size_t)xi] = std::make_unique<SgemmPackedB>(C, Cout, U + xi * Cout * C, 1, C);
+  for (const auto& plane : k->planes) k->bytes += plane->bytes();
+  std::lock_guard<std::mutex> lock(g_kept_mu);
+  // Another thread may have kept the same weights meanwhile: either copy serves.
+  g_kept.push_back(k);
+  size_t total = 0;
+  for (const auto& e : g_kept) total += e->bytes;
+  while (total > kKeptBytes && g_kept.size() > 1) {
+    total -= g_kept.front()->bytes;
+    g_kept.pop_front();
+  }
+  return k;
+}
+
+// The forward pass of a call with few tiles (a line or two), outside autograd: with a few dozen tiles, each of
+// the 36 products would pack its whole transformed weight plane to use it for a few dozen
+// columns, and transforming and packing the weights cost more than the products (for crnn's
+// 512 x 512 layer on one 400-pixel line, 38 MB written and read again for 245M multiply-adds).
+// Here the products are turned around, M[xi]^T (P x Cout) = V[xi]^T (P x C) @ U[xi]^T, so that
+// the weights are their B, kept transformed and packed between calls (kept_weights). The same
+// sums in the same order as the other path's products (over c, in blocks of the kernel's KC).
+void small_forward(const float* x, const KeptWeights& kept, const float* bias, float* y, const Plan& plan) {
+  const Geometry& g = plan.g;
+  const int64_t P = plan.tile_rows * g.tw, C = g.C, Cout = g.Cout;
+  Tensor V_mem = Tensor::empty({kPoints * C * P}), M_mem = Tensor::empty({kPoints * Cout * P});
+  float *V = V_mem.data<float>(), *M = M_mem.data<float>();
+#pragma omp parallel
+  {
+    std::vector<float> scratch((size_t)(2 * kIn * g.Wp));
+#pragma omp for schedule(static)
+    for (int64_t cr = 0; cr < C * plan.tile_rows; ++cr) {
+      const int64_t c = cr / plan.tile_rows, r = cr % plan.tile_rows;
+      input_row(x, g, c, r / g.th, r % g.th, V, P, r * g.tw, scratch.data(), scratch.data() + kIn * g.Wp);
+    }
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t xi = 0; xi < kPoints; ++xi)  // V[xi] is (C x P): its transpose is read with strides (1, P)
+    sgemm_packed(P, V + xi * C * P, 1, P, *kept.planes[(size_t)xi], M + xi * P * Cout, Cout);
+#pragma omp parallel
+  {
+    std::vector<float> q((size_t)(kOut * kIn * g.tw));
+#pragma omp for schedule(static)
+    for (int64_t kr = 0; kr < Cout * plan.tile_rows; ++kr) {
+      const int64_t k = kr / plan.tile_rows, r = kr % plan.tile_rows;
+      output_row(M, g, k, r / g.th, r % g.th, P, r * g.tw, bias ? bias[k] : 0.0f, y, q.data(), true);
+    }
+  }
+}
+
+}  // namespace
+
 void winograd_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
                      int64_t W, int64_t Cout, int64_t pad_h, int64_t pad_w, int64_t chunk_tiles) {
   const Plan plan = make_plan(N, C, H, W, Cout, pad_h, pad_w, chunk_tiles);
   const Geometry& g = plan.g;
   const int64_t tile_rows = plan.tile_rows, rows_per_chunk = plan.rows_per_chunk, max_tiles = plan.max_tiles;
+  // A call with few tiles outside autograd (inference on a line or two) reads the weights kept
+  // transformed, from their second such call on.
+  if (tile_rows * g.tw <= kSmallTiles && chunk_tiles <= 0 && !grad_enabled())
+    if (const auto kept = kept_weights(w, C, Cout)) return small_forward(x, *kept, bias, y, plan);
 
   // Scratch from the caching allocator (runtime/cpu_allocator.h), reused from call to call.
   Tensor U_mem = Tensor::empty({kPoints * Cout * C}), V_mem = Tensor::empty({kPoints * C * max_tiles}),

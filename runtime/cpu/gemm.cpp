@@ -155,6 +155,28 @@ SgemmReusedB::~SgemmReusedB() {
   delete packed_;
 }
 
+SgemmPackedB::SgemmPackedB(int64_t K, int64_t N, const float* B, int64_t ldb_row, int64_t ldb_col)
+    : K_(K), N_(N), b_row_(ldb_row), b_col_(ldb_col), precision_(matmul_precision()), buffer_(nullptr, &std::free) {
+  const detail::GemmKernel& k = precision_ == MatmulPrecision::bf16 ? chosen().bf16 : chosen().f32;
+  OCRT_CHECK(k.run != nullptr, "SgemmPackedB: this CPU runs the 'generic' path, which has no GEMM kernel of ocrt's");
+  OCRT_CHECK(K >= 1 && N >= 1, "SgemmPackedB: B must be at least 1 x 1, got ", K, " x ", N);
+  bytes_ = (size_t)std::max<int64_t>(64, (k.packed_b_bytes(K, N) + 63) / 64 * 64);
+  buffer_.reset(static_cast<float*>(std::aligned_alloc(64, bytes_)));
+  OCRT_CHECK(buffer_ != nullptr, "SgemmPackedB: out of memory packing a ", K, " x ", N, " matrix");
+  detail::GemmArgs g{0, N, K, nullptr, 0, 0, B, ldb_row, ldb_col, nullptr, 0, false};
+  k.pack_b(g, buffer_.get());
+}
+
+void sgemm_packed(int64_t M, const float* A, int64_t lda_row, int64_t lda_col, const SgemmPackedB& B, float* C,
+                  int64_t ldc, bool accumulate) {
+  OCRT_CHECK(B.precision_ == matmul_precision(), "sgemm_packed: B was packed in ", matmul_precision_name(B.precision_),
+             ", the products now run in ", matmul_precision_name(matmul_precision()));
+  const detail::GemmKernel& k = B.precision_ == MatmulPrecision::bf16 ? chosen().bf16 : chosen().f32;
+  // B itself is not kept: the kernels read the packing (few_rows, which reads B straight, is
+  // skipped for a packed B: gemm_loops.inc).
+  k.run({M, B.N_, B.K_, A, lda_row, lda_col, nullptr, B.b_row_, B.b_col_, C, ldc, accumulate, B.buffer_.get()});
+}
+
 bool sgemm_available() { return chosen().isa != CpuIsa::generic; }
 
 SgemmBlocking sgemm_blocking(CpuIsa isa, MatmulPrecision p) { return kernel_for(isa, p).blocking; }

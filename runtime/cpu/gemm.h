@@ -20,6 +20,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
 
 #include "runtime/cpu_isa.h"
 
@@ -108,6 +111,31 @@ class SgemmReusedB {
   struct Packed;
   Packed* packed_;
 };
+
+// A B packed once and kept: for products on any thread while it lives, through sgemm_packed
+// (the results are sgemm's with B itself, bit for bit). Unlike SgemmReusedB it is not tied to
+// a thread or a scope, and it does not keep B: a caller that keeps it must know B has not
+// changed (ops/cpu/winograd.cpp keeps transformed weights by their content). Packed for the
+// path and the precision of the moment it is made; sgemm_packed refuses another precision.
+class SgemmPackedB {
+ public:
+  SgemmPackedB(int64_t K, int64_t N, const float* B, int64_t ldb_row, int64_t ldb_col);
+  int64_t rows() const { return K_; }
+  int64_t cols() const { return N_; }
+  size_t bytes() const { return bytes_; }
+  MatmulPrecision precision() const { return precision_; }
+
+ private:
+  friend void sgemm_packed(int64_t, const float*, int64_t, int64_t, const SgemmPackedB&, float*, int64_t, bool);
+  int64_t K_, N_, b_row_, b_col_;
+  MatmulPrecision precision_;
+  size_t bytes_ = 0;
+  std::unique_ptr<float, void (*)(void*)> buffer_;
+};
+
+// C (M x B.cols()) = A (M x B.rows()) @ B, or += with accumulate, as sgemm.
+void sgemm_packed(int64_t M, const float* A, int64_t lda_row, int64_t lda_col, const SgemmPackedB& B, float* C,
+                  int64_t ldc, bool accumulate = false);
 
 #endif  // OCRT_CPU_SGEMM
 

@@ -660,3 +660,37 @@ TEST_CASE("conv2d and pooling reject bad arguments with the op and shapes in the
   CHECK_THROWS_WITH(max_pool2d(Tensor::zeros({1, 1, 4, 4}, DType::i64), MaxPool2dOptions{}),
                     Catch::Contains("expected a float32 or float64 input"));
 }
+
+TEST_CASE("Winograd on a line or two outside autograd: transforms kept between calls, the same bits, weights changed in place seen",
+          "[conv][winograd]") {
+  // One 4 x 33 line (9 tiles): the small-tile path, whose weights are kept transformed and
+  // packed from their second call outside autograd (ops/cpu/winograd.cpp). Chunks of one tile
+  // row (chunk_tiles 1) always take the usual path: the reference here.
+  const int64_t C = 32, Cout = 40, H = 4, W = 33;
+  Tensor x = det_uniform({1, C, H, W}, 91, -1, 1, DType::f32);
+  Tensor w = det_uniform({Cout, C, 3, 3}, 92, -0.3, 0.3, DType::f32);
+  Tensor b = det_uniform({Cout}, 93, -1, 1, DType::f32);
+  const size_t n = (size_t)(Cout * H * W);
+  auto run = [&](int64_t chunk_tiles) {
+    std::vector<float> y(n);
+    cpu::winograd_conv2d(x.data<float>(), w.data<float>(), b.data<float>(), y.data(), 1, C, H, W, Cout, 1, 1,
+                         chunk_tiles);
+    return y;
+  };
+  NoGradGuard no_grad;
+  const std::vector<float> usual = run(1);
+  for (int call = 0; call < 3; ++call) REQUIRE(run(0) == usual);  // first sight, then the kept transforms
+  // The same weights changed in place (a model that loads others into the same tensors): the
+  // kept transforms are matched by content, so the new weights are read, not the kept ones.
+  w.data<float>()[7] += 0.5f;
+  const std::vector<float> changed = run(1);
+  REQUIRE(changed != usual);
+  for (int call = 0; call < 3; ++call) REQUIRE(run(0) == changed);
+  // Both precisions keep their own transforms.
+  if (cpu::sgemm_available()) {
+    cpu::MatmulPrecisionScope bf16(cpu::MatmulPrecision::bf16);
+    const std::vector<float> usual_bf16 = run(1);
+    for (int call = 0; call < 3; ++call) REQUIRE(run(0) == usual_bf16);
+  }
+  REQUIRE(run(0) == changed);
+}

@@ -259,6 +259,48 @@ TEST_CASE("sgemm with a B packed once for reuse gives the same bits as packing i
   }
 }
 
+TEST_CASE("sgemm_packed: a B packed once and kept gives sgemm's bits on any thread", "[gemm]") {
+  // SgemmPackedB (Winograd's kept weights): B packed once, not tied to a thread or a scope;
+  // row-major and transposed B, several KC and NC blocks, partial tiles, 1-5 rows (few_rows is
+  // not taken: B is not kept), accumulation, both precisions, products from two threads at once.
+  if (!ocrt::cpu::sgemm_available()) return;
+  const Path path = path_for(GENERATE(MatmulPrecision::f32, MatmulPrecision::bf16));
+  ocrt::cpu::MatmulPrecisionScope scope(path.precision);
+  const auto& blk = path.blk;
+  struct Shape3 {
+    int64_t M, N, K;
+  };
+  for (const Shape3& sh : {Shape3{26, 512, 96}, Shape3{3, 77, blk.kc + 9}, Shape3{13, blk.nc + 19, 2 * blk.kc + 3},
+                           Shape3{1, 16, 1}}) {
+    for (bool transposed : {false, true}) {
+      INFO("M " << sh.M << " N " << sh.N << " K " << sh.K << " transposed " << transposed);
+      const std::vector<float> a = values(sh.M * sh.K, 41), b = values(sh.K * sh.N, 42), c0 = values(sh.M * sh.N, 43);
+      // B (K x N) row-major, or the transpose of an N x K matrix (strides 1, K).
+      const int64_t b_row = transposed ? 1 : sh.N, b_col = transposed ? sh.K : 1;
+      const ocrt::cpu::SgemmPackedB packed(sh.K, sh.N, b.data(), b_row, b_col);
+      CHECK(packed.rows() == sh.K);
+      CHECK(packed.cols() == sh.N);
+      for (bool accumulate : {false, true}) {
+        std::vector<float> plain = c0;
+        ocrt::cpu::sgemm(sh.M, sh.N, sh.K, a.data(), sh.K, 1, b.data(), b_row, b_col, plain.data(), sh.N, accumulate);
+        std::vector<std::vector<float>> got(2, c0);
+#pragma omp parallel for num_threads(2)
+        for (int t = 0; t < 2; ++t)
+          ocrt::cpu::sgemm_packed(sh.M, a.data(), sh.K, 1, packed, got[(size_t)t].data(), sh.N, accumulate);
+        REQUIRE(got[0] == plain);
+        REQUIRE(got[1] == plain);
+      }
+    }
+  }
+  // Packed in one precision, refused in the other.
+  const std::vector<float> b = values(64, 44);
+  const ocrt::cpu::SgemmPackedB packed(8, 8, b.data(), 8, 1);
+  const MatmulPrecision other = path.precision == MatmulPrecision::f32 ? MatmulPrecision::bf16 : MatmulPrecision::f32;
+  ocrt::cpu::MatmulPrecisionScope switched(other);
+  std::vector<float> c(64);
+  CHECK_THROWS_WITH(ocrt::cpu::sgemm_packed(8, b.data(), 8, 1, packed, c.data(), 8), Catch::Contains("was packed in"));
+}
+
 TEST_CASE("sgemm accumulates into C", "[gemm]") {
   if (!ocrt::cpu::sgemm_available()) return;  // the generic path: Eigen, tested elsewhere
   const Path path = path_for(GENERATE(MatmulPrecision::f32, MatmulPrecision::bf16));
