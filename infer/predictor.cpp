@@ -161,7 +161,12 @@ struct Predictor::Impl {
     }
   }
 
+  // A chunk's lines decoded and checked on the threads, then cut into batches.
   std::vector<Batch> prepare(Chunk& chunk) const;
+  // Line i of the chunk decoded, resized, normalised and checked; a bad line gets its error.
+  void prepare_line(Chunk& chunk, int64_t i) const;
+  // The chunk's readable lines sorted by width and cut into batches, the costliest first.
+  std::vector<Batch> batches_of(Chunk& chunk) const;
   Batch take(const Worker& w);
   // Threads per CPU worker, the batch cap and the chunk size, from the options.
   void size_work(int cpu_workers);
@@ -170,6 +175,8 @@ struct Predictor::Impl {
   void start_workers(std::shared_ptr<nn::Recognizer> checked);
   void worker_main(Worker& w);
   void run_batch(Worker& w, nn::Recognizer& model, Batch& b);
+  // A batch's logits (T, N, C) read by the options' decoder, each line to its own length.
+  std::vector<nn::Decoded> decode(const Tensor& logits, const std::vector<int64_t>& lengths) const;
 };
 
 namespace {
@@ -398,20 +405,7 @@ void Predictor::Impl::run_batch(Worker& w, nn::Recognizer& model, Batch& b) {
     const Tensor logits = model.forward(x.to(w.device), widths);  // (T, N, C)
     std::vector<int64_t> lengths;
     for (int64_t width : widths) lengths.push_back(model.frames_for_width(width));
-    std::vector<nn::Decoded> decoded;
-    if (p.opt_.decoder == Decoder::beam) {
-      nn::BeamOptions bo;
-      bo.beam_width = p.opt_.beam_width;
-      if (p.lm_) {
-        bo.lm = p.lm_.get();
-        bo.lm_ids = p.lm_ids_;
-        bo.lm_weight = p.opt_.lm_weight;
-        bo.lm_bonus = p.opt_.lm_bonus;
-      }
-      decoded = nn::ctc_beam_decode(logits, bo, lengths);
-    } else {
-      decoded = nn::ctc_greedy_decode(logits, lengths);
-    }
+    const std::vector<nn::Decoded> decoded = decode(logits, lengths);
     for (int64_t n = 0; n < N; ++n) {
       const int64_t line = b.lines[(size_t)n];
       LineResult& r = chunk.results[(size_t)line];
@@ -453,67 +447,85 @@ void Predictor::Impl::run_batch(Worker& w, nn::Recognizer& model, Batch& b) {
   }
 }
 
+std::vector<nn::Decoded> Predictor::Impl::decode(const Tensor& logits, const std::vector<int64_t>& lengths) const {
+  if (p.opt_.decoder != Decoder::beam) return nn::ctc_greedy_decode(logits, lengths);
+  nn::BeamOptions bo;
+  bo.beam_width = p.opt_.beam_width;
+  if (p.lm_) {
+    bo.lm = p.lm_.get();
+    bo.lm_ids = p.lm_ids_;
+    bo.lm_weight = p.opt_.lm_weight;
+    bo.lm_bonus = p.opt_.lm_bonus;
+  }
+  return nn::ctc_beam_decode(logits, bo, lengths);
+}
+
 std::vector<Batch> Predictor::Impl::prepare(Chunk& c) const {
   const int64_t n = (int64_t)c.inputs.size();
-  const PredictorOptions& o = p.opt_;
   c.results.assign((size_t)n, LineResult{});
   c.images.assign((size_t)n, GrayImage{});
   c.source_widths.assign((size_t)n, 0);
   c.blank.assign((size_t)n, 0);
   // Decoding, resizing and the line checks (normalize_line in runtime/image.h), one line per
-  // iteration; a bad line gets its error and nothing else.
+  // iteration.
 #pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
-  for (int64_t i = 0; i < n; ++i) {
-    LineInput& in = c.inputs[(size_t)i];
-    LineResult& r = c.results[(size_t)i];
-    r.name = in.name;
-    try {
-      GrayImage src = in.image ? std::move(*in.image) : load_gray_image(in.name, o.max_image_pixels);
-      OCRT_CHECK(src.width >= 1 && src.height >= 1 && (int64_t)src.pixels.size() == src.width * src.height, in.name,
-                 ": the image is empty or inconsistent (", src.width, "x", src.height, ")");
-      c.source_widths[(size_t)i] = src.width;
-      bool fits = true;
-      try {
-        OCRT_CHECK(src.height >= o.min_source_height, in.name, ": the image is too small for a text line (",
-                   src.width, "x", src.height, "; at least ", o.min_source_height, " pixels high)");
-        // The width resize_to_height will give (the same formula), checked before any work.
-        const int64_t w = src.height == height ? src.width
-                                               : std::max<int64_t>(1, std::llround((double)src.width *
-                                                                                  (double)height / (double)src.height));
-        OCRT_CHECK(w >= o.min_width, in.name, ": the image is too narrow for a text line (", src.width, "x",
-                   src.height, " becomes ", w, "x", height, "; at least ", o.min_width, " wide is needed)");
-        OCRT_CHECK(w <= o.max_width, in.name, ": the image is too wide (", src.width, "x", src.height, " becomes ",
-                   w, "x", height, ", more than the ", o.max_width, " pixels a line may have; split the line)");
-      } catch (const Error&) {
-        // An image of one flat tone holds no text whatever its size (a 1x1 crop, say): it reads
-        // as "". Any other image outside the limits keeps its error.
-        if (!o.normalize.enabled || !is_uniform(src, o.normalize.ink_threshold)) throw;
-        fits = false;
-      }
-      LineNormalization checks;
-      if (fits) c.images[(size_t)i] = normalize_line(resize_to_height(src, height), o.normalize, &checks);
-      if (!fits || checks.blank) {
-        c.blank[(size_t)i] = 1;
-        c.images[(size_t)i] = GrayImage{};
-        r.confidence = 1;  // certain: there is no ink
-      }
-    } catch (const std::exception& e) {
-      r.error = e.what();
-    }
-    in.image.reset();
-  }
+  for (int64_t i = 0; i < n; ++i) prepare_line(c, i);
+  return batches_of(c);
+}
 
-  // Sort the good lines by width and cut them into batches of similar widths (blank lines are
-  // done already: empty text, no model).
+void Predictor::Impl::prepare_line(Chunk& c, int64_t i) const {
+  const PredictorOptions& o = p.opt_;
+  LineInput& in = c.inputs[(size_t)i];
+  LineResult& r = c.results[(size_t)i];
+  r.name = in.name;
+  try {
+    GrayImage src = in.image ? std::move(*in.image) : load_gray_image(in.name, o.max_image_pixels);
+    OCRT_CHECK(src.width >= 1 && src.height >= 1 && (int64_t)src.pixels.size() == src.width * src.height, in.name,
+               ": the image is empty or inconsistent (", src.width, "x", src.height, ")");
+    c.source_widths[(size_t)i] = src.width;
+    bool fits = true;
+    try {
+      OCRT_CHECK(src.height >= o.min_source_height, in.name, ": the image is too small for a text line (", src.width,
+                 "x", src.height, "; at least ", o.min_source_height, " pixels high)");
+      // The width resize_to_height will give (the same formula), checked before any work.
+      const int64_t w = src.height == height ? src.width
+                                             : std::max<int64_t>(1, std::llround((double)src.width * (double)height /
+                                                                                (double)src.height));
+      OCRT_CHECK(w >= o.min_width, in.name, ": the image is too narrow for a text line (", src.width, "x", src.height,
+                 " becomes ", w, "x", height, "; at least ", o.min_width, " wide is needed)");
+      OCRT_CHECK(w <= o.max_width, in.name, ": the image is too wide (", src.width, "x", src.height, " becomes ", w,
+                 "x", height, ", more than the ", o.max_width, " pixels a line may have; split the line)");
+    } catch (const Error&) {
+      // An image of one flat tone holds no text whatever its size (a 1x1 crop, say): it reads
+      // as "". Any other image outside the limits keeps its error.
+      if (!o.normalize.enabled || !is_uniform(src, o.normalize.ink_threshold)) throw;
+      fits = false;
+    }
+    LineNormalization checks;
+    if (fits) c.images[(size_t)i] = normalize_line(resize_to_height(src, height), o.normalize, &checks);
+    if (!fits || checks.blank) {
+      c.blank[(size_t)i] = 1;
+      c.images[(size_t)i] = GrayImage{};
+      r.confidence = 1;  // certain: there is no ink
+    }
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  in.image.reset();
+}
+
+std::vector<Batch> Predictor::Impl::batches_of(Chunk& c) const {
+  // Blank lines are done already (empty text, no model); the others, sorted by width, are cut
+  // into batches of similar widths.
   std::vector<int64_t> order;
-  for (int64_t i = 0; i < n; ++i)
+  for (int64_t i = 0; i < (int64_t)c.results.size(); ++i)
     if (c.results[(size_t)i].ok() && !c.blank[(size_t)i]) order.push_back(i);
   auto width_of = [&](int64_t i) { return padded_width(c.images[(size_t)i].width, spec.width_multiple); };
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return width_of(a) < width_of(b); });
   std::vector<Batch> batches;
   for (int64_t i : order) {
     const int64_t w = width_of(i);  // the widest so far, as the lines come sorted
-    if (batches.empty() || (int64_t)batches.back().lines.size() >= o.batch ||
+    if (batches.empty() || (int64_t)batches.back().lines.size() >= p.opt_.batch ||
         ((int64_t)batches.back().lines.size() + 1) * (w + right_margin) > c.max_batch_columns)
       batches.push_back(Batch{&c, {}, 0, right_margin});
     batches.back().lines.push_back(i);
