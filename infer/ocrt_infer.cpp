@@ -91,7 +91,7 @@ struct Args {
   InputKind kind = InputKind::automatic;
   int64_t max_side = 1280;
   double det_threshold = -1, box_threshold = -1;  // negative: the detector file's own
-  double end_reach = PageReaderOptions().end_reach;
+  double end_reach = PageReaderOptions().end_reach, side_reach = PageReaderOptions().side_reach;
   int rotation = -1;
   std::vector<std::pair<bool, std::string>> inputs;  // (is a --list file, path), in order
 };
@@ -164,6 +164,9 @@ with --format tsv (a table of lines) every image is a line.)");
                   "each line's ends follow its glyphs' ink up to H line heights past the\n"
                   "detector's outline, so that a first or last glyph the outline cut is read\n"
                   "whole (default 0.6; 0: only the fixed margin of 0.15 heights)"));
+  p.add(cli::real("--side-reach", "H", a.side_reach, Range{0, 2},
+                  "each line grows above and below into the blank rows beside it, by half of\n"
+                  "those within H line heights (default 0.2; 0: not at all)"));
   p.add(cli::choice("--rotation", "auto|0|90|180|270", a.rotation, parse_rotation,
                     "how pages are turned, clockwise; auto (the default) decides per page"));
 
@@ -717,6 +720,7 @@ InferRun::InferRun(Args args) : args_(std::move(args)) {
   PageReaderOptions reader_options;
   reader_options.rotation = args_.rotation;
   reader_options.end_reach = args_.end_reach;
+  reader_options.side_reach = args_.side_reach;
   page_reading_ = std::make_unique<PageReading>(*detector_, *predictor_, reader_options, args_.options.max_image_pixels,
                                                 args_.kind == InputKind::page);
 }

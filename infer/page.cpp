@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "runtime/error.h"
 
@@ -44,6 +45,41 @@ Quad lengthen(const Quad& outline, double start_pad, double end_pad) {
 
 namespace {
 
+// Which grey levels are ink in part of a line cut out upright (columns [x0, x1), rows [y0, y1)):
+// darker (or, on a dark ground, lighter) than the threshold midway between the part's 5th and
+// 95th percentiles. The ground is what the rows of those columns outside [g0, g1) mostly show
+// (the margins beside the glyphs). None when those percentiles are under 48 grey levels apart (a
+// blank or faint line).
+struct InkRule {
+  int threshold;
+  bool dark_ground;
+  bool ink(int v) const { return dark_ground ? v > threshold : v < threshold; }
+};
+
+std::optional<InkRule> ink_rule(const GrayImage& line, int64_t x0, int64_t x1, int64_t y0, int64_t y1, int64_t g0,
+                                int64_t g1) {
+  std::vector<uint8_t> part;
+  part.reserve((size_t)std::max<int64_t>(0, (x1 - x0) * (y1 - y0)));
+  for (int64_t y = y0; y < y1; ++y)
+    for (int64_t x = x0; x < x1; ++x) part.push_back(line.at(x, y));
+  if (part.empty()) return std::nullopt;
+  auto percentile = [&](double f) {
+    auto at = part.begin() + (std::ptrdiff_t)std::min<double>((double)part.size() - 1, f * (double)part.size());
+    std::nth_element(part.begin(), at, part.end());
+    return (int)*at;
+  };
+  const int lo = percentile(0.05), hi = percentile(0.95);
+  if (hi - lo < 48) return std::nullopt;
+  InkRule r{(lo + hi) / 2, false};
+  int64_t dark = 0, all = 0;
+  for (int64_t y = 0; y < line.height; ++y) {
+    if (y >= g0 && y < g1) continue;
+    for (int64_t x = x0; x < x1; ++x) dark += line.at(x, y) < r.threshold, ++all;
+  }
+  r.dark_ground = 2 * dark > all;
+  return r;
+}
+
 // How far past one end of a line its glyphs' ink goes, in columns of `ink` (one flag per column
 // of the line cut out at its own scale), walking from column `from` by `step` (+1 or -1): the
 // inked columns reached through gaps narrower than `gap`, or -1 when there are none, or when the
@@ -73,39 +109,56 @@ Quad fit_ends_to_ink(const GrayImage& page, const Quad& outline, double pad, dou
   const double scale = (double)line.width / (along + 2 * reach * across);  // columns per page unit
   const int64_t x0 = std::llround(reach * across * scale), x1 = line.width - x0;  // the outline's ends
   if (x1 - x0 < 2) return plain;
-  std::vector<uint8_t> inside;
-  inside.reserve((size_t)(h * (x1 - x0)));
-  for (int64_t y = 0; y < h; ++y)
-    for (int64_t x = x0; x < x1; ++x) inside.push_back(line.at(x, y));
-  auto percentile = [&](double f) {
-    std::vector<uint8_t> v = inside;
-    auto at = v.begin() + (std::ptrdiff_t)std::min<double>((double)v.size() - 1, f * (double)v.size());
-    std::nth_element(v.begin(), at, v.end());
-    return (int)*at;
-  };
-  const int lo = percentile(0.05), hi = percentile(0.95);
-  if (hi - lo < 48) return plain;
-  const int threshold = (lo + hi) / 2;
-  // The ground is what the top and bottom rows mostly show (a line's glyphs can cover more than
-  // half of its middle, digits in bold type do).
-  int64_t ground_dark = 0, ground_all = 0;
-  for (int64_t y = 0; y < h; ++y) {
-    if (y >= (int64_t)(0.15 * (double)h) && y < (int64_t)std::ceil(0.85 * (double)h)) continue;
-    for (int64_t x = x0; x < x1; ++x) ground_dark += line.at(x, y) < threshold, ++ground_all;
-  }
-  const bool dark_ground = 2 * ground_dark > ground_all;
+  // The ground: the outer 15% of rows on each side, above and below the glyphs' middle.
+  const std::optional<InkRule> rule =
+      ink_rule(line, x0, x1, 0, h, std::max<int64_t>(1, (int64_t)(0.15 * (double)h)),
+               h - std::max<int64_t>(1, (int64_t)(0.15 * (double)h)));
+  if (!rule) return plain;
   std::vector<bool> ink((size_t)line.width, false);
   for (int64_t y = (int64_t)(0.2 * (double)h); y < (int64_t)std::ceil(0.8 * (double)h); ++y)
-    for (int64_t x = 0; x < line.width; ++x) {
-      const int v = line.at(x, y);
-      if (dark_ground ? v > threshold : v < threshold) ink[(size_t)x] = true;
-    }
+    for (int64_t x = 0; x < line.width; ++x)
+      if (rule->ink(line.at(x, y))) ink[(size_t)x] = true;
   const int64_t gap = std::max<int64_t>(2, std::llround(pad * (double)h));
   const int64_t first = ink_past_end(ink, x0 - 1, -1, gap), last = ink_past_end(ink, x1, +1, gap);
   // An end moves out to `pad` heights past its last inked column, never in from the plain pad.
   const double start = first >= 0 ? std::max(pad, ((double)(x0 - first) / scale) / across + pad) : pad;
   const double end = last >= 0 ? std::max(pad, ((double)(last + 1 - x1) / scale) / across + pad) : pad;
   return lengthen(outline, start, end);
+}
+
+Quad grow_into_blank(const GrayImage& page, const Quad& outline, double reach) {
+  const auto& c = outline.corners;
+  const double along = distance(c[0], c[1]), across = distance(c[0], c[3]);
+  if (!(along >= 1 && across >= 1) || !(reach > 0)) return outline;
+  // The outline grown by `reach` heights above and below (corners 0, 1 away from 3, 2), cut
+  // out at the line's own scale: `band` rows above it and below it.
+  auto thicken = [&](double above, double below) {
+    Quad q = outline;
+    auto& t = q.corners;
+    for (int a : {0, 1}) {
+      const int b = 3 - a;  // 0 with 3, 1 with 2
+      const Point d{c[(size_t)b].x - c[(size_t)a].x, c[(size_t)b].y - c[(size_t)a].y};
+      t[(size_t)a].x -= above * d.x, t[(size_t)a].y -= above * d.y;
+      t[(size_t)b].x += below * d.x, t[(size_t)b].y += below * d.y;
+    }
+    return q;
+  };
+  const int64_t h0 = std::max<int64_t>(8, std::llround(across));
+  const int64_t band = std::max<int64_t>(1, std::llround(reach * (double)h0)), h = h0 + 2 * band;
+  const GrayImage line = crop_line(page, thicken(reach, reach), h);
+  // The ground: the rows beside the outline, which it may grow into.
+  const std::optional<InkRule> rule = ink_rule(line, 0, line.width, band, h - band, band, h - band);
+  if (!rule) return outline;
+  auto inked = [&](int64_t y) {
+    for (int64_t x = 0; x < line.width; ++x)
+      if (rule->ink(line.at(x, y))) return true;
+    return false;
+  };
+  int64_t above = 0, below = 0;
+  for (int64_t y = band - 1; y >= 0 && !inked(y); --y) ++above;
+  for (int64_t y = h - band; y < h && !inked(y); ++y) ++below;
+  // Half of the blank on each side: the rest is the neighbour's margin.
+  return thicken(0.5 * (double)above / (double)h0, 0.5 * (double)below / (double)h0);
 }
 
 PageLine place_words(const LineResult& r, const Quad& outline, double line_width) {

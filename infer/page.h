@@ -84,6 +84,16 @@ Quad lengthen(const Quad& outline, double start_pad, double end_pad);
 // when most of the line's top and bottom rows are dark (light text on a dark ground).
 Quad fit_ends_to_ink(const GrayImage& page, const Quad& outline, double pad, double reach = 0.6);
 
+// The outline grown above and below into the blank rows beside it: from its top edge up and
+// its bottom edge down, the rows (across the whole outline) up to `reach` heights that hold no
+// ink (the threshold midway between the line's 5th and 95th grey percentiles; the ground is what
+// those rows beside it mostly show), and the outline grows by half of those on each side
+// (the other half is the neighbour's margin); it stops at the first inked row. A detector's
+// outline of a line of digits or capitals is only their height, tighter than the lines the
+// recogniser learned from, which carry room for ascenders and descenders. A line without clear
+// ink, and an outline under a pixel, come back unchanged.
+Quad grow_into_blank(const GrayImage& page, const Quad& outline, double reach = 0.2);
+
 // A recognised line placed on the page: `r` is the recogniser's result for the line image cut
 // out along `outline`, `line_width` the width in pixels of that image (the x of r.chars are in
 // its pixels). Characters get boxes from their CTC positions: a character spans from midway to

@@ -202,7 +202,7 @@ struct PageWork {
     for (size_t j = 0; j < which.size(); ++j) {
       const Quad q = orient_outline(boxes[which[j]].outline, rotation);
       try {
-        quads[j] = widen_narrow(fit_ends_to_ink(image, q, o.end_pad, o.end_reach));
+        quads[j] = widen_narrow(grow_into_blank(image, fit_ends_to_ink(image, q, o.end_pad, o.end_reach), o.side_reach));
       } catch (const std::exception&) {  // an outline crop_line refuses: cut_lines reports it
         quads[j] = widen_narrow(lengthen(q, o.end_pad));
       }

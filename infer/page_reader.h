@@ -71,6 +71,9 @@ struct PageReaderOptions {
   // And where the outline's end cuts a glyph, the end follows the glyph's ink out to at most
   // this many heights and stops end_pad past it (fit_ends_to_ink in page.h); 0: end_pad alone.
   double end_reach = 0.6;
+  // Then each outline grows above and below into the blank rows beside it, by half of those
+  // found within this many heights (grow_into_blank in page.h); 0: not at all.
+  double side_reach = 0.2;
   // Lines that run across a gutter between columns are split (split_at_gutters in page.h).
   bool split_gutters = true;
   GutterOptions gutters;

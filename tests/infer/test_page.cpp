@@ -628,3 +628,45 @@ TEST_CASE("fit_ends_to_ink: a rule, ink beyond the reach, a blank or flat line a
   const Quad off_fit = fit_ends_to_ink(glyph_page({{390, 400}}), off, 0.15);
   CHECK(std::isfinite(off_fit.corners[1].x));
 }
+
+TEST_CASE("grow_into_blank: an outline grows by half the blank rows beside it, up to its reach", "[page]") {
+  // Glyphs on rows 40-63 (glyph_page); the outline is exactly them, 24 high: with reach 0.5
+  // (12 rows) and nothing above or below, it grows by 6 rows each side.
+  const GrayImage page = glyph_page({{100, 110}, {112, 122}, {124, 134}});
+  const Quad tight = Quad::from_rect({98, 40, 136, 64});
+  const Quad grown = grow_into_blank(page, tight, 0.5);
+  CHECK(grown.corners[0].y == Approx(34).margin(0.6));
+  CHECK(grown.corners[1].y == Approx(34).margin(0.6));
+  CHECK(grown.corners[2].y == Approx(70).margin(0.6));
+  CHECK(grown.corners[3].y == Approx(70).margin(0.6));
+  CHECK(grown.corners[0].x == Approx(98));
+  CHECK(grown.corners[1].x == Approx(136));
+  // A neighbouring line 4 rows above (rows 30-35 inked across): the outline grows by half of
+  // the 4 blank rows there, and by the full half-reach below.
+  GrayImage near = page;
+  for (int y = 30; y < 36; ++y)
+    for (int x = 90; x < 150; ++x) near.pixels[(size_t)(y * 400 + x)] = 0;
+  const Quad beside = grow_into_blank(near, tight, 0.5);
+  CHECK(beside.corners[0].y == Approx(38).margin(0.6));
+  CHECK(beside.corners[3].y == Approx(70).margin(0.6));
+  // Text running down the page (transposed): the same, along x.
+  GrayImage down = page;
+  down.width = 120, down.height = 400;
+  for (int y = 0; y < 400; ++y)
+    for (int x = 0; x < 120; ++x) down.pixels[(size_t)(y * 120 + x)] = page.at(y, x);
+  Quad tight_down;
+  tight_down.corners = {Point{64, 98}, Point{64, 136}, Point{40, 136}, Point{40, 98}};
+  const Quad grown_down = grow_into_blank(down, tight_down, 0.5);
+  CHECK(grown_down.corners[0].x == Approx(70).margin(0.6));
+  CHECK(grown_down.corners[3].x == Approx(34).margin(0.6));
+  // No reach, a blank page, a tiny outline: unchanged.
+  auto same = [](const Quad& a, const Quad& b) {
+    for (size_t k = 0; k < 4; ++k)
+      if (!(a.corners[k].x == b.corners[k].x && a.corners[k].y == b.corners[k].y)) return false;
+    return true;
+  };
+  CHECK(same(grow_into_blank(page, tight, 0), tight));
+  CHECK(same(grow_into_blank(glyph_page({}), tight, 0.5), tight));
+  const Quad thin = Quad::from_rect({100, 50, 130, 50.5});
+  CHECK(same(grow_into_blank(page, thin, 0.5), thin));
+}
