@@ -560,6 +560,16 @@ GrayImage glyph_page(const std::vector<std::pair<int, int>>& glyphs) {
   return page;
 }
 
+// The page turned so that its rows become columns (text then runs down the page).
+GrayImage transposed(const GrayImage& page) {
+  GrayImage t;
+  t.width = page.height, t.height = page.width;
+  t.pixels.resize(page.pixels.size());
+  for (int64_t y = 0; y < t.height; ++y)
+    for (int64_t x = 0; x < t.width; ++x) t.pixels[(size_t)(y * t.width + x)] = page.at(y, x);
+  return t;
+}
+
 }  // namespace
 
 TEST_CASE("fit_ends_to_ink: an end that cuts a glyph moves out past it, other ends keep the plain pad", "[page]") {
@@ -584,10 +594,7 @@ TEST_CASE("fit_ends_to_ink: an end that cuts a glyph moves out past it, other en
   const Quad fit_inverted = fit_ends_to_ink(inverted, cut, 0.15);
   for (size_t k = 0; k < 4; ++k) CHECK(fit_inverted.corners[k].x == Approx(fit.corners[k].x).margin(0.01));
   // Text running down the page (the page transposed, the outline with it): the same, along y.
-  GrayImage down = page;
-  down.width = 120, down.height = 400;
-  for (int y = 0; y < 400; ++y)
-    for (int x = 0; x < 120; ++x) down.pixels[(size_t)(y * 120 + x)] = page.at(y, x);
+  const GrayImage down = transposed(page);
   Quad cut_down;
   cut_down.corners = {Point{36, 104}, Point{36, 128}, Point{68, 128}, Point{68, 104}};
   const Quad fit_down = fit_ends_to_ink(down, cut_down, 0.15);
@@ -650,10 +657,7 @@ TEST_CASE("grow_into_blank: an outline grows by half the blank rows beside it, u
   CHECK(beside.corners[0].y == Approx(38).margin(0.6));
   CHECK(beside.corners[3].y == Approx(70).margin(0.6));
   // Text running down the page (transposed): the same, along x.
-  GrayImage down = page;
-  down.width = 120, down.height = 400;
-  for (int y = 0; y < 400; ++y)
-    for (int x = 0; x < 120; ++x) down.pixels[(size_t)(y * 120 + x)] = page.at(y, x);
+  const GrayImage down = transposed(page);
   Quad tight_down;
   tight_down.corners = {Point{64, 98}, Point{64, 136}, Point{40, 136}, Point{40, 98}};
   const Quad grown_down = grow_into_blank(down, tight_down, 0.5);
