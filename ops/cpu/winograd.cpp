@@ -248,6 +248,37 @@ void output_row(const float* M, const Geometry& g, int64_t k, int64_t n, int64_t
   }
 }
 
+// The input tiles of tile rows [r0, r0 + rows) into V (36 planes of C x rows * tw), on every
+// thread.
+void input_tiles(const float* x, const Geometry& g, int64_t r0, int64_t rows, float* V) {
+  const int64_t P = rows * g.tw;
+#pragma omp parallel
+  {
+    std::vector<float> scratch((size_t)(2 * kIn * g.Wp));
+#pragma omp for schedule(static)
+    for (int64_t cr = 0; cr < g.C * rows; ++cr) {
+      const int64_t c = cr / rows, r = r0 + cr % rows;
+      input_row(x, g, c, r / g.th, r % g.th, V, P, (r - r0) * g.tw, scratch.data(), scratch.data() + kIn * g.Wp);
+    }
+  }
+}
+
+// The output of tile rows [r0, r0 + rows) from their products M (36 planes of Cout x rows * tw,
+// or rows * tw x Cout when `transposed`), plus bias (or null), into y, on every thread.
+void output_tiles(const float* M, const Geometry& g, int64_t r0, int64_t rows, const float* bias, float* y,
+                  bool transposed = false) {
+  const int64_t P = rows * g.tw;
+#pragma omp parallel
+  {
+    std::vector<float> q((size_t)(kOut * kIn * g.tw));
+#pragma omp for schedule(static)
+    for (int64_t kr = 0; kr < g.Cout * rows; ++kr) {
+      const int64_t k = kr / rows, r = r0 + kr % rows;
+      output_row(M, g, k, r / g.th, r % g.th, P, (r - r0) * g.tw, bias ? bias[k] : 0.0f, y, q.data(), transposed);
+    }
+  }
+}
+
 // The tiles of a convolution and the chunks of whole tile rows they go through (see Layout).
 struct Plan {
   Geometry g;
@@ -386,11 +417,18 @@ uint64_t fingerprint(const float* w, int64_t count) {
 
 // The 36 transformed weight planes of one layer, each as the B of the small-tile products
 // (U[xi]^T, C x Cout), packed.
-struct KeptWeights {
+// Which weights: where they lie, their shape, the precision of the products, their bytes'
+// fingerprint.
+struct WeightsKey {
   const float* w;
   int64_t C, Cout;
   MatmulPrecision precision;
   uint64_t print;
+  bool operator==(const WeightsKey&) const = default;
+};
+
+struct KeptWeights {
+  WeightsKey key;
   std::vector<std::unique_ptr<SgemmPackedB>> planes;
   size_t bytes = 0;
 };
@@ -403,39 +441,30 @@ std::list<std::shared_ptr<const KeptWeights>> g_kept;
 
 // Weights met once in a small call, not kept yet (the last, short batch of a long run is the
 // only small call of its run: keeping its layers' transforms would only add to its memory).
-struct Seen {
-  const float* w;
-  int64_t C, Cout;
-  MatmulPrecision precision;
-  uint64_t print;
-};
-std::list<Seen> g_seen;
+std::list<WeightsKey> g_seen;
 constexpr size_t kSeenEntries = 64;
 
 // The kept transforms of these weights: found, or made on their second small call; null on the
 // first (the caller then takes the usual path).
 std::shared_ptr<const KeptWeights> kept_weights(const float* w, int64_t C, int64_t Cout) {
-  const MatmulPrecision p = matmul_precision();
-  const uint64_t print = fingerprint(w, Cout * C * 9);
+  const WeightsKey key{w, C, Cout, matmul_precision(), fingerprint(w, Cout * C * 9)};
   {
     std::lock_guard<std::mutex> lock(g_kept_mu);
     for (auto it = g_kept.begin(); it != g_kept.end(); ++it)
-      if ((*it)->w == w && (*it)->C == C && (*it)->Cout == Cout && (*it)->precision == p && (*it)->print == print) {
+      if ((*it)->key == key) {
         g_kept.splice(g_kept.end(), g_kept, it);
         return g_kept.back();
       }
-    auto seen = std::find_if(g_seen.begin(), g_seen.end(), [&](const Seen& e) {
-      return e.w == w && e.C == C && e.Cout == Cout && e.precision == p && e.print == print;
-    });
+    auto seen = std::find(g_seen.begin(), g_seen.end(), key);
     if (seen == g_seen.end()) {
-      g_seen.push_back({w, C, Cout, p, print});
+      g_seen.push_back(key);
       if (g_seen.size() > kSeenEntries) g_seen.pop_front();
       return nullptr;
     }
     g_seen.erase(seen);
   }
   auto k = std::make_shared<KeptWeights>();
-  k->w = w, k->C = C, k->Cout = Cout, k->precision = p, k->print = print;
+  k->key = key;
   Tensor U_mem = Tensor::empty({kPoints * Cout * C});
   float* U = U_mem.data<float>();
   transform_weights(w, Cout, C, U);
@@ -468,27 +497,11 @@ void small_forward(const float* x, const KeptWeights& kept, const float* bias, f
   const int64_t P = plan.tile_rows * g.tw, C = g.C, Cout = g.Cout;
   Tensor V_mem = Tensor::empty({kPoints * C * P}), M_mem = Tensor::empty({kPoints * Cout * P});
   float *V = V_mem.data<float>(), *M = M_mem.data<float>();
-#pragma omp parallel
-  {
-    std::vector<float> scratch((size_t)(2 * kIn * g.Wp));
-#pragma omp for schedule(static)
-    for (int64_t cr = 0; cr < C * plan.tile_rows; ++cr) {
-      const int64_t c = cr / plan.tile_rows, r = cr % plan.tile_rows;
-      input_row(x, g, c, r / g.th, r % g.th, V, P, r * g.tw, scratch.data(), scratch.data() + kIn * g.Wp);
-    }
-  }
+  input_tiles(x, g, 0, plan.tile_rows, V);
 #pragma omp parallel for schedule(static)
   for (int64_t xi = 0; xi < kPoints; ++xi)  // V[xi] is (C x P): its transpose is read with strides (1, P)
     sgemm_packed(P, V + xi * C * P, 1, P, *kept.planes[(size_t)xi], M + xi * P * Cout, Cout);
-#pragma omp parallel
-  {
-    std::vector<float> q((size_t)(kOut * kIn * g.tw));
-#pragma omp for schedule(static)
-    for (int64_t kr = 0; kr < Cout * plan.tile_rows; ++kr) {
-      const int64_t k = kr / plan.tile_rows, r = kr % plan.tile_rows;
-      output_row(M, g, k, r / g.th, r % g.th, P, r * g.tw, bias ? bias[k] : 0.0f, y, q.data(), true);
-    }
-  }
+  output_tiles(M, g, 0, plan.tile_rows, bias, y, true);
 }
 
 }  // namespace
@@ -511,28 +524,12 @@ void winograd_conv2d(const float* x, const float* w, const float* bias, float* y
 
   for (int64_t r0 = 0; r0 < tile_rows; r0 += rows_per_chunk) {
     const int64_t rows = std::min(rows_per_chunk, tile_rows - r0), P = rows * g.tw;
-#pragma omp parallel
-    {
-      std::vector<float> scratch((size_t)(2 * kIn * g.Wp));
-#pragma omp for schedule(static)
-      for (int64_t cr = 0; cr < C * rows; ++cr) {
-        const int64_t c = cr / rows, r = r0 + cr % rows;
-        input_row(x, g, c, r / g.th, r % g.th, V, P, (r - r0) * g.tw, scratch.data(), scratch.data() + kIn * g.Wp);
-      }
-    }
+    input_tiles(x, g, r0, rows, V);
     // The 36 products, one thread each (sgemm runs on the calling thread inside a parallel region).
 #pragma omp parallel for schedule(static)
     for (int64_t xi = 0; xi < kPoints; ++xi)
       sgemm(Cout, P, C, U + xi * Cout * C, C, 1, V + xi * C * P, P, 1, M + xi * Cout * P, P, false);
-#pragma omp parallel
-    {
-      std::vector<float> q((size_t)(kOut * kIn * g.tw));
-#pragma omp for schedule(static)
-      for (int64_t kr = 0; kr < Cout * rows; ++kr) {
-        const int64_t k = kr / rows, r = r0 + kr % rows;
-        output_row(M, g, k, r / g.th, r % g.th, P, (r - r0) * g.tw, bias ? bias[k] : 0.0f, y, q.data());
-      }
-    }
+    output_tiles(M, g, r0, rows, bias, y);
   }
 }
 
