@@ -128,27 +128,22 @@ const void* reused_packing(MatmulPrecision p, int64_t N, int64_t K, const float*
 }  // namespace
 
 struct SgemmReusedB::Packed {
-  std::unique_ptr<float, decltype(&std::free)> buffer{nullptr, &std::free};
+  std::unique_ptr<SgemmPackedB> b;  // none where nothing is packed
 };
 
 SgemmReusedB::SgemmReusedB(int64_t K, int64_t N, const float* B, int64_t ldb_row, int64_t ldb_col, int64_t rows)
     : packed_(new Packed) {
   const MatmulPrecision p = matmul_precision();
-  // The float32 kernels' few_rows (gemm_loops.inc) reads such a B straight: packing it would be wasted.
-  if (p == MatmulPrecision::f32 && rows <= kSgemmFewRows && ldb_col == 1) return;
-  const detail::GemmKernel& k = p == MatmulPrecision::bf16 ? chosen().bf16 : chosen().f32;
-  OCRT_CHECK(k.run != nullptr, "SgemmReusedB: this CPU runs the 'generic' path, which has no GEMM kernel of ocrt's");
-  const int64_t bytes = std::max<int64_t>(64, (k.packed_b_bytes(K, N) + 63) / 64 * 64);
-  packed_->buffer.reset(static_cast<float*>(std::aligned_alloc(64, (size_t)bytes)));
-  OCRT_CHECK(packed_->buffer != nullptr, "SgemmReusedB: out of memory packing a ", K, " x ", N, " matrix");
-  detail::GemmArgs g{0, N, K, nullptr, 0, 0, B, ldb_row, ldb_col, nullptr, 0, false};
-  k.pack_b(g, packed_->buffer.get());
-  t_reused.push_back({B, K, N, ldb_row, ldb_col, p, packed_->buffer.get()});
+  // The float32 kernels' few_rows (gemm_loops.inc) reads such a B straight: packing it would be
+  // wasted. An empty product reads no B at all.
+  if ((p == MatmulPrecision::f32 && rows <= kSgemmFewRows && ldb_col == 1) || K <= 0 || N <= 0) return;
+  packed_->b = std::make_unique<SgemmPackedB>(K, N, B, ldb_row, ldb_col);
+  t_reused.push_back({B, K, N, ldb_row, ldb_col, p, packed_->b->buffer_.get()});
 }
 
 SgemmReusedB::~SgemmReusedB() {
-  for (auto it = t_reused.rbegin(); packed_->buffer && it != t_reused.rend(); ++it)
-    if (it->packed == packed_->buffer.get()) {
+  for (auto it = t_reused.rbegin(); packed_->b && it != t_reused.rend(); ++it)
+    if (it->packed == packed_->b->buffer_.get()) {
       t_reused.erase(std::next(it).base());
       break;
     }

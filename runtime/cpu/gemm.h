@@ -127,6 +127,7 @@ class SgemmPackedB {
 
  private:
   friend void sgemm_packed(int64_t, const float*, int64_t, int64_t, const SgemmPackedB&, float*, int64_t, bool);
+  friend class SgemmReusedB;  // packs through this, and lends the packing to sgemm on its thread
   int64_t K_, N_, b_row_, b_col_;
   MatmulPrecision precision_;
   size_t bytes_ = 0;
