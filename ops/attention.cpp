@@ -72,6 +72,23 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
   return {matmul(attended, v), weights};
 }
 
+namespace {
+
+// Part `part` (0: q, 1: k, 2: v) of the packed input projection applied to x (..., E).
+Tensor in_projection(const Tensor& x, const Tensor& in_proj_weight, const Tensor& in_proj_bias, int64_t part,
+                     int64_t E) {
+  const Tensor w = in_proj_weight.narrow(0, part * E, E);
+  const Tensor b = in_proj_bias.defined() ? in_proj_bias.narrow(0, part * E, E) : Tensor();
+  return linear(x, w, b);
+}
+
+// A key padding mask (N, S) as a mask of every head's scores, (N*h, 1, S).
+Tensor per_head(const Tensor& key_padding, int64_t N, int64_t h, int64_t S) {
+  return key_padding.reshape({N, 1, 1, S}).expand({N, h, 1, S}).reshape({N * h, 1, S});
+}
+
+}  // namespace
+
 AttentionResult multi_head_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                      const Tensor& in_proj_weight, const Tensor& in_proj_bias,
                                      const Tensor& out_proj_weight, const Tensor& out_proj_bias,
@@ -102,10 +119,8 @@ AttentionResult multi_head_attention(const Tensor& query, const Tensor& key, con
   const int64_t hd = E / h;
 
   auto project = [&](const Tensor& x, int64_t part, int64_t len) {
-    const Tensor w = in_proj_weight.narrow(0, part * E, E);
-    const Tensor b = in_proj_bias.defined() ? in_proj_bias.narrow(0, part * E, E) : Tensor();
     // (len, N, E) -> (len, N*h, hd) -> (N*h, len, hd)
-    return linear(x, w, b).reshape({len, N * h, hd}).transpose(0, 1);
+    return in_projection(x, in_proj_weight, in_proj_bias, part, E).reshape({len, N * h, hd}).transpose(0, 1);
   };
   const Tensor q = project(q_in, 0, L), k = project(k_in, 1, S), v = project(v_in, 2, S);
 
@@ -123,7 +138,7 @@ AttentionResult multi_head_attention(const Tensor& query, const Tensor& key, con
                ": key_padding_mask must be uint8 of shape ", shape_str({N, S}), ", got ",
                dtype_name(key_padding_mask.dtype()), " ", shape_str(key_padding_mask.shape()));
     // (N, S) -> (N, h, 1, S) -> (N*h, 1, S)
-    const Tensor kp = key_padding_mask.reshape({N, 1, 1, S}).expand({N, h, 1, S}).reshape({N * h, 1, S});
+    const Tensor kp = per_head(key_padding_mask, N, h, S);
     if (!mask.defined()) {
       mask = kp;
     } else if (mask.dtype() == DType::u8) {
@@ -194,9 +209,10 @@ Tensor local_multi_head_attention(const Tensor& x, int64_t H, int64_t W, int64_t
   // The projections once for the whole line, as multi_head_attention makes them, as grids
   // (N*h, H, W, hd).
   auto project = [&](int64_t part) {
-    const Tensor w = in_proj_weight.narrow(0, part * E, E);
-    const Tensor b = in_proj_bias.defined() ? in_proj_bias.narrow(0, part * E, E) : Tensor();
-    return linear(x, w, b).reshape({L, N * h, hd}).transpose(0, 1).reshape({N * h, H, W, hd});
+    return in_projection(x, in_proj_weight, in_proj_bias, part, E)
+        .reshape({L, N * h, hd})
+        .transpose(0, 1)
+        .reshape({N * h, H, W, hd});
   };
   const Tensor q = project(0), k = project(1), v = project(2);
   const Tensor padding = key_padding_mask.defined() ? key_padding_mask.reshape({N, H, W}) : Tensor();
@@ -210,8 +226,7 @@ Tensor local_multi_head_attention(const Tensor& x, int64_t H, int64_t W, int64_t
     const Tensor vb = v.narrow(2, k0, kw).reshape({N * h, lk, hd});
     Tensor mask = band_mask(H, a, qw, k0, kw, rh, rw, x.device()).unsqueeze(0);  // (1, lq, lk)
     if (padding.defined()) {
-      const Tensor kp = padding.narrow(2, k0, kw).reshape({N, 1, 1, lk}).expand({N, h, 1, lk}).reshape({N * h, 1, lk});
-      mask = maximum(mask, kp);
+      mask = maximum(mask, per_head(padding.narrow(2, k0, kw).reshape({N, lk}), N, h, lk));
     }
     bands.push_back(scaled_dot_product_attention(qb, kb, vb, mask).output.reshape({N * h, H, qw, hd}));
   }
