@@ -110,9 +110,8 @@ Quad fit_ends_to_ink(const GrayImage& page, const Quad& outline, double pad, dou
   const int64_t x0 = std::llround(reach * across * scale), x1 = line.width - x0;  // the outline's ends
   if (x1 - x0 < 2) return plain;
   // The ground: the outer 15% of rows on each side, above and below the glyphs' middle.
-  const std::optional<InkRule> rule =
-      ink_rule(line, x0, x1, 0, h, std::max<int64_t>(1, (int64_t)(0.15 * (double)h)),
-               h - std::max<int64_t>(1, (int64_t)(0.15 * (double)h)));
+  const int64_t edge = std::max<int64_t>(1, (int64_t)(0.15 * (double)h));
+  const std::optional<InkRule> rule = ink_rule(line, x0, x1, 0, h, edge, h - edge);
   if (!rule) return plain;
   std::vector<bool> ink((size_t)line.width, false);
   for (int64_t y = (int64_t)(0.2 * (double)h); y < (int64_t)std::ceil(0.8 * (double)h); ++y)
