@@ -15,16 +15,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 budget="${1:?usage: scripts/gpu-precision.sh SECONDS}"
-start=$(date +%s)
-left() { echo $((budget - ($(date +%s) - start))); }
-out="${OUT:-gpu-precision-out}"
-mkdir -p "$out/logs"
-log() { echo "[$(($(date +%s) - start))s] $*" | tee -a "$out/logs/session.txt"; }
-bundle() { (cd "$out" && tar czf logs.tar.gz logs 2>/dev/null); }
-trap bundle EXIT
-jobs="$(nproc 2>/dev/null || echo 4)"
-[ -d .gpu-deps/usr ] || scripts/gpu-unpack.sh
-[ -d .gpu-deps/usr ] && export LD_LIBRARY_PATH="$PWD/.gpu-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+out_default=gpu-precision-out
+. scripts/gpu-call.sh
 
 scripts/gpu-check.sh --tests-only "$out/logs/check" > "$out/logs/check.txt" 2>&1
 log "gpu-check --tests-only: rc $? ($(tail -1 "$out/logs/check.txt"))"

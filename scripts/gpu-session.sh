@@ -30,17 +30,8 @@ while [ $# -gt 0 ]; do
     *) init="$1"; shift ;;  # the older form: SECONDS DET_INIT
   esac
 done
-start=$(date +%s)
-left() { echo $((budget - ($(date +%s) - start))); }
-out="${OUT:-gpu-session-out}"
-mkdir -p "$out/logs"
-log() { echo "[$(($(date +%s) - start))s] $*" | tee -a "$out/logs/session.txt"; }
-bundle() { (cd "$out" && tar czf logs.tar.gz logs 2>/dev/null); }
-trap bundle EXIT
-jobs="$(nproc 2>/dev/null || echo 4)"
-# libtiff from .gpu-deps/ where the machine has none (scripts/gpu-deps.sh, gpu-check.sh).
-[ -d .gpu-deps/usr ] || scripts/gpu-unpack.sh
-[ -d .gpu-deps/usr ] && export LD_LIBRARY_PATH="$PWD/.gpu-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+out_default=gpu-session-out
+. scripts/gpu-call.sh  # start, left, out, log, jobs, the logs bundled at exit, libtiff
 
 if [ $quick -eq 0 ]; then
   scripts/gpu-check.sh --tests-only "$out/logs/check" > "$out/logs/check.txt" 2>&1
