@@ -1,6 +1,8 @@
 // Reading a model file as ocrt-infer does (see model_loader.h).
 #include "infer/model_loader.h"
 
+#include "models/int8.h"
+
 namespace ocrt::infer {
 
 nn::ModelInfo LoadedModel::info() const {
@@ -56,7 +58,7 @@ LoadedModel load_model(const std::string& path, const std::string& arch, const s
 std::shared_ptr<nn::Recognizer> build_model(const std::string& arch, const Json& config, const nn::StateDict& weights) {
   Generator gen(0);  // the initial values are overwritten at once
   auto model = nn::make_recognizer(arch, config, gen);
-  model->load_state_dict(weights);
+  nn::load_model_weights(*model, weights);
   model->eval();
   return model;
 }

@@ -15,6 +15,7 @@
 
 #include "infer/model_loader.h"
 #include "models/ctc_decode.h"
+#include "models/int8.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/cuda/cuda_glue.h"
 #include "runtime/precision.h"
@@ -291,6 +292,16 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
   // The model file (read as ocrt-export reads it: infer/model_loader.h), built once here to
   // check it; the workers build their own copies from its weights.
   LoadedModel loaded = load_model(model_path, opt_.arch, opt_.charset_path);
+  if (nn::is_int8_state_dict(loaded.weights)) {
+    // models/int8.h: the int8 kernels are the CPU's; a GPU would compute in float32 from the
+    // dequantized weights, which is not what the file was made for.
+    for (const Device& d : opt_.devices)
+      OCRT_CHECK(d.is_cpu(), model_path, " is an int8 model file, which runs on the CPU only (not on ", d.str(),
+                 "): use the float model file on GPUs");
+    OCRT_CHECK(opt_.precision == "fp32" || opt_.precision == "auto", model_path,
+               " is an int8 model file: it computes in int8, and --precision ", opt_.precision, " does not apply");
+    precision_ = "int8";
+  }
   arch_ = loaded.arch;
   config_ = loaded.config;
   charset_ = loaded.charset;

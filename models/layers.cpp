@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "models/int8.h"
+
 #include "ops/linalg.h"
 #include "ops/norm.h"
 #include "ops/random.h"
@@ -21,7 +23,16 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias, Genera
   }
 }
 
-Tensor Linear::forward(const Tensor& x) { return linear(x, weight, bias); }
+namespace {
+// Whether a layer with an int8 form computes x in it: on the CPU, without gradients.
+bool runs_int8(const Tensor& x) { return x.device().is_cpu() && x.dtype() == DType::f32 && !grad_enabled(); }
+}  // namespace
+
+Tensor Linear::forward(const Tensor& x) {
+  if (auto* calibration = Int8Calibration::active()) calibration->observe(this, 0, x);
+  if (int8 && runs_int8(x)) return int8->forward(x);
+  return linear(x, weight, bias);
+}
 
 Dropout::Dropout(double p, uint64_t seed) : p(p), gen_(seed) {
   OCRT_CHECK(p >= 0 && p <= 1, "Dropout: p must be in [0, 1], got ", p);
@@ -45,7 +56,11 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, Pair kernel, Generator
   }
 }
 
-Tensor Conv2d::forward(const Tensor& x) { return conv2d(x, weight, bias, options); }
+Tensor Conv2d::forward(const Tensor& x) {
+  if (auto* calibration = Int8Calibration::active()) calibration->observe(this, 0, x);
+  if (int8 && runs_int8(x)) return int8->forward(x);
+  return conv2d(x, weight, bias, options);
+}
 
 BatchNorm2d::BatchNorm2d(int64_t num_features, double eps, double momentum) : eps(eps), momentum(momentum) {
   OCRT_CHECK(num_features >= 1, "BatchNorm2d: num_features must be >= 1, got ", num_features);
@@ -136,6 +151,20 @@ LSTM::LSTM(int64_t input_size, int64_t hidden_size, Generator& gen, LSTMOptions 
 std::vector<Tensor> LSTM::flat_weights() const { return weights_; }
 
 LSTMOutput LSTM::forward(const Tensor& x, const std::vector<int64_t>& lengths, const Tensor& h0, const Tensor& c0) {
+  const int64_t dirs = options.bidirectional ? 2 : 1, per = options.has_biases ? 4 : 2;
+  if (!int8_input.empty() && runs_int8(x)) {
+    auto projection = [this, dirs](const Tensor& in, int64_t l, int64_t d) {
+      return int8_input[(size_t)(l * dirs + d)]->forward(in);
+    };
+    return lstm(x, weights_, options, h0, c0, lengths, projection);
+  }
+  if (auto* calibration = Int8Calibration::active()) {
+    auto projection = [this, calibration, dirs, per](const Tensor& in, int64_t l, int64_t d) {
+      if (d == 0) calibration->observe(this, l, in);
+      return matmul(in, weights_[(size_t)((l * dirs + d) * per)].t());
+    };
+    return lstm(x, weights_, options, h0, c0, lengths, projection);
+  }
   return lstm(x, weights_, options, h0, c0, lengths);
 }
 

@@ -14,6 +14,9 @@
 
 namespace ocrt::nn {
 
+class Int8Linear;  // models/int8.h
+class Int8Conv2d;
+
 // y = x @ weight^T + bias. weight (out_features, in_features), bias (out_features).
 class Linear : public Module {
  public:
@@ -21,6 +24,9 @@ class Linear : public Module {
   Tensor forward(const Tensor& x) override;
   Tensor weight, bias;  // bias undefined when built without one
   const int64_t in_features, out_features;
+  // Set by models/int8.h's attach_int8 (an int8 model file): CPU forward passes without
+  // gradients then run in int8; anything else still uses weight.
+  std::shared_ptr<const Int8Linear> int8;
 
  protected:
   const char* type_name() const override { return "Linear"; }
@@ -88,6 +94,7 @@ class Conv2d : public Module {
   Tensor forward(const Tensor& x) override;
   Tensor weight, bias;
   const Conv2dOptions options;
+  std::shared_ptr<const Int8Conv2d> int8;  // as Linear::int8
 
  protected:
   const char* type_name() const override { return "Conv2d"; }
@@ -161,6 +168,9 @@ class LSTM : public Module {
   std::vector<Tensor> flat_weights() const;  // in torch.nn.LSTM's _flat_weights order
   const int64_t input_size, hidden_size;
   const LSTMOptions options;
+  // The input projections in int8, one per layer and direction (layer * dirs + dir), or none:
+  // as Linear::int8.
+  std::vector<std::shared_ptr<const Int8Linear>> int8_input;
 
  protected:
   const char* type_name() const override { return "LSTM"; }

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "models/int8.h"
 #include "runtime/error.h"
 #include "runtime/rng.h"
 
@@ -59,7 +60,7 @@ std::shared_ptr<Recognizer> build_recognizer(const std::string& arch, const Json
       const ModelSizeGuard guard(weights, path);
       model = make_recognizer(arch, config, gen);
     }
-    model->load_state_dict(weights);
+    load_model_weights(*model, weights);
   } catch (const Error& e) {
     const Json* classes = config.find("num_classes");
     fail(path, ": the weights do not fit a '", arch, "' model",
@@ -79,7 +80,7 @@ std::shared_ptr<DBNet> build_detector(const std::string& arch, const Json& confi
       const ModelSizeGuard guard(weights, path);
       model = make_detector(arch, config, gen);
     }
-    model->load_state_dict(weights);
+    load_model_weights(*model, weights);
   } catch (const Error& e) {
     fail(path, ": the weights do not fit its '", arch, "' model: ", e.what());
   }

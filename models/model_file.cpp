@@ -60,10 +60,14 @@ Json default_input_spec() {
 }
 
 void save_model_file(const std::string& path, const Module& module, const ModelInfo& info) {
+  save_model_file(path, module.state_dict(), info);
+}
+
+void save_model_file(const std::string& path, const StateDict& weights, const ModelInfo& info) {
   OCRT_CHECK(!info.arch.empty(), "save_model_file: the architecture name is empty");
   OCRT_CHECK(!info.charset.empty() || is_detector_arch(info.arch), "save_model_file: the charset is empty");
   std::vector<std::pair<std::string, Tensor>> tensors;
-  for (auto& [name, t] : module.state_dict()) tensors.emplace_back(name, t);
+  for (auto& [name, t] : weights) tensors.emplace_back(name, t);
   Json charset = Json::array();
   for (const auto& c : info.charset) charset.push_back(c);
   std::map<std::string, std::string> meta{

@@ -46,6 +46,8 @@ struct ModelFile {
 
 // Writes module's state_dict and info to path.
 void save_model_file(const std::string& path, const Module& module, const ModelInfo& info);
+// The same for a state dict (an int8 file's, models/int8.h).
+void save_model_file(const std::string& path, const StateDict& weights, const ModelInfo& info);
 // Reads a model file; every float tensor must be finite (the first one holding a NaN or
 // infinity is named). Its metadata is one of:
 //   - ocrt's: "format" starts with "ocrt" or an "arch" entry is present. Every field is then

@@ -123,13 +123,14 @@ Tensor active_steps(int64_t T, int64_t N, const std::vector<int64_t>& lengths, D
 // Direction d of one layer, forward: x (T, N, In) -> its H columns of out (T, N, dirs*H),
 // starting from the state (h_first, c_first) (N, H). Returns what the backward keeps.
 DirSaved forward_direction(const Tensor& x, const DirWeights& w, bool biases, const Tensor& h_first,
-                           const Tensor& c_first, const Tensor& active, int64_t d, const Tensor& out) {
+                           const Tensor& c_first, const Tensor& active, int64_t d, const Tensor& out,
+                           const std::function<Tensor()>& projection) {
   const int64_t T = x.size(0), N = x.size(1), In = x.size(2), H = h_first.size(1);
   const DType dt = x.dtype();
   const Device dev = x.device();
   auto cell = kernel(dev, &LayerBackend::lstm_cell, "lstm");
   // The input projection of every step in one GEMM: gx (T, N, 4H) = x W_ih^T + b_ih + b_hh.
-  Tensor gx = matmul(x.view({T * N, In}), w.w_ih.t());
+  Tensor gx = projection ? projection() : matmul(x.view({T * N, In}), w.w_ih.t());
   if (biases) add_(gx, add(w.b_ih, w.b_hh));
   gx = gx.view({T, N, 4 * H});
   DirSaved s{Tensor::empty({T, N, 4 * H}, dt, dev), Tensor::empty({T, N, H}, dt, dev),
@@ -223,7 +224,7 @@ DirGrads backward_direction(const Tensor& x, const DirSaved& s, const DirWeights
 }  // namespace
 
 LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMOptions& opt, const Tensor& h0,
-                const Tensor& c0, const std::vector<int64_t>& lengths) {
+                const Tensor& c0, const std::vector<int64_t>& lengths, const LSTMInputProjection& input_projection) {
   const char* op = "lstm";
   const int64_t H = check_lstm_args(x, weights, opt, h0, c0, lengths);
   const int64_t T = x.size(0), N = x.size(1), L = opt.num_layers, dirs = opt.bidirectional ? 2 : 1;
@@ -249,8 +250,12 @@ LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMO
       auto run_direction = [&](int64_t d) {
         NoGradGuard no_grad_here;  // grad mode is per thread
         const int64_t k = l * dirs + d;
+        std::function<Tensor()> projection;
+        if (input_projection)
+          projection = [&] { return input_projection(layer_in.view({T * N, layer_in.size(2)}), l, d); };
         per_dir[(size_t)d] = forward_direction(layer_in, weights_of(w, l, d, dirs, biases), biases,
-                                               h_init.select(0, k), c_init.select(0, k), active, d, layer_out);
+                                               h_init.select(0, k), c_init.select(0, k), active, d, layer_out,
+                                               projection);
       };
       for_each_direction(dev, dirs, run_direction);
       for (int64_t d = 0; d < dirs; ++d) {
@@ -270,6 +275,7 @@ LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMO
   TensorList inputs{x, h0, c0};
   inputs.insert(inputs.end(), weights.begin(), weights.end());
   if (any_requires_grad(inputs)) {
+    OCRT_CHECK(!input_projection, op, ": an input projection of its own (int8 inference) has no gradient");
     const bool need_h0 = h0.defined() && h0.requires_grad(), need_c0 = c0.defined() && c0.requires_grad();
     record(op, inputs, {output, h_n, c_n}, [=](const TensorList& grads) {
       TensorList out((size_t)(3 + w.size()));

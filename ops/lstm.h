@@ -1,6 +1,7 @@
 // A multi-layer, optionally bidirectional LSTM with torch.nn.LSTM's semantics and weight
 // layout (batch_first = false), including variable sequence lengths within a batch.
 #pragma once
+#include <functional>
 #include <vector>
 
 #include "runtime/tensor.h"
@@ -27,7 +28,14 @@ struct LSTMOutput {
 // LSTM + pad_packed_sequence: the reverse direction of sample n starts at lengths[n] - 1,
 // padded positions give 0 and influence nothing.
 // One autograd node covers the whole LSTM; its backward runs through time in fused kernels.
+//
+// input_projection, when set, gives layer l's direction d its input projection x W_ih^T (x:
+// (T*N, In), result (T*N, 4H) float32) in place of the GEMM; the biases are added after as usual.
+// Inference only (the int8 layers of models/int8.h, and their calibration): lstm throws when
+// gradients are wanted with it.
+using LSTMInputProjection = std::function<Tensor(const Tensor& x, int64_t layer, int64_t dir)>;
 LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMOptions& opt,
-                const Tensor& h0 = Tensor(), const Tensor& c0 = Tensor(), const std::vector<int64_t>& lengths = {});
+                const Tensor& h0 = Tensor(), const Tensor& c0 = Tensor(), const std::vector<int64_t>& lengths = {},
+                const LSTMInputProjection& input_projection = {});
 
 }  // namespace ocrt

@@ -42,7 +42,8 @@ struct DTypeName {
 };
 // BOOL is stored one byte per element, as numpy and PyTorch do, so it reads as uint8.
 constexpr DTypeName kDTypes[] = {{"F32", DType::f32}, {"F64", DType::f64}, {"I32", DType::i32},
-                                 {"I64", DType::i64}, {"U8", DType::u8},   {"BOOL", DType::u8}};
+                                 {"I64", DType::i64}, {"U8", DType::u8},   {"BOOL", DType::u8},
+                                 {"I8", DType::i8}};
 
 // A JSON value for an error message, cut short: a hostile header can hold huge arrays.
 std::string excerpt(const Json& j) {

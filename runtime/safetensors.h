@@ -9,7 +9,8 @@
 //   the rest  the data buffer: each tensor's bytes, row-major and little-endian, at
 //             [begin, end) counted from the start of the buffer
 //
-// Supported dtypes: F32, F64, I32, I64, U8 and BOOL (read as uint8; ocrt writes uint8 as U8).
+// Supported dtypes: F32, F64, I32, I64, U8, I8 (an int8 model file's codes, models/int8.h) and
+// BOOL (read as uint8; ocrt writes uint8 as U8).
 // The reader copies every tensor into an owned CPU tensor and checks everything a damaged or
 // hostile file could get wrong; each problem is an Error that names the file.
 #pragma once

@@ -1,0 +1,124 @@
+// ocrt-quantize: writes an int8 model file from a float one and a few hundred calibration lines
+// (models/int8.h has the scheme, docs/int8.md the figures). The calibration lines run through
+// the float model exactly as ocrt-infer reads lines (the same predictor and preprocessing); the
+// input of every layer that int8 computes is recorded, and its scale set from a percentile of
+// what was seen.
+//
+// Exit status: 0 the file was written; 2 a bad flag, an unreadable model or no usable line.
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "infer/inputs.h"
+#include "infer/model_loader.h"
+#include "infer/predictor.h"
+#include "models/int8.h"
+#include "runtime/cli.h"
+#include "runtime/cpu/int8_gemm.h"
+#include "runtime/error.h"
+#include "runtime/threading.h"
+
+using namespace ocrt;
+
+namespace {
+
+struct Args {
+  std::string weights, out;
+  double percentile = 99.99;
+  int threads = 0;
+  int64_t batch = 32, max_lines = 0;
+  std::vector<std::pair<bool, std::string>> inputs;  // (is a --list file, path)
+};
+
+cli::Parser flags(Args& a) {
+  cli::Parser p("ocrt-quantize", R"(usage: ocrt-quantize --weights FLOAT_MODEL --out INT8_MODEL [options] LINES...
+
+Writes an int8 model file for CPU inference: per-output-channel int8 weights, and per-tensor input
+scales measured on calibration lines (a few hundred text-line images like those it will read).
+ocrt-infer --weights INT8_MODEL then reads lines in int8 on the CPU.
+
+Calibration lines: image files, label files (path<TAB>text), folders, --list FILE, as ocrt-infer.)");
+  p.arguments([&a](const std::string& path) { a.inputs.emplace_back(false, path); });
+  p.add({"--list", "FILE", "image paths from FILE, one per line",
+         [&a](const std::string& path) { a.inputs.emplace_back(true, path); }});
+  p.add(cli::text("--weights", "FILE", a.weights, "the float model file to quantize (a recogniser)"));
+  p.add(cli::text("--out", "FILE", a.out, "where to write the int8 model file (written atomically)"));
+  p.add(cli::real("--percentile", "P", a.percentile, cli::Range{50, 100},
+                  "a layer's input range is this percentile of the |values| it saw (99.99);\n"
+                  "100 takes the largest value"));
+  p.add(cli::integer("--max-lines", "N", a.max_lines, 0, 1000000000, "use at most N calibration lines (0: all)"));
+  p.add(cli::integer("--batch", "N", a.batch, 1, 4096, "lines per batch (32)"));
+  p.add(cli::integer("--threads", "N", a.threads, 0, 4096, "CPU threads (0: all)"));
+  p.note("  --help                 this text");
+  return p;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  try {
+    flags(a).parse(argc, argv);
+    OCRT_CHECK(!a.weights.empty(), "--weights FILE is required");
+    OCRT_CHECK(!a.out.empty(), "--out FILE is required");
+    OCRT_CHECK(!a.inputs.empty(), "no calibration lines: give image files, a label file, a folder or --list FILE");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ocrt-quantize: %s\n", e.what());
+    return 2;
+  }
+  try {
+    infer::LoadedModel loaded = infer::load_model(a.weights);
+    OCRT_CHECK(!nn::is_int8_state_dict(loaded.weights), a.weights, " is already an int8 model file");
+
+    nn::Int8Calibration calibration(a.percentile);
+    infer::InputReader reader;
+    for (const auto& [is_list, path] : a.inputs) is_list ? reader.add_list(path) : reader.add(path);
+    std::vector<std::string> paths;
+    infer::InputLine line;
+    while ((a.max_lines == 0 || (int64_t)paths.size() < a.max_lines) && reader.next(line))
+      if (line.error.empty()) paths.push_back(line.path);
+    OCRT_CHECK(!paths.empty(), "no calibration line could be read");
+
+    infer::PredictorOptions o;
+    o.threads = a.threads;
+    o.batch = a.batch;
+    int64_t read = 0;
+    {
+      infer::Predictor predictor(a.weights, o);  // its models register with the calibration
+      for (const infer::LineResult& r : predictor.recognize(paths)) {
+        if (r.ok()) ++read;
+        else std::fprintf(stderr, "ocrt-quantize: skipped %s: %s\n", r.name.c_str(), r.error.c_str());
+      }
+    }
+    OCRT_CHECK(read > 0, "none of the ", paths.size(), " calibration lines could be read");
+
+    std::shared_ptr<nn::Recognizer> model = infer::build_model(loaded);
+    const nn::StateDict sd = nn::int8_state_dict(*model, calibration);
+    nn::ModelInfo info = loaded.info();
+    Json q = Json::object();
+    q.set("scheme", "int8: per-output-channel weights, per-tensor inputs (models/int8.h)");
+    q.set("from", std::filesystem::path(a.weights).filename().string());
+    q.set("calibration_lines", read);
+    q.set("percentile", a.percentile);
+    info.training.set("quantization", q);
+    nn::save_model_file(a.out, sd, info);
+
+    std::printf("%-32s %-10s %s\n", "int8 weight", "input", "input scale (range)");
+    for (const auto& [name, t] : sd) {
+      if (t.dtype() != DType::i8) continue;
+      const std::vector<float> in = sd.at(name + ".int8_input").to_vector<float>();
+      const bool is_signed = in[1] == 1;
+      std::printf("%-32s %-10s %.6g (%.4g)\n", name.c_str(), is_signed ? "signed" : "unsigned", in[0],
+                  in[0] * (is_signed ? 63 : 127));
+    }
+    const auto before = std::filesystem::file_size(a.weights), after = std::filesystem::file_size(a.out);
+    std::printf("%lld calibration lines; %s: %.2f MB (%s: %.2f MB, %.2fx smaller); int8 kernel: %s\n", (long long)read,
+                a.out.c_str(), (double)after / 1e6, a.weights.c_str(), (double)before / 1e6,
+                (double)before / (double)after, cpu::int8_gemm_kernel_name());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ocrt-quantize: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

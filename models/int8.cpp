@@ -1,0 +1,449 @@
+// int8 inference: see models/int8.h for the scheme and docs/int8.md for the figures.
+#include "models/int8.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <set>
+
+#include "models/layers.h"
+#include "runtime/error.h"
+
+namespace ocrt::nn {
+
+namespace {
+
+std::atomic<Int8Calibration*> g_calibration{nullptr};
+
+int64_t round_up4(int64_t x) { return (x + 3) / 4 * 4; }
+
+// Visits module and every module below it with its dotted name ("" for the root).
+void walk(const Module& m, const std::string& prefix, const std::function<void(const std::string&, const Module&)>& fn) {
+  fn(prefix, m);
+  for (const auto& [name, child] : m.children()) walk(*child, prefix.empty() ? name : prefix + "." + name, fn);
+}
+
+std::string join(const std::string& prefix, const std::string& name) { return prefix.empty() ? name : prefix + "." + name; }
+
+// Layer l's direction d input weight of an LSTM: "weight_ih_l<l>" or "weight_ih_l<l>_reverse".
+std::string lstm_ih_name(int64_t l, int64_t d) { return "weight_ih_l" + std::to_string(l) + (d ? "_reverse" : ""); }
+
+// The per-column epilogue of a layer: scale = input scale x weight scale, offset = the input's
+// code offset x the column's sum of codes, bias or 0.
+void make_epilogue(const Int8Input& in, const Tensor& scales, const Tensor& bias, const cpu::Int8PackedWeights& packed,
+                   std::vector<float>& scale, std::vector<float>& bias_out, std::vector<int32_t>& offset) {
+  const int64_t n = packed.cols();
+  OCRT_CHECK(scales.dtype() == DType::f32 && scales.numel() == n, "int8 layer: expected ", n,
+             " float32 weight scales, got ", scales.numel(), " ", dtype_name(scales.dtype()));
+  OCRT_CHECK(!bias.defined() || (bias.dtype() == DType::f32 && bias.numel() == n), "int8 layer: expected a bias of ",
+             n, " float32 values");
+  const std::vector<float> s = scales.contiguous().to_vector<float>();
+  const std::vector<float> b = bias.defined() ? bias.contiguous().to_vector<float>() : std::vector<float>((size_t)n, 0.f);
+  scale.resize((size_t)n), bias_out = b, offset.resize((size_t)n);
+  for (int64_t j = 0; j < n; ++j) {
+    scale[(size_t)j] = in.scale * s[(size_t)j];
+    offset[(size_t)j] = in.offset() * packed.column_sums()[(size_t)j];
+  }
+}
+
+void check_input(const Int8Input& in) {
+  OCRT_CHECK(std::isfinite(in.scale) && in.scale > 0, "int8 layer: the input scale must be a positive number, got ",
+             in.scale);
+}
+
+}  // namespace
+
+void int8_quantize_input(const float* x, int64_t n, const Int8Input& in, uint8_t* codes) {
+  const float inv = 1.0f / in.scale, hi = (float)in.max_code(), lo = in.is_signed ? -hi : 0.0f;
+  const int off = in.offset();
+  for (int64_t i = 0; i < n; ++i) {
+    // fmax first: a NaN becomes lo instead of an undefined conversion.
+    const float v = std::fmin(std::fmax(x[i] * inv, lo), hi);
+    codes[i] = (uint8_t)((int)std::nearbyint(v) + off);
+  }
+}
+
+Int8Weight quantize_weight(const Tensor& w) {
+  OCRT_CHECK(w.dtype() == DType::f32 && w.dim() >= 1 && w.device().is_cpu(),
+             "quantize_weight: expected a float32 CPU tensor of rank >= 1");
+  const int64_t rows = w.size(0), per = rows ? w.numel() / rows : 0;
+  const std::vector<float> v = w.contiguous().to_vector<float>();
+  std::vector<int8_t> codes(v.size());
+  std::vector<float> scales((size_t)rows);
+  for (int64_t o = 0; o < rows; ++o) {
+    float amax = 0;
+    for (int64_t k = 0; k < per; ++k) amax = std::max(amax, std::fabs(v[(size_t)(o * per + k)]));
+    const float s = amax > 0 ? amax / cpu::kInt8CodeMax : 1.0f;
+    scales[(size_t)o] = s;
+    for (int64_t k = 0; k < per; ++k) {
+      const float q = std::nearbyint(v[(size_t)(o * per + k)] / s);
+      codes[(size_t)(o * per + k)] = (int8_t)std::clamp(q, -127.0f, 127.0f);
+    }
+  }
+  return {Tensor::from_vector(codes, w.shape()), Tensor::from_vector(scales, {rows})};
+}
+
+Tensor dequantize_weight(const Tensor& codes, const Tensor& scales) {
+  OCRT_CHECK(codes.dtype() == DType::i8 && codes.dim() >= 1, "dequantize_weight: expected int8 codes");
+  const int64_t rows = codes.size(0), per = rows ? codes.numel() / rows : 0;
+  OCRT_CHECK(scales.dtype() == DType::f32 && scales.numel() == rows, "dequantize_weight: expected ", rows,
+             " float32 scales, got ", scales.numel());
+  const std::vector<int8_t> c = codes.contiguous().to_vector<int8_t>();
+  const std::vector<float> s = scales.contiguous().to_vector<float>();
+  std::vector<float> out(c.size());
+  for (int64_t o = 0; o < rows; ++o)
+    for (int64_t k = 0; k < per; ++k) out[(size_t)(o * per + k)] = (float)c[(size_t)(o * per + k)] * s[(size_t)o];
+  return Tensor::from_vector(out, codes.shape());
+}
+
+// ---- Int8Linear ----
+
+namespace {
+cpu::Int8PackedWeights pack_linear(const Tensor& codes) {
+  OCRT_CHECK(codes.dtype() == DType::i8 && codes.dim() == 2, "Int8Linear: expected (out, in) int8 codes");
+  const Tensor c = codes.contiguous();
+  return cpu::Int8PackedWeights(c.size(1), c.size(0), c.data<int8_t>(), c.size(1), 1);
+}
+}  // namespace
+
+Int8Linear::Int8Linear(const Tensor& codes, const Tensor& scales, const Tensor& bias, Int8Input input)
+    : in_(codes.size(1)), out_(codes.size(0)), kp_(round_up4(codes.size(1))), input_(input), packed_(pack_linear(codes)) {
+  check_input(input);
+  make_epilogue(input_, scales, bias, packed_, scale_, bias_, offset_);
+}
+
+Tensor Int8Linear::forward(const Tensor& x) const {
+  OCRT_CHECK(x.device().is_cpu() && x.dtype() == DType::f32 && x.dim() >= 1 && x.size(-1) == in_,
+             "Int8Linear: expected a float32 CPU input with ", in_, " features, got ", shape_str(x.shape()), " ",
+             dtype_name(x.dtype()), " on ", x.device().str());
+  const Tensor xc = x.contiguous();
+  const int64_t M = xc.numel() / in_;
+  std::vector<uint8_t> codes((size_t)(M * kp_), (uint8_t)input_.offset());
+  const float* xp = xc.data<float>();
+  for (int64_t i = 0; i < M; ++i) int8_quantize_input(xp + i * in_, in_, input_, codes.data() + i * kp_);
+  Shape shape = x.shape();
+  shape.back() = out_;
+  Tensor y = Tensor::empty(shape);
+  const cpu::Int8Epilogue e{scale_.data(), offset_.data(), bias_.data()};
+  cpu::int8_gemm(M, cpu::int8_rows(codes.data(), kp_, kp_), packed_, e, y.data<float>(), out_, 1);
+  return y;
+}
+
+// ---- Int8Conv2d ----
+
+namespace {
+// K ordered tap-major then channel (k = (ki * kw + kj) * cp + c), the order the packer reads an
+// image stored pixel by pixel (channels last); channels c..cp-1 get zero codes.
+cpu::Int8PackedWeights pack_conv(const Tensor& codes, int64_t cp) {
+  OCRT_CHECK(codes.dtype() == DType::i8 && codes.dim() == 4, "Int8Conv2d: expected (out, in, kh, kw) int8 codes");
+  const Tensor c = codes.contiguous();
+  const int64_t cout = c.size(0), C = c.size(1), kh = c.size(2), kw = c.size(3), K = kh * kw * cp;
+  const int8_t* w = c.data<int8_t>();
+  std::vector<int8_t> rows((size_t)(cout * K), 0);
+  for (int64_t o = 0; o < cout; ++o)
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t t = 0; t < kh * kw; ++t) rows[(size_t)(o * K + t * cp + ch)] = w[(o * C + ch) * kh * kw + t];
+  return cpu::Int8PackedWeights(K, cout, rows.data(), K, 1);
+}
+}  // namespace
+
+Int8Conv2d::Int8Conv2d(const Tensor& codes, const Tensor& scales, const Tensor& bias, const Conv2dOptions& options,
+                       Int8Input input)
+    : cout_(codes.size(0)), c_(codes.size(1)), cp_(round_up4(codes.size(1))), kh_(codes.size(2)), kw_(codes.size(3)),
+      opt_(options), input_(input), packed_(pack_conv(codes, round_up4(codes.size(1)))) {
+  OCRT_CHECK(options.groups == 1, "Int8Conv2d: one group only, got ", options.groups);
+  for (int i = 0; i < 2; ++i)
+    OCRT_CHECK(options.stride[i] >= 1 && options.dilation[i] >= 1 && options.padding[i] >= 0,
+               "Int8Conv2d: bad stride, dilation or padding");
+  check_input(input);
+  make_epilogue(input_, scales, bias, packed_, scale_, bias_, offset_);
+}
+
+Tensor Int8Conv2d::forward(const Tensor& x) const {
+  OCRT_CHECK(x.device().is_cpu() && x.dtype() == DType::f32 && x.dim() == 4 && x.size(1) == c_,
+             "Int8Conv2d: expected a float32 CPU input (N, ", c_, ", H, W), got ", shape_str(x.shape()), " ",
+             dtype_name(x.dtype()), " on ", x.device().str());
+  const Tensor xc = x.contiguous();
+  const int64_t N = x.size(0), H = x.size(2), W = x.size(3);
+  const int64_t sh = opt_.stride[0], sw = opt_.stride[1], ph = opt_.padding[0], pw = opt_.padding[1];
+  const int64_t dh = opt_.dilation[0], dw = opt_.dilation[1];
+  const int64_t Ho = (H + 2 * ph - dh * (kh_ - 1) - 1) / sh + 1, Wo = (W + 2 * pw - dw * (kw_ - 1) - 1) / sw + 1;
+  OCRT_CHECK(H + 2 * ph >= dh * (kh_ - 1) + 1 && W + 2 * pw >= dw * (kw_ - 1) + 1, "Int8Conv2d: input ",
+             shape_str(x.shape()), " is smaller than the kernel");
+  Tensor y = Tensor::empty({N, cout_, Ho, Wo});
+  const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw, HoWo = Ho * Wo, cp = cp_, steps = cp / 4;
+  const uint8_t zero = (uint8_t)input_.offset();
+  const float* xp = xc.data<float>();
+  float* yp = y.data<float>();
+  const cpu::Int8Epilogue e{scale_.data(), offset_.data(), bias_.data()};
+
+  auto image = [&](int64_t n, bool parallel_gemm) {
+    // The image's codes, channels last, with the padding's rows and columns at the code of 0.
+    std::vector<uint8_t> xq((size_t)(Hp * Wp * cp), zero);
+    std::vector<uint8_t> row((size_t)W);
+    for (int64_t c = 0; c < c_; ++c)
+      for (int64_t h = 0; h < H; ++h) {
+        int8_quantize_input(xp + ((n * c_ + c) * H + h) * W, W, input_, row.data());
+        uint8_t* dst = xq.data() + ((h + ph) * Wp + pw) * cp + c;
+        for (int64_t w = 0; w < W; ++w) dst[w * cp] = row[(size_t)w];
+      }
+    const uint8_t* q = xq.data();
+    auto pack = [&](int64_t i0, int64_t rows, uint8_t* panel) {
+      for (int64_t r = 0; r < cpu::kInt8MR; ++r) {
+        const int64_t i = i0 + std::min(r, rows - 1), oh = i / Wo, ow = i % Wo;
+        for (int64_t ki = 0; ki < kh_; ++ki)
+          for (int64_t kj = 0; kj < kw_; ++kj) {
+            const uint8_t* src = q + ((oh * sh + ki * dh) * Wp + ow * sw + kj * dw) * cp;
+            uint8_t* dst = panel + ((ki * kw_ + kj) * steps * cpu::kInt8MR + r) * 4;
+            for (int64_t s = 0; s < steps; ++s) std::memcpy(dst + s * cpu::kInt8MR * 4, src + 4 * s, 4);
+          }
+      }
+    };
+    cpu::int8_gemm(HoWo, pack, packed_, e, yp + n * cout_ * HoWo, 1, HoWo, parallel_gemm);
+  };
+  const bool by_image = N >= 2 && omp_get_max_threads() > 1 && !omp_in_parallel();
+  if (!by_image) {
+    for (int64_t n = 0; n < N; ++n) image(n, true);
+    return y;
+  }
+  std::exception_ptr failed;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t n = 0; n < N; ++n) {
+    try {
+      image(n, false);
+    } catch (...) {
+#pragma omp critical(ocrt_int8_conv)
+      failed = std::current_exception();
+    }
+  }
+  if (failed) std::rethrow_exception(failed);
+  return y;
+}
+
+// ---- which weights ----
+
+bool int8_quantizable(const Module& module, const std::string& name) {
+  if (auto* conv = dynamic_cast<const Conv2d*>(&module))
+    return name == "weight" && conv->options.groups == 1 && conv->weight.dim() == 4 && conv->weight.size(1) >= 4;
+  if (dynamic_cast<const Linear*>(&module)) return name == "weight";
+  if (auto* lstm = dynamic_cast<const LSTM*>(&module)) {
+    const int64_t dirs = lstm->options.bidirectional ? 2 : 1;
+    for (int64_t l = 0; l < lstm->options.num_layers; ++l)
+      for (int64_t d = 0; d < dirs; ++d)
+        if (name == lstm_ih_name(l, d)) return true;
+  }
+  return false;
+}
+
+// ---- calibration ----
+
+Int8Calibration::Int8Calibration(double percentile) : percentile_(percentile) {
+  OCRT_CHECK(percentile > 0 && percentile <= 100, "int8 calibration: the percentile must be in (0, 100], got ",
+             percentile);
+  Int8Calibration* expected = nullptr;
+  OCRT_CHECK(g_calibration.compare_exchange_strong(expected, this), "int8 calibration: one at a time");
+}
+
+Int8Calibration::~Int8Calibration() { g_calibration.store(nullptr); }
+
+Int8Calibration* Int8Calibration::active() { return g_calibration.load(std::memory_order_relaxed); }
+
+void Int8Calibration::add_model(const Module& model) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  walk(model, "", [&](const std::string& name, const Module& m) { names_[&m] = name; });
+}
+
+std::string Int8Calibration::key_of(const Module* m, int64_t index) const {
+  auto it = names_.find(m);
+  if (it == names_.end()) return "";
+  if (dynamic_cast<const LSTM*>(m)) return join(it->second, lstm_ih_name(index, 0));
+  return join(it->second, "weight");
+}
+
+void Int8Calibration::observe(const Module* m, int64_t index, const Tensor& x) {
+  if (!x.device().is_cpu() || x.dtype() != DType::f32) return;
+  const Tensor xc = x.contiguous();
+  const float* p = xc.data<float>();
+  const int64_t n = xc.numel();
+  double max_abs = 0;
+  bool negative = false;
+  for (int64_t i = 0; i < n; ++i) {
+    max_abs = std::max(max_abs, (double)std::fabs(p[i]));
+    negative |= p[i] < 0;
+  }
+  const int64_t stride = std::max<int64_t>(1, n / 16384);
+  std::vector<float> sample;
+  for (int64_t i = 0; i < n; i += stride) sample.push_back(std::fabs(p[i]));
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::string key = key_of(m, index);
+  if (key.empty()) return;
+  Seen& s = seen_[key];
+  s.max_abs = std::max(s.max_abs, max_abs);
+  s.negative |= negative;
+  s.count += n;
+  s.sample.insert(s.sample.end(), sample.begin(), sample.end());
+  if (s.sample.size() > (size_t(1) << 21)) {  // thin out: every other value
+    size_t k = 0;
+    for (size_t i = 0; i < s.sample.size(); i += 2) s.sample[k++] = s.sample[i];
+    s.sample.resize(k);
+  }
+}
+
+Int8Input Int8Calibration::input_for(const std::string& name) const {
+  std::string key = name;
+  const std::string rev = "_reverse";
+  if (key.size() > rev.size() && key.compare(key.size() - rev.size(), rev.size(), rev) == 0)
+    key.resize(key.size() - rev.size());
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = seen_.find(key);
+  OCRT_CHECK(it != seen_.end() && it->second.count > 0, "int8 calibration: the input of ", name,
+             " was never seen (did the calibration lines run through the model?)");
+  const Seen& s = it->second;
+  double range = s.max_abs;
+  if (percentile_ < 100 && !s.sample.empty()) {
+    std::vector<float> v = s.sample;
+    const size_t k = std::min(v.size() - 1, (size_t)std::floor(percentile_ / 100.0 * (double)(v.size() - 1)));
+    std::nth_element(v.begin(), v.begin() + (ptrdiff_t)k, v.end());
+    range = v[k];
+  }
+  if (!(range > 0)) range = std::max(s.max_abs, 1e-6);
+  Int8Input in;
+  in.is_signed = s.negative;
+  in.scale = (float)(range / in.max_code());
+  return in;
+}
+
+int64_t Int8Calibration::values_seen(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = seen_.find(name);
+  return it == seen_.end() ? 0 : it->second.count;
+}
+
+// ---- files ----
+
+StateDict int8_state_dict(const Module& model, const Int8Calibration& calibration) {
+  StateDict sd = model.state_dict();
+  walk(model, "", [&](const std::string& prefix, const Module& m) {
+    for (const auto& [pname, tensor] : m.named_parameters()) {
+      if (pname.find('.') != std::string::npos || !int8_quantizable(m, pname)) continue;  // own parameters only
+      const std::string full = join(prefix, pname);
+      const Int8Weight q = quantize_weight(sd.at(full).contiguous());
+      const Int8Input in = calibration.input_for(full);
+      sd[full] = q.codes;
+      sd[full + ".int8_scale"] = q.scales;
+      sd[full + ".int8_input"] = Tensor::from_vector(std::vector<float>{in.scale, in.is_signed ? 1.0f : 0.0f}, {2});
+    }
+  });
+  return sd;
+}
+
+bool is_int8_state_dict(const StateDict& weights) {
+  return std::any_of(weights.begin(), weights.end(), [](const auto& kv) { return kv.second.dtype() == DType::i8; });
+}
+
+namespace {
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+const Tensor& need(const StateDict& w, const std::string& name, const std::string& what) {
+  auto it = w.find(name);
+  OCRT_CHECK(it != w.end(), "int8 model: ", what, " has no tensor ", name);
+  return it->second;
+}
+
+Int8Input input_of(const StateDict& w, const std::string& name) {
+  const Tensor& t = need(w, name + ".int8_input", name);
+  OCRT_CHECK(t.dtype() == DType::f32 && t.numel() == 2, "int8 model: ", name, ".int8_input must hold 2 float32 values");
+  const std::vector<float> v = t.contiguous().to_vector<float>();
+  OCRT_CHECK(v[1] == 0 || v[1] == 1, "int8 model: ", name, ".int8_input's second value must be 0 or 1, got ", v[1]);
+  Int8Input in;
+  in.scale = v[0];
+  in.is_signed = v[1] == 1;
+  OCRT_CHECK(std::isfinite(in.scale) && in.scale > 0, "int8 model: ", name, "'s input scale must be positive, got ",
+             in.scale);
+  return in;
+}
+}  // namespace
+
+StateDict int8_float_weights(const StateDict& weights) {
+  StateDict out;
+  for (const auto& [name, t] : weights) {
+    if (ends_with(name, ".int8_scale") || ends_with(name, ".int8_input")) continue;
+    if (t.dtype() != DType::i8) {
+      out[name] = t;
+      continue;
+    }
+    const Tensor& scales = need(weights, name + ".int8_scale", name);
+    OCRT_CHECK(t.dim() >= 1 && scales.dtype() == DType::f32 && scales.dim() == 1 && scales.numel() == t.size(0),
+               "int8 model: ", name, ".int8_scale must hold one float32 per output channel (", t.dim() ? t.size(0) : 0,
+               ")");
+    for (float s : scales.contiguous().to_vector<float>())
+      OCRT_CHECK(std::isfinite(s) && s > 0, "int8 model: ", name, " has a weight scale that is not positive: ", s);
+    for (int8_t c : t.contiguous().to_vector<int8_t>())
+      OCRT_CHECK(c >= -cpu::kInt8CodeMax, "int8 model: ", name, " holds the code -128 (codes are -127..127)");
+    (void)input_of(weights, name);
+    out[name] = dequantize_weight(t, scales);
+  }
+  return out;
+}
+
+void attach_int8(Module& model, const StateDict& weights) {
+  std::set<std::string> used;
+  walk(model, "", [&](const std::string& prefix, const Module& cm) {
+    Module& m = const_cast<Module&>(cm);
+    auto codes_of = [&](const std::string& pname) -> const Tensor* {
+      auto it = weights.find(join(prefix, pname));
+      if (it == weights.end() || it->second.dtype() != DType::i8) return nullptr;
+      OCRT_CHECK(int8_quantizable(m, pname), "int8 model: ", it->first, " is not a weight that int8 computes");
+      used.insert(it->first);
+      return &it->second;
+    };
+    if (auto* conv = dynamic_cast<Conv2d*>(&m)) {
+      if (const Tensor* c = codes_of("weight")) {
+        const std::string n = join(prefix, "weight");
+        conv->int8 = std::make_shared<const Int8Conv2d>(*c, weights.at(n + ".int8_scale"), conv->bias, conv->options,
+                                                        input_of(weights, n));
+      }
+    } else if (auto* lin = dynamic_cast<Linear*>(&m)) {
+      if (const Tensor* c = codes_of("weight")) {
+        const std::string n = join(prefix, "weight");
+        lin->int8 = std::make_shared<const Int8Linear>(*c, weights.at(n + ".int8_scale"), lin->bias, input_of(weights, n));
+      }
+    } else if (auto* lstm = dynamic_cast<LSTM*>(&m)) {
+      const int64_t dirs = lstm->options.bidirectional ? 2 : 1, L = lstm->options.num_layers;
+      std::vector<std::shared_ptr<const Int8Linear>> proj((size_t)(L * dirs));
+      int64_t found = 0;
+      for (int64_t l = 0; l < L; ++l)
+        for (int64_t d = 0; d < dirs; ++d)
+          if (const Tensor* c = codes_of(lstm_ih_name(l, d))) {
+            const std::string n = join(prefix, lstm_ih_name(l, d));
+            proj[(size_t)(l * dirs + d)] =
+                std::make_shared<const Int8Linear>(*c, weights.at(n + ".int8_scale"), Tensor(), input_of(weights, n));
+            ++found;
+          }
+      OCRT_CHECK(found == 0 || found == L * dirs, "int8 model: ", prefix, " has int8 input weights for ", found, " of ",
+                 L * dirs, " directions (all or none)");
+      if (found) lstm->int8_input = std::move(proj);
+    }
+  });
+  for (const auto& [name, t] : weights)
+    OCRT_CHECK(t.dtype() != DType::i8 || used.count(name), "int8 model: ", name,
+               " is int8 but is not a weight of a layer that int8 computes");
+}
+
+void load_model_weights(Module& model, const StateDict& weights) {
+  if (is_int8_state_dict(weights)) {
+    model.load_state_dict(int8_float_weights(weights));
+    attach_int8(model, weights);
+  } else {
+    model.load_state_dict(weights);
+  }
+  if (auto* calibration = Int8Calibration::active()) calibration->add_model(model);
+}
+
+}  // namespace ocrt::nn

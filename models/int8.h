@@ -1,0 +1,159 @@
+// int8 inference on the CPU: quantized weights, the layers that compute with them, the
+// calibration that picks their input scales, and the model files that hold them (docs/int8.md).
+//
+// The scheme (post-training, static):
+//   - weights: per output channel, symmetric: scale_o = max |w_o| / 127, code = round(w / scale_o)
+//     in [-127, 127]. A BatchNorm after a convolution stays a float32 BatchNorm: it scales each
+//     output channel, which a per-channel weight scale absorbs anyway, so folding it would not
+//     change the codes' resolution.
+//   - a layer's input: one scale per tensor, from calibration lines. Inputs that are never
+//     negative (after a ReLU) take codes 0..127 (scale = range / 127); signed inputs (the LSTM's
+//     second layer, the classifier) take -63..63 stored with an offset of 64 (scale = range / 63),
+//     because runtime/cpu/int8_gemm.h's kernel takes activation codes 0..127 only. The offset's
+//     contribution, 64 x the sum of a column's weight codes, is subtracted in the epilogue, and a
+//     convolution's zero padding takes the code of 0.0, so padding stays exactly zero.
+//   - products in int32 (exact), scaled back to float32 per output channel, plus the float32
+//     bias. Everything between the products (BatchNorm, ReLU, pooling, the LSTM's cell and
+//     recurrent product, softmax, decoding) stays float32.
+//
+// Which layers: every Conv2d with one group and at least 4 input channels, every Linear, and the
+// LSTM's input projections (weight_ih). Left in float32, and why: a first convolution of 1 to 3
+// channels (its 9-27 products per output are a few percent of the work, and its input is the raw
+// image, whose quantization would be a second rounding of every pixel); the LSTM's recurrent
+// products (an int8 state would need a scale per time step, and their error would compound over
+// the steps); attention's packed projection and its scores.
+//
+// Files: an ocrt model file (models/model_file.h) whose metadata holds "quantization": "int8"
+// and whose quantized weight W is stored as int8 codes under W's own name, with two more tensors:
+//   "<W>.int8_scale"  float32 (out): the weight scale of each output channel
+//   "<W>.int8_input"  float32 (2): the input's scale, and 1 if the input is signed else 0
+// A float model is never silently read as int8 or back: the codes have dtype int8.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "models/module.h"
+#include "ops/conv.h"
+#include "runtime/cpu/int8_gemm.h"
+#include "runtime/tensor.h"
+
+namespace ocrt::nn {
+
+// How a layer's float32 input becomes activation codes.
+struct Int8Input {
+  float scale = 1;
+  bool is_signed = false;
+  int offset() const { return is_signed ? 64 : 0; }
+  int max_code() const { return is_signed ? 63 : cpu::kInt8CodeMax; }
+};
+
+// x (n floats) -> codes: clamp(round(x / scale), lo, max_code) + offset, lo = -max_code signed, 0 unsigned.
+void int8_quantize_input(const float* x, int64_t n, const Int8Input& in, uint8_t* codes);
+
+// Per-output-channel (dim 0) symmetric quantization of a float32 weight of any rank >= 1.
+struct Int8Weight {
+  Tensor codes;   // int8, w's shape
+  Tensor scales;  // float32 (w.size(0)); a channel of zeros gets scale 1
+};
+Int8Weight quantize_weight(const Tensor& w);
+Tensor dequantize_weight(const Tensor& codes, const Tensor& scales);  // float32, codes' shape
+
+// y = x W^T + b for x (..., in) float32 on the CPU, in int8.
+class Int8Linear {
+ public:
+  Int8Linear(const Tensor& codes, const Tensor& scales, const Tensor& bias, Int8Input input);
+  Tensor forward(const Tensor& x) const;
+  int64_t in_features() const { return in_; }
+  int64_t out_features() const { return out_; }
+
+ private:
+  int64_t in_, out_, kp_;
+  Int8Input input_;
+  cpu::Int8PackedWeights packed_;
+  std::vector<float> scale_, bias_;
+  std::vector<int32_t> offset_;
+};
+
+// conv2d(x, W, b) with one group, for x (N, C, H, W) float32 on the CPU, in int8.
+class Int8Conv2d {
+ public:
+  Int8Conv2d(const Tensor& codes, const Tensor& scales, const Tensor& bias, const Conv2dOptions& options,
+             Int8Input input);
+  Tensor forward(const Tensor& x) const;
+
+ private:
+  int64_t cout_, c_, cp_, kh_, kw_;
+  Conv2dOptions opt_;
+  Int8Input input_;
+  cpu::Int8PackedWeights packed_;  // K = kh * kw * cp (tap-major, then channel), N = cout
+  std::vector<float> scale_, bias_;
+  std::vector<int32_t> offset_;
+};
+
+// Whether int8 computes this module's weight `name` (a Conv2d's "weight", a Linear's "weight",
+// an LSTM's "weight_ih_l<k>[_reverse]"), by the rules at the top of this file.
+bool int8_quantizable(const Module& module, const std::string& name);
+
+// Records the inputs of every layer int8 would quantize, while it lives (one at a time, process
+// wide): Conv2d, Linear and LSTM forward passes report to it (observe), from any thread. Models
+// built while it lives are registered (infer::build_model calls add_model) so that their layers
+// are known by name.
+class Int8Calibration {
+ public:
+  explicit Int8Calibration(double percentile = 99.99);
+  ~Int8Calibration();
+  Int8Calibration(const Int8Calibration&) = delete;
+  Int8Calibration& operator=(const Int8Calibration&) = delete;
+
+  static Int8Calibration* active();
+  void add_model(const Module& model);
+  // The input x of module m's quantizable weight number `index` (0 for conv and linear; the LSTM
+  // layer for an LSTM, whose two directions share an input).
+  void observe(const Module* m, int64_t index, const Tensor& x);
+
+  // The input of weight `name` ("cnn.3.weight", "rnn.weight_ih_l1_reverse"), from what was seen;
+  // throws when that layer never ran.
+  Int8Input input_for(const std::string& name) const;
+  int64_t values_seen(const std::string& name) const;
+
+ private:
+  struct Seen {
+    double max_abs = 0;
+    bool negative = false;
+    int64_t count = 0;
+    std::vector<float> sample;  // |x| of a spread of the values seen
+  };
+  std::string key_of(const Module* m, int64_t index) const;
+  double percentile_;
+  mutable std::mutex mutex_;
+  std::map<const Module*, std::string> names_;
+  std::map<std::string, Seen> seen_;
+};
+
+// The int8 file's tensors for model (a float model, calibrated): every quantizable weight as
+// codes plus its .int8_scale and .int8_input; every other tensor as it is.
+StateDict int8_state_dict(const Module& model, const Int8Calibration& calibration);
+
+// Whether a state dict holds int8 codes (an int8 model file's).
+bool is_int8_state_dict(const StateDict& weights);
+
+// For an int8 file's tensors: the float32 state dict (codes x scales in place of the codes, the
+// .int8_* tensors left out) that the model loads as usual, so that it also runs in float32.
+StateDict int8_float_weights(const StateDict& weights);
+
+// Gives each quantized layer of model (built from int8_float_weights(weights)) its int8 form:
+// from then on its CPU forward passes without gradients run in int8. Throws when an int8 tensor
+// is not a weight that int8 computes, or its scales are missing or misshapen.
+void attach_int8(Module& model, const StateDict& weights);
+
+// Loads weights into model (strictly): a float state dict by load_state_dict, an int8 one by
+// int8_float_weights and attach_int8. A model loaded while an Int8Calibration lives is registered
+// with it. Every builder of models from files (models/model_check.h, infer/model_loader.h) loads
+// through this.
+void load_model_weights(Module& model, const StateDict& weights);
+
+}  // namespace ocrt::nn

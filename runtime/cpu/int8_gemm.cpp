@@ -1,0 +1,198 @@
+// The int8 product of runtime/cpu/int8_gemm.h: packing, the loops around the kernel, the AVX2
+// kernel and the plain reference.
+//
+// Loops. The weights are packed once, whole (a layer's are at most a few MB). For each block of
+// kBlockPanels row panels of A (24 rows of activations), the panels are packed once and every
+// NR-column panel of B is read once for all of them, so B streams from the L2 or L3 a quarter as
+// often as it would panel by panel. The kernel sums the whole K into registers and the epilogue
+// scales the 6 x 16 tile straight into y: no int32 matrix is ever stored.
+#include "runtime/cpu/int8_gemm.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "runtime/cpu_isa.h"
+#include "runtime/error.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define OCRT_INT8_AVX2 1
+#endif
+
+namespace ocrt::cpu {
+
+namespace {
+
+constexpr int64_t kBlockPanels = 4;
+constexpr int64_t kMaxK = (int64_t(1) << 31) / (127 * 127) - 1;
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// acc (MR x NR, row-major) of the tile at rows i0.., columns j0.. -> y, for rows x cols of it.
+void store_tile(const int32_t* acc, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const Int8Epilogue& e,
+                float* y, int64_t y_row, int64_t y_col) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* out = y + (i0 + r) * y_row + j0 * y_col;
+    const int32_t* a = acc + r * kInt8NR;
+    for (int64_t c = 0; c < cols; ++c) {
+      const int64_t j = j0 + c;
+      const int32_t s = a[c] - (e.offset ? e.offset[j] : 0);
+      out[c * y_col] = std::fma((float)s, e.scale[j], e.bias ? e.bias[j] : 0.0f);
+    }
+  }
+}
+
+using Kernel = void (*)(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc);
+
+// The plain loops over the packed panels: acc[r][c] = sum over k of a(r, k) b(k, c).
+void kernel_reference(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc) {
+  for (int64_t r = 0; r < kInt8MR; ++r)
+    for (int64_t c = 0; c < kInt8NR; ++c) {
+      int32_t s = 0;
+      for (int64_t q = 0; q < steps; ++q)
+        for (int64_t u = 0; u < 4; ++u) {
+          const int32_t av = a[q * kInt8MR * 4 + r * 4 + u];
+          const int32_t bv = b[q * 64 + (c / 8) * 32 + (c % 8) * 4 + u];
+          s += av * bv;
+        }
+      acc[r * kInt8NR + c] = s;
+    }
+}
+
+#if defined(OCRT_INT8_AVX2)
+#pragma GCC push_options
+#pragma GCC target("avx2")
+// Per step of 4 values of k: the two B vectors hold 8 columns x 4 codes each; each row's 4 codes
+// are broadcast to all 8 lanes; vpmaddubsw makes 16 exact int16 pair sums (row codes unsigned,
+// weight codes signed), vpmaddwd by ones adds the pairs into 8 int32, and those are accumulated.
+// 12 accumulators + 2 B vectors + the broadcast + the ones: all 16 registers.
+void kernel_avx2(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
+          c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  for (int64_t q = 0; q < steps; ++q) {
+    const __m256i b0 = _mm256_load_si256((const __m256i*)b), b1 = _mm256_load_si256((const __m256i*)(b + 32));
+    b += 64;
+    auto row = [&](int r, __m256i& lo, __m256i& hi) {
+      int32_t v;
+      std::memcpy(&v, a + r * 4, 4);
+      const __m256i av = _mm256_set1_epi32(v);
+      lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_maddubs_epi16(av, b0), ones));
+      hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_maddubs_epi16(av, b1), ones));
+    };
+    row(0, c00, c01);
+    row(1, c10, c11);
+    row(2, c20, c21);
+    row(3, c30, c31);
+    row(4, c40, c41);
+    row(5, c50, c51);
+    a += kInt8MR * 4;
+  }
+  __m256i* out = (__m256i*)acc;
+  _mm256_storeu_si256(out + 0, c00), _mm256_storeu_si256(out + 1, c01);
+  _mm256_storeu_si256(out + 2, c10), _mm256_storeu_si256(out + 3, c11);
+  _mm256_storeu_si256(out + 4, c20), _mm256_storeu_si256(out + 5, c21);
+  _mm256_storeu_si256(out + 6, c30), _mm256_storeu_si256(out + 7, c31);
+  _mm256_storeu_si256(out + 8, c40), _mm256_storeu_si256(out + 9, c41);
+  _mm256_storeu_si256(out + 10, c50), _mm256_storeu_si256(out + 11, c51);
+}
+#pragma GCC pop_options
+#endif
+
+Kernel best_kernel() {
+#if defined(OCRT_INT8_AVX2)
+  if (cpu_isa() >= CpuIsa::avx2) return kernel_avx2;
+#endif
+  return kernel_reference;
+}
+
+void run(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y,
+         int64_t y_row, int64_t y_col, bool parallel, Kernel kernel) {
+  OCRT_CHECK(e.scale != nullptr, "int8_gemm: the epilogue needs a scale per column");
+  if (M <= 0 || B.cols() == 0) return;
+  const int64_t Kp = B.padded_rows(), steps = Kp / 4, N = B.cols();
+  const int64_t panels_a = (M + kInt8MR - 1) / kInt8MR, panels_b = (N + kInt8NR - 1) / kInt8NR;
+  const int64_t blocks = (panels_a + kBlockPanels - 1) / kBlockPanels;
+  const size_t panel_bytes = (size_t)(kInt8MR * Kp);
+  auto block = [&](int64_t blk, uint8_t* abuf) {
+    const int64_t p0 = blk * kBlockPanels, p1 = std::min(panels_a, p0 + kBlockPanels);
+    for (int64_t p = p0; p < p1; ++p)
+      pack_a(p * kInt8MR, std::min(kInt8MR, M - p * kInt8MR), abuf + (size_t)(p - p0) * panel_bytes);
+    alignas(32) int32_t acc[kInt8MR * kInt8NR];
+    for (int64_t pb = 0; pb < panels_b; ++pb) {
+      const int64_t j0 = pb * kInt8NR, cols = std::min(kInt8NR, N - j0);
+      for (int64_t p = p0; p < p1; ++p) {
+        kernel(steps, abuf + (size_t)(p - p0) * panel_bytes, B.panel(pb), acc);
+        const int64_t i0 = p * kInt8MR;
+        store_tile(acc, i0, std::min(kInt8MR, M - i0), j0, cols, e, y, y_row, y_col);
+      }
+    }
+  };
+  const size_t buf_bytes = (size_t)kBlockPanels * panel_bytes;
+  const bool threads = parallel && !omp_in_parallel() && omp_get_max_threads() > 1 && blocks > 1;
+  if (!threads) {
+    std::vector<uint8_t> abuf(buf_bytes);
+    for (int64_t blk = 0; blk < blocks; ++blk) block(blk, abuf.data());
+    return;
+  }
+#pragma omp parallel
+  {
+    std::vector<uint8_t> abuf(buf_bytes);
+#pragma omp for schedule(static)
+    for (int64_t blk = 0; blk < blocks; ++blk) block(blk, abuf.data());
+  }
+}
+
+}  // namespace
+
+Int8PackedWeights::Int8PackedWeights(int64_t K, int64_t N, const int8_t* w, int64_t w_col, int64_t w_k)
+    : K_(K), N_(N), Kp_(round_up(std::max<int64_t>(K, 1), 4)), Np_(round_up(std::max<int64_t>(N, 1), kInt8NR)) {
+  OCRT_CHECK(K >= 0 && N >= 0, "int8 weights: negative size ", K, " x ", N);
+  OCRT_CHECK(K <= kMaxK, "int8 weights: K = ", K, " exceeds ", kMaxK, ", where int32 sums could overflow");
+  const size_t bytes = (size_t)(Kp_ * Np_);  // a multiple of 64
+  data_.reset((int8_t*)std::aligned_alloc(64, bytes));
+  OCRT_CHECK(data_ != nullptr, "int8 weights: out of memory for ", bytes, " bytes");
+  std::memset(data_.get(), 0, bytes);
+  sums_.assign((size_t)N, 0);
+  for (int64_t j = 0; j < N; ++j) {
+    int8_t* panel = data_.get() + (j / kInt8NR) * Kp_ * kInt8NR;
+    const int64_t c = j % kInt8NR;
+    int32_t sum = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      const int8_t v = w[j * w_col + k * w_k];
+      OCRT_CHECK(v >= -kInt8CodeMax, "int8 weights: code ", (int)v, " at (", k, ", ", j, ") is below -127");
+      panel[(k / 4) * 64 + (c / 8) * 32 + (c % 8) * 4 + k % 4] = v;
+      sum += v;
+    }
+    sums_[(size_t)j] = sum;
+  }
+}
+
+Int8PackA int8_rows(const uint8_t* a, int64_t lda, int64_t Kp) {
+  return [=](int64_t i0, int64_t rows, uint8_t* panel) {
+    for (int64_t r = 0; r < kInt8MR; ++r) {
+      // Rows past the end repeat the last one: valid codes, never stored.
+      const uint8_t* row = a + (i0 + std::min(r, rows - 1)) * lda;
+      for (int64_t q = 0; q < Kp / 4; ++q) std::memcpy(panel + (q * kInt8MR + r) * 4, row + 4 * q, 4);
+    }
+  };
+}
+
+void int8_gemm(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y,
+               int64_t y_row, int64_t y_col, bool parallel) {
+  run(M, pack_a, B, e, y, y_row, y_col, parallel, best_kernel());
+}
+
+void int8_gemm_reference(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e,
+                         float* y, int64_t y_row, int64_t y_col) {
+  run(M, pack_a, B, e, y, y_row, y_col, false, kernel_reference);
+}
+
+bool int8_gemm_simd() { return best_kernel() != kernel_reference; }
+
+const char* int8_gemm_kernel_name() { return int8_gemm_simd() ? "avx2 (vpmaddubsw)" : "plain loops"; }
+
+}  // namespace ocrt::cpu

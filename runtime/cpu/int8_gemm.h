@@ -1,0 +1,87 @@
+// The int8 matrix product behind int8 inference (models/int8.h, docs/int8.md): 7-bit unsigned
+// activation codes times signed 8-bit weights, summed exactly in int32, then scaled back to
+// float32 per output column.
+//
+//   y[i * y_row + j * y_col] = (sum_k A[i][k] * B[k][j] - offset[j]) * scale[j] + bias[j]
+//
+// A (M x K) holds activation codes in [0, 127]; B (K x N) weight codes in [-127, 127], packed
+// once (Int8PackedWeights). Why 7 bits for the activations: the AVX2 kernel multiplies with
+// vpmaddubsw, which adds two products of an unsigned and a signed byte into a saturating int16.
+// With codes up to 127 the pair sum is at most 2 x 127 x 127 = 32258 < 32767, so it never
+// saturates and every sum is exact: the kernel's integer result equals the plain loop's bit for
+// bit (tests/runtime/test_int8_gemm.cpp). The int32 sums stay exact up to K = 2^31 / 16129 =
+// 133,000 (the constructor checks K).
+//
+// Paths (runtime/cpu_isa.h): avx2 and up run the vpmaddubsw kernel (a 6 x 16 tile, two products
+// per byte pair, the int16 pairs widened by vpmaddwd: on Zen 3 twice float32's FMA rate); generic
+// runs the plain loops. AVX-512 VNNI (vpdpbusd, one instruction for four products) is not written
+// yet: those CPUs take the AVX2 kernel.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace ocrt::cpu {
+
+constexpr int kInt8CodeMax = 127;  // activation codes are 0..127, weight codes -127..127
+
+// The kernel's tile: MR rows of A by NR columns of B, K in steps of 4.
+constexpr int64_t kInt8MR = 6, kInt8NR = 16;
+
+// B (K x N) packed into NR-column panels: for each step q of 4 values of k, the 4 codes
+// B[4q..4q+3][j] of column j for j = 0..7 of the panel, then j = 8..15 (64 bytes a step). K is
+// padded to a multiple of 4 and N to one of NR with zero codes. Also keeps each column's sum of
+// codes, which a caller whose activation codes carry an offset subtracts (offset x sum).
+class Int8PackedWeights {
+ public:
+  // B[k][j] = w[j * w_col + k * w_k]: a Linear's weight (N x K, row-major) is w_col = K, w_k = 1.
+  Int8PackedWeights(int64_t K, int64_t N, const int8_t* w, int64_t w_col, int64_t w_k);
+  int64_t rows() const { return K_; }
+  int64_t cols() const { return N_; }
+  int64_t padded_rows() const { return Kp_; }
+  const std::vector<int32_t>& column_sums() const { return sums_; }
+  // NR-column panel p (columns p*NR ..), Kp/4 steps of 64 bytes.
+  const int8_t* panel(int64_t p) const { return data_.get() + p * Kp_ * kInt8NR; }
+  size_t bytes() const { return (size_t)(Kp_ * Np_); }
+
+ private:
+  int64_t K_, N_, Kp_, Np_;
+  std::unique_ptr<int8_t, void (*)(void*)> data_{nullptr, std::free};
+  std::vector<int32_t> sums_;
+};
+
+// Per output column: y = (sum - offset[j]) * scale[j] + bias[j]. offset and bias may be null (0).
+struct Int8Epilogue {
+  const float* scale = nullptr;
+  const int32_t* offset = nullptr;
+  const float* bias = nullptr;
+};
+
+// Packs rows i0 .. i0 + rows - 1 of A (rows <= MR) into `panel` in the kernel's order: for each
+// step q of 4 values of k, row r's 4 codes A[i0 + r][4q .. 4q + 3] for r = 0 .. MR - 1 (24
+// bytes a step, Kp / 4 steps). Rows past `rows` and k past K must be written too (any codes:
+// their products meet zero weight codes or are never stored, but they must be in [0, 127]).
+using Int8PackA = std::function<void(int64_t i0, int64_t rows, uint8_t* panel)>;
+
+// A packer for A held as rows of codes: A[i][k] = a[i * lda + k] for k < Kp (the caller's rows
+// hold Kp codes, those past K in 0..127).
+Int8PackA int8_rows(const uint8_t* a, int64_t lda, int64_t Kp);
+
+// The product above for M rows of A. Threads: outside an OpenMP parallel region, with parallel
+// set, the row panels are shared by omp_get_max_threads() threads; the result is the same for
+// any count. Inside a parallel region (or parallel false) it runs on the calling thread.
+void int8_gemm(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y,
+               int64_t y_row, int64_t y_col, bool parallel = true);
+
+// The same with the plain loops, whatever the CPU (tests compare the kernels with it).
+void int8_gemm_reference(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e,
+                         float* y, int64_t y_row, int64_t y_col);
+
+// Whether int8_gemm runs a SIMD kernel on this machine (the avx2 path or better), and its name.
+bool int8_gemm_simd();
+const char* int8_gemm_kernel_name();
+
+}  // namespace ocrt::cpu
