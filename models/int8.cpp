@@ -58,13 +58,7 @@ void check_input(const Int8Input& in) {
 }  // namespace
 
 void int8_quantize_input(const float* x, int64_t n, const Int8Input& in, uint8_t* codes) {
-  const float inv = 1.0f / in.scale, hi = (float)in.max_code(), lo = in.is_signed ? -hi : 0.0f;
-  const int off = in.offset();
-  for (int64_t i = 0; i < n; ++i) {
-    // fmax first: a NaN becomes lo instead of an undefined conversion.
-    const float v = std::fmin(std::fmax(x[i] * inv, lo), hi);
-    codes[i] = (uint8_t)((int)std::nearbyint(v) + off);
-  }
+  cpu::int8_quantize(x, n, 1.0f / in.scale, in.is_signed ? -in.max_code() : 0, in.max_code(), in.offset(), codes);
 }
 
 Int8Weight quantize_weight(const Tensor& w) {
@@ -183,13 +177,13 @@ Tensor Int8Conv2d::forward(const Tensor& x) const {
 
   auto image = [&](int64_t n, bool parallel_gemm) {
     // The image's codes, channels last, with the padding's rows and columns at the code of 0.
-    std::vector<uint8_t> xq((size_t)(Hp * Wp * cp), zero);
-    std::vector<uint8_t> row((size_t)W);
-    for (int64_t c = 0; c < c_; ++c)
-      for (int64_t h = 0; h < H; ++h) {
-        int8_quantize_input(xp + ((n * c_ + c) * H + h) * W, W, input_, row.data());
-        uint8_t* dst = xq.data() + ((h + ph) * Wp + pw) * cp + c;
-        for (int64_t w = 0; w < W; ++w) dst[w * cp] = row[(size_t)w];
+    std::vector<uint8_t> planes((size_t)(c_ * H * W)), xq((size_t)(Hp * Wp * cp), zero);
+    int8_quantize_input(xp + n * c_ * H * W, c_ * H * W, input_, planes.data());
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t w = 0; w < W; ++w) {
+        uint8_t* dst = xq.data() + ((h + ph) * Wp + pw + w) * cp;
+        const uint8_t* src = planes.data() + h * W + w;
+        for (int64_t c = 0; c < c_; ++c) dst[c] = src[c * H * W];
       }
     const uint8_t* q = xq.data();
     auto pack = [&](int64_t i0, int64_t rows, uint8_t* panel) {
@@ -237,6 +231,10 @@ bool int8_quantizable(const Module& module, const std::string& name) {
         if (name == lstm_ih_name(l, d)) return true;
   }
   return false;
+}
+
+bool int8_stored_only(const Module& module, const std::string& name) {
+  return dynamic_cast<const LSTM*>(&module) && name.rfind("weight_hh_l", 0) == 0;
 }
 
 // ---- calibration ----
@@ -329,13 +327,17 @@ StateDict int8_state_dict(const Module& model, const Int8Calibration& calibratio
   StateDict sd = model.state_dict();
   walk(model, "", [&](const std::string& prefix, const Module& m) {
     for (const auto& [pname, tensor] : m.named_parameters()) {
-      if (pname.find('.') != std::string::npos || !int8_quantizable(m, pname)) continue;  // own parameters only
+      if (pname.find('.') != std::string::npos) continue;  // own parameters only
+      const bool computed = int8_quantizable(m, pname);
+      if (!computed && !int8_stored_only(m, pname)) continue;
       const std::string full = join(prefix, pname);
       const Int8Weight q = quantize_weight(sd.at(full).contiguous());
-      const Int8Input in = calibration.input_for(full);
       sd[full] = q.codes;
       sd[full + ".int8_scale"] = q.scales;
-      sd[full + ".int8_input"] = Tensor::from_vector(std::vector<float>{in.scale, in.is_signed ? 1.0f : 0.0f}, {2});
+      if (computed) {
+        const Int8Input in = calibration.input_for(full);
+        sd[full + ".int8_input"] = Tensor::from_vector(std::vector<float>{in.scale, in.is_signed ? 1.0f : 0.0f}, {2});
+      }
     }
   });
   return sd;
@@ -386,7 +388,6 @@ StateDict int8_float_weights(const StateDict& weights) {
       OCRT_CHECK(std::isfinite(s) && s > 0, "int8 model: ", name, " has a weight scale that is not positive: ", s);
     for (int8_t c : t.contiguous().to_vector<int8_t>())
       OCRT_CHECK(c >= -cpu::kInt8CodeMax, "int8 model: ", name, " holds the code -128 (codes are -127..127)");
-    (void)input_of(weights, name);
     out[name] = dequantize_weight(t, scales);
   }
   return out;
@@ -403,6 +404,15 @@ void attach_int8(Module& model, const StateDict& weights) {
       used.insert(it->first);
       return &it->second;
     };
+    for (const auto& [pname, t] : m.named_parameters()) {
+      const std::string full = join(prefix, pname);
+      if (pname.find('.') == std::string::npos && int8_stored_only(m, pname) && weights.count(full) &&
+          weights.at(full).dtype() == DType::i8) {
+        OCRT_CHECK(!weights.count(full + ".int8_input"), "int8 model: ", full,
+                   " is computed in float32 and takes no .int8_input");
+        used.insert(full);
+      }
+    }
     if (auto* conv = dynamic_cast<Conv2d*>(&m)) {
       if (const Tensor* c = codes_of("weight")) {
         const std::string n = join(prefix, "weight");
@@ -433,7 +443,7 @@ void attach_int8(Module& model, const StateDict& weights) {
   });
   for (const auto& [name, t] : weights)
     OCRT_CHECK(t.dtype() != DType::i8 || used.count(name), "int8 model: ", name,
-               " is int8 but is not a weight of a layer that int8 computes");
+               " is int8 but is not a weight that int8 computes or stores");
 }
 
 void load_model_weights(Module& model, const StateDict& weights) {

@@ -23,10 +23,15 @@
 // products (an int8 state would need a scale per time step, and their error would compound over
 // the steps); attention's packed projection and its scores.
 //
-// Files: an ocrt model file (models/model_file.h) whose metadata holds "quantization": "int8"
-// and whose quantized weight W is stored as int8 codes under W's own name, with two more tensors:
+// The LSTM's recurrent weights (weight_hh) are stored as int8 codes too, with the same
+// per-channel scales, and computed in float32 from their dequantized values: the file is then a
+// quarter of the float one's size (the recurrent weights are a quarter of crnn-s's parameters).
+//
+// Files: an ocrt model file (models/model_file.h) whose training record holds "quantization",
+// and whose quantized weight W is stored as int8 codes under W's own name, with more tensors:
 //   "<W>.int8_scale"  float32 (out): the weight scale of each output channel
-//   "<W>.int8_input"  float32 (2): the input's scale, and 1 if the input is signed else 0
+//   "<W>.int8_input"  float32 (2): the input's scale, and 1 if the input is signed else 0 (only
+//                     for weights computed in int8, not for the stored-only recurrent ones)
 // A float model is never silently read as int8 or back: the codes have dtype int8.
 #pragma once
 
@@ -97,6 +102,8 @@ class Int8Conv2d {
 // Whether int8 computes this module's weight `name` (a Conv2d's "weight", a Linear's "weight",
 // an LSTM's "weight_ih_l<k>[_reverse]"), by the rules at the top of this file.
 bool int8_quantizable(const Module& module, const std::string& name);
+// Whether this weight is stored as int8 codes but computed in float32 (an LSTM's weight_hh).
+bool int8_stored_only(const Module& module, const std::string& name);
 
 // Records the inputs of every layer int8 would quantize, while it lives (one at a time, process
 // wide): Conv2d, Linear and LSTM forward passes report to it (observe), from any thread. Models

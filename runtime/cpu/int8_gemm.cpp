@@ -32,7 +32,9 @@ constexpr int64_t kMaxK = (int64_t(1) << 31) / (127 * 127) - 1;
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 // acc (MR x NR, row-major) of the tile at rows i0.., columns j0.. -> y, for rows x cols of it.
-void store_tile(const int32_t* acc, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const Int8Epilogue& e,
+// Each value is fma(float(sum - offset), scale, bias): one rounding, so every path gives the same
+// bits.
+void store_tile_reference(const int32_t* acc, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const Int8Epilogue& e,
                 float* y, int64_t y_row, int64_t y_col) {
   for (int64_t r = 0; r < rows; ++r) {
     float* out = y + (i0 + r) * y_row + j0 * y_col;
@@ -46,6 +48,8 @@ void store_tile(const int32_t* acc, int64_t i0, int64_t rows, int64_t j0, int64_
 }
 
 using Kernel = void (*)(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc);
+using Store = void (*)(const int32_t* acc, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const Int8Epilogue& e,
+                       float* y, int64_t y_row, int64_t y_col);
 
 // The plain loops over the packed panels: acc[r][c] = sum over k of a(r, k) b(k, c).
 void kernel_reference(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc) {
@@ -99,6 +103,43 @@ void kernel_avx2(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc)
   _mm256_storeu_si256(out + 8, c40), _mm256_storeu_si256(out + 9, c41);
   _mm256_storeu_si256(out + 10, c50), _mm256_storeu_si256(out + 11, c51);
 }
+// The epilogue of a full-width tile, 8 columns at a time (fmadd rounds once, as std::fma).
+void store_tile_avx2(const int32_t* acc, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const Int8Epilogue& e,
+                     float* y, int64_t y_row, int64_t y_col) {
+  if (cols != kInt8NR) return store_tile_reference(acc, i0, rows, j0, cols, e, y, y_row, y_col);
+  alignas(32) float tile[kInt8MR * kInt8NR];
+  for (int h = 0; h < 2; ++h) {
+    const int64_t j = j0 + 8 * h;
+    const __m256 scale = _mm256_loadu_ps(e.scale + j);
+    const __m256i off = e.offset ? _mm256_loadu_si256((const __m256i*)(e.offset + j)) : _mm256_setzero_si256();
+    const __m256 bias = e.bias ? _mm256_loadu_ps(e.bias + j) : _mm256_setzero_ps();
+    for (int64_t r = 0; r < rows; ++r) {
+      const __m256i s = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i*)(acc + r * kInt8NR + 8 * h)), off);
+      const __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), scale, bias);
+      if (y_col == 1) _mm256_storeu_ps(y + (i0 + r) * y_row + j, v);
+      else _mm256_store_ps(tile + r * kInt8NR + 8 * h, v);
+    }
+  }
+  if (y_col == 1) return;
+  for (int64_t c = 0; c < kInt8NR; ++c) {
+    float* out = y + i0 * y_row + (j0 + c) * y_col;
+    for (int64_t r = 0; r < rows; ++r) out[r * y_row] = tile[r * kInt8NR + c];
+  }
+}
+
+void quantize_avx2(const float* x, int64_t n, float inv_scale, int lo, int hi, int offset, uint8_t* codes) {
+  const __m256 inv = _mm256_set1_ps(inv_scale), vlo = _mm256_set1_ps((float)lo), vhi = _mm256_set1_ps((float)hi);
+  const __m256i off = _mm256_set1_epi32(offset);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    // max_ps returns its second operand when the first is a NaN: a NaN becomes lo.
+    const __m256 v = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), inv), vlo), vhi);
+    const __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(v), off);  // nearest, ties to even
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    _mm_storel_epi64((__m128i*)(codes + i), _mm_packus_epi16(w, w));
+  }
+  int8_quantize_reference(x + i, n - i, inv_scale, lo, hi, offset, codes + i);
+}
 #pragma GCC pop_options
 #endif
 
@@ -110,7 +151,7 @@ Kernel best_kernel() {
 }
 
 void run(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y,
-         int64_t y_row, int64_t y_col, bool parallel, Kernel kernel) {
+         int64_t y_row, int64_t y_col, bool parallel, Kernel kernel, Store store) {
   OCRT_CHECK(e.scale != nullptr, "int8_gemm: the epilogue needs a scale per column");
   if (M <= 0 || B.cols() == 0) return;
   const int64_t Kp = B.padded_rows(), steps = Kp / 4, N = B.cols();
@@ -127,7 +168,7 @@ void run(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const I
       for (int64_t p = p0; p < p1; ++p) {
         kernel(steps, abuf + (size_t)(p - p0) * panel_bytes, B.panel(pb), acc);
         const int64_t i0 = p * kInt8MR;
-        store_tile(acc, i0, std::min(kInt8MR, M - i0), j0, cols, e, y, y_row, y_col);
+        store(acc, i0, std::min(kInt8MR, M - i0), j0, cols, e, y, y_row, y_col);
       }
     }
   };
@@ -183,12 +224,35 @@ Int8PackA int8_rows(const uint8_t* a, int64_t lda, int64_t Kp) {
 
 void int8_gemm(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y,
                int64_t y_row, int64_t y_col, bool parallel) {
-  run(M, pack_a, B, e, y, y_row, y_col, parallel, best_kernel());
+  const Kernel kernel = best_kernel();
+#if defined(OCRT_INT8_AVX2)
+  const Store store = kernel == kernel_avx2 ? store_tile_avx2 : store_tile_reference;
+#else
+  const Store store = store_tile_reference;
+#endif
+  run(M, pack_a, B, e, y, y_row, y_col, parallel, kernel, store);
 }
 
 void int8_gemm_reference(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e,
                          float* y, int64_t y_row, int64_t y_col) {
-  run(M, pack_a, B, e, y, y_row, y_col, false, kernel_reference);
+  run(M, pack_a, B, e, y, y_row, y_col, false, kernel_reference, store_tile_reference);
+}
+
+void int8_quantize_reference(const float* x, int64_t n, float inv_scale, int lo, int hi, int offset, uint8_t* codes) {
+  for (int64_t i = 0; i < n; ++i) {
+    // fmax first: a NaN becomes lo instead of an undefined conversion.
+    const float v = std::fmin(std::fmax(x[i] * inv_scale, (float)lo), (float)hi);
+    codes[i] = (uint8_t)((int)std::nearbyint(v) + offset);
+  }
+}
+
+void int8_quantize(const float* x, int64_t n, float inv_scale, int lo, int hi, int offset, uint8_t* codes) {
+  OCRT_CHECK(lo <= hi && lo + offset >= 0 && hi + offset <= 255, "int8_quantize: codes ", lo, "..", hi, " + ", offset,
+             " do not fit a byte");
+#if defined(OCRT_INT8_AVX2)
+  if (best_kernel() == kernel_avx2) return quantize_avx2(x, n, inv_scale, lo, hi, offset, codes);
+#endif
+  int8_quantize_reference(x, n, inv_scale, lo, hi, offset, codes);
 }
 
 bool int8_gemm_simd() { return best_kernel() != kernel_reference; }

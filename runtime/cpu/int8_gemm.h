@@ -80,6 +80,12 @@ void int8_gemm(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, c
 void int8_gemm_reference(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e,
                          float* y, int64_t y_row, int64_t y_col);
 
+// codes[i] = clamp(round(x[i] * inv_scale), lo, hi) + offset, rounding to nearest, ties to even;
+// a NaN becomes lo + offset. Needs 0 <= lo + offset and hi + offset <= 255. AVX2 where int8_gemm's
+// kernel is, the same codes as the plain loop (tests compare them).
+void int8_quantize(const float* x, int64_t n, float inv_scale, int lo, int hi, int offset, uint8_t* codes);
+void int8_quantize_reference(const float* x, int64_t n, float inv_scale, int lo, int hi, int offset, uint8_t* codes);
+
 // Whether int8_gemm runs a SIMD kernel on this machine (the avx2 path or better), and its name.
 bool int8_gemm_simd();
 const char* int8_gemm_kernel_name();

@@ -93,6 +93,7 @@ TEST_CASE("safetensors: round trip of every dtype and shape", "[safetensors]") {
       {"i32", Tensor::from_vector<int32_t>({INT32_MIN, -1, INT32_MAX}, {3, 1})},
       {"i64", Tensor::from_vector<int64_t>({INT64_MIN, 0, INT64_MAX, 42}, {2, 2})},
       {"u8", Tensor::from_vector<uint8_t>({0, 1, 127, 128, 255}, {5})},
+      {"i8", Tensor::from_vector<int8_t>({-127, -1, 0, 1, 127}, {5})},
       {"scalar", Tensor::from_vector<float>({7.0f}, {})},
       {"empty_2d", Tensor::empty({0, 3}, DType::f32)},
       {"empty_i64", Tensor::empty({0}, DType::i64)},
@@ -120,6 +121,7 @@ TEST_CASE("safetensors: round trip of every dtype and shape", "[safetensors]") {
       case DType::i32: CHECK(b.to_vector<int32_t>() == a.to_vector<int32_t>()); break;
       case DType::i64: CHECK(b.to_vector<int64_t>() == a.to_vector<int64_t>()); break;
       case DType::u8: CHECK(b.to_vector<uint8_t>() == a.to_vector<uint8_t>()); break;
+      case DType::i8: CHECK(b.to_vector<int8_t>() == a.to_vector<int8_t>()); break;
     }
   }
   CHECK(f.get("transposed").to_vector<float>() == std::vector<float>{0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11});

@@ -1,0 +1,311 @@
+// Tests for models/int8.h: weight quantization, the int8 Linear and Conv2d against float32 on
+// the dequantized values (the integer products are exact, so the only difference is float32
+// rounding), the quantization error bound against the float layer, calibration, int8 model files
+// (write, read, attach, refuse damaged ones), and ocrt-quantize + ocrt-infer end to end.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "models/crnn.h"
+#include "models/int8.h"
+#include "models/layers.h"
+#include "models/model_check.h"
+#include "models/model_file.h"
+#include "ops/conv.h"
+#include "ops/linalg.h"
+#include "run_command.h"
+#include "temp_dir.h"
+
+using namespace ocrt;
+using namespace ocrt::nn;
+using namespace ocrt::testing;
+
+namespace {
+
+Tensor random_tensor(const Shape& shape, float lo, float hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  std::vector<float> v((size_t)n);
+  for (auto& x : v) x = u(rng);
+  return Tensor::from_vector(v, shape);
+}
+
+// x as the int8 layer sees it: its codes times the scale (clamped to the input's range).
+Tensor fake_quantized(const Tensor& x, const Int8Input& in) {
+  std::vector<float> v = x.contiguous().to_vector<float>();
+  std::vector<uint8_t> codes(v.size());
+  int8_quantize_input(v.data(), (int64_t)v.size(), in, codes.data());
+  for (size_t i = 0; i < v.size(); ++i) v[i] = (float)((int)codes[i] - in.offset()) * in.scale;
+  return Tensor::from_vector(v, x.shape());
+}
+
+// |a - b| <= tol elementwise, tol from an absolute-sum tensor: factor x abs_sum + floor.
+void check_within(const Tensor& a, const Tensor& b, const Tensor& bound, const char* what) {
+  const auto va = a.contiguous().to_vector<float>(), vb = b.contiguous().to_vector<float>();
+  const auto vt = bound.contiguous().to_vector<float>();
+  REQUIRE(va.size() == vb.size());
+  int64_t bad = 0;
+  double worst = 0;
+  for (size_t i = 0; i < va.size(); ++i) {
+    const double d = std::fabs((double)va[i] - vb[i]);
+    worst = std::max(worst, d / std::max(1e-30, (double)vt[i]));
+    bad += d > vt[i];
+  }
+  INFO(what << ": worst |difference| / bound " << worst);
+  CHECK(bad == 0);
+}
+
+Tensor abs_t(const Tensor& t) {
+  std::vector<float> v = t.contiguous().to_vector<float>();
+  for (auto& x : v) x = std::fabs(x);
+  return Tensor::from_vector(v, t.shape());
+}
+
+Tensor scaled(const Tensor& t, float f, float floor = 0) {
+  std::vector<float> v = t.contiguous().to_vector<float>();
+  for (auto& x : v) x = x * f + floor;
+  return Tensor::from_vector(v, t.shape());
+}
+
+}  // namespace
+
+TEST_CASE("quantize_weight: codes in -127..127 per output channel, within half a step, zero rows kept", "[int8]") {
+  Tensor w = random_tensor({5, 3, 3, 3}, -2, 2, 1);
+  {
+    std::vector<float> v = w.to_vector<float>();
+    for (int k = 0; k < 27; ++k) v[(size_t)(2 * 27 + k)] = 0;  // channel 2 all zero
+    w = Tensor::from_vector(v, w.shape());
+  }
+  const Int8Weight q = quantize_weight(w);
+  CHECK(q.codes.dtype() == DType::i8);
+  CHECK(q.codes.shape() == w.shape());
+  const auto codes = q.codes.to_vector<int8_t>();
+  const auto s = q.scales.to_vector<float>();
+  const auto v = w.to_vector<float>();
+  const auto back = dequantize_weight(q.codes, q.scales).to_vector<float>();
+  for (int64_t o = 0; o < 5; ++o) {
+    int amax = 0;
+    for (int64_t k = 0; k < 27; ++k) {
+      const size_t i = (size_t)(o * 27 + k);
+      amax = std::max(amax, std::abs((int)codes[i]));
+      CHECK(std::fabs(back[i] - v[i]) <= s[(size_t)o] * 0.5f * (1 + 1e-6f));
+    }
+    CHECK(amax == (o == 2 ? 0 : 127));
+  }
+  CHECK(s[2] == 1.0f);
+}
+
+TEST_CASE("Int8Linear equals float32 on the dequantized input and weights, and stays within the quantization bound", "[int8]") {
+  Generator gen(3);
+  for (bool is_signed : {false, true}) {
+    Linear lin(37, 21, true, gen);
+    const Tensor x = random_tensor({3, 11, 37}, is_signed ? -1.5f : 0.f, 1.5f, 7);
+    Int8Input in;
+    in.is_signed = is_signed;
+    in.scale = 1.5f / in.max_code();
+    const Int8Weight q = quantize_weight(lin.weight);
+    const Int8Linear il(q.codes, q.scales, lin.bias, in);
+    const Tensor y = il.forward(x);
+    CHECK(y.shape() == Shape{3, 11, 21});
+    // The same products in float32: exact integers times the scales, so float32 rounding only.
+    const Tensor wq = dequantize_weight(q.codes, q.scales), xq = fake_quantized(x, in);
+    const Tensor y_deq = linear(xq, wq, lin.bias);
+    const Tensor abs_sum = linear(abs_t(xq), abs_t(wq), abs_t(lin.bias));
+    check_within(y, y_deq, scaled(abs_sum, 1e-5f, 1e-7f), "int8 vs dequantized float32");
+    // Against the float layer: |x - xq| <= scale_x / 2, |w - wq| <= scale_w / 2 per element, so
+    // |y - y_float| <= sum_k (scale_x / 2 |w_k| + |xq_k| scale_w / 2) (+ float32 rounding).
+    const Tensor y_float = linear(x, lin.weight, lin.bias);
+    const auto ws = q.scales.to_vector<float>();
+    std::vector<float> hs(21 * 37);
+    for (int64_t o = 0; o < 21; ++o)
+      for (int64_t k = 0; k < 37; ++k) hs[(size_t)(o * 37 + k)] = ws[(size_t)o] / 2;
+    const Tensor bound = add(linear(Tensor::full(x.shape(), in.scale / 2), abs_t(lin.weight)),
+                             linear(abs_t(xq), Tensor::from_vector(hs, {21, 37})));
+    check_within(y, y_float, scaled(bound, 1.0001f, 1e-5f), "int8 vs float32 layer");
+  }
+}
+
+TEST_CASE("Int8Conv2d equals float32 conv2d on the dequantized values: padding, stride, dilation, odd channels, signed inputs", "[int8]") {
+  struct Shape4 {
+    int64_t N, C, H, W, Cout, kh, kw;
+    Conv2dOptions opt;
+  };
+  std::vector<Shape4> shapes = {
+      {2, 5, 9, 13, 7, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}},
+      {1, 8, 10, 17, 19, 3, 3, {{2, 1}, {1, 1}, {1, 1}, 1}},
+      {3, 4, 6, 11, 16, 2, 2, {{1, 1}, {0, 0}, {1, 1}, 1}},
+      {1, 6, 12, 12, 5, 3, 3, {{1, 2}, {2, 2}, {2, 2}, 1}},
+  };
+  uint32_t seed = 11;
+  for (const auto& s : shapes)
+    for (bool is_signed : {false, true}) {
+      INFO("C " << s.C << " Cout " << s.Cout << " signed " << is_signed);
+      const Tensor x = random_tensor({s.N, s.C, s.H, s.W}, is_signed ? -2.f : 0.f, 2.f, seed++);
+      const Tensor w = random_tensor({s.Cout, s.C, s.kh, s.kw}, -0.5f, 0.5f, seed++);
+      const Tensor b = random_tensor({s.Cout}, -0.3f, 0.3f, seed++);
+      Int8Input in;
+      in.is_signed = is_signed;
+      in.scale = 2.f / in.max_code();
+      const Int8Weight q = quantize_weight(w);
+      const Int8Conv2d ic(q.codes, q.scales, b, s.opt, in);
+      const Tensor y = ic.forward(x);
+      const Tensor wq = dequantize_weight(q.codes, q.scales), xq = fake_quantized(x, in);
+      ConvModeScope exact(ConvMode::exact);
+      const Tensor y_deq = conv2d(xq, wq, b, s.opt);
+      REQUIRE(y.shape() == y_deq.shape());
+      const Tensor abs_sum = conv2d(abs_t(xq), abs_t(wq), abs_t(b), s.opt);
+      check_within(y, y_deq, scaled(abs_sum, 1e-5f, 1e-7f), "int8 conv vs dequantized float32");
+    }
+  const Int8Weight q = quantize_weight(random_tensor({4, 4, 3, 3}, -1, 1, 1));
+  const Int8Conv2d ic(q.codes, q.scales, Tensor(), {}, Int8Input{0.01f, false});
+  CHECK_THROWS_WITH(ic.forward(Tensor::zeros({1, 3, 8, 8})), Catch::Contains("(N, 4, H, W)"));
+  CHECK_THROWS_WITH(ic.forward(Tensor::zeros({1, 4, 2, 8})), Catch::Contains("smaller than the kernel"));
+  CHECK_THROWS_WITH(Int8Conv2d(q.codes, q.scales, Tensor(), {}, Int8Input{0.f, false}), Catch::Contains("positive"));
+}
+
+namespace {
+
+std::shared_ptr<CRNN> small_crnn() {
+  CRNNConfig c;
+  c.channels = {4, 8, 8, 8, 12, 12, 12};
+  c.hidden = 8;
+  c.num_classes = 9;
+  Generator gen(5);
+  auto m = std::make_shared<CRNN>(c, gen);
+  m->eval();
+  return m;
+}
+
+ModelInfo small_info(const CRNN& m) {
+  ModelInfo info;
+  info.arch = "crnn";
+  info.config = m.config_json();
+  info.charset = {"a", "b", "c", "d", "e", "f", "g", "h"};
+  info.input = default_input_spec();
+  return info;
+}
+
+}  // namespace
+
+TEST_CASE("an int8 model file: calibrated, written, read back with its layers in int8, close to the float model", "[int8]") {
+  TempDir dir("int8-file");
+  auto model = small_crnn();
+  const Tensor x = random_tensor({3, 1, 32, 48}, -1, 1, 21);
+  StateDict sd;
+  {
+    Int8Calibration calibration(100);
+    calibration.add_model(*model);
+    NoGradGuard no_grad;
+    model->forward(x);
+    CHECK(calibration.values_seen("cnn.3.weight") > 0);
+    CHECK(calibration.values_seen("rnn.weight_ih_l1") > 0);
+    CHECK(calibration.input_for("rnn.weight_ih_l1_reverse").is_signed);  // tanh outputs
+    CHECK_FALSE(calibration.input_for("cnn.3.weight").is_signed);          // after a ReLU
+    CHECK_THROWS_WITH(calibration.input_for("nope.weight"), Catch::Contains("never seen"));
+    sd = int8_state_dict(*model, calibration);
+  }
+  CHECK(sd.at("cnn.3.weight").dtype() == DType::i8);
+  CHECK(sd.at("cnn.0.weight").dtype() == DType::f32);  // one input channel: float32
+  CHECK(sd.at("rnn.weight_hh_l0").dtype() == DType::i8);  // stored in int8 only
+  CHECK_FALSE(sd.count("rnn.weight_hh_l0.int8_input"));
+  CHECK(sd.at("fc.weight").dtype() == DType::i8);
+  const std::string path = (dir.path / "m8.safetensors").string();
+  save_model_file(path, sd, small_info(*model));
+
+  const ModelFile f = load_model_file(path);
+  CHECK(is_int8_state_dict(f.weights));
+  auto loaded = build_recognizer("crnn", f.info->config, f.weights, path);
+  auto* crnn = dynamic_cast<CRNN*>(loaded.get());
+  REQUIRE(crnn);
+  CHECK(crnn->fc->int8);
+  CHECK(crnn->rnn->int8_input.size() == 4);
+  CHECK(dynamic_cast<Conv2d&>((*crnn->cnn)[3]).int8);
+  CHECK_FALSE(dynamic_cast<Conv2d&>((*crnn->cnn)[0]).int8);
+
+  set_grad_enabled(false);
+  const Tensor y8 = loaded->forward(x), yf = model->forward(x);
+  set_grad_enabled(true);
+  const auto a = y8.to_vector<float>(), b = yf.to_vector<float>();
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, (double)std::fabs(a[i] - b[i])), scale = std::max(scale, (double)std::fabs(b[i]));
+  INFO("worst |int8 - float| " << worst << " of logits up to " << scale);
+  CHECK(worst < 0.05 * scale);
+  CHECK(worst > 0);  // it did compute in int8
+  // With gradients the same model computes in float32 on the dequantized weights.
+  const Tensor yg = loaded->forward(x);
+  CHECK(yg.to_vector<float>() != a);
+}
+
+TEST_CASE("a damaged int8 model file is refused with what is wrong", "[int8]") {
+  auto model = small_crnn();
+  StateDict sd;
+  {
+    Int8Calibration calibration(99.9);
+    calibration.add_model(*model);
+    NoGradGuard no_grad;
+    model->forward(random_tensor({2, 1, 32, 40}, -1, 1, 2));
+    sd = int8_state_dict(*model, calibration);
+  }
+  const Json config = model->config_json();
+  auto build = [&](const StateDict& w) { return build_recognizer("crnn", config, w, "m8.safetensors"); };
+  CHECK_NOTHROW(build(sd));
+  StateDict no_scale = sd;
+  no_scale.erase("cnn.6.weight.int8_scale");
+  CHECK_THROWS_WITH(build(no_scale), Catch::Contains("cnn.6.weight.int8_scale"));
+  StateDict no_input = sd;
+  no_input.erase("fc.weight.int8_input");
+  CHECK_THROWS_WITH(build(no_input), Catch::Contains("fc.weight.int8_input"));
+  StateDict bad_code = sd;
+  {
+    std::vector<int8_t> c = bad_code.at("cnn.9.weight").to_vector<int8_t>();
+    c[0] = -128;
+    bad_code["cnn.9.weight"] = Tensor::from_vector(c, bad_code.at("cnn.9.weight").shape());
+  }
+  CHECK_THROWS_WITH(build(bad_code), Catch::Contains("-128"));
+  StateDict bad_scale = sd;
+  bad_scale["cnn.9.weight.int8_scale"] = Tensor::full({bad_scale.at("cnn.9.weight").size(0)}, -1.f);
+  CHECK_THROWS_WITH(build(bad_scale), Catch::Contains("not positive"));
+  StateDict stray = sd;
+  const int64_t bn = stray.at("cnn.7.weight").numel();
+  stray["cnn.7.weight"] = Tensor::from_vector(std::vector<int8_t>((size_t)bn, 1), {bn});
+  stray["cnn.7.weight.int8_scale"] = Tensor::ones({bn});
+  CHECK_THROWS_WITH(build(stray), Catch::Contains("cnn.7.weight"));
+  StateDict half_lstm = sd;
+  half_lstm["rnn.weight_ih_l0_reverse"] = dequantize_weight(sd.at("rnn.weight_ih_l0_reverse"), sd.at("rnn.weight_ih_l0_reverse.int8_scale"));
+  CHECK_THROWS_WITH(build(half_lstm), Catch::Contains("all or none"));
+  CHECK_THROWS_WITH(Tensor::from_vector(std::vector<int8_t>{1, 2, 3}, {3}).clone(),
+                    Catch::Contains("quantized weight codes only"));
+}
+
+TEST_CASE("ocrt-quantize writes an int8 file a quarter the size that ocrt-infer reads like the float one", "[int8][cli]") {
+  TempDir dir("int8-cli");
+  const std::string src = OCRT_SOURCE_DIR, out = (dir.path / "crnn-s-int8.safetensors").string();
+  std::string said;
+  REQUIRE(run_command(program("ocrt-quantize") + " --weights " + src + "/weights/crnn-s-en.safetensors --out " + out +
+                          " " + src + "/samples/lines 2>&1",
+                      &said) == 0);
+  INFO(said);
+  CHECK_THAT(said, Catch::Contains("12 calibration lines"));
+  const double ratio = (double)std::filesystem::file_size(src + "/weights/crnn-s-en.safetensors") /
+                       (double)std::filesystem::file_size(out);
+  CHECK(ratio > 3.8);
+  std::string text8, textf;
+  REQUIRE(run_command(program("ocrt-infer") + " --threads 2 --weights " + out + " " + src + "/samples/lines 2>&1", &text8) == 0);
+  REQUIRE(run_command(program("ocrt-infer") + " --threads 2 --weights " + src + "/weights/crnn-s-en.safetensors " + src +
+                          "/samples/lines 2>&1",
+                      &textf) == 0);
+  INFO(text8);
+  CHECK_THAT(text8, Catch::Contains("int8"));
+  CHECK_THAT(text8, Catch::Contains("Please call"));
+  // Refusals: a model that is int8 already, and bf16 with an int8 file.
+  CHECK(run_command(program("ocrt-quantize") + " --weights " + out + " --out " + out + ".2 " + src + "/samples/lines 2>&1",
+                    &said) == 2);
+  CHECK_THAT(said, Catch::Contains("already an int8 model file"));
+  CHECK(run_command(program("ocrt-infer") + " --precision bf16 --weights " + out + " " + src + "/samples/lines 2>&1",
+                    &said) != 0);
+  CHECK_THAT(said, Catch::Contains("bf16"));
+}

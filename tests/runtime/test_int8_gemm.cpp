@@ -1,0 +1,140 @@
+// Tests for runtime/cpu/int8_gemm.h: the kernel of this machine's path against the plain loops
+// and against sums computed here from the unpacked codes, bit for bit (integer sums are exact, and
+// the epilogue rounds once), on every edge of the 6 x 16 tile and of K's steps of 4; the
+// transposed store; threads; and the quantizer on ties, limits and NaN. ctest runs these under
+// each OCRT_CPU_ISA the machine has (tests/CMakeLists.txt, cpu_path_*).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "runtime/cpu/int8_gemm.h"
+
+using namespace ocrt;
+using namespace ocrt::cpu;
+
+namespace {
+
+struct Case {
+  int64_t M, N, K;
+  std::vector<uint8_t> a;  // M x Kp activation codes, 0..127 (past K too)
+  std::vector<int8_t> w;   // N x K weight codes, -127..127
+  std::vector<float> scale, bias;
+  std::vector<int32_t> offset;
+  int64_t Kp() const { return (K + 3) / 4 * 4; }
+};
+
+Case make_case(int64_t M, int64_t N, int64_t K, uint32_t seed, bool extremes = false) {
+  std::mt19937 rng(seed);
+  Case c{M, N, K, {}, {}, {}, {}, {}};
+  std::uniform_int_distribution<int> act(0, 127), wt(-127, 127);
+  c.a.resize((size_t)(M * c.Kp()));
+  for (auto& v : c.a) v = (uint8_t)(extremes ? 127 : act(rng));
+  c.w.resize((size_t)(N * K));
+  for (size_t i = 0; i < c.w.size(); ++i) c.w[i] = (int8_t)(extremes ? (i % 2 ? 127 : -127) : wt(rng));
+  std::uniform_real_distribution<float> s(1e-4f, 1e-2f), b(-1, 1);
+  std::uniform_int_distribution<int32_t> off(-5000, 5000);
+  for (int64_t j = 0; j < N; ++j) c.scale.push_back(s(rng)), c.bias.push_back(b(rng)), c.offset.push_back(off(rng));
+  return c;
+}
+
+// y (M x N, row-major) from the unpacked codes: the exact integer sum, then the epilogue's fma.
+std::vector<float> expected(const Case& c) {
+  std::vector<float> y((size_t)(c.M * c.N));
+  for (int64_t i = 0; i < c.M; ++i)
+    for (int64_t j = 0; j < c.N; ++j) {
+      int64_t s = 0;
+      for (int64_t k = 0; k < c.K; ++k) s += (int64_t)c.a[(size_t)(i * c.Kp() + k)] * c.w[(size_t)(j * c.K + k)];
+      REQUIRE(std::llabs(s) < (int64_t(1) << 31));
+      y[(size_t)(i * c.N + j)] = std::fma((float)(int32_t)(s - c.offset[(size_t)j]), c.scale[(size_t)j], c.bias[(size_t)j]);
+    }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("int8_gemm equals the exact integer sums bit for bit on every edge of the tile and of K", "[int8]") {
+  INFO("kernel: " << int8_gemm_kernel_name());
+  uint32_t seed = 1;
+  for (int64_t M : {1, 5, 6, 7, 13, 24, 25, 49})
+    for (int64_t N : {1, 8, 15, 16, 17, 33})
+      for (int64_t K : {1, 3, 4, 5, 8, 63, 129}) {
+        INFO("M " << M << " N " << N << " K " << K);
+        const Case c = make_case(M, N, K, seed++);
+        const Int8PackedWeights B(K, N, c.w.data(), K, 1);
+        REQUIRE(B.padded_rows() == c.Kp());
+        const Int8Epilogue e{c.scale.data(), c.offset.data(), c.bias.data()};
+        std::vector<float> y((size_t)(M * N), -7.f), ref((size_t)(M * N), -7.f);
+        int8_gemm(M, int8_rows(c.a.data(), c.Kp(), c.Kp()), B, e, y.data(), N, 1);
+        int8_gemm_reference(M, int8_rows(c.a.data(), c.Kp(), c.Kp()), B, e, ref.data(), N, 1);
+        const std::vector<float> want = expected(c);
+        CHECK(y == want);
+        CHECK(ref == want);
+      }
+}
+
+TEST_CASE("int8_gemm's largest products do not saturate, and the transposed store and threads give the same bits", "[int8]") {
+  // Every activation code 127 and weight codes +-127: vpmaddubsw's pairs reach 2 x 127 x 127.
+  for (bool extremes : {true, false}) {
+    const Case c = make_case(200, 37, 2304, 99, extremes);
+    const Int8PackedWeights B(c.K, c.N, c.w.data(), c.K, 1);
+    const Int8Epilogue e{c.scale.data(), c.offset.data(), c.bias.data()};
+    const std::vector<float> want = expected(c);
+    std::vector<float> y((size_t)(c.M * c.N)), yt((size_t)(c.M * c.N)), serial((size_t)(c.M * c.N));
+    int8_gemm(c.M, int8_rows(c.a.data(), c.Kp(), c.Kp()), B, e, y.data(), c.N, 1, true);
+    int8_gemm(c.M, int8_rows(c.a.data(), c.Kp(), c.Kp()), B, e, serial.data(), c.N, 1, false);
+    int8_gemm(c.M, int8_rows(c.a.data(), c.Kp(), c.Kp()), B, e, yt.data(), 1, c.M);  // y^T (N x M)
+    CHECK(y == want);
+    CHECK(serial == want);
+    bool transposed_ok = true;
+    for (int64_t i = 0; i < c.M; ++i)
+      for (int64_t j = 0; j < c.N; ++j) transposed_ok &= yt[(size_t)(j * c.M + i)] == want[(size_t)(i * c.N + j)];
+    CHECK(transposed_ok);
+  }
+}
+
+TEST_CASE("int8_gemm: null offset and bias are zeros, and packed weights refuse -128 and a K that could overflow", "[int8]") {
+  const Case c = make_case(7, 9, 11, 5);
+  const Int8PackedWeights B(c.K, c.N, c.w.data(), c.K, 1);
+  std::vector<float> y((size_t)(c.M * c.N));
+  int8_gemm(c.M, int8_rows(c.a.data(), c.Kp(), c.Kp()), B, Int8Epilogue{c.scale.data(), nullptr, nullptr}, y.data(), c.N, 1);
+  Case z = c;
+  std::fill(z.offset.begin(), z.offset.end(), 0);
+  std::fill(z.bias.begin(), z.bias.end(), 0.f);
+  CHECK(y == expected(z));
+  std::vector<int8_t> bad = c.w;
+  bad[3] = -128;
+  CHECK_THROWS_WITH(Int8PackedWeights(c.K, c.N, bad.data(), c.K, 1), Catch::Contains("below -127"));
+  CHECK_THROWS_WITH(Int8PackedWeights(140000, 0, bad.data(), 1, 1), Catch::Contains("overflow"));
+  CHECK_THROWS_WITH(int8_gemm(c.M, int8_rows(c.a.data(), c.Kp(), c.Kp()), B, Int8Epilogue{}, y.data(), c.N, 1),
+                    Catch::Contains("scale"));
+}
+
+TEST_CASE("int8_quantize rounds to nearest even, clamps, maps NaN to the lowest code, as the plain loop does", "[int8]") {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> x = {0.f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 126.5f, 127.4f, 200.f, -200.f, inf, -inf, nan,
+                          62.5f, 63.5f, -63.5f, 1e-30f, -1e-30f, 3.49999f};
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-150, 150);
+  for (int i = 0; i < 1000; ++i) x.push_back(u(rng));
+  struct Range {
+    int lo, hi, offset;
+  };
+  for (const Range r : {Range{0, 127, 0}, Range{-63, 63, 64}}) {
+    std::vector<uint8_t> fast(x.size()), ref(x.size());
+    int8_quantize(x.data(), (int64_t)x.size(), 1.0f, r.lo, r.hi, r.offset, fast.data());
+    int8_quantize_reference(x.data(), (int64_t)x.size(), 1.0f, r.lo, r.hi, r.offset, ref.data());
+    CHECK(fast == ref);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double want = std::isnan(x[i]) ? r.lo : std::clamp<double>(std::nearbyint(x[i]), r.lo, r.hi);
+      CHECK((int)ref[i] - r.offset == (int)want);
+    }
+  }
+  std::vector<uint8_t> out(4);
+  CHECK((int)(int8_quantize(x.data(), 4, 1.0f, 0, 127, 0, out.data()), out[1]) == 0);   // 0.5 -> 0 (even)
+  CHECK((int)(int8_quantize(x.data(), 4, 1.0f, 0, 127, 0, out.data()), out[3]) == 2);   // 2.5 -> 2
+  CHECK_THROWS_WITH(int8_quantize(x.data(), 4, 1.0f, -63, 63, 0, out.data()), Catch::Contains("do not fit"));
+}
