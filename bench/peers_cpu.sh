@@ -19,6 +19,10 @@
 # AVX512_BF16 or AMX), ONNX Runtime, OpenVINO as it comes, OpenVINO forced to f32, PyTorch;
 # the load average is logged before each. The table gives medians over the rounds. It is
 # printed, not written into bench/results/: record figures from a quiet machine by hand.
+#
+# INT8=1 adds ocrt-infer on an int8 model file (docs/int8.md) made from WEIGHTS by ocrt-quantize
+# with 300 calibration lines that ocrt-synth renders in the training fonts (train/fonts/
+# en-train.txt, seed 777: other fonts and texts than the measured lines); INT8=FILE uses FILE.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build-infer}
@@ -68,6 +72,22 @@ else
   echo "peers_cpu.sh: no ocrt-infer --precision bf16 run (its help: $(grep -o -- '--precision [^ ]*' <<< "$HELP" ||
     echo 'no --precision'); CPU flags: ${FLAGS:-neither avx512_bf16 nor amx})" >&2
 fi
+INT8=${INT8:-}
+if [[ $INT8 == 1 ]]; then
+  need "$BUILD/ocrt-quantize"
+  need "$BUILD/ocrt-synth"
+  rm -rf "$OUT/calib" "$OUT/calib-fonts"
+  mkdir -p "$OUT/calib-fonts"
+  grep -v '^#' train/fonts/en-train.txt | grep . | while read -r f; do
+    [[ $f == /* ]] || f=/usr/share/fonts/$f
+    [[ -f $f ]] && ln -sf "$f" "$OUT/calib-fonts/"
+  done
+  "$BUILD/ocrt-synth" --out "$OUT/calib" --count 300 --fonts "$OUT/calib-fonts" --seed 777 --degrade scan \
+      --min-chars 10 --max-chars 50 --height 20:40 >&2
+  INT8=$OUT/$(basename "$WEIGHTS" .safetensors)-int8.safetensors
+  "$BUILD/ocrt-quantize" --weights "$WEIGHTS" --out "$INT8" --threads $THREADS "$OUT/calib/labels.txt" >&2
+fi
+[[ -z $INT8 ]] || PROGRAMS+=(ocrt-int8)
 PROGRAMS+=(ort openvino openvino-f32 torch)
 
 "$PY" bench/peer_infer.py --weights "$WEIGHTS" --export > "$OUT/onnx-path.txt"
@@ -88,6 +108,9 @@ rm -rf "$OUT"/round*   # a previous run's rounds would join the medians
 for r in $(seq "$ROUNDS"); do
   for p in "${PROGRAMS[@]}"; do
     case $p in
+      ocrt-int8)
+        run "$p" "$r" "$BUILD/ocrt-infer" --weights "$INT8" --threads $THREADS --batch $BATCH \
+            --list "$OUT/list.txt" ;;
       ocrt-*)
         run "$p" "$r" "$BUILD/ocrt-infer" --weights "$WEIGHTS" --threads $THREADS --batch $BATCH \
             --precision "${p#ocrt-}" --list "$OUT/list.txt" ;;

@@ -25,7 +25,7 @@ namespace {
 
 struct Args {
   std::string weights, out;
-  double percentile = 99.99;
+  double percentile = 99.999;
   int threads = 0;
   int64_t batch = 32, max_lines = 0;
   std::vector<std::pair<bool, std::string>> inputs;  // (is a --list file, path)
@@ -45,7 +45,7 @@ Calibration lines: image files, label files (path<TAB>text), folders, --list FIL
   p.add(cli::text("--weights", "FILE", a.weights, "the float model file to quantize (a recogniser)"));
   p.add(cli::text("--out", "FILE", a.out, "where to write the int8 model file (written atomically)"));
   p.add(cli::real("--percentile", "P", a.percentile, cli::Range{50, 100},
-                  "a layer's input range is this percentile of the |values| it saw (99.99);\n"
+                  "a layer's input range is this percentile of the |values| it saw (99.999);\n"
                   "100 takes the largest value"));
   p.add(cli::integer("--max-lines", "N", a.max_lines, 0, 1000000000, "use at most N calibration lines (0: all)"));
   p.add(cli::integer("--batch", "N", a.batch, 1, 4096, "lines per batch (32)"));

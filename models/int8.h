@@ -111,7 +111,7 @@ bool int8_stored_only(const Module& module, const std::string& name);
 // are known by name.
 class Int8Calibration {
  public:
-  explicit Int8Calibration(double percentile = 99.99);
+  explicit Int8Calibration(double percentile = 99.999);
   ~Int8Calibration();
   Int8Calibration(const Int8Calibration&) = delete;
   Int8Calibration& operator=(const Int8Calibration&) = delete;

@@ -308,4 +308,11 @@ TEST_CASE("ocrt-quantize writes an int8 file a quarter the size that ocrt-infer 
   CHECK(run_command(program("ocrt-infer") + " --precision bf16 --weights " + out + " " + src + "/samples/lines 2>&1",
                     &said) != 0);
   CHECK_THAT(said, Catch::Contains("bf16"));
+  CHECK(help_flags("ocrt-quantize").size() >= 7);
+  CHECK(undocumented_flags("ocrt-quantize").empty());
+  check_refusals("ocrt-quantize", program("ocrt-quantize"), 2,
+                 {{" --out x.safetensors " + src + "/samples/lines", "--weights FILE is required"},
+                  {" --weights " + out + " --out y.safetensors", "no calibration lines"},
+                  {" --weights " + out + " --out y.safetensors --percentile 20 a.png", "--percentile"},
+                  {" --weights /nonexistent.safetensors --out y.safetensors a.png", "cannot load the model file"}});
 }
