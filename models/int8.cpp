@@ -116,7 +116,8 @@ Tensor Int8Linear::forward(const Tensor& x) const {
              dtype_name(x.dtype()), " on ", x.device().str());
   const Tensor xc = x.contiguous();
   const int64_t M = xc.numel() / in_;
-  std::vector<uint8_t> codes((size_t)(M * kp_), (uint8_t)input_.offset());
+  thread_local std::vector<uint8_t> codes;  // kept per thread between calls, as Int8Conv2d's
+  codes.assign((size_t)(M * kp_), (uint8_t)input_.offset());
   const float* xp = xc.data<float>();
   for (int64_t i = 0; i < M; ++i) int8_quantize_input(xp + i * in_, in_, input_, codes.data() + i * kp_);
   Shape shape = x.shape();
@@ -157,7 +158,7 @@ Int8Conv2d::Int8Conv2d(const Tensor& codes, const Tensor& scales, const Tensor& 
   make_epilogue(input_, scales, bias, packed_, scale_, bias_, offset_);
 }
 
-Tensor Int8Conv2d::forward(const Tensor& x) const {
+Tensor Int8Conv2d::forward(const Tensor& x, const Int8PostOps& post) const {
   OCRT_CHECK(x.device().is_cpu() && x.dtype() == DType::f32 && x.dim() == 4 && x.size(1) == c_,
              "Int8Conv2d: expected a float32 CPU input (N, ", c_, ", H, W), got ", shape_str(x.shape()), " ",
              dtype_name(x.dtype()), " on ", x.device().str());
@@ -173,11 +174,27 @@ Tensor Int8Conv2d::forward(const Tensor& x) const {
   const uint8_t zero = (uint8_t)input_.offset();
   const float* xp = xc.data<float>();
   float* yp = y.data<float>();
-  const cpu::Int8Epilogue e{scale_.data(), offset_.data(), bias_.data()};
+  cpu::Int8Epilogue e{scale_.data(), offset_.data(), bias_.data(), post.relu};
+  std::vector<float> fused_scale, fused_bias;
+  if (post.affine.first.defined()) {
+    const Tensor &a = post.affine.first, &b = post.affine.second;
+    OCRT_CHECK(a.dtype() == DType::f32 && b.dtype() == DType::f32 && a.numel() == cout_ && b.numel() == cout_,
+               "Int8Conv2d: the affine map after it needs ", cout_, " float32 scales and shifts");
+    const std::vector<float> va = a.contiguous().to_vector<float>(), vb = b.contiguous().to_vector<float>();
+    fused_scale.resize((size_t)cout_), fused_bias.resize((size_t)cout_);
+    for (size_t o = 0; o < (size_t)cout_; ++o) {
+      fused_scale[o] = scale_[o] * va[o];
+      fused_bias[o] = std::fma(bias_[o], va[o], vb[o]);
+    }
+    e.scale = fused_scale.data(), e.bias = fused_bias.data();
+  }
 
   auto image = [&](int64_t n, bool parallel_gemm) {
     // The image's codes, channels last, with the padding's rows and columns at the code of 0.
-    std::vector<uint8_t> planes((size_t)(c_ * H * W)), xq((size_t)(Hp * Wp * cp), zero);
+    // Kept per thread between calls: fresh pages for every image cost more than the copy.
+    thread_local std::vector<uint8_t> planes, xq;
+    planes.resize((size_t)(c_ * H * W));
+    xq.assign((size_t)(Hp * Wp * cp), zero);
     int8_quantize_input(xp + n * c_ * H * W, c_ * H * W, input_, planes.data());
     for (int64_t h = 0; h < H; ++h)
       for (int64_t w = 0; w < W; ++w) {

@@ -83,12 +83,22 @@ class Int8Linear {
   std::vector<int32_t> offset_;
 };
 
+// What an int8 convolution may apply to its output in its epilogue: an eval-mode BatchNorm's
+// per-channel affine map (scale, shift: float32 (Cout) tensors) and then a ReLU.
+struct Int8PostOps {
+  std::pair<Tensor, Tensor> affine;
+  bool relu = false;
+};
+
 // conv2d(x, W, b) with one group, for x (N, C, H, W) float32 on the CPU, in int8.
 class Int8Conv2d {
  public:
   Int8Conv2d(const Tensor& codes, const Tensor& scales, const Tensor& bias, const Conv2dOptions& options,
              Int8Input input);
-  Tensor forward(const Tensor& x) const;
+  Tensor forward(const Tensor& x) const { return forward(x, Int8PostOps{}); }
+  // relu(conv(x) * scale + shift): the same values as the three layers one after the other, up to
+  // float32 rounding (the affine map is folded into the epilogue's scale and bias).
+  Tensor forward(const Tensor& x, const Int8PostOps& post) const;
 
  private:
   int64_t cout_, c_, cp_, kh_, kw_;

@@ -99,14 +99,20 @@ void BatchNorm2d::normalize_in_place(const Tensor& y) const {
   OCRT_CHECK(!is_training() && y.dim() == 4 && y.size(1) == weight.numel(),
              "BatchNorm2d::normalize_in_place: eval mode and (N, ", weight.numel(), ", H, W) only, got ",
              shape_str(y.shape()));
+  const auto [scale, shift] = eval_affine();
+  const int64_t C = weight.numel();
+  mul_(y, scale.reshape({1, C, 1, 1}));
+  add_(y, shift.reshape({1, C, 1, 1}));
+}
+
+std::pair<Tensor, Tensor> BatchNorm2d::eval_affine() const {
+  OCRT_CHECK(!is_training(), "BatchNorm2d::eval_affine: eval mode only");
   NoGradGuard no_grad;
   // y * scale + shift, with scale = weight / sqrt(var + eps) and shift = bias - mean * scale:
   // the per-channel affine map that batch_norm applies in eval mode.
   const Tensor scale = div(weight, sqrt(add(running_var, eps)));
   const Tensor shift = sub(bias, mul(running_mean, scale));
-  const int64_t C = weight.numel();
-  mul_(y, scale.reshape({1, C, 1, 1}));
-  add_(y, shift.reshape({1, C, 1, 1}));
+  return {scale, shift};
 }
 
 LayerNorm::LayerNorm(Shape shape, double eps, bool affine) : normalized_shape(std::move(shape)), eps(eps) {
@@ -198,7 +204,9 @@ AttentionResult MultiheadAttention::forward(const Tensor& query, const Tensor& k
 
 Tensor Sequential::forward(const Tensor& x) {
   Tensor y = x;
-  for (auto& [name, child] : children()) {
+  const auto& kids = children();
+  for (size_t i = 0; i < kids.size(); ++i) {
+    Module* child = kids[i].second.get();
     // In inference a ReLU, and a BatchNorm in eval mode (a fixed scale and shift per channel),
     // overwrite the activation they get instead of allocating another one, when that
     // activation is this Sequential's own intermediate (not its input) and nothing else holds
@@ -206,12 +214,30 @@ Tensor Sequential::forward(const Tensor& x) {
     // the largest activation (a page's detector head at full resolution, 81 MB a copy).
     const bool own = !grad_enabled() && y.storage() != x.storage() && y.storage().use_count() == 1 &&
                      !y.requires_grad();
-    if (own && dynamic_cast<const ReLU*>(child.get())) {
+    if (own && dynamic_cast<const ReLU*>(child)) {
       relu_(y);
       continue;
     }
-    if (auto* bn = dynamic_cast<BatchNorm2d*>(child.get()); own && bn && !bn->is_training() && y.dim() == 4) {
+    if (auto* bn = dynamic_cast<BatchNorm2d*>(child); own && bn && !bn->is_training() && y.dim() == 4) {
       bn->normalize_in_place(y);
+      continue;
+    }
+    // An int8 convolution takes the eval-mode BatchNorm and the ReLU after it into its
+    // epilogue (models/int8.h): two passes over its output fewer.
+    if (auto* conv = dynamic_cast<Conv2d*>(child);
+        conv && conv->int8 && y.device().is_cpu() && y.dtype() == DType::f32 && !grad_enabled() &&
+        !Int8Calibration::active()) {
+      Int8PostOps post;
+      auto* bn = i + 1 < kids.size() ? dynamic_cast<BatchNorm2d*>(kids[i + 1].second.get()) : nullptr;
+      if (bn && !bn->is_training()) {
+        post.affine = bn->eval_affine();
+        ++i;
+      }
+      if (i + 1 < kids.size() && dynamic_cast<const ReLU*>(kids[i + 1].second.get())) {
+        post.relu = true;
+        ++i;
+      }
+      y = conv->int8->forward(y, post);
       continue;
     }
     y = child->forward(y);

@@ -111,6 +111,8 @@ class BatchNorm2d : public Module {
   // forward returns, as y * scale + shift per channel). nn::Sequential uses it on its own
   // intermediates when grad is off.
   void normalize_in_place(const Tensor& y) const;
+  // That map's scale and shift per channel, float32 on the CPU (eval mode).
+  std::pair<Tensor, Tensor> eval_affine() const;
   Tensor weight, bias, running_mean, running_var, num_batches_tracked;
   const double eps, momentum;
 

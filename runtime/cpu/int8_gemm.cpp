@@ -42,7 +42,8 @@ void store_tile_reference(const int32_t* acc, int64_t i0, int64_t rows, int64_t 
     for (int64_t c = 0; c < cols; ++c) {
       const int64_t j = j0 + c;
       const int32_t s = a[c] - (e.offset ? e.offset[j] : 0);
-      out[c * y_col] = std::fma((float)s, e.scale[j], e.bias ? e.bias[j] : 0.0f);
+      const float v = std::fma((float)s, e.scale[j], e.bias ? e.bias[j] : 0.0f);
+      out[c * y_col] = e.relu ? (v > 0 ? v : 0.0f) : v;
     }
   }
 }
@@ -115,7 +116,8 @@ void store_tile_avx2(const int32_t* acc, int64_t i0, int64_t rows, int64_t j0, i
     const __m256 bias = e.bias ? _mm256_loadu_ps(e.bias + j) : _mm256_setzero_ps();
     for (int64_t r = 0; r < rows; ++r) {
       const __m256i s = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i*)(acc + r * kInt8NR + 8 * h)), off);
-      const __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), scale, bias);
+      __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), scale, bias);
+      if (e.relu) v = _mm256_max_ps(v, _mm256_setzero_ps());
       if (y_col == 1) _mm256_storeu_ps(y + (i0 + r) * y_row + j, v);
       else _mm256_store_ps(tile + r * kInt8NR + 8 * h, v);
     }

@@ -53,11 +53,13 @@ class Int8PackedWeights {
   std::vector<int32_t> sums_;
 };
 
-// Per output column: y = (sum - offset[j]) * scale[j] + bias[j]. offset and bias may be null (0).
+// Per output column: y = (sum - offset[j]) * scale[j] + bias[j], then max(y, 0) with relu. offset
+// and bias may be null (0).
 struct Int8Epilogue {
   const float* scale = nullptr;
   const int32_t* offset = nullptr;
   const float* bias = nullptr;
+  bool relu = false;
 };
 
 // Packs rows i0 .. i0 + rows - 1 of A (rows <= MR) into `panel` in the kernel's order: for each
