@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
     j.set("weights", weights);
     j.set("threads", (double)threads);
     j.set("reps", (double)reps);
+    j.set("precision", predictor.precision());
     j.set("p50_ms", pct(0.50));
     j.set("p90_ms", pct(0.90));
     j.set("p99_ms", pct(0.99));

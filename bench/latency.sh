@@ -13,6 +13,8 @@
 # once to /tmp. Each round runs ocrt, then ONNX Runtime, then OpenVINO as it comes (its default
 # precision for this CPU), each in its own process after its warm-up calls; the table gives each
 # engine's median over the rounds of every figure. Printed, not written into bench/results/.
+# INT8=FILE adds ocrt on that int8 model file (ocrt-quantize; docs/int8.md) after ocrt in each
+# round.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -32,21 +34,25 @@ trap 'rm -rf "$OUT"' EXIT
 for r in $(seq "$ROUNDS"); do
   echo "round $r: load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   "$BUILD/bench_latency" "$LINE" --weights "$WEIGHTS" --threads "$THREADS" --reps "$REPS" > "$OUT/ocrt.$r.json"
+  if [[ -n ${INT8:-} ]]; then
+    "$BUILD/bench_latency" "$LINE" --weights "$INT8" --threads "$THREADS" --reps "$REPS" > "$OUT/ocrt-int8.$r.json"
+  fi
   for e in ort openvino; do
     "$PY" bench/peer_infer.py --weights "$WEIGHTS" --engine $e --threads "$THREADS" --latency "$LINE" \
         --reps "$REPS" > "$OUT/$e.$r.json"
   done
 done
-"$PY" - "$OUT" "$ROUNDS" <<'EOF'
+"$PY" - "$OUT" "$ROUNDS" "${INT8:-}" <<'EOF'
 import json, statistics, sys
-out, rounds = sys.argv[1], int(sys.argv[2])
+out, rounds, int8 = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 print("| engine | precision | p50 ms | p90 ms | p99 ms | mean ms | text |")
 print("| --- | --- | --- | --- | --- | --- | --- |")
-for e in ("ocrt", "ort", "openvino"):
+for e in ("ocrt",) + (("ocrt-int8",) if int8 else ()) + ("ort", "openvino"):
     runs = [json.load(open(f"{out}/{e}.{r}.json")) for r in range(1, rounds + 1)]
     med = {k: statistics.median(run[k] for run in runs) for k in ("p50_ms", "p90_ms", "p99_ms", "mean_ms")}
     v = runs[0].get("versions", {})
-    name = {"ocrt": "ocrt (Predictor)", "ort": "ONNX Runtime " + v.get("onnxruntime", ""),
+    name = {"ocrt": "ocrt (Predictor)", "ocrt-int8": "ocrt (Predictor), int8 file",
+            "ort": "ONNX Runtime " + v.get("onnxruntime", ""),
             "openvino": "OpenVINO " + v.get("openvino", "")}[e]
     print(f"| {name} | {runs[0].get('precision', 'fp32')} | {med['p50_ms']:.2f} | {med['p90_ms']:.2f} | "
           f"{med['p99_ms']:.2f} | {med['mean_ms']:.2f} | {runs[0]['text']} |")

@@ -107,10 +107,6 @@ int main(int argc, char** argv) {
     std::printf("%-32s %-10s %s\n", "int8 weight", "input", "input scale (range)");
     for (const auto& [name, t] : sd) {
       if (t.dtype() != DType::i8) continue;
-      if (!sd.count(name + ".int8_input")) {
-        std::printf("%-32s %-10s %s\n", name.c_str(), "-", "stored in int8, computed in float32");
-        continue;
-      }
       const std::vector<float> in = sd.at(name + ".int8_input").to_vector<float>();
       const bool is_signed = in[1] == 1;
       std::printf("%-32s %-10s %.6g (%.4g)\n", name.c_str(), is_signed ? "signed" : "unsigned", in[0],

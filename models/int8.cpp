@@ -29,8 +29,10 @@ void walk(const Module& m, const std::string& prefix, const std::function<void(c
 
 std::string join(const std::string& prefix, const std::string& name) { return prefix.empty() ? name : prefix + "." + name; }
 
-// Layer l's direction d input weight of an LSTM: "weight_ih_l<l>" or "weight_ih_l<l>_reverse".
+// Layer l's direction d input weight of an LSTM: "weight_ih_l<l>" or "weight_ih_l<l>_reverse";
+// its recurrent weight "weight_hh_l<l>[_reverse]".
 std::string lstm_ih_name(int64_t l, int64_t d) { return "weight_ih_l" + std::to_string(l) + (d ? "_reverse" : ""); }
+std::string lstm_hh_name(int64_t l, int64_t d) { return "weight_hh_l" + std::to_string(l) + (d ? "_reverse" : ""); }
 
 // The per-column epilogue of a layer: scale = input scale x weight scale, offset = the input's
 // code offset x the column's sum of codes, bias or 0.
@@ -245,13 +247,9 @@ bool int8_quantizable(const Module& module, const std::string& name) {
     const int64_t dirs = lstm->options.bidirectional ? 2 : 1;
     for (int64_t l = 0; l < lstm->options.num_layers; ++l)
       for (int64_t d = 0; d < dirs; ++d)
-        if (name == lstm_ih_name(l, d)) return true;
+        if (name == lstm_ih_name(l, d) || name == lstm_hh_name(l, d)) return true;
   }
   return false;
-}
-
-bool int8_stored_only(const Module& module, const std::string& name) {
-  return dynamic_cast<const LSTM*>(&module) && name.rfind("weight_hh_l", 0) == 0;
 }
 
 // ---- calibration ----
@@ -275,7 +273,10 @@ void Int8Calibration::add_model(const Module& model) {
 std::string Int8Calibration::key_of(const Module* m, int64_t index) const {
   auto it = names_.find(m);
   if (it == names_.end()) return "";
-  if (dynamic_cast<const LSTM*>(m)) return join(it->second, lstm_ih_name(index, 0));
+  if (auto* lstm = dynamic_cast<const LSTM*>(m)) {
+    const int64_t L = lstm->options.num_layers;
+    return join(it->second, index < L ? lstm_ih_name(index, 0) : lstm_hh_name(index - L, 0));
+  }
   return join(it->second, "weight");
 }
 
@@ -344,17 +345,13 @@ StateDict int8_state_dict(const Module& model, const Int8Calibration& calibratio
   StateDict sd = model.state_dict();
   walk(model, "", [&](const std::string& prefix, const Module& m) {
     for (const auto& [pname, tensor] : m.named_parameters()) {
-      if (pname.find('.') != std::string::npos) continue;  // own parameters only
-      const bool computed = int8_quantizable(m, pname);
-      if (!computed && !int8_stored_only(m, pname)) continue;
+      if (pname.find('.') != std::string::npos || !int8_quantizable(m, pname)) continue;  // own parameters only
       const std::string full = join(prefix, pname);
       const Int8Weight q = quantize_weight(sd.at(full).contiguous());
+      const Int8Input in = calibration.input_for(full);
       sd[full] = q.codes;
       sd[full + ".int8_scale"] = q.scales;
-      if (computed) {
-        const Int8Input in = calibration.input_for(full);
-        sd[full + ".int8_input"] = Tensor::from_vector(std::vector<float>{in.scale, in.is_signed ? 1.0f : 0.0f}, {2});
-      }
+      sd[full + ".int8_input"] = Tensor::from_vector(std::vector<float>{in.scale, in.is_signed ? 1.0f : 0.0f}, {2});
     }
   });
   return sd;
@@ -421,15 +418,6 @@ void attach_int8(Module& model, const StateDict& weights) {
       used.insert(it->first);
       return &it->second;
     };
-    for (const auto& [pname, t] : m.named_parameters()) {
-      const std::string full = join(prefix, pname);
-      if (pname.find('.') == std::string::npos && int8_stored_only(m, pname) && weights.count(full) &&
-          weights.at(full).dtype() == DType::i8) {
-        OCRT_CHECK(!weights.count(full + ".int8_input"), "int8 model: ", full,
-                   " is computed in float32 and takes no .int8_input");
-        used.insert(full);
-      }
-    }
     if (auto* conv = dynamic_cast<Conv2d*>(&m)) {
       if (const Tensor* c = codes_of("weight")) {
         const std::string n = join(prefix, "weight");
@@ -443,24 +431,31 @@ void attach_int8(Module& model, const StateDict& weights) {
       }
     } else if (auto* lstm = dynamic_cast<LSTM*>(&m)) {
       const int64_t dirs = lstm->options.bidirectional ? 2 : 1, L = lstm->options.num_layers;
-      std::vector<std::shared_ptr<const Int8Linear>> proj((size_t)(L * dirs));
-      int64_t found = 0;
-      for (int64_t l = 0; l < L; ++l)
-        for (int64_t d = 0; d < dirs; ++d)
-          if (const Tensor* c = codes_of(lstm_ih_name(l, d))) {
-            const std::string n = join(prefix, lstm_ih_name(l, d));
-            proj[(size_t)(l * dirs + d)] =
-                std::make_shared<const Int8Linear>(*c, weights.at(n + ".int8_scale"), Tensor(), input_of(weights, n));
-            ++found;
+      for (int which = 0; which < 2; ++which) {  // weight_ih, then weight_hh
+        std::vector<std::shared_ptr<const Int8Linear>> proj((size_t)(L * dirs));
+        int64_t found = 0;
+        for (int64_t l = 0; l < L; ++l)
+          for (int64_t d = 0; d < dirs; ++d) {
+            const std::string pname = which == 0 ? lstm_ih_name(l, d) : lstm_hh_name(l, d);
+            if (const Tensor* c = codes_of(pname)) {
+              const std::string n = join(prefix, pname);
+              proj[(size_t)(l * dirs + d)] =
+                  std::make_shared<const Int8Linear>(*c, weights.at(n + ".int8_scale"), Tensor(), input_of(weights, n));
+              ++found;
+            }
           }
-      OCRT_CHECK(found == 0 || found == L * dirs, "int8 model: ", prefix, " has int8 input weights for ", found, " of ",
-                 L * dirs, " directions (all or none)");
-      if (found) lstm->int8_input = std::move(proj);
+        OCRT_CHECK(found == 0 || found == L * dirs, "int8 model: ", prefix, " has int8 ",
+                   which == 0 ? "input" : "recurrent", " weights for ", found, " of ", L * dirs,
+                   " directions (all or none)");
+        if (found) (which == 0 ? lstm->int8_input : lstm->int8_recurrent) = std::move(proj);
+      }
+      OCRT_CHECK(lstm->int8_recurrent.empty() || !lstm->int8_input.empty(), "int8 model: ", prefix,
+                 " has int8 recurrent weights but float32 input weights");
     }
   });
   for (const auto& [name, t] : weights)
     OCRT_CHECK(t.dtype() != DType::i8 || used.count(name), "int8 model: ", name,
-               " is int8 but is not a weight that int8 computes or stores");
+               " is int8 but is not a weight of a layer that int8 computes");
 }
 
 void load_model_weights(Module& model, const StateDict& weights) {

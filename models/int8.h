@@ -17,21 +17,18 @@
 //     recurrent product, softmax, decoding) stays float32.
 //
 // Which layers: every Conv2d with one group and at least 4 input channels, every Linear, and the
-// LSTM's input projections (weight_ih). Left in float32, and why: a first convolution of 1 to 3
-// channels (its 9-27 products per output are a few percent of the work, and its input is the raw
-// image, whose quantization would be a second rounding of every pixel); the LSTM's recurrent
-// products (an int8 state would need a scale per time step, and their error would compound over
-// the steps); attention's packed projection and its scores.
-//
-// The LSTM's recurrent weights (weight_hh) are stored as int8 codes too, with the same
-// per-channel scales, and computed in float32 from their dequantized values: the file is then a
-// quarter of the float one's size (the recurrent weights are a quarter of crnn-s's parameters).
+// LSTM's input projections (weight_ih) and recurrent products (weight_hh: the state h is
+// o * tanh(c), inside (-1, 1), so one calibrated scale serves every step; on the validation
+// lines the int8 recurrence changes crnn-s's CER by 0.01 points, docs/int8.md). Left in float32,
+// and why: a first convolution of 1 to 3 channels (its 9-27 products per output are a few
+// percent of the work, and its input is the raw image, whose quantization would be a second
+// rounding of every pixel); the LSTM's cell (gates, c, h); attention's packed projection and
+// its scores.
 //
 // Files: an ocrt model file (models/model_file.h) whose training record holds "quantization",
 // and whose quantized weight W is stored as int8 codes under W's own name, with more tensors:
 //   "<W>.int8_scale"  float32 (out): the weight scale of each output channel
-//   "<W>.int8_input"  float32 (2): the input's scale, and 1 if the input is signed else 0 (only
-//                     for weights computed in int8, not for the stored-only recurrent ones)
+//   "<W>.int8_input"  float32 (2): the input's scale, and 1 if the input is signed else 0
 // A float model is never silently read as int8 or back: the codes have dtype int8.
 #pragma once
 
@@ -110,10 +107,9 @@ class Int8Conv2d {
 };
 
 // Whether int8 computes this module's weight `name` (a Conv2d's "weight", a Linear's "weight",
-// an LSTM's "weight_ih_l<k>[_reverse]"), by the rules at the top of this file.
+// an LSTM's "weight_ih_l<k>[_reverse]" and "weight_hh_l<k>[_reverse]"), by the rules at the top
+// of this file.
 bool int8_quantizable(const Module& module, const std::string& name);
-// Whether this weight is stored as int8 codes but computed in float32 (an LSTM's weight_hh).
-bool int8_stored_only(const Module& module, const std::string& name);
 
 // Records the inputs of every layer int8 would quantize, while it lives (one at a time, process
 // wide): Conv2d, Linear and LSTM forward passes report to it (observe), from any thread. Models
@@ -128,8 +124,9 @@ class Int8Calibration {
 
   static Int8Calibration* active();
   void add_model(const Module& model);
-  // The input x of module m's quantizable weight number `index` (0 for conv and linear; the LSTM
-  // layer for an LSTM, whose two directions share an input).
+  // The input x of module m's quantizable weight number `index` (0 for conv and linear; for an
+  // LSTM of L layers, layer l's input is l (its two directions share it) and its recurrent
+  // state, both directions', L + l).
   void observe(const Module* m, int64_t index, const Tensor& x);
 
   // The input of weight `name` ("cnn.3.weight", "rnn.weight_ih_l1_reverse"), from what was seen;

@@ -157,19 +157,31 @@ LSTM::LSTM(int64_t input_size, int64_t hidden_size, Generator& gen, LSTMOptions 
 std::vector<Tensor> LSTM::flat_weights() const { return weights_; }
 
 LSTMOutput LSTM::forward(const Tensor& x, const std::vector<int64_t>& lengths, const Tensor& h0, const Tensor& c0) {
-  const int64_t dirs = options.bidirectional ? 2 : 1, per = options.has_biases ? 4 : 2;
+  const int64_t dirs = options.bidirectional ? 2 : 1, per = options.has_biases ? 4 : 2, L = options.num_layers;
   if (!int8_input.empty() && runs_int8(x)) {
-    auto projection = [this, dirs](const Tensor& in, int64_t l, int64_t d) {
+    LSTMProjections p;
+    p.input = [this, dirs](const Tensor& in, int64_t l, int64_t d) {
       return int8_input[(size_t)(l * dirs + d)]->forward(in);
     };
-    return lstm(x, weights_, options, h0, c0, lengths, projection);
+    if (!int8_recurrent.empty())
+      p.recurrent = [this, dirs](const Tensor& h, int64_t l, int64_t d) {
+        return int8_recurrent[(size_t)(l * dirs + d)]->forward(h);
+      };
+    return lstm(x, weights_, options, h0, c0, lengths, p);
   }
   if (auto* calibration = Int8Calibration::active()) {
-    auto projection = [this, calibration, dirs, per](const Tensor& in, int64_t l, int64_t d) {
+    // Calibration: the same products in float32, their inputs reported (Int8Calibration's
+    // index: layer l's input is l, its recurrent state L + l).
+    LSTMProjections p;
+    p.input = [this, calibration, dirs, per](const Tensor& in, int64_t l, int64_t d) {
       if (d == 0) calibration->observe(this, l, in);
       return matmul(in, weights_[(size_t)((l * dirs + d) * per)].t());
     };
-    return lstm(x, weights_, options, h0, c0, lengths, projection);
+    p.recurrent = [this, calibration, dirs, per, L](const Tensor& h, int64_t l, int64_t d) {
+      calibration->observe(this, L + l, h);
+      return matmul(h, weights_[(size_t)((l * dirs + d) * per + 1)].t());
+    };
+    return lstm(x, weights_, options, h0, c0, lengths, p);
   }
   return lstm(x, weights_, options, h0, c0, lengths);
 }

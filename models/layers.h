@@ -170,9 +170,9 @@ class LSTM : public Module {
   std::vector<Tensor> flat_weights() const;  // in torch.nn.LSTM's _flat_weights order
   const int64_t input_size, hidden_size;
   const LSTMOptions options;
-  // The input projections in int8, one per layer and direction (layer * dirs + dir), or none:
-  // as Linear::int8.
-  std::vector<std::shared_ptr<const Int8Linear>> int8_input;
+  // The input projections and the recurrent products in int8, one per layer and direction
+  // (layer * dirs + dir), or none: as Linear::int8.
+  std::vector<std::shared_ptr<const Int8Linear>> int8_input, int8_recurrent;
 
  protected:
   const char* type_name() const override { return "LSTM"; }

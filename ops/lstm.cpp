@@ -19,6 +19,7 @@
 
 #include <exception>
 #include <functional>
+#include <optional>
 
 #include "ops/backend.h"
 #include "ops/elementwise.h"
@@ -124,7 +125,8 @@ Tensor active_steps(int64_t T, int64_t N, const std::vector<int64_t>& lengths, D
 // starting from the state (h_first, c_first) (N, H). Returns what the backward keeps.
 DirSaved forward_direction(const Tensor& x, const DirWeights& w, bool biases, const Tensor& h_first,
                            const Tensor& c_first, const Tensor& active, int64_t d, const Tensor& out,
-                           const std::function<Tensor()>& projection) {
+                           const std::function<Tensor()>& projection,
+                           const std::function<Tensor(const Tensor&)>& recurrent) {
   const int64_t T = x.size(0), N = x.size(1), In = x.size(2), H = h_first.size(1);
   const DType dt = x.dtype();
   const Device dev = x.device();
@@ -138,11 +140,12 @@ DirSaved forward_direction(const Tensor& x, const DirWeights& w, bool biases, co
   // Contiguous, so that a step of few lines reads its rows straight (runtime/cpu/gemm_loops.inc
   // few_rows), and packed once for the GEMM of every step (MatmulRhsReuse).
   const Tensor w_hh_t = w.w_hh.t().contiguous();
-  const MatmulRhsReuse reuse(w_hh_t, N);
+  std::optional<MatmulRhsReuse> reuse;
+  if (!recurrent) reuse.emplace(w_hh_t, N);
   for (int64_t step = 0; step < T; ++step) {
     const int64_t t = d == 0 ? step : T - 1 - step;
     const Tensor h_prev = state_before(s.hs, h_first, t, d, T), c_prev = state_before(s.cs, c_first, t, d, T);
-    const Tensor gh = matmul(h_prev, w_hh_t);
+    const Tensor gh = recurrent ? recurrent(h_prev) : matmul(h_prev, w_hh_t);
     cell(gx.select(0, t), gh, h_prev, c_prev, active.select(0, t), s.act.select(0, t), s.hs.select(0, t),
          s.cs.select(0, t), out.select(0, t).narrow(1, d * H, H));
   }
@@ -224,7 +227,7 @@ DirGrads backward_direction(const Tensor& x, const DirSaved& s, const DirWeights
 }  // namespace
 
 LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMOptions& opt, const Tensor& h0,
-                const Tensor& c0, const std::vector<int64_t>& lengths, const LSTMInputProjection& input_projection) {
+                const Tensor& c0, const std::vector<int64_t>& lengths, const LSTMProjections& projections) {
   const char* op = "lstm";
   const int64_t H = check_lstm_args(x, weights, opt, h0, c0, lengths);
   const int64_t T = x.size(0), N = x.size(1), L = opt.num_layers, dirs = opt.bidirectional ? 2 : 1;
@@ -251,11 +254,13 @@ LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMO
         NoGradGuard no_grad_here;  // grad mode is per thread
         const int64_t k = l * dirs + d;
         std::function<Tensor()> projection;
-        if (input_projection)
-          projection = [&] { return input_projection(layer_in.view({T * N, layer_in.size(2)}), l, d); };
+        if (projections.input)
+          projection = [&] { return projections.input(layer_in.view({T * N, layer_in.size(2)}), l, d); };
+        std::function<Tensor(const Tensor&)> recurrent;
+        if (projections.recurrent) recurrent = [&](const Tensor& h) { return projections.recurrent(h, l, d); };
         per_dir[(size_t)d] = forward_direction(layer_in, weights_of(w, l, d, dirs, biases), biases,
                                                h_init.select(0, k), c_init.select(0, k), active, d, layer_out,
-                                               projection);
+                                               projection, recurrent);
       };
       for_each_direction(dev, dirs, run_direction);
       for (int64_t d = 0; d < dirs; ++d) {
@@ -275,7 +280,7 @@ LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMO
   TensorList inputs{x, h0, c0};
   inputs.insert(inputs.end(), weights.begin(), weights.end());
   if (any_requires_grad(inputs)) {
-    OCRT_CHECK(!input_projection, op, ": an input projection of its own (int8 inference) has no gradient");
+    OCRT_CHECK(!projections.any(), op, ": projections of its own (int8 inference) have no gradient");
     const bool need_h0 = h0.defined() && h0.requires_grad(), need_c0 = c0.defined() && c0.requires_grad();
     record(op, inputs, {output, h_n, c_n}, [=](const TensorList& grads) {
       TensorList out((size_t)(3 + w.size()));

@@ -29,13 +29,18 @@ struct LSTMOutput {
 // padded positions give 0 and influence nothing.
 // One autograd node covers the whole LSTM; its backward runs through time in fused kernels.
 //
-// input_projection, when set, gives layer l's direction d its input projection x W_ih^T (x:
-// (T*N, In), result (T*N, 4H) float32) in place of the GEMM; the biases are added after as usual.
-// Inference only (the int8 layers of models/int8.h, and their calibration): lstm throws when
-// gradients are wanted with it.
-using LSTMInputProjection = std::function<Tensor(const Tensor& x, int64_t layer, int64_t dir)>;
+// projections, when set, replace the GEMMs of layer l's direction d: `input` gives its input
+// projection x W_ih^T (x: (T*N, In), result (T*N, 4H)), `recurrent` the product of each step
+// h_prev W_hh^T (h_prev: (N, H), result (N, 4H)); the biases are added as usual. Inference only
+// (the int8 layers of models/int8.h, and their calibration): lstm throws when gradients are
+// wanted with them.
+struct LSTMProjections {
+  std::function<Tensor(const Tensor& x, int64_t layer, int64_t dir)> input;
+  std::function<Tensor(const Tensor& h_prev, int64_t layer, int64_t dir)> recurrent;
+  bool any() const { return input || recurrent; }
+};
 LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMOptions& opt,
                 const Tensor& h0 = Tensor(), const Tensor& c0 = Tensor(), const std::vector<int64_t>& lengths = {},
-                const LSTMInputProjection& input_projection = {});
+                const LSTMProjections& projections = {});
 
 }  // namespace ocrt

@@ -49,6 +49,10 @@ void store_tile_reference(const int32_t* acc, int64_t i0, int64_t rows, int64_t 
 }
 
 using Kernel = void (*)(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc);
+// One row of A (its codes at a + q * MR * 4 for step q, inside a packed panel) times one
+// NR-column panel of B: acc[0..NR). For products of fewer rows than MR (an LSTM step at batch 1),
+// where the MR-row kernel would spend most of its work on padding rows.
+using RowKernel = void (*)(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc);
 using Store = void (*)(const int32_t* acc, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const Int8Epilogue& e,
                        float* y, int64_t y_row, int64_t y_col);
 
@@ -68,32 +72,36 @@ void kernel_reference(int64_t steps, const uint8_t* a, const int8_t* b, int32_t*
 }
 
 #if defined(OCRT_INT8_AVX2)
-#pragma GCC push_options
-#pragma GCC target("avx2")
+// Compiled for AVX2 inside these functions only (GCC and clang both honour the attribute), so
+// any x86-64 build has them; best_kernel() calls them only where the path is avx2 or better.
+#define OCRT_AVX2_FN __attribute__((target("avx2,fma")))
+
+// One row's step: the row's 4 codes broadcast, times both B vectors, added to its accumulators.
+OCRT_AVX2_FN inline void row_step(const uint8_t* a, __m256i b0, __m256i b1, __m256i ones, __m256i& lo, __m256i& hi) {
+  int32_t v;
+  std::memcpy(&v, a, 4);
+  const __m256i av = _mm256_set1_epi32(v);
+  lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_maddubs_epi16(av, b0), ones));
+  hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_maddubs_epi16(av, b1), ones));
+}
+
 // Per step of 4 values of k: the two B vectors hold 8 columns x 4 codes each; each row's 4 codes
 // are broadcast to all 8 lanes; vpmaddubsw makes 16 exact int16 pair sums (row codes unsigned,
 // weight codes signed), vpmaddwd by ones adds the pairs into 8 int32, and those are accumulated.
 // 12 accumulators + 2 B vectors + the broadcast + the ones: all 16 registers.
-void kernel_avx2(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc) {
+OCRT_AVX2_FN void kernel_avx2(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
           c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   for (int64_t q = 0; q < steps; ++q) {
     const __m256i b0 = _mm256_load_si256((const __m256i*)b), b1 = _mm256_load_si256((const __m256i*)(b + 32));
     b += 64;
-    auto row = [&](int r, __m256i& lo, __m256i& hi) {
-      int32_t v;
-      std::memcpy(&v, a + r * 4, 4);
-      const __m256i av = _mm256_set1_epi32(v);
-      lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_maddubs_epi16(av, b0), ones));
-      hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_maddubs_epi16(av, b1), ones));
-    };
-    row(0, c00, c01);
-    row(1, c10, c11);
-    row(2, c20, c21);
-    row(3, c30, c31);
-    row(4, c40, c41);
-    row(5, c50, c51);
+    row_step(a + 0, b0, b1, ones, c00, c01);
+    row_step(a + 4, b0, b1, ones, c10, c11);
+    row_step(a + 8, b0, b1, ones, c20, c21);
+    row_step(a + 12, b0, b1, ones, c30, c31);
+    row_step(a + 16, b0, b1, ones, c40, c41);
+    row_step(a + 20, b0, b1, ones, c50, c51);
     a += kInt8MR * 4;
   }
   __m256i* out = (__m256i*)acc;
@@ -105,7 +113,25 @@ void kernel_avx2(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc)
   _mm256_storeu_si256(out + 10, c50), _mm256_storeu_si256(out + 11, c51);
 }
 // The epilogue of a full-width tile, 8 columns at a time (fmadd rounds once, as std::fma).
-void store_tile_avx2(const int32_t* acc, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const Int8Epilogue& e,
+// kernel_avx2's step for one row: 2 loads, 1 broadcast, 2 vpmaddubsw, 2 vpmaddwd, 2 vpaddd.
+// Two steps at a time into separate sums, so that the adds of one chain overlap.
+OCRT_AVX2_FN void row_kernel_avx2(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i lo0 = _mm256_setzero_si256(), hi0 = lo0, lo1 = lo0, hi1 = lo0;
+  int64_t q = 0;
+  for (; q + 2 <= steps; q += 2) {
+    row_step(a, _mm256_load_si256((const __m256i*)b), _mm256_load_si256((const __m256i*)(b + 32)), ones, lo0, hi0);
+    row_step(a + kInt8MR * 4, _mm256_load_si256((const __m256i*)(b + 64)),
+             _mm256_load_si256((const __m256i*)(b + 96)), ones, lo1, hi1);
+    a += 2 * kInt8MR * 4, b += 128;
+  }
+  if (q < steps)
+    row_step(a, _mm256_load_si256((const __m256i*)b), _mm256_load_si256((const __m256i*)(b + 32)), ones, lo0, hi0);
+  _mm256_storeu_si256((__m256i*)acc, _mm256_add_epi32(lo0, lo1));
+  _mm256_storeu_si256((__m256i*)(acc + 8), _mm256_add_epi32(hi0, hi1));
+}
+
+OCRT_AVX2_FN void store_tile_avx2(const int32_t* acc, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const Int8Epilogue& e,
                      float* y, int64_t y_row, int64_t y_col) {
   if (cols != kInt8NR) return store_tile_reference(acc, i0, rows, j0, cols, e, y, y_row, y_col);
   alignas(32) float tile[kInt8MR * kInt8NR];
@@ -129,7 +155,7 @@ void store_tile_avx2(const int32_t* acc, int64_t i0, int64_t rows, int64_t j0, i
   }
 }
 
-void quantize_avx2(const float* x, int64_t n, float inv_scale, int lo, int hi, int offset, uint8_t* codes) {
+OCRT_AVX2_FN void quantize_avx2(const float* x, int64_t n, float inv_scale, int lo, int hi, int offset, uint8_t* codes) {
   const __m256 inv = _mm256_set1_ps(inv_scale), vlo = _mm256_set1_ps((float)lo), vhi = _mm256_set1_ps((float)hi);
   const __m256i off = _mm256_set1_epi32(offset);
   int64_t i = 0;
@@ -142,7 +168,6 @@ void quantize_avx2(const float* x, int64_t n, float inv_scale, int lo, int hi, i
   }
   int8_quantize_reference(x + i, n - i, inv_scale, lo, hi, offset, codes + i);
 }
-#pragma GCC pop_options
 #endif
 
 Kernel best_kernel() {
@@ -153,10 +178,23 @@ Kernel best_kernel() {
 }
 
 void run(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y,
-         int64_t y_row, int64_t y_col, bool parallel, Kernel kernel, Store store) {
+         int64_t y_row, int64_t y_col, bool parallel, Kernel kernel, RowKernel row_kernel, Store store) {
   OCRT_CHECK(e.scale != nullptr, "int8_gemm: the epilogue needs a scale per column");
   if (M <= 0 || B.cols() == 0) return;
   const int64_t Kp = B.padded_rows(), steps = Kp / 4, N = B.cols();
+  if (row_kernel && M < kInt8MR) {
+    // One panel of A, each of its M rows through the row kernel: the same sums, no padding rows.
+    thread_local std::vector<uint8_t> abuf;
+    abuf.resize((size_t)(kInt8MR * Kp));
+    pack_a(0, M, abuf.data());
+    alignas(32) int32_t acc[kInt8MR * kInt8NR];
+    for (int64_t pb = 0; pb < (N + kInt8NR - 1) / kInt8NR; ++pb) {
+      for (int64_t r = 0; r < M; ++r) row_kernel(steps, abuf.data() + r * 4, B.panel(pb), acc + r * kInt8NR);
+      const int64_t j0 = pb * kInt8NR;
+      store(acc, 0, M, j0, std::min(kInt8NR, N - j0), e, y, y_row, y_col);
+    }
+    return;
+  }
   const int64_t panels_a = (M + kInt8MR - 1) / kInt8MR, panels_b = (N + kInt8NR - 1) / kInt8NR;
   const int64_t blocks = (panels_a + kBlockPanels - 1) / kBlockPanels;
   const size_t panel_bytes = (size_t)(kInt8MR * Kp);
@@ -232,12 +270,17 @@ void int8_gemm(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, c
 #else
   const Store store = store_tile_reference;
 #endif
-  run(M, pack_a, B, e, y, y_row, y_col, parallel, kernel, store);
+#if defined(OCRT_INT8_AVX2)
+  const RowKernel row_kernel = kernel == kernel_avx2 ? row_kernel_avx2 : nullptr;
+#else
+  const RowKernel row_kernel = nullptr;
+#endif
+  run(M, pack_a, B, e, y, y_row, y_col, parallel, kernel, row_kernel, store);
 }
 
 void int8_gemm_reference(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e,
                          float* y, int64_t y_row, int64_t y_col) {
-  run(M, pack_a, B, e, y, y_row, y_col, false, kernel_reference, store_tile_reference);
+  run(M, pack_a, B, e, y, y_row, y_col, false, kernel_reference, nullptr, store_tile_reference);
 }
 
 void int8_quantize_reference(const float* x, int64_t n, float inv_scale, int lo, int hi, int offset, uint8_t* codes) {

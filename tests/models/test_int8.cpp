@@ -203,6 +203,7 @@ TEST_CASE("an int8 model file: calibrated, written, read back with its layers in
     model->forward(x);
     CHECK(calibration.values_seen("cnn.3.weight") > 0);
     CHECK(calibration.values_seen("rnn.weight_ih_l1") > 0);
+    CHECK(calibration.values_seen("rnn.weight_hh_l0") > 0);
     CHECK(calibration.input_for("rnn.weight_ih_l1_reverse").is_signed);  // tanh outputs
     CHECK_FALSE(calibration.input_for("cnn.3.weight").is_signed);          // after a ReLU
     CHECK_THROWS_WITH(calibration.input_for("nope.weight"), Catch::Contains("never seen"));
@@ -210,8 +211,8 @@ TEST_CASE("an int8 model file: calibrated, written, read back with its layers in
   }
   CHECK(sd.at("cnn.3.weight").dtype() == DType::i8);
   CHECK(sd.at("cnn.0.weight").dtype() == DType::f32);  // one input channel: float32
-  CHECK(sd.at("rnn.weight_hh_l0").dtype() == DType::i8);  // stored in int8 only
-  CHECK_FALSE(sd.count("rnn.weight_hh_l0.int8_input"));
+  CHECK(sd.at("rnn.weight_hh_l0").dtype() == DType::i8);
+  CHECK(sd.at("rnn.weight_hh_l0.int8_input").to_vector<float>()[1] == 1.0f);  // h is signed
   CHECK(sd.at("fc.weight").dtype() == DType::i8);
   const std::string path = (dir.path / "m8.safetensors").string();
   save_model_file(path, sd, small_info(*model));
@@ -223,6 +224,7 @@ TEST_CASE("an int8 model file: calibrated, written, read back with its layers in
   REQUIRE(crnn);
   CHECK(crnn->fc->int8);
   CHECK(crnn->rnn->int8_input.size() == 4);
+  CHECK(crnn->rnn->int8_recurrent.size() == 4);
   CHECK(dynamic_cast<Conv2d&>((*crnn->cnn)[3]).int8);
   CHECK_FALSE(dynamic_cast<Conv2d&>((*crnn->cnn)[0]).int8);
 
@@ -277,6 +279,10 @@ TEST_CASE("a damaged int8 model file is refused with what is wrong", "[int8]") {
   StateDict half_lstm = sd;
   half_lstm["rnn.weight_ih_l0_reverse"] = dequantize_weight(sd.at("rnn.weight_ih_l0_reverse"), sd.at("rnn.weight_ih_l0_reverse.int8_scale"));
   CHECK_THROWS_WITH(build(half_lstm), Catch::Contains("all or none"));
+  StateDict float_input = sd;
+  for (const char* n : {"rnn.weight_ih_l0", "rnn.weight_ih_l0_reverse", "rnn.weight_ih_l1", "rnn.weight_ih_l1_reverse"})
+    float_input[n] = dequantize_weight(sd.at(n), sd.at(std::string(n) + ".int8_scale"));
+  CHECK_THROWS_WITH(build(float_input), Catch::Contains("float32 input weights"));
   CHECK_THROWS_WITH(Tensor::from_vector(std::vector<int8_t>{1, 2, 3}, {3}).clone(),
                     Catch::Contains("quantized weight codes only"));
 }
