@@ -21,9 +21,12 @@ std::atomic<Int8Calibration*> g_calibration{nullptr};
 
 int64_t round_up4(int64_t x) { return (x + 3) / 4 * 4; }
 
-// Visits module and every module below it with its dotted name ("" for the root).
+// Visits module and every module below it with its dotted name ("" for the root), except
+// what is inside a MultiheadAttention: its out_proj is a Linear whose weight the attention op
+// reads itself (ops/attention.h), never through Linear::forward, so int8 leaves it alone.
 void walk(const Module& m, const std::string& prefix, const std::function<void(const std::string&, const Module&)>& fn) {
   fn(prefix, m);
+  if (dynamic_cast<const MultiheadAttention*>(&m)) return;
   for (const auto& [name, child] : m.children()) walk(*child, prefix.empty() ? name : prefix + "." + name, fn);
 }
 

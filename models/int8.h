@@ -22,8 +22,8 @@
 // lines the int8 recurrence changes crnn-s's CER by 0.01 points, docs/int8.md). Left in float32,
 // and why: a first convolution of 1 to 3 channels (its 9-27 products per output are a few
 // percent of the work, and its input is the raw image, whose quantization would be a second
-// rounding of every pixel); the LSTM's cell (gates, c, h); attention's packed projection and
-// its scores.
+// rounding of every pixel); the LSTM's cell (gates, c, h); attention's projections (the packed
+// one and out_proj, which the attention op reads itself) and its scores.
 //
 // Files: an ocrt model file (models/model_file.h) whose training record holds "quantization",
 // and whose quantized weight W is stored as int8 codes under W's own name, with more tensors:

@@ -13,6 +13,7 @@
 #include "models/layers.h"
 #include "models/model_check.h"
 #include "models/model_file.h"
+#include "models/recognizer.h"
 #include "ops/conv.h"
 #include "ops/linalg.h"
 #include "run_command.h"
@@ -321,4 +322,31 @@ TEST_CASE("ocrt-quantize writes an int8 file a quarter the size that ocrt-infer 
                   {" --weights " + out + " --out y.safetensors", "no calibration lines"},
                   {" --weights " + out + " --out y.safetensors --percentile 20 a.png", "--percentile"},
                   {" --weights /nonexistent.safetensors --out y.safetensors a.png", "cannot load the model file"}});
+}
+
+TEST_CASE("svtr-lite quantizes too: its convolutions and linear layers in int8, close to the float model", "[int8]") {
+  Generator gen(9);
+  auto model = make_recognizer("svtr-lite", 11, gen);
+  model->eval();
+  const Tensor x = random_tensor({2, 1, 32, 64}, -1, 1, 4);
+  StateDict sd;
+  Tensor yf;
+  {
+    Int8Calibration calibration(100);
+    calibration.add_model(*model);
+    NoGradGuard no_grad;
+    yf = model->forward(x);
+    sd = int8_state_dict(*model, calibration);
+  }
+  int64_t int8_tensors = 0;
+  for (const auto& [name, t] : sd) int8_tensors += t.dtype() == DType::i8;
+  CHECK(int8_tensors >= 20);
+  auto loaded = build_recognizer("svtr-lite", model->config_json(), sd, "svtr8.safetensors");
+  NoGradGuard no_grad;
+  const auto a = loaded->forward(x).to_vector<float>(), b = yf.to_vector<float>();
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, (double)std::fabs(a[i] - b[i])), scale = std::max(scale, (double)std::fabs(b[i]));
+  INFO("worst |int8 - float| " << worst << " of logits up to " << scale);
+  CHECK(worst > 0);
+  CHECK(worst < 0.1 * scale);
 }
