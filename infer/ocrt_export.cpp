@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "infer/model_loader.h"
+#include "models/int8.h"
 #include "models/onnx.h"
 #include "models/onnx_export.h"
 #include "ops/conv.h"
@@ -128,6 +129,11 @@ int main(int argc, char** argv) {
     onnx::write_file_atomic(args.onnx, bytes);
     std::fprintf(stderr, "ocrt-export: wrote %s (%s, %lld classes, %.1f MB)\n", args.onnx.c_str(),
                  loaded.arch.c_str(), (long long)model->num_classes(), (double)bytes.size() / 1e6);
+    if (nn::is_int8_state_dict(loaded.weights))
+      std::fprintf(stderr,
+                   "ocrt-export: note: %s is an int8 model file: the graph holds its weights dequantized to float32 "
+                   "(no int8 operators)\n",
+                   args.weights.c_str());
     if (!args.check_input.empty()) {
       set_conv_mode(ConvMode::exact);  // comparisons to 1e-4 should not spend their margin on Winograd's rounding
       run_check(*model, args.check_input, args.check_output, loaded.arch);
