@@ -66,6 +66,14 @@ Tensor abs_t(const Tensor& t) {
   return Tensor::from_vector(v, t.shape());
 }
 
+// The largest |a - b| and the largest |b|: how far an int8 model's logits are from the float ones.
+std::pair<double, double> worst_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, (double)std::fabs(a[i] - b[i])), scale = std::max(scale, (double)std::fabs(b[i]));
+  return {worst, scale};
+}
+
 Tensor scaled(const Tensor& t, float f, float floor = 0) {
   std::vector<float> v = t.contiguous().to_vector<float>();
   for (auto& x : v) x = x * f + floor;
@@ -233,8 +241,7 @@ TEST_CASE("an int8 model file: calibrated, written, read back with its layers in
   const Tensor y8 = loaded->forward(x), yf = model->forward(x);
   set_grad_enabled(true);
   const auto a = y8.to_vector<float>(), b = yf.to_vector<float>();
-  double worst = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, (double)std::fabs(a[i] - b[i])), scale = std::max(scale, (double)std::fabs(b[i]));
+  const auto [worst, scale] = worst_difference(a, b);
   INFO("worst |int8 - float| " << worst << " of logits up to " << scale);
   CHECK(worst < 0.05 * scale);
   CHECK(worst > 0);  // it did compute in int8
@@ -344,8 +351,7 @@ TEST_CASE("svtr-lite quantizes too: its convolutions and linear layers in int8, 
   auto loaded = build_recognizer("svtr-lite", model->config_json(), sd, "svtr8.safetensors");
   NoGradGuard no_grad;
   const auto a = loaded->forward(x).to_vector<float>(), b = yf.to_vector<float>();
-  double worst = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, (double)std::fabs(a[i] - b[i])), scale = std::max(scale, (double)std::fabs(b[i]));
+  const auto [worst, scale] = worst_difference(a, b);
   INFO("worst |int8 - float| " << worst << " of logits up to " << scale);
   CHECK(worst > 0);
   CHECK(worst < 0.1 * scale);
