@@ -26,7 +26,7 @@ namespace {
 
 struct Features {
   bool avx2 = false, fma = false, avx512f = false, avx512bw = false, avx512dq = false, avx512vl = false;
-  bool avx512bf16 = false, amx_tile = false, amx_bf16 = false, amx_int8 = false;
+  bool avx512bf16 = false, avx512vnni = false, amx_tile = false, amx_bf16 = false, amx_int8 = false;
   bool os_avx = false, os_avx512 = false, os_amx = false;  // XCR0 bits
   bool amx_granted = false;                                 // Linux: tile data permitted
   bool split_avx512_fma = false;                            // cpu_avx512_fma_is_split()
@@ -75,6 +75,7 @@ Features detect() {
     f.avx512dq = b & (1u << 17);
     f.avx512bw = b & (1u << 30);
     f.avx512vl = b & (1u << 31);
+    f.avx512vnni = c & (1u << 11);
     f.amx_bf16 = d & (1u << 22);
     f.amx_tile = d & (1u << 24);
     f.amx_int8 = d & (1u << 25);
@@ -128,6 +129,11 @@ CpuIsa best_cpu_isa() {
 
 bool cpu_avx512_fma_is_split() { return features().split_avx512_fma; }
 
+bool cpu_has_avx512_vnni() {
+  const Features& f = features();
+  return cpu_isa() >= CpuIsa::avx512 && f.avx512vnni && f.os_avx512;
+}
+
 bool cpu_isa_supported(CpuIsa isa) { return (int)isa <= (int)best_cpu_isa(); }
 
 CpuIsa cpu_isa() {
@@ -177,6 +183,7 @@ std::string cpu_description() {
   add(f.fma && f.os_avx, "fma");
   add(f.avx512f && f.os_avx512, "avx512f");
   add(f.avx512bw && f.os_avx512, "avx512bw");
+  add(f.avx512vnni && f.os_avx512, "avx512_vnni");
   add(f.avx512bf16 && f.os_avx512, "avx512_bf16");
   add(f.amx_tile && f.os_amx, "amx_tile");
   add(f.amx_bf16 && f.os_amx, "amx_bf16");

@@ -47,6 +47,11 @@ CpuIsa cpu_isa();
 // cpu-bf16.md: 3-40% on CRNN's products). The bf16 kernel gains from vdpbf16ps all the same.
 bool cpu_avx512_fma_is_split();
 
+// Whether the int8 kernels may use AVX512_VNNI (vpdpbusd): the CPU has it and the chosen path
+// (cpu_isa()) is avx512 or above. Every CPU of the avx512bf16 and amx paths has it; of the plain
+// avx512 path, Cascade Lake and later do, Skylake-X does not.
+bool cpu_has_avx512_vnni();
+
 // The CPU's model name and the instruction-set extensions ocrt cares about, for summaries and
 // benchmark records (e.g. "AMD EPYC 9B45: avx2 fma avx512f avx512bw avx512_bf16").
 std::string cpu_description();

@@ -73,7 +73,7 @@ void kernel_reference(int64_t steps, const uint8_t* a, const int8_t* b, int32_t*
 
 #if defined(OCRT_INT8_AVX2)
 // Compiled for AVX2 inside these functions only (GCC and clang both honour the attribute), so
-// any x86-64 build has them; best_kernel() calls them only where the path is avx2 or better.
+// any x86-64 build has them; choose_kernels() takes them only where the path is avx2 or better.
 #define OCRT_AVX2_FN __attribute__((target("avx2,fma")))
 
 // One row's step: the row's 4 codes broadcast, times both B vectors, added to its accumulators.
@@ -168,13 +168,91 @@ OCRT_AVX2_FN void quantize_avx2(const float* x, int64_t n, float inv_scale, int 
   }
   int8_quantize_reference(x + i, n - i, inv_scale, lo, hi, offset, codes + i);
 }
+
+// ---- AVX512_VNNI: vpdpbusd adds the four products of 4 unsigned by 4 signed bytes into each
+// int32 lane in one instruction (no int16 step, nothing to saturate). B's step of 64 bytes is
+// exactly one zmm: the panel's 16 columns, 4 codes each, in column order. Not yet run on a CPU
+// with VNNI (the project's Zen 3 machines lack AVX-512): tests/runtime/test_int8_gemm.cpp checks it
+// against the plain loops, bit for bit, wherever it runs.
+#define OCRT_VNNI_FN __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+OCRT_VNNI_FN inline __m512i broadcast4(const uint8_t* a) {
+  int32_t v;
+  std::memcpy(&v, a, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// The 6 x 16 tile: even and odd steps into two sets of 6 accumulators (12 chains cover
+// vpdpbusd's latency), added at the end.
+OCRT_VNNI_FN void kernel_vnni(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc) {
+  __m512i e0 = _mm512_setzero_si512(), e1 = e0, e2 = e0, e3 = e0, e4 = e0, e5 = e0;
+  __m512i o0 = e0, o1 = e0, o2 = e0, o3 = e0, o4 = e0, o5 = e0;
+  int64_t q = 0;
+  for (; q + 2 <= steps; q += 2) {
+    const __m512i be = _mm512_load_si512((const void*)b), bo = _mm512_load_si512((const void*)(b + 64));
+    const uint8_t* ao = a + kInt8MR * 4;
+    e0 = _mm512_dpbusd_epi32(e0, broadcast4(a + 0), be), o0 = _mm512_dpbusd_epi32(o0, broadcast4(ao + 0), bo);
+    e1 = _mm512_dpbusd_epi32(e1, broadcast4(a + 4), be), o1 = _mm512_dpbusd_epi32(o1, broadcast4(ao + 4), bo);
+    e2 = _mm512_dpbusd_epi32(e2, broadcast4(a + 8), be), o2 = _mm512_dpbusd_epi32(o2, broadcast4(ao + 8), bo);
+    e3 = _mm512_dpbusd_epi32(e3, broadcast4(a + 12), be), o3 = _mm512_dpbusd_epi32(o3, broadcast4(ao + 12), bo);
+    e4 = _mm512_dpbusd_epi32(e4, broadcast4(a + 16), be), o4 = _mm512_dpbusd_epi32(o4, broadcast4(ao + 16), bo);
+    e5 = _mm512_dpbusd_epi32(e5, broadcast4(a + 20), be), o5 = _mm512_dpbusd_epi32(o5, broadcast4(ao + 20), bo);
+    a += 2 * kInt8MR * 4, b += 128;
+  }
+  if (q < steps) {
+    const __m512i be = _mm512_load_si512((const void*)b);
+    e0 = _mm512_dpbusd_epi32(e0, broadcast4(a + 0), be);
+    e1 = _mm512_dpbusd_epi32(e1, broadcast4(a + 4), be);
+    e2 = _mm512_dpbusd_epi32(e2, broadcast4(a + 8), be);
+    e3 = _mm512_dpbusd_epi32(e3, broadcast4(a + 12), be);
+    e4 = _mm512_dpbusd_epi32(e4, broadcast4(a + 16), be);
+    e5 = _mm512_dpbusd_epi32(e5, broadcast4(a + 20), be);
+  }
+  _mm512_storeu_si512((void*)(acc + 0 * kInt8NR), _mm512_add_epi32(e0, o0));
+  _mm512_storeu_si512((void*)(acc + 1 * kInt8NR), _mm512_add_epi32(e1, o1));
+  _mm512_storeu_si512((void*)(acc + 2 * kInt8NR), _mm512_add_epi32(e2, o2));
+  _mm512_storeu_si512((void*)(acc + 3 * kInt8NR), _mm512_add_epi32(e3, o3));
+  _mm512_storeu_si512((void*)(acc + 4 * kInt8NR), _mm512_add_epi32(e4, o4));
+  _mm512_storeu_si512((void*)(acc + 5 * kInt8NR), _mm512_add_epi32(e5, o5));
+}
+
+// One row: four steps at a time into four accumulators.
+OCRT_VNNI_FN void row_kernel_vnni(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc) {
+  __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0;
+  constexpr int64_t da = kInt8MR * 4;
+  int64_t q = 0;
+  for (; q + 4 <= steps; q += 4, a += 4 * da, b += 256) {
+    c0 = _mm512_dpbusd_epi32(c0, broadcast4(a), _mm512_load_si512((const void*)b));
+    c1 = _mm512_dpbusd_epi32(c1, broadcast4(a + da), _mm512_load_si512((const void*)(b + 64)));
+    c2 = _mm512_dpbusd_epi32(c2, broadcast4(a + 2 * da), _mm512_load_si512((const void*)(b + 128)));
+    c3 = _mm512_dpbusd_epi32(c3, broadcast4(a + 3 * da), _mm512_load_si512((const void*)(b + 192)));
+  }
+  for (; q < steps; ++q, a += da, b += 64) c0 = _mm512_dpbusd_epi32(c0, broadcast4(a), _mm512_load_si512((const void*)b));
+  _mm512_storeu_si512((void*)acc, _mm512_add_epi32(_mm512_add_epi32(c0, c1), _mm512_add_epi32(c2, c3)));
+}
 #endif
 
-Kernel best_kernel() {
+// The kernels this machine runs (chosen once, from the path and the CPU's features).
+struct Kernels {
+  Kernel tile = kernel_reference;
+  RowKernel row = nullptr;
+  Store store = store_tile_reference;
+  bool quantize_avx2 = false;
+  const char* name = "plain loops";
+};
+
+Kernels choose_kernels() {
+  Kernels k;
 #if defined(OCRT_INT8_AVX2)
-  if (cpu_isa() >= CpuIsa::avx2) return kernel_avx2;
+  if (cpu_isa() >= CpuIsa::avx2) k = {kernel_avx2, row_kernel_avx2, store_tile_avx2, true, "avx2 (vpmaddubsw)"};
+  if (cpu_has_avx512_vnni()) k.tile = kernel_vnni, k.row = row_kernel_vnni, k.name = "avx512-vnni (vpdpbusd)";
 #endif
-  return kernel_reference;
+  return k;
+}
+
+const Kernels& kernels() {
+  static const Kernels k = choose_kernels();
+  return k;
 }
 
 void run(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y,
@@ -264,18 +342,8 @@ Int8PackA int8_rows(const uint8_t* a, int64_t lda, int64_t Kp) {
 
 void int8_gemm(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y,
                int64_t y_row, int64_t y_col, bool parallel) {
-  const Kernel kernel = best_kernel();
-#if defined(OCRT_INT8_AVX2)
-  const Store store = kernel == kernel_avx2 ? store_tile_avx2 : store_tile_reference;
-#else
-  const Store store = store_tile_reference;
-#endif
-#if defined(OCRT_INT8_AVX2)
-  const RowKernel row_kernel = kernel == kernel_avx2 ? row_kernel_avx2 : nullptr;
-#else
-  const RowKernel row_kernel = nullptr;
-#endif
-  run(M, pack_a, B, e, y, y_row, y_col, parallel, kernel, row_kernel, store);
+  const Kernels& k = kernels();
+  run(M, pack_a, B, e, y, y_row, y_col, parallel, k.tile, k.row, k.store);
 }
 
 void int8_gemm_reference(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e,
@@ -295,13 +363,13 @@ void int8_quantize(const float* x, int64_t n, float inv_scale, int lo, int hi, i
   OCRT_CHECK(lo <= hi && lo + offset >= 0 && hi + offset <= 255, "int8_quantize: codes ", lo, "..", hi, " + ", offset,
              " do not fit a byte");
 #if defined(OCRT_INT8_AVX2)
-  if (best_kernel() == kernel_avx2) return quantize_avx2(x, n, inv_scale, lo, hi, offset, codes);
+  if (kernels().quantize_avx2) return quantize_avx2(x, n, inv_scale, lo, hi, offset, codes);
 #endif
   int8_quantize_reference(x, n, inv_scale, lo, hi, offset, codes);
 }
 
-bool int8_gemm_simd() { return best_kernel() != kernel_reference; }
+bool int8_gemm_simd() { return kernels().tile != kernel_reference; }
 
-const char* int8_gemm_kernel_name() { return int8_gemm_simd() ? "avx2 (vpmaddubsw)" : "plain loops"; }
+const char* int8_gemm_kernel_name() { return kernels().name; }
 
 }  // namespace ocrt::cpu

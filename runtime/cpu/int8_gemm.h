@@ -13,9 +13,10 @@
 // 133,000 (the constructor checks K).
 //
 // Paths (runtime/cpu_isa.h): avx2 and up run the vpmaddubsw kernel (a 6 x 16 tile, two products
-// per byte pair, the int16 pairs widened by vpmaddwd: on Zen 3 twice float32's FMA rate); generic
-// runs the plain loops. AVX-512 VNNI (vpdpbusd, one instruction for four products) is not written
-// yet: those CPUs take the AVX2 kernel.
+// per byte pair, the int16 pairs widened by vpmaddwd: on Zen 3 twice float32's FMA rate); CPUs
+// with AVX512_VNNI on the avx512 path or above run the vpdpbusd kernel (the same tile, one zmm of
+// 16 columns, four products and their sum per instruction; runtime/cpu_isa.h's
+// cpu_has_avx512_vnni); generic runs the plain loops. Every kernel gives the same int32 sums.
 #pragma once
 
 #include <cstdint>
