@@ -7,6 +7,12 @@ examples of every input a target reads). Run from the repository root:
 Files the fuzzer added (scripts/fuzz.sh merges them in) are named by their hash and are not
 touched. Images are written by hand (PNG, BMP, PNM, TGA, GIF, PSD, HDR); JPEG needs an encoder,
 so a tiny C++ program with stb_image_write (Debian's libstb-dev) writes those.
+
+One seed is not written here: model_file/seed_int8_crnn_tiny.safetensors, an int8 model file
+(models/int8.h) of a CRNN with 4 channels a layer, 4 hidden units and 3 characters, calibrated
+on one synthetic 32 x 40 input and written by nn::int8_state_dict and nn::save_model_file (a
+dozen lines of C++ against the library; its tensors are what tests/models/test_int8.cpp's
+"an int8 model file" case writes, smaller). It is kept as it is.
 """
 import json
 import os
