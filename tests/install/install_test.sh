@@ -57,7 +57,7 @@ case $step in
     echo "installed $(grep -c '^-- Installing' "$work/install.log") files into $prefix"
     lib=$(libdir)
     [[ -n "$lib" ]] || fail "no libocrt.so under $prefix"
-    for f in bin/ocrt-infer bin/ocrt-lm bin/ocrt-export bin/ocrt-train bin/ocrt-synth bin/ocrt-report \
+    for f in bin/ocrt-infer bin/ocrt-lm bin/ocrt-quantize bin/ocrt-export bin/ocrt-train bin/ocrt-synth bin/ocrt-report \
              include/ocrt/infer/predictor.h include/ocrt/capi/ocrt.h include/ocrt/runtime/tensor.h \
              include/ocrt/train/trainer.h share/ocrt/weights/lm-en.clm; do
       [[ -e "$prefix/$f" ]] || fail "$f was not installed"
@@ -69,10 +69,10 @@ case $step in
     done
     cmp "$src/weights/crnn-en.safetensors" "$prefix/share/ocrt/weights/crnn-en.safetensors"
     [[ ! -e "$prefix/include/ocrt/runtime/stb.h" ]] || fail "runtime/stb.h (needs stb) was installed"
-    for p in ocrt-infer ocrt-lm ocrt-export ocrt-train ocrt-synth ocrt-report; do
+    for p in ocrt-infer ocrt-lm ocrt-quantize ocrt-export ocrt-train ocrt-synth ocrt-report; do
       "$prefix/bin/$p" --help > /dev/null || fail "$p --help"
     done
-    echo "the six programs run; the shipped model is installed"
+    echo "the seven programs run; the shipped model is installed"
 
     # libocrt.so's dynamic symbols: only the C API (capi/ocrt.map).
     exported=$(nm -D --defined-only "$lib/libocrt.so" | awk '{print $3}' | sort)
