@@ -17,6 +17,7 @@
 #include "models/ctc_decode.h"
 #include "models/int8.h"
 #include "runtime/cpu/gemm.h"
+#include "runtime/cpu/int8_gemm.h"
 #include "runtime/cuda/cuda_glue.h"
 #include "runtime/precision.h"
 #include "runtime/threading.h"
@@ -300,7 +301,7 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
                  "): use the float model file on GPUs");
     OCRT_CHECK(opt_.precision == "fp32" || opt_.precision == "auto", model_path,
                " is an int8 model file: it computes in int8, and --precision ", opt_.precision, " does not apply");
-    precision_ = "int8";
+    precision_ = std::string("int8 (") + cpu::int8_gemm_kernel_name() + " kernel)";
   }
   arch_ = loaded.arch;
   config_ = loaded.config;

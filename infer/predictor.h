@@ -169,7 +169,9 @@ struct RunStats {
   int64_t lines = 0, failed = 0;
   double seconds = 0;
   std::string cpu_path;   // the CPU kernels' instruction-set path (runtime/cpu_isa.h), e.g. "avx512bf16"
-  std::string precision;  // what the workers computed in: "fp32", "tf32", "bf16" or "cpu X, gpu Y"
+  // What the workers computed in: "fp32", "tf32", "bf16", "cpu X, gpu Y", or for an int8 model
+  // file "int8 (K kernel)", K the int8 kernel (runtime/cpu/int8_gemm.h), e.g. "avx2 vpmaddubsw".
+  std::string precision;
   std::vector<WorkerStats> workers;  // in the order of PredictorOptions::devices
   double lines_per_second() const { return seconds > 0 ? (double)lines / seconds : 0; }
   // "120 lines (1 failed) in 0.8 s, 150.0 lines/s; cpu path avx512bf16, bf16; worker 0 (cpu): ..."

@@ -244,8 +244,8 @@ struct Kernels {
 Kernels choose_kernels() {
   Kernels k;
 #if defined(OCRT_INT8_AVX2)
-  if (cpu_isa() >= CpuIsa::avx2) k = {kernel_avx2, row_kernel_avx2, store_tile_avx2, true, "avx2 (vpmaddubsw)"};
-  if (cpu_has_avx512_vnni()) k.tile = kernel_vnni, k.row = row_kernel_vnni, k.name = "avx512-vnni (vpdpbusd)";
+  if (cpu_isa() >= CpuIsa::avx2) k = {kernel_avx2, row_kernel_avx2, store_tile_avx2, true, "avx2 vpmaddubsw"};
+  if (cpu_has_avx512_vnni()) k.tile = kernel_vnni, k.row = row_kernel_vnni, k.name = "avx512-vnni vpdpbusd";
 #endif
   return k;
 }
