@@ -328,7 +328,12 @@ TEST_CASE("ocrt-quantize writes an int8 file a quarter the size that ocrt-infer 
                  {{" --out x.safetensors " + src + "/samples/lines", "--weights FILE is required"},
                   {" --weights " + out + " --out y.safetensors", "no calibration lines"},
                   {" --weights " + out + " --out y.safetensors --percentile 20 a.png", "--percentile"},
-                  {" --weights /nonexistent.safetensors --out y.safetensors a.png", "cannot load the model file"}});
+                  {" --weights /nonexistent.safetensors --out y.safetensors a.png",
+                   "safetensors file '/nonexistent.safetensors'"},
+                  {" --weights " + src + "/weights/det-en.safetensors --out y.safetensors a.png",
+                   src + "/weights/det-en.safetensors is a text detector"},
+                  {" --weights " + out + " --out /nonexistent-dir/y.safetensors a.png",
+                   "--out /nonexistent-dir/y.safetensors: the folder"}});
 }
 
 TEST_CASE("svtr-lite quantizes too: its convolutions and linear layers in int8, close to the float model", "[int8]") {
