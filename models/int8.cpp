@@ -154,7 +154,7 @@ cpu::Int8PackedWeights pack_conv(const Tensor& codes, int64_t cp) {
 Int8Conv2d::Int8Conv2d(const Tensor& codes, const Tensor& scales, const Tensor& bias, const Conv2dOptions& options,
                        Int8Input input)
     : cout_(codes.size(0)), c_(codes.size(1)), cp_(round_up4(codes.size(1))), kh_(codes.size(2)), kw_(codes.size(3)),
-      opt_(options), input_(input), packed_(pack_conv(codes, round_up4(codes.size(1)))) {
+      opt_(options), input_(input), packed_(pack_conv(codes, cp_)) {
   OCRT_CHECK(options.groups == 1, "Int8Conv2d: one group only, got ", options.groups);
   for (int i = 0; i < 2; ++i)
     OCRT_CHECK(options.stride[i] >= 1 && options.dilation[i] >= 1 && options.padding[i] >= 0,

@@ -236,9 +236,7 @@ Tensor Sequential::forward(const Tensor& x) {
     }
     // An int8 convolution takes the eval-mode BatchNorm and the ReLU after it into its
     // epilogue (models/int8.h): two passes over its output fewer.
-    if (auto* conv = dynamic_cast<Conv2d*>(child);
-        conv && conv->int8 && y.device().is_cpu() && y.dtype() == DType::f32 && !grad_enabled() &&
-        !Int8Calibration::active()) {
+    if (auto* conv = dynamic_cast<Conv2d*>(child); conv && conv->int8 && runs_int8(y) && !Int8Calibration::active()) {
       Int8PostOps post;
       auto* bn = i + 1 < kids.size() ? dynamic_cast<BatchNorm2d*>(kids[i + 1].second.get()) : nullptr;
       if (bn && !bn->is_training()) {

@@ -121,31 +121,35 @@ Tensor active_steps(int64_t T, int64_t N, const std::vector<int64_t>& lengths, D
   return Tensor::from_vector(mask, {T, N}, dev);
 }
 
-// Direction d of one layer, forward: x (T, N, In) -> its H columns of out (T, N, dirs*H),
-// starting from the state (h_first, c_first) (N, H). Returns what the backward keeps.
+// Direction d of layer l, forward: x (T, N, In) -> its H columns of out (T, N, dirs*H),
+// starting from the state (h_first, c_first) (N, H), its products from p where p has them.
+// Returns what the backward keeps.
 DirSaved forward_direction(const Tensor& x, const DirWeights& w, bool biases, const Tensor& h_first,
-                           const Tensor& c_first, const Tensor& active, int64_t d, const Tensor& out,
-                           const std::function<Tensor()>& projection,
-                           const std::function<Tensor(const Tensor&)>& recurrent) {
+                           const Tensor& c_first, const Tensor& active, int64_t l, int64_t d, const Tensor& out,
+                           const LSTMProjections& p) {
   const int64_t T = x.size(0), N = x.size(1), In = x.size(2), H = h_first.size(1);
   const DType dt = x.dtype();
   const Device dev = x.device();
   auto cell = kernel(dev, &LayerBackend::lstm_cell, "lstm");
   // The input projection of every step in one GEMM: gx (T, N, 4H) = x W_ih^T + b_ih + b_hh.
-  Tensor gx = projection ? projection() : matmul(x.view({T * N, In}), w.w_ih.t());
+  Tensor gx = p.input ? p.input(x.view({T * N, In}), l, d) : matmul(x.view({T * N, In}), w.w_ih.t());
   if (biases) add_(gx, add(w.b_ih, w.b_hh));
   gx = gx.view({T, N, 4 * H});
   DirSaved s{Tensor::empty({T, N, 4 * H}, dt, dev), Tensor::empty({T, N, H}, dt, dev),
              Tensor::empty({T, N, H}, dt, dev)};
   // Contiguous, so that a step of few lines reads its rows straight (runtime/cpu/gemm_loops.inc
-  // few_rows), and packed once for the GEMM of every step (MatmulRhsReuse).
-  const Tensor w_hh_t = w.w_hh.t().contiguous();
+  // few_rows), and packed once for the GEMM of every step (MatmulRhsReuse); neither is needed
+  // when p gives the recurrent products.
+  Tensor w_hh_t;
   std::optional<MatmulRhsReuse> reuse;
-  if (!recurrent) reuse.emplace(w_hh_t, N);
+  if (!p.recurrent) {
+    w_hh_t = w.w_hh.t().contiguous();
+    reuse.emplace(w_hh_t, N);
+  }
   for (int64_t step = 0; step < T; ++step) {
     const int64_t t = d == 0 ? step : T - 1 - step;
     const Tensor h_prev = state_before(s.hs, h_first, t, d, T), c_prev = state_before(s.cs, c_first, t, d, T);
-    const Tensor gh = recurrent ? recurrent(h_prev) : matmul(h_prev, w_hh_t);
+    const Tensor gh = p.recurrent ? p.recurrent(h_prev, l, d) : matmul(h_prev, w_hh_t);
     cell(gx.select(0, t), gh, h_prev, c_prev, active.select(0, t), s.act.select(0, t), s.hs.select(0, t),
          s.cs.select(0, t), out.select(0, t).narrow(1, d * H, H));
   }
@@ -253,14 +257,9 @@ LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMO
       auto run_direction = [&](int64_t d) {
         NoGradGuard no_grad_here;  // grad mode is per thread
         const int64_t k = l * dirs + d;
-        std::function<Tensor()> projection;
-        if (projections.input)
-          projection = [&] { return projections.input(layer_in.view({T * N, layer_in.size(2)}), l, d); };
-        std::function<Tensor(const Tensor&)> recurrent;
-        if (projections.recurrent) recurrent = [&](const Tensor& h) { return projections.recurrent(h, l, d); };
         per_dir[(size_t)d] = forward_direction(layer_in, weights_of(w, l, d, dirs, biases), biases,
-                                               h_init.select(0, k), c_init.select(0, k), active, d, layer_out,
-                                               projection, recurrent);
+                                               h_init.select(0, k), c_init.select(0, k), active, l, d, layer_out,
+                                               projections);
       };
       for_each_direction(dev, dirs, run_direction);
       for (int64_t d = 0; d < dirs; ++d) {
