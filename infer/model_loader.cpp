@@ -15,15 +15,27 @@ nn::ModelInfo LoadedModel::info() const {
   return i;
 }
 
-LoadedModel load_model(const std::string& path, const std::string& arch, const std::string& charset_path) {
+namespace {
+void check_arch_name(const std::string& arch) {
   OCRT_CHECK(arch.empty() || nn::is_known_arch(arch), "unknown architecture '", arch, "' (expected one of ",
              nn::known_archs_str(), ")");
+}
+}  // namespace
+
+LoadedModel load_model(const std::string& path, const std::string& arch, const std::string& charset_path) {
+  check_arch_name(arch);  // before the file is read: a typo in --arch is named first
   nn::ModelFile file;
   try {
     file = nn::load_model_file(path);
   } catch (const Error& e) {
     fail("cannot load the model file: ", e.what());
   }
+  return load_model(std::move(file), arch, charset_path);
+}
+
+LoadedModel load_model(nn::ModelFile file, const std::string& arch, const std::string& charset_path) {
+  check_arch_name(arch);
+  const std::string path = file.path;
   LoadedModel m;
   m.path = path;
   m.input = nn::default_input_spec();

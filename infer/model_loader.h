@@ -32,6 +32,8 @@ struct LoadedModel {
 // says what differs). A corrupt file, an unknown arch, a charset that does not match the class
 // count all throw, naming the file.
 LoadedModel load_model(const std::string& path, const std::string& arch = "", const std::string& charset_path = "");
+// The same for a model file already read (nn::load_model_file), named by its path.
+LoadedModel load_model(nn::ModelFile file, const std::string& arch = "", const std::string& charset_path = "");
 
 // The recogniser of m's arch and config with m's weights (loaded strictly: a missing,
 // unexpected or misshapen tensor is an error that lists them all, naming the file), in eval mode

@@ -70,15 +70,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    {
-      const std::filesystem::path dir = std::filesystem::path(a.out).parent_path();
-      OCRT_CHECK(dir.empty() || std::filesystem::is_directory(dir), "--out ", a.out, ": the folder ", dir.string(),
-                 " does not exist");
-      const nn::ModelFile file = nn::load_model_file(a.weights, /*quiet=*/true);
-      OCRT_CHECK(!file.info || !nn::is_detector_arch(file.info->arch), a.weights, " is a text detector ('",
-                 file.info ? file.info->arch : "", "'); ocrt-quantize quantizes recognisers (crnn, crnn-s, svtr-lite)");
-    }
-    infer::LoadedModel loaded = infer::load_model(a.weights);
+    const std::filesystem::path dir = std::filesystem::path(a.out).parent_path();
+    OCRT_CHECK(dir.empty() || std::filesystem::is_directory(dir), "--out ", a.out, ": the folder ", dir.string(),
+               " does not exist");
+    nn::ModelFile file = nn::load_model_file(a.weights);  // read once, checked as ocrt-infer does
+    OCRT_CHECK(!file.info || !nn::is_detector_arch(file.info->arch), a.weights, " is a text detector ('",
+               file.info ? file.info->arch : "", "'); ocrt-quantize quantizes recognisers (crnn, crnn-s, svtr-lite)");
+    infer::LoadedModel loaded = infer::load_model(std::move(file));
     OCRT_CHECK(!nn::is_int8_state_dict(loaded.weights), a.weights, " is already an int8 model file");
 
     nn::Int8Calibration calibration(a.percentile);
