@@ -1,6 +1,7 @@
 // ocrt's GEMM on every instruction-set path this CPU runs (runtime/cpu_isa.h), in float32 and
-// bf16 (runtime/cpu/gemm.h), on the shapes CRNN's inference gives it: GFLOP/s, and the fraction of
-// the path's peak.
+// bf16 (runtime/cpu/gemm.h), and the int8 product of int8 inference (runtime/cpu/int8_gemm.h, the
+// kernel of the path the process runs: OCRT_CPU_ISA=avx2 for the vpmaddubsw one), on the shapes
+// CRNN's inference gives it: GFLOP/s (GOP/s for int8), and the fraction of the path's peak.
 //
 //   bench_gemm [--threads N] [--reps R] [--ghz F] [--json FILE]
 //
@@ -12,7 +13,12 @@
 // Peak per core: 2 FMA pipes x lanes x 2 FLOP per cycle for float32 (AVX2: 32 FLOP/cycle,
 // AVX-512: 64); bf16 with vdpbf16ps: two products per lane per instruction, 128 FLOP/cycle, if
 // the core issues two a cycle (Zen 5 does; Zen 4 and Intel cores without AMX issue fewer, so
-// the fraction there understates). The clock is --ghz, or measured (measured_ghz below).
+// the fraction there understates). int8: vpdpbusd makes 64 products and their sums per zmm
+// instruction, 256 OP/cycle at two a cycle; the AVX2 kernel needs vpmaddubsw + vpmaddwd + vpaddd
+// for 32 products, so 2 x 32 x 2 = 128 OP/cycle is its bound with two multiply pipes. The int8
+// rows time the product alone from packed weights and codes, with the epilogue into float32 (as
+// inference runs it: A's packing is the caller's, here from rows of codes). The clock is --ghz,
+// or measured (measured_ghz below).
 // Each figure: 2 warm-up calls, then R timed repetitions of about 0.1 s; the median.
 #include <algorithm>
 #include <chrono>
@@ -24,6 +30,7 @@
 #include <vector>
 
 #include "runtime/cpu/gemm.h"
+#include "runtime/cpu/int8_gemm.h"
 #include "runtime/cpu_isa.h"
 #include "runtime/json.h"
 #include "runtime/threading.h"
@@ -142,6 +149,37 @@ int main(int argc, char** argv) {
         r.set("fraction_of_peak", peak > 0 ? rate / peak : 0.0);
         rows.as_array().push_back(r);
       }
+    }
+    if (cpu::int8_gemm_simd()) {
+      // The same product in int8, as the int8 layers run it: A holds the activation codes (a
+      // convolution's output pixels are its rows, so its M and N swap), B is packed from the
+      // (N x K) weight codes.
+      const int64_t M = s.b_transposed ? s.M : s.N, N = s.b_transposed ? s.N : s.M;
+      const int64_t Kp = (s.K + 3) / 4 * 4;
+      std::vector<uint8_t> qa((size_t)(M * Kp));
+      std::vector<int8_t> qb((size_t)(N * s.K));
+      for (size_t i = 0; i < qa.size(); ++i) qa[i] = (uint8_t)(i * 37 % 128);
+      for (size_t i = 0; i < qb.size(); ++i) qb[i] = (int8_t)((int)(i * 53 % 255) - 127);
+      const cpu::Int8PackedWeights packed(s.K, N, qb.data(), s.K, 1);
+      std::vector<float> scale((size_t)N, 1e-3f);
+      const cpu::Int8Epilogue e{scale.data(), nullptr, nullptr, false};
+      const cpu::Int8PackA pack = cpu::int8_rows(qa.data(), Kp, Kp);
+      const double ops = 2.0 * s.M * s.N * s.K;
+      const double rate = median_rate(ops, reps, [&] { cpu::int8_gemm(M, pack, packed, e, c.data(), N, 1); });
+      const bool vnni = cpu_has_avx512_vnni();
+      const double peak = (vnni ? 256 : 128) * ghz * threads;
+      char shape[64];
+      std::snprintf(shape, sizeof shape, "%s (%lldx%lldx%lld)", s.name, (long long)s.M, (long long)s.N,
+                    (long long)s.K);
+      std::printf("%-44s %-10s %-5s %10.1f %7.1f%%\n", shape, vnni ? "vnni" : "avx2", "int8", rate, 100 * rate / peak);
+      Json r = Json::object();
+      r.set("shape", std::string(s.name));
+      r.set("M", (double)s.M), r.set("N", (double)s.N), r.set("K", (double)s.K);
+      r.set("path", std::string(cpu::int8_gemm_kernel_name()));
+      r.set("precision", std::string("int8"));
+      r.set("gflops", rate);
+      r.set("fraction_of_peak", rate / peak);
+      rows.as_array().push_back(r);
     }
   }
   if (!json_path.empty()) {

@@ -28,6 +28,7 @@
 #include "ops/random.h"
 #include "runtime/autograd.h"
 #include "runtime/cli.h"
+#include "runtime/precision.h"
 #include "runtime/threading.h"
 
 using namespace ocrt;
@@ -95,6 +96,7 @@ int main(int argc, char** argv) {
   std::string model_path = "weights/crnn-en.safetensors";
   int64_t batch = 32, width = 0, height = 1280, reps = 5, threads = 0;
   ConvMode conv = ConvMode::fast;
+  std::string precision = "fp32";
   cli::Parser p("bench_layers", "usage: bench_layers [options]: times each layer of a model's forward pass on the CPU\n");
   p.add(cli::text("--model", "FILE", model_path, "a recogniser or detector model file (weights/crnn-en.safetensors)"));
   p.add(cli::integer("--batch", "N", batch, 1, 4096, "lines in the recogniser's batch (32)"));
@@ -104,8 +106,12 @@ int main(int argc, char** argv) {
   p.add(cli::integer("--threads", "N", threads, 0, 4096, "CPU threads (0: all)"));
   p.add(cli::choice("--conv", "fast|exact", conv, parse_conv_mode,
                     "3x3 convolutions through Winograd (fast, the default) or im2col (exact)"));
+  p.add(cli::text("--precision", "fp32|bf16", precision,
+                  "the CPU's matrix products in float32 (the default) or bf16 (an int8 model file\n"
+                  "runs its int8 layers either way)"));
   OCRT_CHECK(p.parse(argc, argv).empty(), "bench_layers takes no arguments besides its flags");
   set_conv_mode(conv);
+  PrecisionScope precision_scope(parse_precision(precision));
   if (threads > 0) set_num_threads((int)threads);
 
   ModelFile file = load_model_file(model_path);
@@ -114,7 +120,8 @@ int main(int argc, char** argv) {
   NoGradGuard no_grad;
   Generator gen(1);
   std::vector<Row> rows;
-  std::printf("model %s (%s), %d threads\n", model_path.c_str(), info.arch.c_str(), num_threads());
+  std::printf("model %s (%s), %d threads, %s products\n", model_path.c_str(), info.arch.c_str(), num_threads(),
+              precision.c_str());
   if (info.arch == "dbnet") {
     if (width == 0) width = 992;
     OCRT_CHECK(height % DBNet::kSizeMultiple == 0 && width % DBNet::kSizeMultiple == 0,

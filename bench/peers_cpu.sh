@@ -66,7 +66,7 @@ cut -f1 "$LABELS" | sed "s|^|$OUT/lines/|" > "$OUT/list.txt"   # label order
 FLAGS=$(grep -o -w -E 'avx512_bf16|amx_bf16|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ' || true)
 HELP=$("$BUILD/ocrt-infer" --help 2>&1 || true)
 PROGRAMS=(ocrt-fp32)
-if [[ $HELP == *"--precision fp32|bf16"* && -n $FLAGS ]]; then
+if [[ $(grep -o -- "--precision [^ ]*" <<< "$HELP") == *bf16* && -n $FLAGS ]]; then
   PROGRAMS+=(ocrt-bf16)
 else
   echo "peers_cpu.sh: no ocrt-infer --precision bf16 run (its help: $(grep -o -- '--precision [^ ]*' <<< "$HELP" ||
@@ -80,7 +80,7 @@ if [[ $INT8 == 1 ]]; then
   mkdir -p "$OUT/calib-fonts"
   grep -v '^#' train/fonts/en-train.txt | grep . | while read -r f; do
     [[ $f == /* ]] || f=/usr/share/fonts/$f
-    [[ -f $f ]] && ln -sf "$f" "$OUT/calib-fonts/"
+    if [[ -f $f ]]; then ln -sf "$f" "$OUT/calib-fonts/"; fi
   done
   "$BUILD/ocrt-synth" --out "$OUT/calib" --count 300 --fonts "$OUT/calib-fonts" --seed 777 --degrade scan \
       --min-chars 10 --max-chars 50 --height 20:40 >&2
