@@ -59,9 +59,10 @@ constexpr int64_t kPoints = 36;  // kIn * kIn products per tile and channel pair
 constexpr int64_t kMinChunkTiles = 256;
 constexpr int64_t kChunkBytes = int64_t(32) << 20;
 
-// Forward passes of at most this many tiles take the small-tile path (small_forward), whose
-// weights are kept transformed between calls, at most kKeptBytes of them in the process (crnn's
-// five Winograd layers: 72 MB).
+// Forward passes of at most this many tiles take the small-tile path (small_forward). Outside
+// autograd every forward pass keeps its weights transformed and packed between calls, at most
+// kKeptBytes of them in the process (crnn's five Winograd layers: 72 MB in float32, 36 in bf16,
+// in each of the two forms).
 constexpr int64_t kSmallTiles = 128;
 constexpr size_t kKeptBytes = size_t(256) << 20;
 
@@ -415,21 +416,23 @@ uint64_t fingerprint(const float* w, int64_t count) {
   return out ^ (out >> 29);
 }
 
-// The 36 transformed weight planes of one layer, each as the B of the small-tile products
-// (U[xi]^T, C x Cout), packed.
+// The 36 transformed weight planes of one layer, packed: as the B of the small-tile products
+// (U[xi]^T, C x Cout), or as the A of the usual ones (U[xi], Cout x C; as_a).
 // Which weights: where they lie, their shape, the precision of the products, their bytes'
-// fingerprint.
+// fingerprint, and the form they are kept in.
 struct WeightsKey {
   const float* w;
   int64_t C, Cout;
   MatmulPrecision precision;
   uint64_t print;
+  bool as_a;
   bool operator==(const WeightsKey&) const = default;
 };
 
 struct KeptWeights {
   WeightsKey key;
-  std::vector<std::unique_ptr<SgemmPackedB>> planes;
+  std::vector<std::unique_ptr<SgemmPackedB>> planes;    // !key.as_a
+  std::vector<std::unique_ptr<SgemmPackedA>> a_planes;  // key.as_a
   size_t bytes = 0;
 };
 
@@ -444,10 +447,10 @@ std::list<std::shared_ptr<const KeptWeights>> g_kept;
 std::list<WeightsKey> g_seen;
 constexpr size_t kSeenEntries = 64;
 
-// The kept transforms of these weights: found, or made on their second small call; null on the
-// first (the caller then takes the usual path).
-std::shared_ptr<const KeptWeights> kept_weights(const float* w, int64_t C, int64_t Cout) {
-  const WeightsKey key{w, C, Cout, matmul_precision(), fingerprint(w, Cout * C * 9)};
+// The kept transforms of these weights in the form asked for: found, or made on their second
+// call; null on the first (the caller then takes the usual path).
+std::shared_ptr<const KeptWeights> kept_weights(const float* w, int64_t C, int64_t Cout, bool as_a) {
+  const WeightsKey key{w, C, Cout, matmul_precision(), fingerprint(w, Cout * C * 9), as_a};
   {
     std::lock_guard<std::mutex> lock(g_kept_mu);
     for (auto it = g_kept.begin(); it != g_kept.end(); ++it)
@@ -468,11 +471,19 @@ std::shared_ptr<const KeptWeights> kept_weights(const float* w, int64_t C, int64
   Tensor U_mem = Tensor::empty({kPoints * Cout * C});
   float* U = U_mem.data<float>();
   transform_weights(w, Cout, C, U);
-  k->planes.resize((size_t)kPoints);
+  if (as_a) {
+    k->a_planes.resize((size_t)kPoints);
 #pragma omp parallel for schedule(static)
-  for (int64_t xi = 0; xi < kPoints; ++xi)  // U[xi] is (Cout x C): its transpose is read with strides (1, C)
-    k->planes[(size_t)xi] = std::make_unique<SgemmPackedB>(C, Cout, U + xi * Cout * C, 1, C);
-  for (const auto& plane : k->planes) k->bytes += plane->bytes();
+    for (int64_t xi = 0; xi < kPoints; ++xi)
+      k->a_planes[(size_t)xi] = std::make_unique<SgemmPackedA>(Cout, C, U + xi * Cout * C, C, 1);
+    for (const auto& plane : k->a_planes) k->bytes += plane->bytes();
+  } else {
+    k->planes.resize((size_t)kPoints);
+#pragma omp parallel for schedule(static)
+    for (int64_t xi = 0; xi < kPoints; ++xi)  // U[xi] is (Cout x C): its transpose is read with strides (1, C)
+      k->planes[(size_t)xi] = std::make_unique<SgemmPackedB>(C, Cout, U + xi * Cout * C, 1, C);
+    for (const auto& plane : k->planes) k->bytes += plane->bytes();
+  }
   std::lock_guard<std::mutex> lock(g_kept_mu);
   // Another thread may have kept the same weights meanwhile: either copy serves.
   g_kept.push_back(k);
@@ -504,6 +515,24 @@ void small_forward(const float* x, const KeptWeights& kept, const float* bias, f
   output_tiles(M, g, 0, plan.tile_rows, bias, y, true);
 }
 
+// The usual forward pass with the weights kept transformed and packed as the products' A: the
+// transform and the packing of U, redone at every call otherwise, are gone (6% of a bf16 run of
+// ocrt-infer on 32-line batches). The same products as the usual path, bit for bit.
+void kept_forward(const float* x, const KeptWeights& kept, const float* bias, float* y, const Plan& plan) {
+  const Geometry& g = plan.g;
+  const int64_t C = g.C, Cout = g.Cout;
+  Tensor V_mem = Tensor::empty({kPoints * C * plan.max_tiles}), M_mem = Tensor::empty({kPoints * Cout * plan.max_tiles});
+  float *V = V_mem.data<float>(), *M = M_mem.data<float>();
+  for (int64_t r0 = 0; r0 < plan.tile_rows; r0 += plan.rows_per_chunk) {
+    const int64_t rows = std::min(plan.rows_per_chunk, plan.tile_rows - r0), P = rows * g.tw;
+    input_tiles(x, g, r0, rows, V);
+#pragma omp parallel for schedule(static)
+    for (int64_t xi = 0; xi < kPoints; ++xi)
+      sgemm_packed_a(*kept.a_planes[(size_t)xi], P, V + xi * C * P, P, 1, M + xi * Cout * P, P);
+    output_tiles(M, g, r0, rows, bias, y);
+  }
+}
+
 }  // namespace
 
 void winograd_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
@@ -511,10 +540,14 @@ void winograd_conv2d(const float* x, const float* w, const float* bias, float* y
   const Plan plan = make_plan(N, C, H, W, Cout, pad_h, pad_w, chunk_tiles);
   const Geometry& g = plan.g;
   const int64_t tile_rows = plan.tile_rows, rows_per_chunk = plan.rows_per_chunk, max_tiles = plan.max_tiles;
-  // A call with few tiles outside autograd (inference on a line or two) reads the weights kept
-  // transformed, from their second such call on.
-  if (tile_rows * g.tw <= kSmallTiles && chunk_tiles <= 0 && !grad_enabled())
-    if (const auto kept = kept_weights(w, C, Cout)) return small_forward(x, *kept, bias, y, plan);
+  // A call outside autograd (inference) reads the weights kept transformed, from their second
+  // such call on: as the B of turned-around products where it has few tiles (a line or two),
+  // else as the A of the usual ones.
+  if (chunk_tiles <= 0 && !grad_enabled()) {
+    const bool small = tile_rows * g.tw <= kSmallTiles;
+    if (const auto kept = kept_weights(w, C, Cout, !small))
+      return small ? small_forward(x, *kept, bias, y, plan) : kept_forward(x, *kept, bias, y, plan);
+  }
 
   // Scratch from the caching allocator (runtime/cpu_allocator.h), reused from call to call.
   Tensor U_mem = Tensor::empty({kPoints * Cout * C}), V_mem = Tensor::empty({kPoints * C * max_tiles}),

@@ -172,6 +172,28 @@ void sgemm_packed(int64_t M, const float* A, int64_t lda_row, int64_t lda_col, c
   k.run({M, B.N_, B.K_, A, lda_row, lda_col, nullptr, B.b_row_, B.b_col_, C, ldc, accumulate, B.buffer_.get()});
 }
 
+SgemmPackedA::SgemmPackedA(int64_t M, int64_t K, const float* A, int64_t lda_row, int64_t lda_col)
+    : M_(M), K_(K), precision_(matmul_precision()), buffer_(nullptr, &std::free) {
+  const detail::GemmKernel& k = precision_ == MatmulPrecision::bf16 ? chosen().bf16 : chosen().f32;
+  OCRT_CHECK(k.run != nullptr, "SgemmPackedA: this CPU runs the 'generic' path, which has no GEMM kernel of ocrt's");
+  OCRT_CHECK(M >= 1 && K >= 1, "SgemmPackedA: A must be at least 1 x 1, got ", M, " x ", K);
+  bytes_ = (size_t)std::max<int64_t>(64, (k.packed_a_bytes(M, K) + 63) / 64 * 64);
+  buffer_.reset(static_cast<float*>(std::aligned_alloc(64, bytes_)));
+  OCRT_CHECK(buffer_ != nullptr, "SgemmPackedA: out of memory packing a ", M, " x ", K, " matrix");
+  detail::GemmArgs g{M, 0, K, A, lda_row, lda_col, nullptr, 0, 0, nullptr, 0, false};
+  k.pack_a_all(g, buffer_.get());
+}
+
+void sgemm_packed_a(const SgemmPackedA& A, int64_t N, const float* B, int64_t ldb_row, int64_t ldb_col, float* C,
+                    int64_t ldc, bool accumulate) {
+  OCRT_CHECK(A.precision_ == matmul_precision(), "sgemm_packed_a: A was packed in ",
+             matmul_precision_name(A.precision_), ", the products now run in ", matmul_precision_name(matmul_precision()));
+  const detail::GemmKernel& k = A.precision_ == MatmulPrecision::bf16 ? chosen().bf16 : chosen().f32;
+  detail::GemmArgs g{A.M_, N, A.K_, nullptr, 0, 0, B, ldb_row, ldb_col, C, ldc, accumulate};
+  g.packed_a = A.buffer_.get();
+  k.run(g);
+}
+
 bool sgemm_available() { return chosen().isa != CpuIsa::generic; }
 
 SgemmBlocking sgemm_blocking(CpuIsa isa, MatmulPrecision p) { return kernel_for(isa, p).blocking; }

@@ -138,6 +138,31 @@ class SgemmPackedB {
 void sgemm_packed(int64_t M, const float* A, int64_t lda_row, int64_t lda_col, const SgemmPackedB& B, float* C,
                   int64_t ldc, bool accumulate = false);
 
+// An A packed once and kept, the counterpart of SgemmPackedB for products whose weights are
+// their A (ops/cpu/winograd.cpp keeps each layer's 36 transformed weight planes so, between
+// calls): C (A.rows() x N) = A @ B (K x N) through sgemm_packed_a, the same bits as sgemm with A
+// itself, on any thread. It does not keep A. Packed for the path and precision of the moment it
+// is made; sgemm_packed_a refuses another precision.
+class SgemmPackedA {
+ public:
+  SgemmPackedA(int64_t M, int64_t K, const float* A, int64_t lda_row, int64_t lda_col);
+  int64_t rows() const { return M_; }
+  int64_t cols() const { return K_; }
+  size_t bytes() const { return bytes_; }
+  MatmulPrecision precision() const { return precision_; }
+
+ private:
+  friend void sgemm_packed_a(const SgemmPackedA&, int64_t, const float*, int64_t, int64_t, float*, int64_t, bool);
+  int64_t M_, K_;
+  MatmulPrecision precision_;
+  size_t bytes_ = 0;
+  std::unique_ptr<float, void (*)(void*)> buffer_;
+};
+
+// C (A.rows() x N) = A @ B (A.cols() x N), or += with accumulate, as sgemm.
+void sgemm_packed_a(const SgemmPackedA& A, int64_t N, const float* B, int64_t ldb_row, int64_t ldb_col, float* C,
+                    int64_t ldc, bool accumulate = false);
+
 #endif  // OCRT_CPU_SGEMM
 
 }  // namespace ocrt::cpu

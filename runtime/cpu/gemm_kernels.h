@@ -21,6 +21,9 @@ struct GemmArgs {
   // B already packed by the kernel's pack_b (every block, in the order the loops visit them), or
   // null: pack it here (SgemmReusedB in gemm.h).
   const void* packed_b = nullptr;
+  // A already packed by the kernel's pack_a_all (every KC block of all of A's MR-row panels), or
+  // null: pack it here, block by block (SgemmPackedA in gemm.h). A itself is then not read.
+  const void* packed_a = nullptr;
 };
 
 // A compiled kernel: its entry point and blocking.
@@ -30,6 +33,9 @@ struct GemmKernel {
   // B (K x N of args, whose other fields are not read) packed whole: bytes needed, and the packing.
   int64_t (*packed_b_bytes)(int64_t K, int64_t N);
   void (*pack_b)(const GemmArgs&, void* out);
+  // A (M x K of args, whose other fields are not read) packed whole, likewise.
+  int64_t (*packed_a_bytes)(int64_t M, int64_t K);
+  void (*pack_a_all)(const GemmArgs&, void* out);
 };
 
 // Each is defined in runtime/cpu/gemm_<isa>.cpp, compiled for that instruction set only inside its

@@ -49,6 +49,8 @@ void store_tile_reference(const int32_t* acc, int64_t i0, int64_t rows, int64_t 
 }
 
 using Kernel = void (*)(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc);
+// Two tiles at once, for B panels b0 and b1: acc[0 .. MR NR) and acc[MR NR .. 2 MR NR).
+using PairKernel = void (*)(int64_t steps, const uint8_t* a, const int8_t* b0, const int8_t* b1, int32_t* acc);
 // One row of A (its codes at a + q * MR * 4 for step q, inside a packed panel) times one
 // NR-column panel of B: acc[0..NR). For products of fewer rows than MR (an LSTM step at batch 1),
 // where the MR-row kernel would spend most of its work on padding rows.
@@ -171,9 +173,9 @@ OCRT_AVX2_FN void quantize_avx2(const float* x, int64_t n, float inv_scale, int 
 
 // ---- AVX512_VNNI: vpdpbusd adds the four products of 4 unsigned by 4 signed bytes into each
 // int32 lane in one instruction (no int16 step, nothing to saturate). B's step of 64 bytes is
-// exactly one zmm: the panel's 16 columns, 4 codes each, in column order. Not yet run on a CPU
-// with VNNI (the project's Zen 3 machines lack AVX-512): tests/runtime/test_int8_gemm.cpp checks it
-// against the plain loops, bit for bit, wherever it runs.
+// exactly one zmm: the panel's 16 columns, 4 codes each, in column order.
+// tests/runtime/test_int8_gemm.cpp checks these kernels against the plain loops, bit for bit,
+// wherever the CPU has VNNI (first run on an AMD EPYC Zen 5, 2026-11-26).
 #define OCRT_VNNI_FN __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 
 OCRT_VNNI_FN inline __m512i broadcast4(const uint8_t* a) {
@@ -216,6 +218,36 @@ OCRT_VNNI_FN void kernel_vnni(int64_t steps, const uint8_t* a, const int8_t* b, 
   _mm512_storeu_si512((void*)(acc + 5 * kInt8NR), _mm512_add_epi32(e5, o5));
 }
 
+// Two 6 x 16 tiles side by side (B panels p and p + 1): each row's broadcast serves two
+// vpdpbusd, so a step loads 2 B vectors and 6 broadcasts for 12 instructions (the single tile
+// loads 7 for 6). 12 accumulators, one chain each, cover the instruction's latency.
+OCRT_VNNI_FN void pair_kernel_vnni(int64_t steps, const uint8_t* a, const int8_t* b0, const int8_t* b1, int32_t* acc) {
+  __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+  __m512i c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  for (int64_t q = 0; q < steps; ++q, a += kInt8MR * 4, b0 += 64, b1 += 64) {
+    const __m512i x = _mm512_load_si512((const void*)b0), y = _mm512_load_si512((const void*)b1);
+    __m512i av = broadcast4(a + 0);
+    c00 = _mm512_dpbusd_epi32(c00, av, x), c01 = _mm512_dpbusd_epi32(c01, av, y);
+    av = broadcast4(a + 4);
+    c10 = _mm512_dpbusd_epi32(c10, av, x), c11 = _mm512_dpbusd_epi32(c11, av, y);
+    av = broadcast4(a + 8);
+    c20 = _mm512_dpbusd_epi32(c20, av, x), c21 = _mm512_dpbusd_epi32(c21, av, y);
+    av = broadcast4(a + 12);
+    c30 = _mm512_dpbusd_epi32(c30, av, x), c31 = _mm512_dpbusd_epi32(c31, av, y);
+    av = broadcast4(a + 16);
+    c40 = _mm512_dpbusd_epi32(c40, av, x), c41 = _mm512_dpbusd_epi32(c41, av, y);
+    av = broadcast4(a + 20);
+    c50 = _mm512_dpbusd_epi32(c50, av, x), c51 = _mm512_dpbusd_epi32(c51, av, y);
+  }
+  int32_t* second = acc + kInt8MR * kInt8NR;
+  _mm512_storeu_si512((void*)(acc + 0 * kInt8NR), c00), _mm512_storeu_si512((void*)(second + 0 * kInt8NR), c01);
+  _mm512_storeu_si512((void*)(acc + 1 * kInt8NR), c10), _mm512_storeu_si512((void*)(second + 1 * kInt8NR), c11);
+  _mm512_storeu_si512((void*)(acc + 2 * kInt8NR), c20), _mm512_storeu_si512((void*)(second + 2 * kInt8NR), c21);
+  _mm512_storeu_si512((void*)(acc + 3 * kInt8NR), c30), _mm512_storeu_si512((void*)(second + 3 * kInt8NR), c31);
+  _mm512_storeu_si512((void*)(acc + 4 * kInt8NR), c40), _mm512_storeu_si512((void*)(second + 4 * kInt8NR), c41);
+  _mm512_storeu_si512((void*)(acc + 5 * kInt8NR), c50), _mm512_storeu_si512((void*)(second + 5 * kInt8NR), c51);
+}
+
 // One row: four steps at a time into four accumulators.
 OCRT_VNNI_FN void row_kernel_vnni(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc) {
   __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0;
@@ -235,6 +267,7 @@ OCRT_VNNI_FN void row_kernel_vnni(int64_t steps, const uint8_t* a, const int8_t*
 // The kernels this machine runs (chosen once, from the path and the CPU's features).
 struct Kernels {
   Kernel tile = kernel_reference;
+  PairKernel pair = nullptr;  // where the ISA gains by it (VNNI)
   RowKernel row = nullptr;
   Store store = store_tile_reference;
   bool quantize_avx2 = false;
@@ -244,8 +277,9 @@ struct Kernels {
 Kernels choose_kernels() {
   Kernels k;
 #if defined(OCRT_INT8_AVX2)
-  if (cpu_isa() >= CpuIsa::avx2) k = {kernel_avx2, row_kernel_avx2, store_tile_avx2, true, "avx2 vpmaddubsw"};
-  if (cpu_has_avx512_vnni()) k.tile = kernel_vnni, k.row = row_kernel_vnni, k.name = "avx512-vnni vpdpbusd";
+  if (cpu_isa() >= CpuIsa::avx2) k = {kernel_avx2, nullptr, row_kernel_avx2, store_tile_avx2, true, "avx2 vpmaddubsw"};
+  if (cpu_has_avx512_vnni())
+    k.tile = kernel_vnni, k.pair = pair_kernel_vnni, k.row = row_kernel_vnni, k.name = "avx512-vnni vpdpbusd";
 #endif
   return k;
 }
@@ -256,7 +290,8 @@ const Kernels& kernels() {
 }
 
 void run(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y,
-         int64_t y_row, int64_t y_col, bool parallel, Kernel kernel, RowKernel row_kernel, Store store) {
+         int64_t y_row, int64_t y_col, bool parallel, Kernel kernel, PairKernel pair, RowKernel row_kernel,
+         Store store) {
   OCRT_CHECK(e.scale != nullptr, "int8_gemm: the epilogue needs a scale per column");
   if (M <= 0 || B.cols() == 0) return;
   const int64_t Kp = B.padded_rows(), steps = Kp / 4, N = B.cols();
@@ -280,14 +315,27 @@ void run(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const I
     const int64_t p0 = blk * kBlockPanels, p1 = std::min(panels_a, p0 + kBlockPanels);
     for (int64_t p = p0; p < p1; ++p)
       pack_a(p * kInt8MR, std::min(kInt8MR, M - p * kInt8MR), abuf + (size_t)(p - p0) * panel_bytes);
-    alignas(32) int32_t acc[kInt8MR * kInt8NR];
-    for (int64_t pb = 0; pb < panels_b; ++pb) {
-      const int64_t j0 = pb * kInt8NR, cols = std::min(kInt8NR, N - j0);
+    alignas(64) int32_t acc[2 * kInt8MR * kInt8NR];
+    for (int64_t pb = 0; pb < panels_b;) {
+      const int64_t j0 = pb * kInt8NR;
+      if (pair && pb + 1 < panels_b) {  // two panels: 16 columns, then the second's (up to 16)
+        const int64_t cols = std::min(kInt8NR, N - j0 - kInt8NR);
+        for (int64_t p = p0; p < p1; ++p) {
+          pair(steps, abuf + (size_t)(p - p0) * panel_bytes, B.panel(pb), B.panel(pb + 1), acc);
+          const int64_t i0 = p * kInt8MR, rows = std::min(kInt8MR, M - i0);
+          store(acc, i0, rows, j0, kInt8NR, e, y, y_row, y_col);
+          store(acc + kInt8MR * kInt8NR, i0, rows, j0 + kInt8NR, cols, e, y, y_row, y_col);
+        }
+        pb += 2;
+        continue;
+      }
+      const int64_t cols = std::min(kInt8NR, N - j0);
       for (int64_t p = p0; p < p1; ++p) {
         kernel(steps, abuf + (size_t)(p - p0) * panel_bytes, B.panel(pb), acc);
         const int64_t i0 = p * kInt8MR;
         store(acc, i0, std::min(kInt8MR, M - i0), j0, cols, e, y, y_row, y_col);
       }
+      ++pb;
     }
   };
   const size_t buf_bytes = (size_t)kBlockPanels * panel_bytes;
@@ -343,12 +391,12 @@ Int8PackA int8_rows(const uint8_t* a, int64_t lda, int64_t Kp) {
 void int8_gemm(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y,
                int64_t y_row, int64_t y_col, bool parallel) {
   const Kernels& k = kernels();
-  run(M, pack_a, B, e, y, y_row, y_col, parallel, k.tile, k.row, k.store);
+  run(M, pack_a, B, e, y, y_row, y_col, parallel, k.tile, k.pair, k.row, k.store);
 }
 
 void int8_gemm_reference(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e,
                          float* y, int64_t y_row, int64_t y_col) {
-  run(M, pack_a, B, e, y, y_row, y_col, false, kernel_reference, nullptr, store_tile_reference);
+  run(M, pack_a, B, e, y, y_row, y_col, false, kernel_reference, nullptr, nullptr, store_tile_reference);
 }
 
 void int8_quantize_reference(const float* x, int64_t n, float inv_scale, int lo, int hi, int offset, uint8_t* codes) {

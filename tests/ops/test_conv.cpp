@@ -661,36 +661,50 @@ TEST_CASE("conv2d and pooling reject bad arguments with the op and shapes in the
                     Catch::Contains("expected a float32 or float64 input"));
 }
 
-TEST_CASE("Winograd on a line or two outside autograd: transforms kept between calls, the same bits, weights changed in place seen",
-          "[conv][winograd]") {
-  // One 4 x 33 line (9 tiles): the small-tile path, whose weights are kept transformed and
-  // packed from their second call outside autograd (ops/cpu/winograd.cpp). Chunks of one tile
-  // row (chunk_tiles 1) always take the usual path: the reference here.
-  const int64_t C = 32, Cout = 40, H = 4, W = 33;
-  Tensor x = det_uniform({1, C, H, W}, 91, -1, 1, DType::f32);
-  Tensor w = det_uniform({Cout, C, 3, 3}, 92, -0.3, 0.3, DType::f32);
-  Tensor b = det_uniform({Cout}, 93, -1, 1, DType::f32);
-  const size_t n = (size_t)(Cout * H * W);
+namespace {
+
+// Winograd outside autograd on N images of C x H x W: the same bits from the kept transforms
+// (every call but the first) as from chunks of one tile row, which always take the usual path;
+// weights changed in place (a model that loads others into the same tensors) read again, as
+// the kept transforms are matched by content; each precision keeping its own.
+void check_kept_transforms(int64_t N, int64_t C, int64_t Cout, int64_t H, int64_t W, uint64_t seed) {
+  Tensor x = det_uniform({N, C, H, W}, seed, -1, 1, DType::f32);
+  Tensor w = det_uniform({Cout, C, 3, 3}, seed + 1, -0.3, 0.3, DType::f32);
+  Tensor b = det_uniform({Cout}, seed + 2, -1, 1, DType::f32);
   auto run = [&](int64_t chunk_tiles) {
-    std::vector<float> y(n);
-    cpu::winograd_conv2d(x.data<float>(), w.data<float>(), b.data<float>(), y.data(), 1, C, H, W, Cout, 1, 1,
+    std::vector<float> y((size_t)(N * Cout * H * W));
+    cpu::winograd_conv2d(x.data<float>(), w.data<float>(), b.data<float>(), y.data(), N, C, H, W, Cout, 1, 1,
                          chunk_tiles);
     return y;
   };
   NoGradGuard no_grad;
   const std::vector<float> usual = run(1);
   for (int call = 0; call < 3; ++call) REQUIRE(run(0) == usual);  // first sight, then the kept transforms
-  // The same weights changed in place (a model that loads others into the same tensors): the
-  // kept transforms are matched by content, so the new weights are read, not the kept ones.
   w.data<float>()[7] += 0.5f;
   const std::vector<float> changed = run(1);
   REQUIRE(changed != usual);
   for (int call = 0; call < 3; ++call) REQUIRE(run(0) == changed);
-  // Both precisions keep their own transforms.
   if (cpu::sgemm_available()) {
     cpu::MatmulPrecisionScope bf16(cpu::MatmulPrecision::bf16);
     const std::vector<float> usual_bf16 = run(1);
     for (int call = 0; call < 3; ++call) REQUIRE(run(0) == usual_bf16);
   }
   REQUIRE(run(0) == changed);
+}
+
+}  // namespace
+
+TEST_CASE("Winograd on a line or two outside autograd: transforms kept between calls, the same bits, weights changed in place seen",
+          "[conv][winograd]") {
+  // One 4 x 33 line (9 tiles): the small-tile path, whose weights are kept transformed and
+  // packed as the B of turned-around products (ops/cpu/winograd.cpp, small_forward).
+  check_kept_transforms(1, 32, 40, 4, 33, 91);
+}
+
+TEST_CASE("Winograd on a batch outside autograd: transforms kept packed between calls, the same bits, weights changed in place seen",
+          "[conv][winograd]") {
+  // Two 16 x 100 images (200 tiles, more than the small-tile path takes): the weights kept
+  // transformed and packed as the A of the usual products (kept_forward), over the default
+  // chunking.
+  check_kept_transforms(2, 24, 40, 16, 100, 94);
 }

@@ -301,6 +301,51 @@ TEST_CASE("sgemm_packed: a B packed once and kept gives sgemm's bits on any thre
   CHECK_THROWS_WITH(ocrt::cpu::sgemm_packed(8, b.data(), 8, 1, packed, c.data(), 8), Catch::Contains("was packed in"));
 }
 
+TEST_CASE("sgemm_packed_a: an A packed once and kept gives sgemm's bits, threaded or on two threads at once", "[gemm]") {
+  // SgemmPackedA (Winograd's kept weights in the usual products): A packed once for all its KC
+  // blocks and MR panels; row-major and transposed A, rows across MR and MC blocks (so that the
+  // threads' row ranges start inside the packing), K across KC blocks, 1-5 rows, accumulation,
+  // both precisions; one call shared by the threads, and two calls from two threads at once.
+  if (!ocrt::cpu::sgemm_available()) return;
+  const Path path = path_for(GENERATE(MatmulPrecision::f32, MatmulPrecision::bf16));
+  ocrt::cpu::MatmulPrecisionScope scope(path.precision);
+  const auto& blk = path.blk;
+  struct Shape3 {
+    int64_t M, N, K;
+  };
+  for (const Shape3& sh : {Shape3{256, 300, 96}, Shape3{3, 77, blk.kc + 9}, Shape3{blk.mc + 2 * blk.mr + 5, 45, 2 * blk.kc + 3},
+                           Shape3{1, 16, 1}, Shape3{5, blk.nc + 19, 31}}) {
+    for (bool transposed : {false, true}) {
+      INFO("M " << sh.M << " N " << sh.N << " K " << sh.K << " transposed " << transposed);
+      const std::vector<float> a = values(sh.M * sh.K, 51), b = values(sh.K * sh.N, 52), c0 = values(sh.M * sh.N, 53);
+      // A (M x K) row-major, or the transpose of a K x M matrix (strides 1, M).
+      const int64_t a_row = transposed ? 1 : sh.K, a_col = transposed ? sh.M : 1;
+      const ocrt::cpu::SgemmPackedA packed(sh.M, sh.K, a.data(), a_row, a_col);
+      CHECK(packed.rows() == sh.M);
+      CHECK(packed.cols() == sh.K);
+      for (bool accumulate : {false, true}) {
+        std::vector<float> plain = c0, shared = c0;
+        ocrt::cpu::sgemm(sh.M, sh.N, sh.K, a.data(), a_row, a_col, b.data(), sh.N, 1, plain.data(), sh.N, accumulate);
+        ocrt::cpu::sgemm_packed_a(packed, sh.N, b.data(), sh.N, 1, shared.data(), sh.N, accumulate);
+        REQUIRE(shared == plain);
+        std::vector<std::vector<float>> got(2, c0);
+#pragma omp parallel for num_threads(2)
+        for (int t = 0; t < 2; ++t)
+          ocrt::cpu::sgemm_packed_a(packed, sh.N, b.data(), sh.N, 1, got[(size_t)t].data(), sh.N, accumulate);
+        REQUIRE(got[0] == plain);
+        REQUIRE(got[1] == plain);
+      }
+    }
+  }
+  // Packed in one precision, refused in the other.
+  const std::vector<float> a = values(64, 54);
+  const ocrt::cpu::SgemmPackedA packed(8, 8, a.data(), 8, 1);
+  const MatmulPrecision other = path.precision == MatmulPrecision::f32 ? MatmulPrecision::bf16 : MatmulPrecision::f32;
+  ocrt::cpu::MatmulPrecisionScope switched(other);
+  std::vector<float> c(64);
+  CHECK_THROWS_WITH(ocrt::cpu::sgemm_packed_a(packed, 8, a.data(), 8, 1, c.data(), 8), Catch::Contains("was packed in"));
+}
+
 TEST_CASE("sgemm accumulates into C", "[gemm]") {
   if (!ocrt::cpu::sgemm_available()) return;  // the generic path: Eigen, tested elsewhere
   const Path path = path_for(GENERATE(MatmulPrecision::f32, MatmulPrecision::bf16));
