@@ -201,12 +201,8 @@ Tensor Int8Conv2d::forward(const Tensor& x, const Int8PostOps& post) const {
     planes.resize((size_t)(c_ * H * W));
     xq.assign((size_t)(Hp * Wp * cp), zero);
     int8_quantize_input(xp + n * c_ * H * W, c_ * H * W, input_, planes.data());
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t w = 0; w < W; ++w) {
-        uint8_t* dst = xq.data() + ((h + ph) * Wp + pw + w) * cp;
-        const uint8_t* src = planes.data() + h * W + w;
-        for (int64_t c = 0; c < c_; ++c) dst[c] = src[c * H * W];
-      }
+    for (int64_t h = 0; h < H; ++h)  // row h of every plane -> its pixels' channels
+      cpu::transpose_bytes(planes.data() + h * W, c_, W, H * W, xq.data() + ((h + ph) * Wp + pw) * cp, cp);
     const uint8_t* q = xq.data();
     auto pack = [&](int64_t i0, int64_t rows, uint8_t* panel) {
       for (int64_t r = 0; r < cpu::kInt8MR; ++r) {

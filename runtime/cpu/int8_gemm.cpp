@@ -416,6 +416,65 @@ void int8_quantize(const float* x, int64_t n, float inv_scale, int lo, int hi, i
   int8_quantize_reference(x, n, inv_scale, lo, hi, offset, codes);
 }
 
+namespace {
+
+void transpose_bytes_plain(const uint8_t* src, int64_t rows, int64_t cols, int64_t src_stride, uint8_t* dst,
+                           int64_t dst_stride) {
+  for (int64_t c = 0; c < cols; ++c)
+    for (int64_t r = 0; r < rows; ++r) dst[c * dst_stride + r] = src[r * src_stride + c];
+}
+
+#if defined(OCRT_INT8_AVX2)
+// 16 rows of 16 bytes -> 16 columns: four rounds of interleaves, each doubling the run of bytes
+// that come from consecutive rows (1 -> 2 -> 4 -> 8 -> 16), SSE2 only.
+void transpose_16x16(const uint8_t* src, int64_t src_stride, uint8_t* dst, int64_t dst_stride) {
+  __m128i a[16], b[16];
+  for (int i = 0; i < 16; ++i) a[i] = _mm_loadu_si128((const __m128i*)(src + i * src_stride));
+  // Round 1: rows 2k and 2k + 1, byte by byte: b[k] holds columns 0-7, b[k + 8] columns 8-15,
+  // as pairs (row 2k, row 2k + 1).
+  for (int k = 0; k < 8; ++k) b[k] = _mm_unpacklo_epi8(a[2 * k], a[2 * k + 1]), b[k + 8] = _mm_unpackhi_epi8(a[2 * k], a[2 * k + 1]);
+  // Round 2: pairs of rows 4m..4m+1 and 4m+2..4m+3: a[h * 8 + 2m] columns 8h + 0-3, a[h * 8 + 2m + 1]
+  // columns 8h + 4-7, each as a run of 4 rows.
+  for (int h = 0; h < 2; ++h)
+    for (int m = 0; m < 4; ++m) {
+      const __m128i x = b[h * 8 + 2 * m], y = b[h * 8 + 2 * m + 1];
+      a[h * 8 + 2 * m] = _mm_unpacklo_epi16(x, y), a[h * 8 + 2 * m + 1] = _mm_unpackhi_epi16(x, y);
+    }
+  // Round 3: runs of rows 0-3 with 4-7 and 8-11 with 12-15: b[(h * 4 + q) * 2 + g] holds columns
+  // 8h + 2q and 8h + 2q + 1 as runs of 8 rows (rows 8g ..).
+  for (int h = 0; h < 2; ++h)
+    for (int g = 0; g < 2; ++g)
+      for (int half = 0; half < 2; ++half) {
+        const __m128i x = a[h * 8 + 4 * g + half], y = a[h * 8 + 4 * g + 2 + half];
+        b[(h * 4 + 2 * half) * 2 + g] = _mm_unpacklo_epi32(x, y);
+        b[(h * 4 + 2 * half + 1) * 2 + g] = _mm_unpackhi_epi32(x, y);
+      }
+  // Round 4: rows 0-7 with 8-15: one column each.
+  for (int p = 0; p < 8; ++p) {
+    const __m128i x = b[p * 2], y = b[p * 2 + 1];
+    _mm_storeu_si128((__m128i*)(dst + (2 * p) * dst_stride), _mm_unpacklo_epi64(x, y));
+    _mm_storeu_si128((__m128i*)(dst + (2 * p + 1) * dst_stride), _mm_unpackhi_epi64(x, y));
+  }
+}
+#endif
+
+}  // namespace
+
+void transpose_bytes(const uint8_t* src, int64_t rows, int64_t cols, int64_t src_stride, uint8_t* dst,
+                     int64_t dst_stride) {
+  int64_t r0 = 0;
+#if defined(OCRT_INT8_AVX2)
+  const int64_t whole_cols = cols / 16 * 16;
+  for (; r0 + 16 <= rows; r0 += 16) {
+    for (int64_t c0 = 0; c0 < whole_cols; c0 += 16)
+      transpose_16x16(src + r0 * src_stride + c0, src_stride, dst + c0 * dst_stride + r0, dst_stride);
+    transpose_bytes_plain(src + r0 * src_stride + whole_cols, 16, cols - whole_cols, src_stride,
+                          dst + whole_cols * dst_stride + r0, dst_stride);
+  }
+#endif
+  transpose_bytes_plain(src + r0 * src_stride, rows - r0, cols, src_stride, dst + r0, dst_stride);
+}
+
 bool int8_gemm_simd() { return kernels().tile != kernel_reference; }
 
 const char* int8_gemm_kernel_name() { return kernels().name; }

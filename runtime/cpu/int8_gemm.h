@@ -91,6 +91,12 @@ void int8_gemm_reference(int64_t M, const Int8PackA& pack_a, const Int8PackedWei
 void int8_quantize(const float* x, int64_t n, float inv_scale, int lo, int hi, int offset, uint8_t* codes);
 void int8_quantize_reference(const float* x, int64_t n, float inv_scale, int lo, int hi, int offset, uint8_t* codes);
 
+// dst[c * dst_stride + r] = src[r * src_stride + c] for r < rows, c < cols: a block of codes
+// transposed (an image's channel planes to channels-last pixels), 16 x 16 bytes at a time with
+// SSE2 on x86-64 (the remainders, and other CPUs, byte by byte).
+void transpose_bytes(const uint8_t* src, int64_t rows, int64_t cols, int64_t src_stride, uint8_t* dst,
+                     int64_t dst_stride);
+
 // Whether int8_gemm runs a SIMD kernel on this machine (the avx2 path or better), and its name.
 bool int8_gemm_simd();
 const char* int8_gemm_kernel_name();

@@ -138,3 +138,20 @@ TEST_CASE("int8_quantize rounds to nearest even, clamps, maps NaN to the lowest 
   CHECK((int)(int8_quantize(x.data(), 4, 1.0f, 0, 127, 0, out.data()), out[3]) == 2);   // 2.5 -> 2
   CHECK_THROWS_WITH(int8_quantize(x.data(), 4, 1.0f, -63, 63, 0, out.data()), Catch::Contains("do not fit"));
 }
+
+TEST_CASE("transpose_bytes equals the plain transpose on whole 16 x 16 blocks and every remainder", "[int8]") {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (int64_t rows : {1, 15, 16, 17, 40})
+    for (int64_t cols : {1, 7, 16, 33, 64}) {
+      INFO("rows " << rows << " cols " << cols);
+      const int64_t src_stride = cols + 3, dst_stride = rows + 5;
+      std::vector<uint8_t> src((size_t)(rows * src_stride));
+      for (auto& v : src) v = (uint8_t)byte(rng);
+      std::vector<uint8_t> dst((size_t)(cols * dst_stride), 0xAB), want = dst;
+      for (int64_t c = 0; c < cols; ++c)
+        for (int64_t r = 0; r < rows; ++r) want[(size_t)(c * dst_stride + r)] = src[(size_t)(r * src_stride + c)];
+      transpose_bytes(src.data(), rows, cols, src_stride, dst.data(), dst_stride);
+      CHECK(dst == want);  // the padding between rows of dst untouched too
+    }
+}
