@@ -4,6 +4,7 @@
 // bench/peer_infer.py --latency on the peers' side: normalise, pad, model, greedy decoding).
 //
 //   build/bench_latency IMAGE [--weights FILE] [--threads 2] [--reps 200] [--warmup 20]
+//                       [--precision fp32|bf16|auto]
 //
 // Prints one JSON object: p50, p90, p99, mean and min in milliseconds, the text, the settings.
 // bench/latency.sh runs it beside ONNX Runtime and records the figures.
@@ -27,11 +28,13 @@ int main(int argc, char** argv) {
   try {
     std::string weights = "weights/crnn-en.safetensors";
     int64_t threads = 2, reps = 200, warmup = 20;
+    std::string precision = "fp32";
     cli::Parser p("bench_latency", "usage: bench_latency IMAGE [options]\n");
     p.add(cli::text("--weights", "FILE", weights, "the recogniser (weights/crnn-en.safetensors)"));
     p.add(cli::integer("--threads", "N", threads, 1, 4096, "CPU threads (2)"));
     p.add(cli::integer("--reps", "N", reps, 1, 1000000, "timed calls (200)"));
     p.add(cli::integer("--warmup", "N", warmup, 0, 1000000, "calls before timing (20)"));
+    p.add(cli::text("--precision", "fp32|bf16|auto", precision, "the Predictor's precision (fp32)"));
     const std::vector<std::string> rest = p.parse(argc, argv);
     OCRT_CHECK(rest.size() == 1, "give one line image");
     const GrayImage image = load_gray_image(rest[0]);
@@ -39,6 +42,7 @@ int main(int argc, char** argv) {
     PredictorOptions o;
     o.threads = (int)threads;
     o.batch = 1;
+    o.precision = precision;
     Predictor predictor(weights, o);
     std::vector<double> ms;
     std::string text;

@@ -14,7 +14,7 @@
 # precision for this CPU), each in its own process after its warm-up calls; the table gives each
 # engine's median over the rounds of every figure. Printed, not written into bench/results/.
 # INT8=FILE adds ocrt on that int8 model file (ocrt-quantize; docs/int8.md) after ocrt in each
-# round.
+# round; BF16=1 adds ocrt with --precision bf16 (CPUs with AVX512-BF16 or AMX).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -34,6 +34,10 @@ trap 'rm -rf "$OUT"' EXIT
 for r in $(seq "$ROUNDS"); do
   echo "round $r: load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   "$BUILD/bench_latency" "$LINE" --weights "$WEIGHTS" --threads "$THREADS" --reps "$REPS" > "$OUT/ocrt.$r.json"
+  if [[ -n ${BF16:-} ]]; then
+    "$BUILD/bench_latency" "$LINE" --weights "$WEIGHTS" --threads "$THREADS" --reps "$REPS" --precision bf16 \
+        > "$OUT/ocrt-bf16.$r.json"
+  fi
   if [[ -n ${INT8:-} ]]; then
     "$BUILD/bench_latency" "$LINE" --weights "$INT8" --threads "$THREADS" --reps "$REPS" > "$OUT/ocrt-int8.$r.json"
   fi
@@ -42,16 +46,16 @@ for r in $(seq "$ROUNDS"); do
         --reps "$REPS" > "$OUT/$e.$r.json"
   done
 done
-"$PY" - "$OUT" "$ROUNDS" "${INT8:-}" <<'EOF'
+"$PY" - "$OUT" "$ROUNDS" "${INT8:-}" "${BF16:-}" <<'EOF'
 import json, statistics, sys
-out, rounds, int8 = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+out, rounds, int8, bf16 = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 print("| engine | precision | p50 ms | p90 ms | p99 ms | mean ms | text |")
 print("| --- | --- | --- | --- | --- | --- | --- |")
-for e in ("ocrt",) + (("ocrt-int8",) if int8 else ()) + ("ort", "openvino"):
+for e in ("ocrt",) + (("ocrt-bf16",) if bf16 else ()) + (("ocrt-int8",) if int8 else ()) + ("ort", "openvino"):
     runs = [json.load(open(f"{out}/{e}.{r}.json")) for r in range(1, rounds + 1)]
     med = {k: statistics.median(run[k] for run in runs) for k in ("p50_ms", "p90_ms", "p99_ms", "mean_ms")}
     v = runs[0].get("versions", {})
-    name = {"ocrt": "ocrt (Predictor)", "ocrt-int8": "ocrt (Predictor), int8 file",
+    name = {"ocrt": "ocrt (Predictor)", "ocrt-bf16": "ocrt (Predictor)", "ocrt-int8": "ocrt (Predictor), int8 file",
             "ort": "ONNX Runtime " + v.get("onnxruntime", ""),
             "openvino": "OpenVINO " + v.get("openvino", "")}[e]
     print(f"| {name} | {runs[0].get('precision', 'fp32')} | {med['p50_ms']:.2f} | {med['p90_ms']:.2f} | "
