@@ -17,6 +17,7 @@
 #include "ops/backend.h"
 #include "ops/cpu/simd_math.h"
 #include "runtime/cpu/loops.h"
+#include "runtime/cpu_isa.h"
 
 namespace ocrt {
 
@@ -30,21 +31,31 @@ T sigmoid(T x) {
   return T(1) / (T(1) + std::exp(-x));
 }
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(OCRT_SIMD_MATH)
 using simd::exp8;
 using simd::sigmoid8;
 using simd::tanh8;
 constexpr int kLanes = 8;
 
+// Whether the cells take the 8-lane functions below: decided once, from the path of
+// runtime/cpu_isa.h (the build may be for the baseline x86-64, the CPU is not).
+bool use_lanes() {
+  static const bool on = cpu_isa() >= CpuIsa::avx2;
+  return on;
+}
+
+// A gate's pre-activation, 8 units from `at`: the input's part plus the recurrence's.
+OCRT_SIMD_AVX2 inline __m256 pre_activation(const float* x, const float* r, int64_t at) {
+  return _mm256_add_ps(_mm256_loadu_ps(x + at), _mm256_loadu_ps(r + at));
+}
+
 // One active row of the forward cell, lanes [0, H - H % 8); returns where the scalar tail starts.
-inline int64_t cell_forward_lanes(const float* x, const float* r, const float* cp, int64_t H, float* a, float* cn,
+OCRT_SIMD_AVX2 int64_t cell_forward_lanes(const float* x, const float* r, const float* cp, int64_t H, float* a, float* cn,
                                   float* hn, float* op) {
   int64_t j = 0;
   for (; j + kLanes <= H; j += kLanes) {
-    auto pre = [&](int64_t gate) {
-      return _mm256_add_ps(_mm256_loadu_ps(x + gate * H + j), _mm256_loadu_ps(r + gate * H + j));
-    };
-    const __m256 i = sigmoid8(pre(0)), f = sigmoid8(pre(1)), g = tanh8(pre(2)), o = sigmoid8(pre(3));
+    const __m256 i = sigmoid8(pre_activation(x, r, j)), f = sigmoid8(pre_activation(x, r, H + j));
+    const __m256 g = tanh8(pre_activation(x, r, 2 * H + j)), o = sigmoid8(pre_activation(x, r, 3 * H + j));
     const __m256 c = _mm256_fmadd_ps(f, _mm256_loadu_ps(cp + j), _mm256_mul_ps(i, g));
     const __m256 h = _mm256_mul_ps(o, tanh8(c));
     _mm256_storeu_ps(a + j, i);
@@ -59,7 +70,7 @@ inline int64_t cell_forward_lanes(const float* x, const float* r, const float* c
 }
 
 // The backward of those lanes (tanh(c) recomputed by the same tanh8 as the forward).
-inline int64_t cell_backward_lanes(const float* a, const float* cp, const float* cn, const float* dh, const float* dout,
+OCRT_SIMD_AVX2 int64_t cell_backward_lanes(const float* a, const float* cp, const float* cn, const float* dh, const float* dout,
                                    const float* dc, int64_t H, float* d, float* dcprev, float* carry) {
   const __m256 one = _mm256_set1_ps(1.0f);
   int64_t j = 0;
@@ -104,9 +115,9 @@ void cell_forward(const Tensor& gates_x, const Tensor& gates_h, const Tensor& h_
     }
     const T *x = gx + n * gx_rs, *r = gh + n * gh_rs;
     int64_t j0 = 0;
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(OCRT_SIMD_MATH)
     if constexpr (std::is_same_v<T, float>)
-      j0 = cell_forward_lanes(x, r, cp + n * H, H, a, cn + n * H, hn + n * H, op + n * out_rs);
+      if (use_lanes()) j0 = cell_forward_lanes(x, r, cp + n * H, H, a, cn + n * H, hn + n * H, op + n * out_rs);
 #endif
     for (int64_t j = j0; j < H; ++j) {
       const T i = sigmoid(x[j] + r[j]);
@@ -145,9 +156,9 @@ void cell_backward(const Tensor& act, const Tensor& c_prev, const Tensor& c, con
     }
     const T* a = ap + n * 4 * H;
     int64_t j0 = 0;
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(OCRT_SIMD_MATH)
     if constexpr (std::is_same_v<T, float>)
-      j0 = cell_backward_lanes(a, cp + n * H, cn + n * H, dhp + n * H, dop + n * dout_rs, dcp + n * H, H, d,
+      if (use_lanes()) j0 = cell_backward_lanes(a, cp + n * H, cn + n * H, dhp + n * H, dop + n * dout_rs, dcp + n * H, H, d,
                                dcprev + n * H, carry + n * H);
 #endif
     for (int64_t j = j0; j < H; ++j) {
