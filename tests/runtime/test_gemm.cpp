@@ -156,6 +156,35 @@ TEST_CASE("sgemm matches a double loop on sizes around the tile edges", "[gemm]"
     for (int64_t N : {33, 257, 515}) check(path, {M, N, 13});
 }
 
+TEST_CASE("sgemm's rows do not depend on where the tile edge falls: partial tiles give the full tile's bits", "[gemm]") {
+  // C's first M rows from an M-row product (M < MR ends in a partial tile: edge_tile's scratch
+  // tile, the bf16 kernel's partial_tile) equal the same rows of a product of 2 MR + 1
+  // rows (whole tiles), bit for bit; also with a partial column edge, with K across KC blocks,
+  // accumulating, and on the same rows read from a packed B (few_rows not taken).
+  if (!ocrt::cpu::sgemm_available()) return;
+  const Path path = path_for(GENERATE(MatmulPrecision::f32, MatmulPrecision::bf16));
+  ocrt::cpu::MatmulPrecisionScope scope(path.precision);
+  const auto& blk = path.blk;
+  const int64_t big = 2 * blk.mr + 1;
+  for (int64_t N : {blk.nr, 2 * blk.nr, blk.nr + 5})
+    for (int64_t K : {int64_t(7), blk.kc + 3}) {
+      const std::vector<float> a = values(big * K, 61), b = values(K * N, 62), c0 = values(big * N, 63);
+      for (bool accumulate : {false, true}) {
+        std::vector<float> whole = c0;
+        ocrt::cpu::sgemm(big, N, K, a.data(), K, 1, b.data(), N, 1, whole.data(), N, accumulate);
+        const ocrt::cpu::SgemmPackedB packed(K, N, b.data(), N, 1);
+        for (int64_t M = 1; M < blk.mr; ++M) {
+          INFO("M " << M << " N " << N << " K " << K << " accumulate " << accumulate);
+          std::vector<float> part(c0.begin(), c0.begin() + M * N), from_packed = part;
+          ocrt::cpu::sgemm(M, N, K, a.data(), K, 1, b.data(), N, 1, part.data(), N, accumulate);
+          ocrt::cpu::sgemm_packed(M, a.data(), K, 1, packed, from_packed.data(), N, accumulate);
+          REQUIRE(std::equal(part.begin(), part.end(), whole.begin()));
+          REQUIRE(from_packed == part);
+        }
+      }
+    }
+}
+
 TEST_CASE("sgemm across KC, MC and NC blocks", "[gemm]") {
   if (!ocrt::cpu::sgemm_available()) return;  // the generic path: Eigen, tested elsewhere
   const Path path = path_for(GENERATE(MatmulPrecision::f32, MatmulPrecision::bf16));
