@@ -214,6 +214,16 @@ AttentionResult MultiheadAttention::forward(const Tensor& query, const Tensor& k
                               attn_mask, key_padding_mask, &gen_);
 }
 
+namespace {
+
+// A 2x2 window moving by 2, without padding, dilation or ceil mode: what conv2d_relu_max_pool2d pools.
+bool is_plain_2x2(const MaxPool2dOptions& o) {
+  return o.kernel == Pair{2, 2} && (o.stride == Pair{0, 0} || o.stride == Pair{2, 2}) && o.padding == Pair{0, 0} &&
+         o.dilation == Pair{1, 1} && !o.ceil_mode;
+}
+
+}  // namespace
+
 Tensor Sequential::forward(const Tensor& x) {
   Tensor y = x;
   const auto& kids = children();
@@ -233,6 +243,17 @@ Tensor Sequential::forward(const Tensor& x) {
     if (auto* bn = dynamic_cast<BatchNorm2d*>(child); own && bn && !bn->is_training() && y.dim() == 4) {
       bn->normalize_in_place(y);
       continue;
+    }
+    // A float convolution, a ReLU and a 2x2 max-pool in a row (a CRNN's first block) run as one
+    // op in inference, which never writes the convolution's full-resolution output (ops/conv.h).
+    if (auto* conv = dynamic_cast<Conv2d*>(child); conv && !grad_enabled() && i + 2 < kids.size() &&
+                                                   !(conv->int8 && runs_int8(y)) && !Int8Calibration::active()) {
+      const auto* pool = dynamic_cast<const MaxPool2d*>(kids[i + 2].second.get());
+      if (dynamic_cast<const ReLU*>(kids[i + 1].second.get()) && pool && is_plain_2x2(pool->options)) {
+        y = conv2d_relu_max_pool2d(y, conv->weight, conv->bias, conv->options);
+        i += 2;
+        continue;
+      }
     }
     // An int8 convolution takes the eval-mode BatchNorm and the ReLU after it into its
     // epilogue (models/int8.h): two passes over its output fewer.

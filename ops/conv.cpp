@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "ops/backend.h"
+#include "ops/elementwise.h"
 #include "runtime/autograd.h"
 
 namespace ocrt {
@@ -51,8 +52,16 @@ int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ce
 
 }  // namespace
 
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& opt) {
-  const char* op = "conv2d";
+namespace {
+
+// conv2d's arguments checked (op names the caller in messages), and what follows from them.
+struct ConvCall {
+  Conv2dParams p;
+  int64_t N, Cout, Ho, Wo;
+};
+
+ConvCall check_conv_args(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& opt,
+                         const char* op) {
   check_image(x, op);
   OCRT_CHECK(weight.defined() && weight.dim() == 4, op, ": weight must be 4-D (Cout, Cin/groups, kh, kw), got ",
              weight.defined() ? shape_str(weight.shape()) : std::string("undefined"));
@@ -84,11 +93,21 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
     OCRT_CHECK(bias.device() == x.device() && bias.dtype() == x.dtype(), op, ": bias must be ", dtype_name(x.dtype()),
                " on ", x.device().str(), " like the input");
   }
-  const bool grad = any_requires_grad({x, weight, bias});
   const Conv2dParams p{opt.stride[0], opt.stride[1], opt.padding[0], opt.padding[1], opt.dilation[0], opt.dilation[1], g,
                        conv_mode() == ConvMode::fast};
   const int64_t Ho = out_size(H, kh, p.stride_h, p.pad_h, p.dilation_h, false);
   const int64_t Wo = out_size(W, kw, p.stride_w, p.pad_w, p.dilation_w, false);
+  return {p, N, Cout, Ho, Wo};
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& opt) {
+  const char* op = "conv2d";
+  const ConvCall call = check_conv_args(x, weight, bias, opt, op);
+  const Conv2dParams& p = call.p;
+  const int64_t N = call.N, Cout = call.Cout, Ho = call.Ho, Wo = call.Wo;
+  const bool grad = any_requires_grad({x, weight, bias});
 
   const Tensor xc = x.detach().contiguous(), wc = weight.detach().contiguous();
   const Tensor bc = bias.defined() ? bias.detach().contiguous() : Tensor();
@@ -108,6 +127,19 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
     });
   }
   return y;
+}
+
+Tensor conv2d_relu_max_pool2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& opt) {
+  const char* op = "conv2d_relu_max_pool2d";
+  const ConvCall call = check_conv_args(x, weight, bias, opt, op);
+  const LayerBackend& backend = layer_backend(x.device());
+  if (backend.conv2d_relu_max_pool2 && !any_requires_grad({x, weight, bias}) && call.Ho >= 2 && call.Wo >= 2) {
+    const Tensor xc = x.contiguous(), wc = weight.contiguous();
+    const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
+    Tensor y = Tensor::empty({call.N, call.Cout, call.Ho / 2, call.Wo / 2}, x.dtype(), x.device());
+    if (backend.conv2d_relu_max_pool2(xc, wc, bc, call.p, y)) return y;
+  }
+  return max_pool2d(relu(conv2d(x, weight, bias, opt)), MaxPool2dOptions{});
 }
 
 namespace {

@@ -48,6 +48,12 @@ class ConvModeScope {
 
 // x (N,Cin,H,W), weight (Cout, Cin/groups, kh, kw), bias (Cout) or undefined -> (N,Cout,Ho,Wo).
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), const Conv2dOptions& opt = {});
+// max_pool2d(relu(conv2d(x, weight, bias, opt)), 2x2) (a CRNN's first block), the same values.
+// Where nothing needs a gradient and the device has a path for it (the CPU's direct
+// convolution: a first layer on gray lines), in one pass that never writes the convolution's
+// full-resolution output (ops/cpu/conv_direct.h); elsewhere the three ops in turn.
+Tensor conv2d_relu_max_pool2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                              const Conv2dOptions& opt = {});
 
 struct MaxPool2dOptions {
   Pair kernel{2, 2};

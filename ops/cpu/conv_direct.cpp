@@ -43,6 +43,10 @@ OCRT_DIRECT_INLINE void store8(float* p, const Vec8& v) { std::memcpy(p, &v, siz
 
 struct Shape {
   int64_t C, H, W, Cout, kh, kw, pad_h, pad_w, Ho, Wo;
+  // Where output (o, oh, ow) is written: y[o * y_plane + (oh - y_row0) * Wo + ow]. The whole
+  // output (y_plane Ho Wo, y_row0 0), or a scratch of a few rows (the fused ReLU and max-pool).
+  int64_t y_plane, y_row0;
+  float* out(float* y, int64_t o, int64_t oh) const { return y + o * y_plane + (oh - y_row0) * Wo; }
 };
 
 // Output column ow of row oh, every channel, with bounds checks: the edges of the row.
@@ -60,7 +64,7 @@ OCRT_DIRECT_INLINE void edge_column(const float* x, const float* wt, const float
         for (int64_t o = 0; o < s.Cout; ++o) acc[o] += wr[o] * v;
       }
     }
-  for (int64_t o = 0; o < s.Cout; ++o) y[(o * s.Ho + oh) * s.Wo + ow] = acc[o] + (bias ? bias[o] : 0.0f);
+  for (int64_t o = 0; o < s.Cout; ++o) s.out(y, o, oh)[ow] = acc[o] + (bias ? bias[o] : 0.0f);
 }
 
 // Columns [ow, ow + 8 NV) of output row oh, every tap inside the input row: CO x NV vectors of
@@ -88,7 +92,7 @@ OCRT_DIRECT_INLINE void interior_block(const float* x, const float* wt, const fl
     const float b = bias ? bias[o] : 0.0f;
     for (int u = 0; u < NV; ++u) {
       const Vec8 out = acc[o][u] + b;
-      store8(y + (o * s.Ho + oh) * s.Wo + ow + 8 * u, out);
+      store8(s.out(y, o, oh) + ow + 8 * u, out);
     }
   }
 }
@@ -149,6 +153,19 @@ ChunkRow chunk_row_for(int64_t co) {
   return nullptr;
 }
 
+// Output channels in chunks of up to 8; chunk k's weights turned to wt[k] (C, kh, kw, its CO):
+// wt[k][c, i, j, o] = w[8 k + o, c, i, j].
+std::vector<std::vector<float>> turned_weights(const float* w, int64_t Cout, int64_t taps) {
+  std::vector<std::vector<float>> wt((size_t)((Cout + 7) / 8));
+  for (int64_t k = 0; k < (int64_t)wt.size(); ++k) {
+    const int64_t co = std::min<int64_t>(8, Cout - 8 * k);
+    wt[(size_t)k].resize((size_t)(taps * co));
+    for (int64_t o = 0; o < co; ++o)
+      for (int64_t r = 0; r < taps; ++r) wt[(size_t)k][(size_t)(r * co + o)] = w[(8 * k + o) * taps + r];
+  }
+  return wt;
+}
+
 }  // namespace
 
 bool direct_conv_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p) {
@@ -160,16 +177,8 @@ void direct_conv2d(const float* x, const float* w, const float* bias, float* y, 
                    int64_t W, int64_t Cout, int64_t kh, int64_t kw, int64_t pad_h, int64_t pad_w) {
   const int64_t Ho = H + 2 * pad_h - kh + 1, Wo = W + 2 * pad_w - kw + 1;
   if (N == 0 || Ho <= 0 || Wo <= 0) return;
-  // Output channels in chunks of up to 8; chunk k's weights turned to wt[k] (C, kh, kw, its CO):
-  // wt[k][c, i, j, o] = w[8 k + o, c, i, j].
   const int64_t taps = C * kh * kw, chunks = (Cout + 7) / 8;
-  std::vector<std::vector<float>> wt((size_t)chunks);
-  for (int64_t k = 0; k < chunks; ++k) {
-    const int64_t co = std::min<int64_t>(8, Cout - 8 * k);
-    wt[(size_t)k].resize((size_t)(taps * co));
-    for (int64_t o = 0; o < co; ++o)
-      for (int64_t r = 0; r < taps; ++r) wt[(size_t)k][(size_t)(r * co + o)] = w[(8 * k + o) * taps + r];
-  }
+  const std::vector<std::vector<float>> wt = turned_weights(w, Cout, taps);
   const int64_t rows = N * Ho;
   const bool parallel = rows > 1 && rows * Wo * taps * Cout > kParallelGrain && !omp_in_parallel();
 #pragma omp parallel for schedule(static) if (parallel)
@@ -177,9 +186,49 @@ void direct_conv2d(const float* x, const float* w, const float* bias, float* y, 
     const int64_t n = r / Ho, oh = r % Ho;
     for (int64_t k = 0; k < chunks; ++k) {
       const int64_t co = std::min<int64_t>(8, Cout - 8 * k);
-      const Shape s{C, H, W, co, kh, kw, pad_h, pad_w, Ho, Wo};
+      const Shape s{C, H, W, co, kh, kw, pad_h, pad_w, Ho, Wo, Ho * Wo, 0};
       chunk_row_for(co)(x + n * C * H * W, wt[(size_t)k].data(), bias ? bias + 8 * k : nullptr,
                         y + (n * Cout + 8 * k) * Ho * Wo, s, oh);
+    }
+  }
+}
+
+void direct_conv2d_relu_max_pool2(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C,
+                                  int64_t H, int64_t W, int64_t Cout, int64_t kh, int64_t kw, int64_t pad_h,
+                                  int64_t pad_w) {
+  const int64_t Ho = H + 2 * pad_h - kh + 1, Wo = W + 2 * pad_w - kw + 1, Hq = Ho / 2, Wq = Wo / 2;
+  if (N == 0 || Hq <= 0 || Wq <= 0) return;
+  const int64_t taps = C * kh * kw, chunks = (Cout + 7) / 8;
+  const std::vector<std::vector<float>> wt = turned_weights(w, Cout, taps);
+  const int64_t rows = N * Hq;
+  const bool parallel = rows > 1 && rows * 2 * Wo * taps * Cout > kParallelGrain && !omp_in_parallel();
+#pragma omp parallel if (parallel)
+  {
+    // Two convolution rows of a chunk's channels at a time: (co, 2, Wo), then pooled out.
+    std::vector<float> two((size_t)(8 * 2 * Wo));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t n = r / Hq, q = r % Hq;
+      for (int64_t k = 0; k < chunks; ++k) {
+        const int64_t co = std::min<int64_t>(8, Cout - 8 * k);
+        const Shape s{C, H, W, co, kh, kw, pad_h, pad_w, Ho, Wo, 2 * Wo, 2 * q};
+        const ChunkRow row = chunk_row_for(co);
+        const float* b = bias ? bias + 8 * k : nullptr;
+        row(x + n * C * H * W, wt[(size_t)k].data(), b, two.data(), s, 2 * q);
+        row(x + n * C * H * W, wt[(size_t)k].data(), b, two.data(), s, 2 * q + 1);
+        // relu(v) = v > 0 ? v : 0 and the window's first maximum: after the ReLU no value is NaN
+        // (a NaN sum becomes 0), so the maximum of the four is max(0, each v > it).
+        for (int64_t o = 0; o < co; ++o) {
+          const float* r0 = two.data() + o * 2 * Wo;
+          const float* r1 = r0 + Wo;
+          float* out = y + ((n * Cout + 8 * k + o) * Hq + q) * Wq;
+          for (int64_t c = 0; c < Wq; ++c) {
+            float m = 0.0f;
+            for (float v : {r0[2 * c], r0[2 * c + 1], r1[2 * c], r1[2 * c + 1]}) m = v > m ? v : m;
+            out[c] = m;
+          }
+        }
+      }
     }
   }
 }

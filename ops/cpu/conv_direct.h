@@ -34,4 +34,13 @@ bool direct_conv_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const 
 void direct_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
                    int64_t W, int64_t Cout, int64_t kh, int64_t kw, int64_t pad_h, int64_t pad_w);
 
+// y (N, Cout, Ho / 2, Wo / 2) = max_pool2d(relu(direct_conv2d(...)), 2 x 2, stride 2), the same
+// values as the three in turn, in one pass: each pair of convolution rows goes through the ReLU
+// and the pool while it is in cache, so the full-resolution activation (a CRNN's first layer:
+// 64 channels at the line's whole size, 105 MB for 32 lines of 400 pixels) is never written.
+// Inference only (no indices for a backward). Same conditions as direct_conv2d.
+void direct_conv2d_relu_max_pool2(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C,
+                                  int64_t H, int64_t W, int64_t Cout, int64_t kh, int64_t kw, int64_t pad_h,
+                                  int64_t pad_w);
+
 }  // namespace ocrt::cpu

@@ -6,6 +6,7 @@
 
 #include "models/layers.h"
 #include "ops/elementwise.h"
+#include "ops/random.h"
 #include "ops/reduce.h"
 
 using namespace ocrt;
@@ -169,6 +170,29 @@ TEST_CASE("layer modules carry PyTorch's parameter and buffer names", "[module]"
   CHECK(lstm.named_parameters()[8].second.shape() == Shape{16, 8});  // weight_ih_l1: input 2 * hidden
   LayerNorm ln({6});
   CHECK(ln(Tensor::ones({2, 6})).shape() == Shape{2, 6});
+}
+
+TEST_CASE("Sequential in inference runs Conv2d, ReLU, MaxPool2d 2x2 as one op with the same values", "[module]") {
+  // A CRNN's first block (1 -> 16 channels, 3x3, padding 1, then a 2x2 pool) and a second
+  // block behind it: without gradients the first three modules go through
+  // conv2d_relu_max_pool2d, with them the modules one by one; the outputs are the same bits.
+  Generator gen(5);
+  Sequential s;
+  s.add(std::make_shared<Conv2d>(1, 16, Pair{3, 3}, gen, Conv2dOptions{{1, 1}, {1, 1}}));
+  s.add(std::make_shared<ReLU>());
+  s.add(std::make_shared<MaxPool2d>(MaxPool2dOptions{}));
+  s.add(std::make_shared<Conv2d>(16, 8, Pair{3, 3}, gen, Conv2dOptions{{1, 1}, {1, 1}}));
+  s.add(std::make_shared<ReLU>());
+  s.add(std::make_shared<MaxPool2d>(MaxPool2dOptions{{2, 2}, {2, 1}, {0, 1}}));  // CRNN's later kind: not fused
+  const Tensor x = uniform({2, 1, 12, 30}, -1.0, 1.0, gen);
+  const Tensor with_grad = s.forward(x);
+  Tensor without;
+  {
+    NoGradGuard no_grad;
+    without = s.forward(x);
+  }
+  REQUIRE(without.shape() == with_grad.shape());
+  CHECK(without.to_vector<float>() == with_grad.to_vector<float>());
 }
 
 TEST_CASE("Sequential in inference overwrites its own activations with ReLU, never its input", "[module]") {

@@ -708,3 +708,46 @@ TEST_CASE("Winograd on a batch outside autograd: transforms kept packed between 
   // chunking.
   check_kept_transforms(2, 24, 40, 16, 100, 94);
 }
+
+TEST_CASE("conv2d_relu_max_pool2d gives the three ops' bits in one pass, NaN and odd sizes included", "[conv]") {
+  // The CPU's fused path (direct convolution, ReLU and 2x2 pool per pair of rows) against
+  // max_pool2d(relu(conv2d(...))): first layers on gray lines (C 1, Cout 64: chunks of 8), few
+  // output channels with more inputs, odd output sizes (the last row and column dropped),
+  // padding, a NaN in the input, threads; and the paths it leaves to the three ops (stride 2,
+  // a layer the direct convolution does not take, autograd) give the same values too.
+  struct Case {
+    int64_t N, C, Cout, H, W, kh, kw, pad;
+  };
+  NoGradGuard no_grad;
+  const MaxPool2dOptions pool2{};
+  for (const Case& c : {Case{2, 1, 64, 32, 41, 3, 3, 1}, Case{1, 3, 5, 9, 14, 3, 3, 1}, Case{3, 2, 8, 7, 7, 2, 3, 0},
+                        Case{1, 1, 11, 6, 5, 1, 1, 0}}) {
+    INFO("N " << c.N << " C " << c.C << " Cout " << c.Cout << " H " << c.H << " W " << c.W);
+    Tensor x = det_uniform({c.N, c.C, c.H, c.W}, 71, -1, 1, DType::f32);
+    x.data<float>()[5] = std::nanf("");
+    Tensor w = det_uniform({c.Cout, c.C, c.kh, c.kw}, 72, -0.5, 0.5, DType::f32);
+    Tensor b = det_uniform({c.Cout}, 73, -0.2, 0.2, DType::f32);
+    Conv2dOptions opt;
+    opt.padding = {c.pad, c.pad};
+    for (int threads : {1, 2}) {
+      ThreadCountGuard guard;
+      set_num_threads(threads);
+      const Tensor want = max_pool2d(relu(conv2d(x, w, b, opt)), pool2);
+      const Tensor got = conv2d_relu_max_pool2d(x, w, b, opt);
+      REQUIRE(got.shape() == want.shape());
+      REQUIRE(got.to_vector<float>() == want.to_vector<float>());
+      const Tensor no_bias = conv2d_relu_max_pool2d(x, w, Tensor(), opt);
+      REQUIRE(no_bias.to_vector<float>() == max_pool2d(relu(conv2d(x, w, Tensor(), opt)), pool2).to_vector<float>());
+    }
+  }
+  // Not the direct convolution's: stride 2, and 16 -> 16 channels (im2col or Winograd).
+  Tensor x = det_uniform({1, 16, 12, 12}, 74, -1, 1, DType::f32);
+  Tensor w = det_uniform({16, 16, 3, 3}, 75, -0.3, 0.3, DType::f32);
+  Conv2dOptions strided;
+  strided.stride = {2, 2};
+  REQUIRE(conv2d_relu_max_pool2d(x, w, Tensor(), strided).to_vector<float>() ==
+          max_pool2d(relu(conv2d(x, w, Tensor(), strided)), pool2).to_vector<float>());
+  REQUIRE(conv2d_relu_max_pool2d(x, w).to_vector<float>() == max_pool2d(relu(conv2d(x, w)), pool2).to_vector<float>());
+  // Bad arguments are refused with the op's name, as conv2d refuses them.
+  CHECK_THROWS_WITH(conv2d_relu_max_pool2d(x, w, Tensor::zeros({3})), Catch::Contains("conv2d_relu_max_pool2d: bias"));
+}
