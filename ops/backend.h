@@ -47,11 +47,6 @@ struct LayerBackend {
   // maximum within its (H,W) plane, as PyTorch. Padding never wins. x contiguous. indices is
   // undefined when nothing will be differentiated (inference): then only y is written.
   void (*max_pool2d)(const Tensor& x, const Pool2dParams& p, const Tensor& y, const Tensor& indices);
-  // y (N,Cout,Ho/2,Wo/2) = a 2x2, stride-2 max-pool of relu(conv2d(x, w) + bias), the same values
-  // as the three ops, for inference (x, w contiguous). Returns false, having written nothing,
-  // where this backend has no such path for these parameters; may be null (no path at all).
-  bool (*conv2d_relu_max_pool2)(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
-                                const Tensor& y) = nullptr;
   // dx (N,C,H,W) = dy scattered to the saved indices (dx is overwritten).
   void (*max_pool2d_backward)(const Tensor& dy, const Tensor& indices, const Tensor& dx);
   void (*avg_pool2d)(const Tensor& x, const Pool2dParams& p, const Tensor& y);

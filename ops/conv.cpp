@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "ops/backend.h"
+#include "ops/cpu/conv_direct.h"
 #include "ops/elementwise.h"
 #include "runtime/autograd.h"
 
@@ -132,12 +133,18 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
 Tensor conv2d_relu_max_pool2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& opt) {
   const char* op = "conv2d_relu_max_pool2d";
   const ConvCall call = check_conv_args(x, weight, bias, opt, op);
-  const LayerBackend& backend = layer_backend(x.device());
-  if (backend.conv2d_relu_max_pool2 && !any_requires_grad({x, weight, bias}) && call.Ho >= 2 && call.Wo >= 2) {
+  // The one-pass path is the CPU's direct convolution's (not a kernel-table entry: no other
+  // device has one, and the three ops compute the same there).
+  const int64_t C = x.size(1), kh = weight.size(2), kw = weight.size(3);
+  if (x.device().is_cpu() && x.dtype() == DType::f32 && !any_requires_grad({x, weight, bias}) && call.Ho >= 2 &&
+      call.Wo >= 2 && cpu::direct_conv_applies(C, call.Cout, kh, kw, call.p)) {
     const Tensor xc = x.contiguous(), wc = weight.contiguous();
     const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
-    Tensor y = Tensor::empty({call.N, call.Cout, call.Ho / 2, call.Wo / 2}, x.dtype(), x.device());
-    if (backend.conv2d_relu_max_pool2(xc, wc, bc, call.p, y)) return y;
+    Tensor y = Tensor::empty({call.N, call.Cout, call.Ho / 2, call.Wo / 2});
+    cpu::direct_conv2d_relu_max_pool2(xc.data<float>(), wc.data<float>(), bc.defined() ? bc.data<float>() : nullptr,
+                                      y.data<float>(), call.N, C, x.size(2), x.size(3), call.Cout, kh, kw,
+                                      call.p.pad_h, call.p.pad_w);
+    return y;
   }
   return max_pool2d(relu(conv2d(x, weight, bias, opt)), MaxPool2dOptions{});
 }

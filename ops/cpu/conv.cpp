@@ -357,21 +357,8 @@ void cpu_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy, con
 
 }  // namespace
 
-// conv2d_relu_max_pool2 on the CPU: where the direct convolution applies, in float32.
-bool cpu_conv2d_relu_max_pool2(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
-                               const Tensor& y) {
-  if (x.dtype() != DType::f32) return false;
-  const int64_t C = x.size(1), Cout = w.size(0), kh = w.size(2), kw = w.size(3);
-  if (!cpu::direct_conv_applies(C, Cout, kh, kw, p)) return false;
-  cpu::direct_conv2d_relu_max_pool2(x.data<float>(), w.data<float>(), bias.defined() ? bias.data<float>() : nullptr,
-                                    y.data<float>(), x.size(0), C, x.size(2), x.size(3), Cout, kh, kw, p.pad_h,
-                                    p.pad_w);
-  return true;
-}
-
 void register_cpu_conv(LayerBackend& b) {
   b.conv2d = cpu_conv2d;
-  b.conv2d_relu_max_pool2 = cpu_conv2d_relu_max_pool2;
   b.conv2d_backward = cpu_conv2d_backward;
 }
 
