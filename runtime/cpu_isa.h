@@ -19,6 +19,15 @@
 
 #include <string>
 
+// Kernels outside the per-path GEMM files are compiled for their instruction set inside their
+// own functions, in any x86-64 build (GCC and clang honour the attribute), and called only where
+// cpu_isa() has that path: OCRT_TARGET_ATTRS says the attributes exist, OCRT_TARGET_AVX2 marks an
+// AVX2 + FMA function (the int8 kernels, the LSTM cell's activations, the direct convolution).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define OCRT_TARGET_ATTRS 1
+#define OCRT_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#endif
+
 namespace ocrt {
 
 enum class CpuIsa { generic = 0, avx2 = 1, avx512 = 2, avx512bf16 = 3, amx = 4 };

@@ -19,7 +19,6 @@
 #include <cstring>
 #include <vector>
 
-#include "ops/cpu/simd_math.h"
 #include "runtime/cpu/loops.h"
 #include "runtime/cpu_isa.h"
 
@@ -121,9 +120,9 @@ void output_row_base(const float* x, const float* wt, const float* bias, float* 
   output_row<CO>(x, wt, bias, y, s, oh);
 }
 
-#if defined(OCRT_SIMD_MATH)
+#if defined(OCRT_TARGET_ATTRS)
 template <int CO>
-OCRT_SIMD_AVX2 void output_row_avx2(const float* x, const float* wt, const float* bias, float* y, const Shape& s,
+OCRT_TARGET_AVX2 void output_row_avx2(const float* x, const float* wt, const float* bias, float* y, const Shape& s,
                                     int64_t oh) {
   output_row<CO>(x, wt, bias, y, s, oh);
 }
@@ -131,9 +130,8 @@ OCRT_SIMD_AVX2 void output_row_avx2(const float* x, const float* wt, const float
 
 template <int CO>
 ChunkRow row_function() {
-#if defined(OCRT_SIMD_MATH)
-  static const bool avx2 = cpu_isa() >= CpuIsa::avx2;
-  if (avx2) return output_row_avx2<CO>;
+#if defined(OCRT_TARGET_ATTRS)
+  if (cpu_isa() >= CpuIsa::avx2) return output_row_avx2<CO>;
 #endif
   return output_row_base<CO>;
 }

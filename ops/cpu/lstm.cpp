@@ -37,20 +37,13 @@ using simd::sigmoid8;
 using simd::tanh8;
 constexpr int kLanes = 8;
 
-// Whether the cells take the 8-lane functions below: decided once, from the path of
-// runtime/cpu_isa.h (the build may be for the baseline x86-64, the CPU is not).
-bool use_lanes() {
-  static const bool on = cpu_isa() >= CpuIsa::avx2;
-  return on;
-}
-
 // A gate's pre-activation, 8 units from `at`: the input's part plus the recurrence's.
-OCRT_SIMD_AVX2 inline __m256 pre_activation(const float* x, const float* r, int64_t at) {
+OCRT_TARGET_AVX2 inline __m256 pre_activation(const float* x, const float* r, int64_t at) {
   return _mm256_add_ps(_mm256_loadu_ps(x + at), _mm256_loadu_ps(r + at));
 }
 
 // One active row of the forward cell, lanes [0, H - H % 8); returns where the scalar tail starts.
-OCRT_SIMD_AVX2 int64_t cell_forward_lanes(const float* x, const float* r, const float* cp, int64_t H, float* a, float* cn,
+OCRT_TARGET_AVX2 int64_t cell_forward_lanes(const float* x, const float* r, const float* cp, int64_t H, float* a, float* cn,
                                   float* hn, float* op) {
   int64_t j = 0;
   for (; j + kLanes <= H; j += kLanes) {
@@ -70,7 +63,7 @@ OCRT_SIMD_AVX2 int64_t cell_forward_lanes(const float* x, const float* r, const 
 }
 
 // The backward of those lanes (tanh(c) recomputed by the same tanh8 as the forward).
-OCRT_SIMD_AVX2 int64_t cell_backward_lanes(const float* a, const float* cp, const float* cn, const float* dh, const float* dout,
+OCRT_TARGET_AVX2 int64_t cell_backward_lanes(const float* a, const float* cp, const float* cn, const float* dh, const float* dout,
                                    const float* dc, int64_t H, float* d, float* dcprev, float* carry) {
   const __m256 one = _mm256_set1_ps(1.0f);
   int64_t j = 0;
@@ -101,6 +94,8 @@ void cell_forward(const Tensor& gates_x, const Tensor& gates_h, const Tensor& h_
   const T *gx = gates_x.data<T>(), *gh = gates_h.data<T>(), *hp = h_prev.data<T>(), *cp = c_prev.data<T>();
   const uint8_t* on = active.data<uint8_t>();
   T *ap = act.data<T>(), *hn = h.data<T>(), *cn = c.data<T>(), *op = out.data<T>();
+  // The 8-lane functions where the path has AVX2 (the build may be for the baseline x86-64).
+  [[maybe_unused]] const bool lanes = cpu_isa() >= CpuIsa::avx2;
 #pragma omp parallel for schedule(static) if (N * H > kCellParallelGrain)
   for (int64_t n = 0; n < N; ++n) {
     T* a = ap + n * 4 * H;
@@ -117,7 +112,7 @@ void cell_forward(const Tensor& gates_x, const Tensor& gates_h, const Tensor& h_
     int64_t j0 = 0;
 #if defined(OCRT_SIMD_MATH)
     if constexpr (std::is_same_v<T, float>)
-      if (use_lanes()) j0 = cell_forward_lanes(x, r, cp + n * H, H, a, cn + n * H, hn + n * H, op + n * out_rs);
+      if (lanes) j0 = cell_forward_lanes(x, r, cp + n * H, H, a, cn + n * H, hn + n * H, op + n * out_rs);
 #endif
     for (int64_t j = j0; j < H; ++j) {
       const T i = sigmoid(x[j] + r[j]);
@@ -143,6 +138,8 @@ void cell_backward(const Tensor& act, const Tensor& c_prev, const Tensor& c, con
           *dcp = dc.data<T>();
   const uint8_t* on = active.data<uint8_t>();
   T *dg = dgates.data<T>(), *dcprev = dc_prev.data<T>(), *carry = dh_carry.data<T>();
+  // The 8-lane functions where the path has AVX2 (the build may be for the baseline x86-64).
+  [[maybe_unused]] const bool lanes = cpu_isa() >= CpuIsa::avx2;
 #pragma omp parallel for schedule(static) if (N * H > kCellParallelGrain)
   for (int64_t n = 0; n < N; ++n) {
     T* d = dg + n * 4 * H;
@@ -158,7 +155,7 @@ void cell_backward(const Tensor& act, const Tensor& c_prev, const Tensor& c, con
     int64_t j0 = 0;
 #if defined(OCRT_SIMD_MATH)
     if constexpr (std::is_same_v<T, float>)
-      if (use_lanes()) j0 = cell_backward_lanes(a, cp + n * H, cn + n * H, dhp + n * H, dop + n * dout_rs, dcp + n * H, H, d,
+      if (lanes) j0 = cell_backward_lanes(a, cp + n * H, cn + n * H, dhp + n * H, dop + n * dout_rs, dcp + n * H, H, d,
                                dcprev + n * H, carry + n * H);
 #endif
     for (int64_t j = j0; j < H; ++j) {

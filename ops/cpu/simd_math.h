@@ -1,15 +1,16 @@
 // Activation functions on 8 float32 lanes (AVX2 + FMA), for kernels whose scalar std::exp and
 // std::tanh would dominate (the LSTM cell: they were about 8% of CRNN inference). Included only
-// by kernel files. Compiled for AVX2 and FMA inside these functions only (OCRT_SIMD_AVX2), in any
-// x86-64 build, so that a build for the baseline x86-64 (OCRT_NATIVE=OFF) has them too: callers
-// mark their own functions OCRT_SIMD_AVX2 and call them only where runtime/cpu_isa.h's path is
-// avx2 or better. OCRT_SIMD_MATH says they exist.
+// by kernel files. Compiled for AVX2 and FMA inside these functions only (OCRT_TARGET_AVX2,
+// runtime/cpu_isa.h), in any x86-64 build, so that a build for the baseline x86-64
+// (OCRT_NATIVE=OFF) has them too: callers mark their own functions OCRT_TARGET_AVX2 and call them
+// only where cpu_isa() is avx2 or better. OCRT_SIMD_MATH says they exist.
 #pragma once
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "runtime/cpu_isa.h"
+
+#if defined(OCRT_TARGET_ATTRS)
 #include <immintrin.h>
 #define OCRT_SIMD_MATH 1
-#define OCRT_SIMD_AVX2 __attribute__((target("avx2,fma")))
 
 namespace ocrt::simd {
 
@@ -20,7 +21,7 @@ namespace ocrt::simd {
 // exp(x): x = n ln2 + r with |r| <= ln2/2 (ln2 split in two for an exact n ln2), exp(r) by a
 // degree-6 polynomial (the classic Cephes expf coefficients), 2^n built in the exponent bits.
 // x is clamped to [-87.3, 88.3], where 2^n stays a normal float.
-OCRT_SIMD_AVX2 inline __m256 exp8(__m256 x) {
+OCRT_TARGET_AVX2 inline __m256 exp8(__m256 x) {
   x = _mm256_max_ps(_mm256_set1_ps(-87.3f), _mm256_min_ps(_mm256_set1_ps(88.3f), x));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -37,14 +38,14 @@ OCRT_SIMD_AVX2 inline __m256 exp8(__m256 x) {
   return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
 }
 
-OCRT_SIMD_AVX2 inline __m256 sigmoid8(__m256 x) {
+OCRT_TARGET_AVX2 inline __m256 sigmoid8(__m256 x) {
   const __m256 one = _mm256_set1_ps(1.0f);
   return _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
 }
 
 // tanh: for |x| < 0.625, x + x^3 P(x^2) (a degree-4 P fitted here for relative error, 8e-8 on
 // that interval); beyond, 1 - 2 / (exp(2|x|) + 1) with x's sign, where no cancellation hurts.
-OCRT_SIMD_AVX2 inline __m256 tanh8(__m256 x) {
+OCRT_TARGET_AVX2 inline __m256 tanh8(__m256 x) {
   const __m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.0f));
   const __m256 ax = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
   const __m256 z = _mm256_mul_ps(x, x);

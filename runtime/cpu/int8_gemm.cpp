@@ -17,7 +17,7 @@
 #include "runtime/cpu_isa.h"
 #include "runtime/error.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(OCRT_TARGET_ATTRS)
 #include <immintrin.h>
 #define OCRT_INT8_AVX2 1
 #endif
@@ -74,12 +74,11 @@ void kernel_reference(int64_t steps, const uint8_t* a, const int8_t* b, int32_t*
 }
 
 #if defined(OCRT_INT8_AVX2)
-// Compiled for AVX2 inside these functions only (GCC and clang both honour the attribute), so
-// any x86-64 build has them; choose_kernels() takes them only where the path is avx2 or better.
-#define OCRT_AVX2_FN __attribute__((target("avx2,fma")))
+// Compiled for AVX2 inside these functions only (OCRT_TARGET_AVX2), so any x86-64 build has
+// them; choose_kernels() takes them only where the path is avx2 or better.
 
 // One row's step: the row's 4 codes broadcast, times both B vectors, added to its accumulators.
-OCRT_AVX2_FN inline void row_step(const uint8_t* a, __m256i b0, __m256i b1, __m256i ones, __m256i& lo, __m256i& hi) {
+OCRT_TARGET_AVX2 inline void row_step(const uint8_t* a, __m256i b0, __m256i b1, __m256i ones, __m256i& lo, __m256i& hi) {
   int32_t v;
   std::memcpy(&v, a, 4);
   const __m256i av = _mm256_set1_epi32(v);
@@ -91,7 +90,7 @@ OCRT_AVX2_FN inline void row_step(const uint8_t* a, __m256i b0, __m256i b1, __m2
 // are broadcast to all 8 lanes; vpmaddubsw makes 16 exact int16 pair sums (row codes unsigned,
 // weight codes signed), vpmaddwd by ones adds the pairs into 8 int32, and those are accumulated.
 // 12 accumulators + 2 B vectors + the broadcast + the ones: all 16 registers.
-OCRT_AVX2_FN void kernel_avx2(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc) {
+OCRT_TARGET_AVX2 void kernel_avx2(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
           c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
@@ -117,7 +116,7 @@ OCRT_AVX2_FN void kernel_avx2(int64_t steps, const uint8_t* a, const int8_t* b, 
 // The epilogue of a full-width tile, 8 columns at a time (fmadd rounds once, as std::fma).
 // kernel_avx2's step for one row: 2 loads, 1 broadcast, 2 vpmaddubsw, 2 vpmaddwd, 2 vpaddd.
 // Two steps at a time into separate sums, so that the adds of one chain overlap.
-OCRT_AVX2_FN void row_kernel_avx2(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc) {
+OCRT_TARGET_AVX2 void row_kernel_avx2(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i lo0 = _mm256_setzero_si256(), hi0 = lo0, lo1 = lo0, hi1 = lo0;
   int64_t q = 0;
@@ -133,7 +132,7 @@ OCRT_AVX2_FN void row_kernel_avx2(int64_t steps, const uint8_t* a, const int8_t*
   _mm256_storeu_si256((__m256i*)(acc + 8), _mm256_add_epi32(hi0, hi1));
 }
 
-OCRT_AVX2_FN void store_tile_avx2(const int32_t* acc, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const Int8Epilogue& e,
+OCRT_TARGET_AVX2 void store_tile_avx2(const int32_t* acc, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const Int8Epilogue& e,
                      float* y, int64_t y_row, int64_t y_col) {
   if (cols != kInt8NR) return store_tile_reference(acc, i0, rows, j0, cols, e, y, y_row, y_col);
   alignas(32) float tile[kInt8MR * kInt8NR];
@@ -157,7 +156,7 @@ OCRT_AVX2_FN void store_tile_avx2(const int32_t* acc, int64_t i0, int64_t rows, 
   }
 }
 
-OCRT_AVX2_FN void quantize_avx2(const float* x, int64_t n, float inv_scale, int lo, int hi, int offset, uint8_t* codes) {
+OCRT_TARGET_AVX2 void quantize_avx2(const float* x, int64_t n, float inv_scale, int lo, int hi, int offset, uint8_t* codes) {
   const __m256 inv = _mm256_set1_ps(inv_scale), vlo = _mm256_set1_ps((float)lo), vhi = _mm256_set1_ps((float)hi);
   const __m256i off = _mm256_set1_epi32(offset);
   int64_t i = 0;
