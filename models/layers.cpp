@@ -244,32 +244,32 @@ Tensor Sequential::forward(const Tensor& x) {
       bn->normalize_in_place(y);
       continue;
     }
-    // A float convolution, a ReLU and a 2x2 max-pool in a row (a CRNN's first block) run as one
-    // op in inference, which never writes the convolution's full-resolution output (ops/conv.h).
-    if (auto* conv = dynamic_cast<Conv2d*>(child); conv && !grad_enabled() && i + 2 < kids.size() &&
-                                                   !(conv->int8 && runs_int8(y)) && !Int8Calibration::active()) {
-      const auto* pool = dynamic_cast<const MaxPool2d*>(kids[i + 2].second.get());
-      if (dynamic_cast<const ReLU*>(kids[i + 1].second.get()) && pool && is_plain_2x2(pool->options)) {
+    // Convolutions in inference (not while calibrating, which observes each layer's input).
+    if (auto* conv = dynamic_cast<Conv2d*>(child); conv && !grad_enabled() && !Int8Calibration::active()) {
+      // An int8 convolution takes the eval-mode BatchNorm and the ReLU after it into its
+      // epilogue (models/int8.h): two passes over its output fewer.
+      if (conv->int8 && runs_int8(y)) {
+        Int8PostOps post;
+        auto* bn = i + 1 < kids.size() ? dynamic_cast<BatchNorm2d*>(kids[i + 1].second.get()) : nullptr;
+        if (bn && !bn->is_training()) {
+          post.affine = bn->eval_affine();
+          ++i;
+        }
+        if (i + 1 < kids.size() && dynamic_cast<const ReLU*>(kids[i + 1].second.get())) {
+          post.relu = true;
+          ++i;
+        }
+        y = conv->int8->forward(y, post);
+        continue;
+      }
+      // A float one, a ReLU and a 2x2 max-pool in a row (a CRNN's first block) run as one op,
+      // which never writes the convolution's full-resolution output (ops/conv.h).
+      const auto* pool = i + 2 < kids.size() ? dynamic_cast<const MaxPool2d*>(kids[i + 2].second.get()) : nullptr;
+      if (pool && is_plain_2x2(pool->options) && dynamic_cast<const ReLU*>(kids[i + 1].second.get())) {
         y = conv2d_relu_max_pool2d(y, conv->weight, conv->bias, conv->options);
         i += 2;
         continue;
       }
-    }
-    // An int8 convolution takes the eval-mode BatchNorm and the ReLU after it into its
-    // epilogue (models/int8.h): two passes over its output fewer.
-    if (auto* conv = dynamic_cast<Conv2d*>(child); conv && conv->int8 && runs_int8(y) && !Int8Calibration::active()) {
-      Int8PostOps post;
-      auto* bn = i + 1 < kids.size() ? dynamic_cast<BatchNorm2d*>(kids[i + 1].second.get()) : nullptr;
-      if (bn && !bn->is_training()) {
-        post.affine = bn->eval_affine();
-        ++i;
-      }
-      if (i + 1 < kids.size() && dynamic_cast<const ReLU*>(kids[i + 1].second.get())) {
-        post.relu = true;
-        ++i;
-      }
-      y = conv->int8->forward(y, post);
-      continue;
     }
     y = child->forward(y);
   }
