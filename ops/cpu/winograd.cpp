@@ -515,22 +515,31 @@ void small_forward(const float* x, const KeptWeights& kept, const float* bias, f
   output_tiles(M, g, 0, plan.tile_rows, bias, y, true);
 }
 
-// The usual forward pass with the weights kept transformed and packed as the products' A: the
-// transform and the packing of U, redone at every call otherwise, are gone (6% of a bf16 run of
-// ocrt-infer on 32-line batches). The same products as the usual path, bit for bit.
-void kept_forward(const float* x, const KeptWeights& kept, const float* bias, float* y, const Plan& plan) {
+// The usual forward pass, chunk by chunk of tile rows: the input tiles V, the 36 products
+// product(xi, P, V[xi], M[xi]) giving M[xi] (Cout x P) = U[xi] (Cout x C) @ V[xi] (C x P), one
+// thread each (the GEMM runs on the calling thread inside a parallel region), the output tiles.
+// V and M are scratch from the caching allocator (runtime/cpu_allocator.h), reused call to call.
+template <class Product>
+void chunked_forward(const float* x, const Plan& plan, const float* bias, float* y, const Product& product) {
   const Geometry& g = plan.g;
-  const int64_t C = g.C, Cout = g.Cout;
-  Tensor V_mem = Tensor::empty({kPoints * C * plan.max_tiles}), M_mem = Tensor::empty({kPoints * Cout * plan.max_tiles});
+  Tensor V_mem = Tensor::empty({kPoints * g.C * plan.max_tiles}), M_mem = Tensor::empty({kPoints * g.Cout * plan.max_tiles});
   float *V = V_mem.data<float>(), *M = M_mem.data<float>();
   for (int64_t r0 = 0; r0 < plan.tile_rows; r0 += plan.rows_per_chunk) {
     const int64_t rows = std::min(plan.rows_per_chunk, plan.tile_rows - r0), P = rows * g.tw;
     input_tiles(x, g, r0, rows, V);
 #pragma omp parallel for schedule(static)
-    for (int64_t xi = 0; xi < kPoints; ++xi)
-      sgemm_packed_a(*kept.a_planes[(size_t)xi], P, V + xi * C * P, P, 1, M + xi * Cout * P, P);
+    for (int64_t xi = 0; xi < kPoints; ++xi) product(xi, P, V + xi * g.C * P, M + xi * g.Cout * P);
     output_tiles(M, g, r0, rows, bias, y);
   }
+}
+
+// The usual forward pass with the weights kept transformed and packed as the products' A: the
+// transform and the packing of U, redone at every call otherwise, are gone (6% of a bf16 run of
+// ocrt-infer on 32-line batches). The same products as the usual path, bit for bit.
+void kept_forward(const float* x, const KeptWeights& kept, const float* bias, float* y, const Plan& plan) {
+  chunked_forward(x, plan, bias, y, [&](int64_t xi, int64_t P, const float* V, float* M) {
+    sgemm_packed_a(*kept.a_planes[(size_t)xi], P, V, P, 1, M, P);
+  });
 }
 
 }  // namespace
@@ -538,32 +547,20 @@ void kept_forward(const float* x, const KeptWeights& kept, const float* bias, fl
 void winograd_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
                      int64_t W, int64_t Cout, int64_t pad_h, int64_t pad_w, int64_t chunk_tiles) {
   const Plan plan = make_plan(N, C, H, W, Cout, pad_h, pad_w, chunk_tiles);
-  const Geometry& g = plan.g;
-  const int64_t tile_rows = plan.tile_rows, rows_per_chunk = plan.rows_per_chunk, max_tiles = plan.max_tiles;
   // A call outside autograd (inference) reads the weights kept transformed, from their second
   // such call on: as the B of turned-around products where it has few tiles (a line or two),
   // else as the A of the usual ones.
   if (chunk_tiles <= 0 && !grad_enabled()) {
-    const bool small = tile_rows * g.tw <= kSmallTiles;
+    const bool small = plan.tile_rows * plan.g.tw <= kSmallTiles;
     if (const auto kept = kept_weights(w, C, Cout, !small))
       return small ? small_forward(x, *kept, bias, y, plan) : kept_forward(x, *kept, bias, y, plan);
   }
-
-  // Scratch from the caching allocator (runtime/cpu_allocator.h), reused from call to call.
-  Tensor U_mem = Tensor::empty({kPoints * Cout * C}), V_mem = Tensor::empty({kPoints * C * max_tiles}),
-         M_mem = Tensor::empty({kPoints * Cout * max_tiles});
-  float *U = U_mem.data<float>(), *V = V_mem.data<float>(), *M = M_mem.data<float>();
-  transform_weights(w, Cout, C, U);
-
-  for (int64_t r0 = 0; r0 < tile_rows; r0 += rows_per_chunk) {
-    const int64_t rows = std::min(rows_per_chunk, tile_rows - r0), P = rows * g.tw;
-    input_tiles(x, g, r0, rows, V);
-    // The 36 products, one thread each (sgemm runs on the calling thread inside a parallel region).
-#pragma omp parallel for schedule(static)
-    for (int64_t xi = 0; xi < kPoints; ++xi)
-      sgemm(Cout, P, C, U + xi * Cout * C, C, 1, V + xi * C * P, P, 1, M + xi * Cout * P, P, false);
-    output_tiles(M, g, r0, rows, bias, y);
-  }
+  Tensor U_mem = Tensor::empty({kPoints * Cout * C});
+  const float* U = U_mem.data<float>();
+  transform_weights(w, Cout, C, U_mem.data<float>());
+  chunked_forward(x, plan, bias, y, [&](int64_t xi, int64_t P, const float* V, float* M) {
+    sgemm(Cout, P, C, U + xi * Cout * C, C, 1, V, P, 1, M, P, false);
+  });
 }
 
 void winograd_conv2d_weight_grad(const float* x, const float* dy, float* dw, int64_t N, int64_t C, int64_t H,
