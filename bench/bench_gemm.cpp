@@ -116,6 +116,21 @@ int main(int argc, char** argv) {
   std::printf("# %s; %d threads, %.2f GHz\n", cpu_description().c_str(), threads, ghz);
   std::printf("%-26s %-10s %-5s %10s %8s\n", "shape (M x N x K)", "path", "prec", "GFLOP/s", "of peak");
   Json rows = Json::array();
+  // One result: printed (path as the table names it), and kept for --json (path as recorded).
+  auto record = [&](const Shape& s, const char* path, const char* json_path_name, const char* precision, double rate,
+                    double peak) {
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%s (%lldx%lldx%lld)", s.name, (long long)s.M, (long long)s.N, (long long)s.K);
+    std::printf("%-44s %-10s %-5s %10.1f %7.1f%%\n", shape, path, precision, rate, peak > 0 ? 100 * rate / peak : 0.0);
+    Json r = Json::object();
+    r.set("shape", std::string(s.name));
+    r.set("M", (double)s.M), r.set("N", (double)s.N), r.set("K", (double)s.K);
+    r.set("path", std::string(json_path_name));
+    r.set("precision", std::string(precision));
+    r.set("gflops", rate);
+    r.set("fraction_of_peak", peak > 0 ? rate / peak : 0.0);
+    rows.as_array().push_back(r);
+  };
   for (const Shape& s : shapes) {
     std::vector<float> a((size_t)(s.M * s.K)), b((size_t)(s.K * s.N)), c((size_t)(s.M * s.N));
     for (size_t i = 0; i < a.size(); ++i) a[i] = (float)((i * 37 % 101) - 50) / 50.f;
@@ -135,19 +150,7 @@ int main(int argc, char** argv) {
         const bool native_bf16 = p == cpu::MatmulPrecision::bf16 && (int)isa >= (int)CpuIsa::avx512bf16;
         const double per_cycle = isa == CpuIsa::avx2 ? 32 : native_bf16 ? 128 : 64;
         const double peak = per_cycle * ghz * threads;
-        char shape[64];
-        std::snprintf(shape, sizeof shape, "%s (%lldx%lldx%lld)", s.name, (long long)s.M, (long long)s.N,
-                      (long long)s.K);
-        std::printf("%-44s %-10s %-5s %10.1f %7.1f%%\n", shape, cpu_isa_name(isa), cpu::matmul_precision_name(p),
-                    rate, peak > 0 ? 100 * rate / peak : 0.0);
-        Json r = Json::object();
-        r.set("shape", std::string(s.name));
-        r.set("M", (double)s.M), r.set("N", (double)s.N), r.set("K", (double)s.K);
-        r.set("path", std::string(cpu_isa_name(isa)));
-        r.set("precision", std::string(cpu::matmul_precision_name(p)));
-        r.set("gflops", rate);
-        r.set("fraction_of_peak", peak > 0 ? rate / peak : 0.0);
-        rows.as_array().push_back(r);
+        record(s, cpu_isa_name(isa), cpu_isa_name(isa), cpu::matmul_precision_name(p), rate, peak);
       }
     }
     if (cpu::int8_gemm_simd()) {
@@ -168,18 +171,7 @@ int main(int argc, char** argv) {
       const double rate = median_rate(ops, reps, [&] { cpu::int8_gemm(M, pack, packed, e, c.data(), N, 1); });
       const bool vnni = cpu_has_avx512_vnni();
       const double peak = (vnni ? 256 : 128) * ghz * threads;
-      char shape[64];
-      std::snprintf(shape, sizeof shape, "%s (%lldx%lldx%lld)", s.name, (long long)s.M, (long long)s.N,
-                    (long long)s.K);
-      std::printf("%-44s %-10s %-5s %10.1f %7.1f%%\n", shape, vnni ? "vnni" : "avx2", "int8", rate, 100 * rate / peak);
-      Json r = Json::object();
-      r.set("shape", std::string(s.name));
-      r.set("M", (double)s.M), r.set("N", (double)s.N), r.set("K", (double)s.K);
-      r.set("path", std::string(cpu::int8_gemm_kernel_name()));
-      r.set("precision", std::string("int8"));
-      r.set("gflops", rate);
-      r.set("fraction_of_peak", rate / peak);
-      rows.as_array().push_back(r);
+      record(s, vnni ? "vnni" : "avx2", cpu::int8_gemm_kernel_name(), "int8", rate, peak);
     }
   }
   if (!json_path.empty()) {
