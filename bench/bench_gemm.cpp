@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
       const cpu::Int8PackedWeights packed(s.K, N, qb.data(), s.K, 1);
       std::vector<float> scale((size_t)N, 1e-3f);
       const cpu::Int8Epilogue e{scale.data(), nullptr, nullptr, false};
-      const cpu::Int8PackA pack = cpu::int8_rows(qa.data(), Kp, Kp);
+      const cpu::Int8A pack = cpu::int8_rows(qa.data(), Kp);
       const double ops = 2.0 * s.M * s.N * s.K;
       const double rate = median_rate(ops, reps, [&] { cpu::int8_gemm(M, pack, packed, e, c.data(), N, 1); });
       const bool vnni = cpu_has_avx512_vnni();

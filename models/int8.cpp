@@ -129,7 +129,7 @@ Tensor Int8Linear::forward(const Tensor& x) const {
   shape.back() = out_;
   Tensor y = Tensor::empty(shape);
   const cpu::Int8Epilogue e{scale_.data(), offset_.data(), bias_.data()};
-  cpu::int8_gemm(M, cpu::int8_rows(codes.data(), kp_, kp_), packed_, e, y.data<float>(), out_, 1);
+  cpu::int8_gemm(M, cpu::int8_rows(codes.data(), kp_), packed_, e, y.data<float>(), out_, 1);
   return y;
 }
 
@@ -174,8 +174,12 @@ Tensor Int8Conv2d::forward(const Tensor& x, const Int8PostOps& post) const {
   const int64_t Ho = (H + 2 * ph - dh * (kh_ - 1) - 1) / sh + 1, Wo = (W + 2 * pw - dw * (kw_ - 1) - 1) / sw + 1;
   OCRT_CHECK(H + 2 * ph >= dh * (kh_ - 1) + 1 && W + 2 * pw >= dw * (kw_ - 1) + 1, "Int8Conv2d: input ",
              shape_str(x.shape()), " is smaller than the kernel");
-  Tensor y = Tensor::empty({N, cout_, Ho, Wo});
-  const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw, HoWo = Ho * Wo, cp = cp_, steps = cp / 4;
+  // With a pool, each thread makes its image in a buffer of its own and pools it into y.
+  const bool pooled = post.pool.has_value();
+  const Shape made{N, cout_, Ho, Wo};
+  Tensor y = Tensor::empty(pooled ? max_pool2d_shape(made, *post.pool) : made);
+  const Tensor buffers = pooled ? Tensor::empty({omp_get_max_threads(), cout_, Ho, Wo}) : Tensor();
+  const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw, HoWo = Ho * Wo, cp = cp_;
   const uint8_t zero = (uint8_t)input_.offset();
   const float* xp = xc.data<float>();
   float* yp = y.data<float>();
@@ -203,19 +207,24 @@ Tensor Int8Conv2d::forward(const Tensor& x, const Int8PostOps& post) const {
     int8_quantize_input(xp + n * c_ * H * W, c_ * H * W, input_, planes.data());
     for (int64_t h = 0; h < H; ++h)  // row h of every plane -> its pixels' channels
       cpu::transpose_bytes(planes.data() + h * W, c_, W, H * W, xq.data() + ((h + ph) * Wp + pw) * cp, cp);
+    // Each output pixel's row of A is its kh x kw taps' runs of cp codes in the image: one
+    // segment per tap, pointed at, never copied (an implicit im2col).
     const uint8_t* q = xq.data();
-    auto pack = [&](int64_t i0, int64_t rows, uint8_t* panel) {
+    cpu::Int8A a;
+    a.segments = kh_ * kw_;
+    a.rows = [&](int64_t i0, int64_t rows, const uint8_t** ptrs) {
       for (int64_t r = 0; r < cpu::kInt8MR; ++r) {
         const int64_t i = i0 + std::min(r, rows - 1), oh = i / Wo, ow = i % Wo;
+        const uint8_t* pixel = q + (oh * sh * Wp + ow * sw) * cp;
         for (int64_t ki = 0; ki < kh_; ++ki)
-          for (int64_t kj = 0; kj < kw_; ++kj) {
-            const uint8_t* src = q + ((oh * sh + ki * dh) * Wp + ow * sw + kj * dw) * cp;
-            uint8_t* dst = panel + ((ki * kw_ + kj) * steps * cpu::kInt8MR + r) * 4;
-            for (int64_t s = 0; s < steps; ++s) std::memcpy(dst + s * cpu::kInt8MR * 4, src + 4 * s, 4);
-          }
+          for (int64_t kj = 0; kj < kw_; ++kj)
+            ptrs[(ki * kw_ + kj) * cpu::kInt8MR + r] = pixel + (ki * dh * Wp + kj * dw) * cp;
       }
     };
-    cpu::int8_gemm(HoWo, pack, packed_, e, yp + n * cout_ * HoWo, 1, HoWo, parallel_gemm);
+    if (!pooled) return cpu::int8_gemm(HoWo, a, packed_, e, yp + n * cout_ * HoWo, 1, HoWo, parallel_gemm);
+    const Tensor mine = buffers.narrow(0, omp_get_thread_num(), 1);
+    cpu::int8_gemm(HoWo, a, packed_, e, mine.data<float>(), 1, HoWo, parallel_gemm);
+    max_pool2d_into(mine, *post.pool, y.narrow(0, n, 1));
   };
   const bool by_image = N >= 2 && omp_get_max_threads() > 1 && !omp_in_parallel();
   if (!by_image) {

@@ -35,6 +35,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,9 @@ class Int8Linear {
 struct Int8PostOps {
   std::pair<Tensor, Tensor> affine;
   bool relu = false;
+  // Max-pooling after all that: each image is pooled as soon as it is made, in a buffer of its
+  // own, so the convolution's full-size output is never held (the same values as max_pool2d).
+  std::optional<MaxPool2dOptions> pool;
 };
 
 // conv2d(x, W, b) with one group, for x (N, C, H, W) float32 on the CPU, in int8.
@@ -93,7 +97,7 @@ class Int8Conv2d {
   Int8Conv2d(const Tensor& codes, const Tensor& scales, const Tensor& bias, const Conv2dOptions& options,
              Int8Input input);
   Tensor forward(const Tensor& x) const { return forward(x, Int8PostOps{}); }
-  // relu(conv(x) * scale + shift): the same values as the three layers one after the other, up to
+  // pool(relu(conv(x) * scale + shift)): the same values as the layers one after the other, up to
   // float32 rounding (the affine map is folded into the epilogue's scale and bias).
   Tensor forward(const Tensor& x, const Int8PostOps& post) const;
 

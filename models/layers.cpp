@@ -247,7 +247,8 @@ Tensor Sequential::forward(const Tensor& x) {
     // Convolutions in inference (not while calibrating, which observes each layer's input).
     if (auto* conv = dynamic_cast<Conv2d*>(child); conv && !grad_enabled() && !Int8Calibration::active()) {
       // An int8 convolution takes the eval-mode BatchNorm and the ReLU after it into its
-      // epilogue (models/int8.h): two passes over its output fewer.
+      // epilogue and pools its output image by image (models/int8.h): three passes over its
+      // output fewer, and the output is never held at full size.
       if (conv->int8 && runs_int8(y)) {
         Int8PostOps post;
         auto* bn = i + 1 < kids.size() ? dynamic_cast<BatchNorm2d*>(kids[i + 1].second.get()) : nullptr;
@@ -257,6 +258,10 @@ Tensor Sequential::forward(const Tensor& x) {
         }
         if (i + 1 < kids.size() && dynamic_cast<const ReLU*>(kids[i + 1].second.get())) {
           post.relu = true;
+          ++i;
+        }
+        if (auto* pool = i + 1 < kids.size() ? dynamic_cast<const MaxPool2d*>(kids[i + 1].second.get()) : nullptr) {
+          post.pool = pool->options;  // pooled image by image: the full-size output is never held
           ++i;
         }
         y = conv->int8->forward(y, post);

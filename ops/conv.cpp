@@ -34,7 +34,15 @@ const char* conv_mode_name(ConvMode mode) { return mode == ConvMode::fast ? "fas
 
 namespace {
 
-std::string pair_str(Pair p) { return "(" + std::to_string(p[0]) + ", " + std::to_string(p[1]) + ")"; }
+// Appended piece by piece: GCC 12 warns falsely (-Wrestrict) about "(" + std::string once inlined.
+std::string pair_str(Pair p) {
+  std::string s = "(";
+  s += std::to_string(p[0]);
+  s += ", ";
+  s += std::to_string(p[1]);
+  s += ")";
+  return s;
+}
 
 void check_image(const Tensor& x, const char* op) {
   OCRT_CHECK(x.defined(), op, ": input is an undefined tensor");
@@ -151,8 +159,7 @@ Tensor conv2d_relu_max_pool2d(const Tensor& x, const Tensor& weight, const Tenso
 
 namespace {
 
-Pool2dParams pool_params(const char* op, const Tensor& x, Pair kernel, Pair stride, Pair padding, Pair dilation) {
-  check_image(x, op);
+Pool2dParams window_params(const char* op, Pair kernel, Pair stride, Pair padding, Pair dilation) {
   for (int i = 0; i < 2; ++i) {
     OCRT_CHECK(kernel[i] >= 1, op, ": kernel size must be >= 1, got ", pair_str(kernel));
     OCRT_CHECK(stride[i] >= 0, op, ": stride must be >= 1 (or 0 for the kernel size), got ", pair_str(stride));
@@ -169,12 +176,21 @@ Pool2dParams pool_params(const char* op, const Tensor& x, Pair kernel, Pair stri
   return p;
 }
 
-Shape pool_out_shape(const char* op, const Tensor& x, const Pool2dParams& p, bool ceil_mode) {
-  const int64_t Ho = out_size(x.size(2), p.kernel_h, p.stride_h, p.pad_h, p.dilation_h, ceil_mode);
-  const int64_t Wo = out_size(x.size(3), p.kernel_w, p.stride_w, p.pad_w, p.dilation_w, ceil_mode);
-  OCRT_CHECK(Ho >= 1 && Wo >= 1, op, ": the input ", shape_str(x.shape()), " is too small for kernel (", p.kernel_h,
+Pool2dParams pool_params(const char* op, const Tensor& x, Pair kernel, Pair stride, Pair padding, Pair dilation) {
+  check_image(x, op);
+  return window_params(op, kernel, stride, padding, dilation);
+}
+
+Shape pool_out_shape(const char* op, const Shape& x, const Pool2dParams& p, bool ceil_mode) {
+  const int64_t Ho = out_size(x[2], p.kernel_h, p.stride_h, p.pad_h, p.dilation_h, ceil_mode);
+  const int64_t Wo = out_size(x[3], p.kernel_w, p.stride_w, p.pad_w, p.dilation_w, ceil_mode);
+  OCRT_CHECK(Ho >= 1 && Wo >= 1, op, ": the input ", shape_str(x), " is too small for kernel (", p.kernel_h,
              ", ", p.kernel_w, ") with padding (", p.pad_h, ", ", p.pad_w, "): the output would be ", Ho, "x", Wo);
-  return {x.size(0), x.size(1), Ho, Wo};
+  return {x[0], x[1], Ho, Wo};
+}
+
+Shape pool_out_shape(const char* op, const Tensor& x, const Pool2dParams& p, bool ceil_mode) {
+  return pool_out_shape(op, x.shape(), p, ceil_mode);
 }
 
 }  // namespace
@@ -197,6 +213,22 @@ Tensor max_pool2d(const Tensor& x, const MaxPool2dOptions& opt) {
     });
   }
   return y;
+}
+
+Shape max_pool2d_shape(const Shape& x, const MaxPool2dOptions& opt) {
+  const char* op = "max_pool2d";
+  OCRT_CHECK(x.size() == 4, op, ": expected a 4-D input (N, C, H, W), got shape ", shape_str(x));
+  return pool_out_shape(op, x, window_params(op, opt.kernel, opt.stride, opt.padding, opt.dilation), opt.ceil_mode);
+}
+
+void max_pool2d_into(const Tensor& x, const MaxPool2dOptions& opt, const Tensor& y) {
+  const char* op = "max_pool2d";
+  const Pool2dParams p = pool_params(op, x, opt.kernel, opt.stride, opt.padding, opt.dilation);
+  const Shape want = pool_out_shape(op, x, p, opt.ceil_mode);
+  OCRT_CHECK(y.defined() && y.shape() == want && y.dtype() == x.dtype() && y.device() == x.device() && y.is_contiguous(),
+             op, ": the output must be a contiguous ", dtype_name(x.dtype()), " tensor of shape ", shape_str(want),
+             " on ", x.device().str());
+  if (y.numel() > 0) kernel(x.device(), &LayerBackend::max_pool2d, op)(x.detach().contiguous(), p, y, Tensor());
 }
 
 Tensor avg_pool2d(const Tensor& x, const AvgPool2dOptions& opt) {

@@ -63,6 +63,12 @@ struct MaxPool2dOptions {
 };
 // Window maxima; padding counts as -inf. The gradient goes to the (first) maximum.
 Tensor max_pool2d(const Tensor& x, const MaxPool2dOptions& opt);
+// The shape max_pool2d gives an input of shape x (checked as max_pool2d checks it).
+Shape max_pool2d_shape(const Shape& x, const MaxPool2dOptions& opt);
+// max_pool2d(x, opt) written into y, a contiguous tensor of that shape on x's device, with no
+// autograd: for inference paths that pool what they have just made while it is still in cache
+// (an int8 convolution pools each image it makes, models/int8.cpp).
+void max_pool2d_into(const Tensor& x, const MaxPool2dOptions& opt, const Tensor& y);
 
 struct AvgPool2dOptions {
   Pair kernel{2, 2};

@@ -1,11 +1,13 @@
-// The int8 product of runtime/cpu/int8_gemm.h: packing, the loops around the kernel, the AVX2
-// kernel and the plain reference.
+// The int8 product of runtime/cpu/int8_gemm.h: packing B, the loops around the kernels, the
+// AVX2 and VNNI kernels and the plain reference.
 //
-// Loops. The weights are packed once, whole (a layer's are at most a few MB). For each block of
-// kBlockPanels row panels of A (24 rows of activations), the panels are packed once and every
-// NR-column panel of B is read once for all of them, so B streams from the L2 or L3 a quarter as
-// often as it would panel by panel. The kernel sums the whole K into registers and the epilogue
-// scales the 6 x 16 tile straight into y: no int32 matrix is ever stored.
+// Loops. The weights are packed once, whole (a layer's are at most a few MB). A is never
+// copied: the kernels broadcast each row's codes straight from where Int8A's pointers say they
+// are (a convolution's image, tap by tap). For each block of kBlockPanels row panels of A (24
+// rows of activations), every NR-column panel of B is read once for all of them, so B streams
+// from the L2 or L3 a quarter as often as it would panel by panel. The kernel sums the whole K
+// into registers and the epilogue scales the 6 x 16 tile straight into y: no int32 matrix is
+// ever stored.
 #include "runtime/cpu/int8_gemm.h"
 
 #include <omp.h>
@@ -48,28 +50,32 @@ void store_tile_reference(const int32_t* acc, int64_t i0, int64_t rows, int64_t 
   }
 }
 
-using Kernel = void (*)(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc);
+// The kernels read A through pointers (Int8A): a[s * MR + r] is where row r's codes of segment
+// s begin, `steps` steps of 4 codes each; B's panel runs on through the segments in order.
+using Kernel = void (*)(const uint8_t* const* a, int64_t segments, int64_t steps, const int8_t* b, int32_t* acc);
 // Two tiles at once, for B panels b0 and b1: acc[0 .. MR NR) and acc[MR NR .. 2 MR NR).
-using PairKernel = void (*)(int64_t steps, const uint8_t* a, const int8_t* b0, const int8_t* b1, int32_t* acc);
-// One row of A (its codes at a + q * MR * 4 for step q, inside a packed panel) times one
-// NR-column panel of B: acc[0..NR). For products of fewer rows than MR (an LSTM step at batch 1),
-// where the MR-row kernel would spend most of its work on padding rows.
-using RowKernel = void (*)(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc);
+using PairKernel = void (*)(const uint8_t* const* a, int64_t segments, int64_t steps, const int8_t* b0,
+                            const int8_t* b1, int32_t* acc);
+// One row of A (its segments at a[s * MR]) times one NR-column panel of B: acc[0..NR). For
+// products of fewer rows than MR (an LSTM step at batch 1), where the MR-row kernel would spend
+// most of its work on padding rows.
+using RowKernel = void (*)(const uint8_t* const* a, int64_t segments, int64_t steps, const int8_t* b, int32_t* acc);
 using Store = void (*)(const int32_t* acc, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const Int8Epilogue& e,
                        float* y, int64_t y_row, int64_t y_col);
 
-// The plain loops over the packed panels: acc[r][c] = sum over k of a(r, k) b(k, c).
-void kernel_reference(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc) {
+// The plain loops: acc[r][c] = sum over k of A(r, k) B(k, c).
+void kernel_reference(const uint8_t* const* a, int64_t segments, int64_t steps, const int8_t* b, int32_t* acc) {
   for (int64_t r = 0; r < kInt8MR; ++r)
     for (int64_t c = 0; c < kInt8NR; ++c) {
-      int32_t s = 0;
-      for (int64_t q = 0; q < steps; ++q)
-        for (int64_t u = 0; u < 4; ++u) {
-          const int32_t av = a[q * kInt8MR * 4 + r * 4 + u];
-          const int32_t bv = b[q * 64 + (c / 8) * 32 + (c % 8) * 4 + u];
-          s += av * bv;
-        }
-      acc[r * kInt8NR + c] = s;
+      int32_t sum = 0;
+      for (int64_t s = 0; s < segments; ++s)
+        for (int64_t q = 0; q < steps; ++q)
+          for (int64_t u = 0; u < 4; ++u) {
+            const int32_t av = a[s * kInt8MR + r][q * 4 + u];
+            const int32_t bv = b[(s * steps + q) * 64 + (c / 8) * 32 + (c % 8) * 4 + u];
+            sum += av * bv;
+          }
+      acc[r * kInt8NR + c] = sum;
     }
 }
 
@@ -90,20 +96,22 @@ OCRT_TARGET_AVX2 inline void row_step(const uint8_t* a, __m256i b0, __m256i b1, 
 // are broadcast to all 8 lanes; vpmaddubsw makes 16 exact int16 pair sums (row codes unsigned,
 // weight codes signed), vpmaddwd by ones adds the pairs into 8 int32, and those are accumulated.
 // 12 accumulators + 2 B vectors + the broadcast + the ones: all 16 registers.
-OCRT_TARGET_AVX2 void kernel_avx2(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc) {
+OCRT_TARGET_AVX2 void kernel_avx2(const uint8_t* const* a, int64_t segments, int64_t steps, const int8_t* b,
+                                  int32_t* acc) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
           c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  for (int64_t q = 0; q < steps; ++q) {
-    const __m256i b0 = _mm256_load_si256((const __m256i*)b), b1 = _mm256_load_si256((const __m256i*)(b + 32));
-    b += 64;
-    row_step(a + 0, b0, b1, ones, c00, c01);
-    row_step(a + 4, b0, b1, ones, c10, c11);
-    row_step(a + 8, b0, b1, ones, c20, c21);
-    row_step(a + 12, b0, b1, ones, c30, c31);
-    row_step(a + 16, b0, b1, ones, c40, c41);
-    row_step(a + 20, b0, b1, ones, c50, c51);
-    a += kInt8MR * 4;
+  for (int64_t s = 0; s < segments; ++s, a += kInt8MR) {
+    const uint8_t *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
+    for (int64_t o = 0; o < 4 * steps; o += 4, b += 64) {
+      const __m256i b0 = _mm256_load_si256((const __m256i*)b), b1 = _mm256_load_si256((const __m256i*)(b + 32));
+      row_step(a0 + o, b0, b1, ones, c00, c01);
+      row_step(a1 + o, b0, b1, ones, c10, c11);
+      row_step(a2 + o, b0, b1, ones, c20, c21);
+      row_step(a3 + o, b0, b1, ones, c30, c31);
+      row_step(a4 + o, b0, b1, ones, c40, c41);
+      row_step(a5 + o, b0, b1, ones, c50, c51);
+    }
   }
   __m256i* out = (__m256i*)acc;
   _mm256_storeu_si256(out + 0, c00), _mm256_storeu_si256(out + 1, c01);
@@ -113,25 +121,31 @@ OCRT_TARGET_AVX2 void kernel_avx2(int64_t steps, const uint8_t* a, const int8_t*
   _mm256_storeu_si256(out + 8, c40), _mm256_storeu_si256(out + 9, c41);
   _mm256_storeu_si256(out + 10, c50), _mm256_storeu_si256(out + 11, c51);
 }
-// The epilogue of a full-width tile, 8 columns at a time (fmadd rounds once, as std::fma).
+
 // kernel_avx2's step for one row: 2 loads, 1 broadcast, 2 vpmaddubsw, 2 vpmaddwd, 2 vpaddd.
 // Two steps at a time into separate sums, so that the adds of one chain overlap.
-OCRT_TARGET_AVX2 void row_kernel_avx2(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc) {
+OCRT_TARGET_AVX2 void row_kernel_avx2(const uint8_t* const* a, int64_t segments, int64_t steps, const int8_t* b,
+                                      int32_t* acc) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i lo0 = _mm256_setzero_si256(), hi0 = lo0, lo1 = lo0, hi1 = lo0;
-  int64_t q = 0;
-  for (; q + 2 <= steps; q += 2) {
-    row_step(a, _mm256_load_si256((const __m256i*)b), _mm256_load_si256((const __m256i*)(b + 32)), ones, lo0, hi0);
-    row_step(a + kInt8MR * 4, _mm256_load_si256((const __m256i*)(b + 64)),
-             _mm256_load_si256((const __m256i*)(b + 96)), ones, lo1, hi1);
-    a += 2 * kInt8MR * 4, b += 128;
+  for (int64_t s = 0; s < segments; ++s) {
+    const uint8_t* r = a[s * kInt8MR];
+    int64_t q = 0;
+    for (; q + 2 <= steps; q += 2, r += 8, b += 128) {
+      row_step(r, _mm256_load_si256((const __m256i*)b), _mm256_load_si256((const __m256i*)(b + 32)), ones, lo0, hi0);
+      row_step(r + 4, _mm256_load_si256((const __m256i*)(b + 64)), _mm256_load_si256((const __m256i*)(b + 96)), ones,
+               lo1, hi1);
+    }
+    if (q < steps) {
+      row_step(r, _mm256_load_si256((const __m256i*)b), _mm256_load_si256((const __m256i*)(b + 32)), ones, lo0, hi0);
+      b += 64;
+    }
   }
-  if (q < steps)
-    row_step(a, _mm256_load_si256((const __m256i*)b), _mm256_load_si256((const __m256i*)(b + 32)), ones, lo0, hi0);
   _mm256_storeu_si256((__m256i*)acc, _mm256_add_epi32(lo0, lo1));
   _mm256_storeu_si256((__m256i*)(acc + 8), _mm256_add_epi32(hi0, hi1));
 }
 
+// The epilogue of a full-width tile, 8 columns at a time (fmadd rounds once, as std::fma).
 OCRT_TARGET_AVX2 void store_tile_avx2(const int32_t* acc, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const Int8Epilogue& e,
                      float* y, int64_t y_row, int64_t y_col) {
   if (cols != kInt8NR) return store_tile_reference(acc, i0, rows, j0, cols, e, y, y_row, y_col);
@@ -185,29 +199,31 @@ OCRT_VNNI_FN inline __m512i broadcast4(const uint8_t* a) {
 
 // The 6 x 16 tile: even and odd steps into two sets of 6 accumulators (12 chains cover
 // vpdpbusd's latency), added at the end.
-OCRT_VNNI_FN void kernel_vnni(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc) {
+OCRT_VNNI_FN void kernel_vnni(const uint8_t* const* a, int64_t segments, int64_t steps, const int8_t* b, int32_t* acc) {
   __m512i e0 = _mm512_setzero_si512(), e1 = e0, e2 = e0, e3 = e0, e4 = e0, e5 = e0;
   __m512i o0 = e0, o1 = e0, o2 = e0, o3 = e0, o4 = e0, o5 = e0;
-  int64_t q = 0;
-  for (; q + 2 <= steps; q += 2) {
-    const __m512i be = _mm512_load_si512((const void*)b), bo = _mm512_load_si512((const void*)(b + 64));
-    const uint8_t* ao = a + kInt8MR * 4;
-    e0 = _mm512_dpbusd_epi32(e0, broadcast4(a + 0), be), o0 = _mm512_dpbusd_epi32(o0, broadcast4(ao + 0), bo);
-    e1 = _mm512_dpbusd_epi32(e1, broadcast4(a + 4), be), o1 = _mm512_dpbusd_epi32(o1, broadcast4(ao + 4), bo);
-    e2 = _mm512_dpbusd_epi32(e2, broadcast4(a + 8), be), o2 = _mm512_dpbusd_epi32(o2, broadcast4(ao + 8), bo);
-    e3 = _mm512_dpbusd_epi32(e3, broadcast4(a + 12), be), o3 = _mm512_dpbusd_epi32(o3, broadcast4(ao + 12), bo);
-    e4 = _mm512_dpbusd_epi32(e4, broadcast4(a + 16), be), o4 = _mm512_dpbusd_epi32(o4, broadcast4(ao + 16), bo);
-    e5 = _mm512_dpbusd_epi32(e5, broadcast4(a + 20), be), o5 = _mm512_dpbusd_epi32(o5, broadcast4(ao + 20), bo);
-    a += 2 * kInt8MR * 4, b += 128;
-  }
-  if (q < steps) {
-    const __m512i be = _mm512_load_si512((const void*)b);
-    e0 = _mm512_dpbusd_epi32(e0, broadcast4(a + 0), be);
-    e1 = _mm512_dpbusd_epi32(e1, broadcast4(a + 4), be);
-    e2 = _mm512_dpbusd_epi32(e2, broadcast4(a + 8), be);
-    e3 = _mm512_dpbusd_epi32(e3, broadcast4(a + 12), be);
-    e4 = _mm512_dpbusd_epi32(e4, broadcast4(a + 16), be);
-    e5 = _mm512_dpbusd_epi32(e5, broadcast4(a + 20), be);
+  for (int64_t s = 0; s < segments; ++s, a += kInt8MR) {
+    const uint8_t *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
+    int64_t o = 0;
+    for (; o + 8 <= 4 * steps; o += 8, b += 128) {
+      const __m512i be = _mm512_load_si512((const void*)b), bo = _mm512_load_si512((const void*)(b + 64));
+      e0 = _mm512_dpbusd_epi32(e0, broadcast4(a0 + o), be), o0 = _mm512_dpbusd_epi32(o0, broadcast4(a0 + o + 4), bo);
+      e1 = _mm512_dpbusd_epi32(e1, broadcast4(a1 + o), be), o1 = _mm512_dpbusd_epi32(o1, broadcast4(a1 + o + 4), bo);
+      e2 = _mm512_dpbusd_epi32(e2, broadcast4(a2 + o), be), o2 = _mm512_dpbusd_epi32(o2, broadcast4(a2 + o + 4), bo);
+      e3 = _mm512_dpbusd_epi32(e3, broadcast4(a3 + o), be), o3 = _mm512_dpbusd_epi32(o3, broadcast4(a3 + o + 4), bo);
+      e4 = _mm512_dpbusd_epi32(e4, broadcast4(a4 + o), be), o4 = _mm512_dpbusd_epi32(o4, broadcast4(a4 + o + 4), bo);
+      e5 = _mm512_dpbusd_epi32(e5, broadcast4(a5 + o), be), o5 = _mm512_dpbusd_epi32(o5, broadcast4(a5 + o + 4), bo);
+    }
+    if (o < 4 * steps) {
+      const __m512i be = _mm512_load_si512((const void*)b);
+      b += 64;
+      e0 = _mm512_dpbusd_epi32(e0, broadcast4(a0 + o), be);
+      e1 = _mm512_dpbusd_epi32(e1, broadcast4(a1 + o), be);
+      e2 = _mm512_dpbusd_epi32(e2, broadcast4(a2 + o), be);
+      e3 = _mm512_dpbusd_epi32(e3, broadcast4(a3 + o), be);
+      e4 = _mm512_dpbusd_epi32(e4, broadcast4(a4 + o), be);
+      e5 = _mm512_dpbusd_epi32(e5, broadcast4(a5 + o), be);
+    }
   }
   _mm512_storeu_si512((void*)(acc + 0 * kInt8NR), _mm512_add_epi32(e0, o0));
   _mm512_storeu_si512((void*)(acc + 1 * kInt8NR), _mm512_add_epi32(e1, o1));
@@ -220,23 +236,27 @@ OCRT_VNNI_FN void kernel_vnni(int64_t steps, const uint8_t* a, const int8_t* b, 
 // Two 6 x 16 tiles side by side (B panels p and p + 1): each row's broadcast serves two
 // vpdpbusd, so a step loads 2 B vectors and 6 broadcasts for 12 instructions (the single tile
 // loads 7 for 6). 12 accumulators, one chain each, cover the instruction's latency.
-OCRT_VNNI_FN void pair_kernel_vnni(int64_t steps, const uint8_t* a, const int8_t* b0, const int8_t* b1, int32_t* acc) {
+OCRT_VNNI_FN void pair_kernel_vnni(const uint8_t* const* a, int64_t segments, int64_t steps, const int8_t* b0,
+                                   const int8_t* b1, int32_t* acc) {
   __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m512i c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  for (int64_t q = 0; q < steps; ++q, a += kInt8MR * 4, b0 += 64, b1 += 64) {
-    const __m512i x = _mm512_load_si512((const void*)b0), y = _mm512_load_si512((const void*)b1);
-    __m512i av = broadcast4(a + 0);
-    c00 = _mm512_dpbusd_epi32(c00, av, x), c01 = _mm512_dpbusd_epi32(c01, av, y);
-    av = broadcast4(a + 4);
-    c10 = _mm512_dpbusd_epi32(c10, av, x), c11 = _mm512_dpbusd_epi32(c11, av, y);
-    av = broadcast4(a + 8);
-    c20 = _mm512_dpbusd_epi32(c20, av, x), c21 = _mm512_dpbusd_epi32(c21, av, y);
-    av = broadcast4(a + 12);
-    c30 = _mm512_dpbusd_epi32(c30, av, x), c31 = _mm512_dpbusd_epi32(c31, av, y);
-    av = broadcast4(a + 16);
-    c40 = _mm512_dpbusd_epi32(c40, av, x), c41 = _mm512_dpbusd_epi32(c41, av, y);
-    av = broadcast4(a + 20);
-    c50 = _mm512_dpbusd_epi32(c50, av, x), c51 = _mm512_dpbusd_epi32(c51, av, y);
+  for (int64_t s = 0; s < segments; ++s, a += kInt8MR) {
+    const uint8_t *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
+    for (int64_t o = 0; o < 4 * steps; o += 4, b0 += 64, b1 += 64) {
+      const __m512i x = _mm512_load_si512((const void*)b0), y = _mm512_load_si512((const void*)b1);
+      __m512i av = broadcast4(a0 + o);
+      c00 = _mm512_dpbusd_epi32(c00, av, x), c01 = _mm512_dpbusd_epi32(c01, av, y);
+      av = broadcast4(a1 + o);
+      c10 = _mm512_dpbusd_epi32(c10, av, x), c11 = _mm512_dpbusd_epi32(c11, av, y);
+      av = broadcast4(a2 + o);
+      c20 = _mm512_dpbusd_epi32(c20, av, x), c21 = _mm512_dpbusd_epi32(c21, av, y);
+      av = broadcast4(a3 + o);
+      c30 = _mm512_dpbusd_epi32(c30, av, x), c31 = _mm512_dpbusd_epi32(c31, av, y);
+      av = broadcast4(a4 + o);
+      c40 = _mm512_dpbusd_epi32(c40, av, x), c41 = _mm512_dpbusd_epi32(c41, av, y);
+      av = broadcast4(a5 + o);
+      c50 = _mm512_dpbusd_epi32(c50, av, x), c51 = _mm512_dpbusd_epi32(c51, av, y);
+    }
   }
   int32_t* second = acc + kInt8MR * kInt8NR;
   _mm512_storeu_si512((void*)(acc + 0 * kInt8NR), c00), _mm512_storeu_si512((void*)(second + 0 * kInt8NR), c01);
@@ -248,17 +268,20 @@ OCRT_VNNI_FN void pair_kernel_vnni(int64_t steps, const uint8_t* a, const int8_t
 }
 
 // One row: four steps at a time into four accumulators.
-OCRT_VNNI_FN void row_kernel_vnni(int64_t steps, const uint8_t* a, const int8_t* b, int32_t* acc) {
+OCRT_VNNI_FN void row_kernel_vnni(const uint8_t* const* a, int64_t segments, int64_t steps, const int8_t* b,
+                                  int32_t* acc) {
   __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0;
-  constexpr int64_t da = kInt8MR * 4;
-  int64_t q = 0;
-  for (; q + 4 <= steps; q += 4, a += 4 * da, b += 256) {
-    c0 = _mm512_dpbusd_epi32(c0, broadcast4(a), _mm512_load_si512((const void*)b));
-    c1 = _mm512_dpbusd_epi32(c1, broadcast4(a + da), _mm512_load_si512((const void*)(b + 64)));
-    c2 = _mm512_dpbusd_epi32(c2, broadcast4(a + 2 * da), _mm512_load_si512((const void*)(b + 128)));
-    c3 = _mm512_dpbusd_epi32(c3, broadcast4(a + 3 * da), _mm512_load_si512((const void*)(b + 192)));
+  for (int64_t s = 0; s < segments; ++s) {
+    const uint8_t* r = a[s * kInt8MR];
+    int64_t q = 0;
+    for (; q + 4 <= steps; q += 4, r += 16, b += 256) {
+      c0 = _mm512_dpbusd_epi32(c0, broadcast4(r), _mm512_load_si512((const void*)b));
+      c1 = _mm512_dpbusd_epi32(c1, broadcast4(r + 4), _mm512_load_si512((const void*)(b + 64)));
+      c2 = _mm512_dpbusd_epi32(c2, broadcast4(r + 8), _mm512_load_si512((const void*)(b + 128)));
+      c3 = _mm512_dpbusd_epi32(c3, broadcast4(r + 12), _mm512_load_si512((const void*)(b + 192)));
+    }
+    for (; q < steps; ++q, r += 4, b += 64) c0 = _mm512_dpbusd_epi32(c0, broadcast4(r), _mm512_load_si512((const void*)b));
   }
-  for (; q < steps; ++q, a += da, b += 64) c0 = _mm512_dpbusd_epi32(c0, broadcast4(a), _mm512_load_si512((const void*)b));
   _mm512_storeu_si512((void*)acc, _mm512_add_epi32(_mm512_add_epi32(c0, c1), _mm512_add_epi32(c2, c3)));
 }
 #endif
@@ -288,20 +311,22 @@ const Kernels& kernels() {
   return k;
 }
 
-void run(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y,
-         int64_t y_row, int64_t y_col, bool parallel, Kernel kernel, PairKernel pair, RowKernel row_kernel,
-         Store store) {
+void run(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y, int64_t y_row,
+         int64_t y_col, bool parallel, Kernel kernel, PairKernel pair, RowKernel row_kernel, Store store) {
   OCRT_CHECK(e.scale != nullptr, "int8_gemm: the epilogue needs a scale per column");
   if (M <= 0 || B.cols() == 0) return;
-  const int64_t Kp = B.padded_rows(), steps = Kp / 4, N = B.cols();
+  const int64_t Kp = B.padded_rows(), N = B.cols(), S = a.segments;
+  OCRT_CHECK(S >= 1 && Kp % (4 * S) == 0, "int8_gemm: ", S, " segments do not split ", Kp, " codes into steps of 4");
+  const int64_t steps = Kp / 4 / S;
+  const size_t panel_ptrs = (size_t)(kInt8MR * S);
   if (row_kernel && M < kInt8MR) {
     // One panel of A, each of its M rows through the row kernel: the same sums, no padding rows.
-    thread_local std::vector<uint8_t> abuf;
-    abuf.resize((size_t)(kInt8MR * Kp));
-    pack_a(0, M, abuf.data());
+    thread_local std::vector<const uint8_t*> ptrs;
+    ptrs.resize(panel_ptrs);
+    a.rows(0, M, ptrs.data());
     alignas(32) int32_t acc[kInt8MR * kInt8NR];
     for (int64_t pb = 0; pb < (N + kInt8NR - 1) / kInt8NR; ++pb) {
-      for (int64_t r = 0; r < M; ++r) row_kernel(steps, abuf.data() + r * 4, B.panel(pb), acc + r * kInt8NR);
+      for (int64_t r = 0; r < M; ++r) row_kernel(ptrs.data() + r, S, steps, B.panel(pb), acc + r * kInt8NR);
       const int64_t j0 = pb * kInt8NR;
       store(acc, 0, M, j0, std::min(kInt8NR, N - j0), e, y, y_row, y_col);
     }
@@ -309,18 +334,18 @@ void run(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const I
   }
   const int64_t panels_a = (M + kInt8MR - 1) / kInt8MR, panels_b = (N + kInt8NR - 1) / kInt8NR;
   const int64_t blocks = (panels_a + kBlockPanels - 1) / kBlockPanels;
-  const size_t panel_bytes = (size_t)(kInt8MR * Kp);
-  auto block = [&](int64_t blk, uint8_t* abuf) {
+  // A block of kBlockPanels row panels takes every column panel of B in turn, so B streams from
+  // the L2 or L3 once per block rather than once per panel.
+  auto block = [&](int64_t blk, const uint8_t** ptrs) {
     const int64_t p0 = blk * kBlockPanels, p1 = std::min(panels_a, p0 + kBlockPanels);
-    for (int64_t p = p0; p < p1; ++p)
-      pack_a(p * kInt8MR, std::min(kInt8MR, M - p * kInt8MR), abuf + (size_t)(p - p0) * panel_bytes);
+    for (int64_t p = p0; p < p1; ++p) a.rows(p * kInt8MR, std::min(kInt8MR, M - p * kInt8MR), ptrs + (p - p0) * panel_ptrs);
     alignas(64) int32_t acc[2 * kInt8MR * kInt8NR];
     for (int64_t pb = 0; pb < panels_b;) {
       const int64_t j0 = pb * kInt8NR;
       if (pair && pb + 1 < panels_b) {  // two panels: 16 columns, then the second's (up to 16)
         const int64_t cols = std::min(kInt8NR, N - j0 - kInt8NR);
         for (int64_t p = p0; p < p1; ++p) {
-          pair(steps, abuf + (size_t)(p - p0) * panel_bytes, B.panel(pb), B.panel(pb + 1), acc);
+          pair(ptrs + (p - p0) * panel_ptrs, S, steps, B.panel(pb), B.panel(pb + 1), acc);
           const int64_t i0 = p * kInt8MR, rows = std::min(kInt8MR, M - i0);
           store(acc, i0, rows, j0, kInt8NR, e, y, y_row, y_col);
           store(acc + kInt8MR * kInt8NR, i0, rows, j0 + kInt8NR, cols, e, y, y_row, y_col);
@@ -330,25 +355,25 @@ void run(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const I
       }
       const int64_t cols = std::min(kInt8NR, N - j0);
       for (int64_t p = p0; p < p1; ++p) {
-        kernel(steps, abuf + (size_t)(p - p0) * panel_bytes, B.panel(pb), acc);
+        kernel(ptrs + (p - p0) * panel_ptrs, S, steps, B.panel(pb), acc);
         const int64_t i0 = p * kInt8MR;
         store(acc, i0, std::min(kInt8MR, M - i0), j0, cols, e, y, y_row, y_col);
       }
       ++pb;
     }
   };
-  const size_t buf_bytes = (size_t)kBlockPanels * panel_bytes;
+  const size_t buf_ptrs = (size_t)kBlockPanels * panel_ptrs;
   const bool threads = parallel && !omp_in_parallel() && omp_get_max_threads() > 1 && blocks > 1;
   if (!threads) {
-    std::vector<uint8_t> abuf(buf_bytes);
-    for (int64_t blk = 0; blk < blocks; ++blk) block(blk, abuf.data());
+    std::vector<const uint8_t*> ptrs(buf_ptrs);
+    for (int64_t blk = 0; blk < blocks; ++blk) block(blk, ptrs.data());
     return;
   }
 #pragma omp parallel
   {
-    std::vector<uint8_t> abuf(buf_bytes);
+    std::vector<const uint8_t*> ptrs(buf_ptrs);
 #pragma omp for schedule(static)
-    for (int64_t blk = 0; blk < blocks; ++blk) block(blk, abuf.data());
+    for (int64_t blk = 0; blk < blocks; ++blk) block(blk, ptrs.data());
   }
 }
 
@@ -377,25 +402,22 @@ Int8PackedWeights::Int8PackedWeights(int64_t K, int64_t N, const int8_t* w, int6
   }
 }
 
-Int8PackA int8_rows(const uint8_t* a, int64_t lda, int64_t Kp) {
-  return [=](int64_t i0, int64_t rows, uint8_t* panel) {
-    for (int64_t r = 0; r < kInt8MR; ++r) {
-      // Rows past the end repeat the last one: valid codes, never stored.
-      const uint8_t* row = a + (i0 + std::min(r, rows - 1)) * lda;
-      for (int64_t q = 0; q < Kp / 4; ++q) std::memcpy(panel + (q * kInt8MR + r) * 4, row + 4 * q, 4);
-    }
-  };
+Int8A int8_rows(const uint8_t* a, int64_t lda) {
+  return {1, [=](int64_t i0, int64_t rows, const uint8_t** ptrs) {
+            // Rows past the end repeat the last one: valid codes, never stored.
+            for (int64_t r = 0; r < kInt8MR; ++r) ptrs[r] = a + (i0 + std::min(r, rows - 1)) * lda;
+          }};
 }
 
-void int8_gemm(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y,
+void int8_gemm(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y,
                int64_t y_row, int64_t y_col, bool parallel) {
   const Kernels& k = kernels();
-  run(M, pack_a, B, e, y, y_row, y_col, parallel, k.tile, k.pair, k.row, k.store);
+  run(M, a, B, e, y, y_row, y_col, parallel, k.tile, k.pair, k.row, k.store);
 }
 
-void int8_gemm_reference(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e,
+void int8_gemm_reference(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Epilogue& e,
                          float* y, int64_t y_row, int64_t y_col) {
-  run(M, pack_a, B, e, y, y_row, y_col, false, kernel_reference, nullptr, nullptr, store_tile_reference);
+  run(M, a, B, e, y, y_row, y_col, false, kernel_reference, nullptr, nullptr, store_tile_reference);
 }
 
 void int8_quantize_reference(const float* x, int64_t n, float inv_scale, int lo, int hi, int offset, uint8_t* codes) {

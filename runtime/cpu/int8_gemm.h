@@ -65,24 +65,30 @@ struct Int8Epilogue {
   bool relu = false;
 };
 
-// Packs rows i0 .. i0 + rows - 1 of A (rows <= MR) into `panel` in the kernel's order: for each
-// step q of 4 values of k, row r's 4 codes A[i0 + r][4q .. 4q + 3] for r = 0 .. MR - 1 (24
-// bytes a step, Kp / 4 steps). Rows past `rows` and k past K must be written too (any codes:
-// their products meet zero weight codes or are never stored, but they must be in [0, 127]).
-using Int8PackA = std::function<void(int64_t i0, int64_t rows, uint8_t* panel)>;
+// How the kernels read A: by pointers, never through a packed copy. K is split into `segments`
+// runs of the same length (Kp / segments codes, a multiple of 4); rows(i0, rows, ptrs) sets
+// ptrs[s * kInt8MR + r], for r = 0 .. kInt8MR - 1, to where row i0 + r's codes of segment s
+// begin. Rows past `rows` (at the end of A) must point at valid codes too, in [0, 127] (the last
+// row again will do): their sums are never stored. A matrix of rows has one segment; a
+// convolution's segments are its kernel taps, so that each output pixel's row points into the
+// image once per tap and no im2col matrix is ever made (models/int8.cpp).
+struct Int8A {
+  int64_t segments = 1;
+  std::function<void(int64_t i0, int64_t rows, const uint8_t** ptrs)> rows;
+};
 
-// A packer for A held as rows of codes: A[i][k] = a[i * lda + k] for k < Kp (the caller's rows
-// hold Kp codes, those past K in 0..127).
-Int8PackA int8_rows(const uint8_t* a, int64_t lda, int64_t Kp);
+// A held as rows of codes: A[i][k] = a[i * lda + k] for k < Kp (the caller's rows hold Kp
+// codes, those past K in 0..127).
+Int8A int8_rows(const uint8_t* a, int64_t lda);
 
 // The product above for M rows of A. Threads: outside an OpenMP parallel region, with parallel
 // set, the row panels are shared by omp_get_max_threads() threads; the result is the same for
 // any count. Inside a parallel region (or parallel false) it runs on the calling thread.
-void int8_gemm(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y,
+void int8_gemm(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y,
                int64_t y_row, int64_t y_col, bool parallel = true);
 
 // The same with the plain loops, whatever the CPU (tests compare the kernels with it).
-void int8_gemm_reference(int64_t M, const Int8PackA& pack_a, const Int8PackedWeights& B, const Int8Epilogue& e,
+void int8_gemm_reference(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Epilogue& e,
                          float* y, int64_t y_row, int64_t y_col);
 
 // codes[i] = clamp(round(x[i] * inv_scale), lo, hi) + offset, rounding to nearest, ties to even;

@@ -176,6 +176,43 @@ TEST_CASE("Int8Conv2d equals float32 conv2d on the dequantized values: padding, 
   CHECK_THROWS_WITH(Int8Conv2d(q.codes, q.scales, Tensor(), {}, Int8Input{0.f, false}), Catch::Contains("positive"));
 }
 
+TEST_CASE("Int8Conv2d pools image by image as max_pool2d pools its whole output, and Sequential hands it the pool", "[int8]") {
+  // The pool takes the epilogue's float32 values as they are: the same bits as the layers one
+  // after the other, one image or several (the by-image threads), on CRNN's pools and others.
+  const Int8Weight q = quantize_weight(random_tensor({16, 6, 3, 3}, -0.5f, 0.5f, 41));
+  const Tensor b = random_tensor({16}, -0.3f, 0.3f, 42);
+  const Int8Conv2d ic(q.codes, q.scales, b, {{1, 1}, {1, 1}}, Int8Input{2.f / 127, false});
+  const std::vector<MaxPool2dOptions> pools = {
+      {}, {{2, 2}, {2, 1}, {0, 1}}, {{3, 3}, {2, 2}, {1, 1}, {1, 1}, true}, {{2, 1}, {1, 1}}};
+  uint32_t seed = 50;
+  for (int64_t N : {1, 3})
+    for (const MaxPool2dOptions& opt : pools) {
+      INFO("N " << N << " kernel " << opt.kernel[0] << "x" << opt.kernel[1]);
+      const Tensor x = random_tensor({N, 6, 8, 13}, 0.f, 2.f, seed++);
+      Int8PostOps post;
+      post.relu = true;
+      post.pool = opt;
+      const Tensor fused = ic.forward(x, post);
+      const Tensor apart = max_pool2d(relu(ic.forward(x)), opt);
+      REQUIRE(fused.shape() == apart.shape());
+      CHECK(fused.to_vector<float>() == apart.to_vector<float>());
+    }
+  // In a Sequential without gradients: Conv2d (int8), ReLU, MaxPool2d as one call.
+  Generator gen(7);
+  Sequential s;
+  auto conv = s.add(std::make_shared<Conv2d>(6, 16, Pair{3, 3}, gen, Conv2dOptions{{1, 1}, {1, 1}}));
+  conv->int8 = std::make_shared<const Int8Conv2d>(q.codes, q.scales, conv->bias, conv->options, Int8Input{2.f / 127, false});
+  s.add(std::make_shared<ReLU>());
+  s.add(std::make_shared<MaxPool2d>(MaxPool2dOptions{{2, 2}, {2, 1}, {0, 1}}));
+  s.eval();
+  NoGradGuard no_grad;
+  const Tensor x = random_tensor({2, 6, 8, 13}, 0.f, 2.f, 60);
+  const Tensor whole = s.forward(x);
+  const Tensor one_by_one = s[2].forward(s[1].forward(s[0].forward(x)));
+  REQUIRE(whole.shape() == one_by_one.shape());
+  CHECK(whole.to_vector<float>() == one_by_one.to_vector<float>());
+}
+
 namespace {
 
 std::shared_ptr<CRNN> small_crnn() {

@@ -68,12 +68,59 @@ TEST_CASE("int8_gemm equals the exact integer sums bit for bit on every edge of 
         REQUIRE(B.padded_rows() == c.Kp());
         const Int8Epilogue e{c.scale.data(), c.offset.data(), c.bias.data()};
         std::vector<float> y((size_t)(M * N), -7.f), ref((size_t)(M * N), -7.f);
-        int8_gemm(M, int8_rows(c.a.data(), c.Kp(), c.Kp()), B, e, y.data(), N, 1);
-        int8_gemm_reference(M, int8_rows(c.a.data(), c.Kp(), c.Kp()), B, e, ref.data(), N, 1);
+        int8_gemm(M, int8_rows(c.a.data(), c.Kp()), B, e, y.data(), N, 1);
+        int8_gemm_reference(M, int8_rows(c.a.data(), c.Kp()), B, e, ref.data(), N, 1);
         const std::vector<float> want = expected(c);
         CHECK(y == want);
         CHECK(ref == want);
       }
+}
+
+TEST_CASE("int8_gemm reads A through per-segment row pointers as a convolution gives them", "[int8]") {
+  // K in S segments of L codes; each row's segments point at scattered runs of one pool (as a
+  // convolution's taps point into its image), overlapping one another. The result must be that
+  // of the dense rows the segments spell out, on tile edges and with segments of one step.
+  INFO("kernel: " << int8_gemm_kernel_name());
+  uint32_t seed = 500;
+  for (int64_t S : {1, 2, 9})
+    for (int64_t L : {4, 8, 20, 512})
+      for (int64_t M : {1, 5, 6, 7, 30})
+        for (int64_t N : {16, 17, 40}) {
+          INFO("S " << S << " L " << L << " M " << M << " N " << N);
+          std::mt19937 rng(seed++);
+          std::vector<uint8_t> pool((size_t)(L * 16 + 7));
+          std::uniform_int_distribution<int> code(0, 127);
+          for (auto& v : pool) v = (uint8_t)code(rng);
+          std::uniform_int_distribution<int64_t> start(0, (int64_t)pool.size() - L);
+          std::vector<int64_t> where((size_t)(M * S));
+          for (auto& w : where) w = start(rng);
+          Case c = make_case(M, N, S * L, seed++);
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t s = 0; s < S; ++s)
+              for (int64_t u = 0; u < L; ++u)
+                c.a[(size_t)(i * c.Kp() + s * L + u)] = pool[(size_t)(where[(size_t)(i * S + s)] + u)];
+          Int8A a;
+          a.segments = S;
+          a.rows = [&](int64_t i0, int64_t rows, const uint8_t** ptrs) {
+            for (int64_t r = 0; r < kInt8MR; ++r)
+              for (int64_t s = 0; s < S; ++s)
+                ptrs[s * kInt8MR + r] = pool.data() + where[(size_t)((i0 + std::min(r, rows - 1)) * S + s)];
+          };
+          const Int8PackedWeights B(c.K, N, c.w.data(), c.K, 1);
+          const Int8Epilogue e{c.scale.data(), c.offset.data(), c.bias.data()};
+          std::vector<float> y((size_t)(M * N)), ref((size_t)(M * N));
+          int8_gemm(M, a, B, e, y.data(), N, 1);
+          int8_gemm_reference(M, a, B, e, ref.data(), N, 1);
+          const std::vector<float> want = expected(c);
+          CHECK(y == want);
+          CHECK(ref == want);
+        }
+  const Case c = make_case(6, 16, 12, 9);
+  const Int8PackedWeights B(c.K, c.N, c.w.data(), c.K, 1);
+  Int8A a = int8_rows(c.a.data(), c.Kp());
+  a.segments = 2;  // 12 codes do not split into two runs of whole steps
+  std::vector<float> y(96);
+  CHECK_THROWS_WITH(int8_gemm(6, a, B, Int8Epilogue{c.scale.data()}, y.data(), 16, 1), Catch::Contains("segments"));
 }
 
 TEST_CASE("int8_gemm's largest products do not saturate, and the transposed store and threads give the same bits", "[int8]") {
@@ -84,9 +131,9 @@ TEST_CASE("int8_gemm's largest products do not saturate, and the transposed stor
     const Int8Epilogue e{c.scale.data(), c.offset.data(), c.bias.data()};
     const std::vector<float> want = expected(c);
     std::vector<float> y((size_t)(c.M * c.N)), yt((size_t)(c.M * c.N)), serial((size_t)(c.M * c.N));
-    int8_gemm(c.M, int8_rows(c.a.data(), c.Kp(), c.Kp()), B, e, y.data(), c.N, 1, true);
-    int8_gemm(c.M, int8_rows(c.a.data(), c.Kp(), c.Kp()), B, e, serial.data(), c.N, 1, false);
-    int8_gemm(c.M, int8_rows(c.a.data(), c.Kp(), c.Kp()), B, e, yt.data(), 1, c.M);  // y^T (N x M)
+    int8_gemm(c.M, int8_rows(c.a.data(), c.Kp()), B, e, y.data(), c.N, 1, true);
+    int8_gemm(c.M, int8_rows(c.a.data(), c.Kp()), B, e, serial.data(), c.N, 1, false);
+    int8_gemm(c.M, int8_rows(c.a.data(), c.Kp()), B, e, yt.data(), 1, c.M);  // y^T (N x M)
     CHECK(y == want);
     CHECK(serial == want);
     bool transposed_ok = true;
@@ -100,7 +147,7 @@ TEST_CASE("int8_gemm: null offset and bias are zeros, and packed weights refuse 
   const Case c = make_case(7, 9, 11, 5);
   const Int8PackedWeights B(c.K, c.N, c.w.data(), c.K, 1);
   std::vector<float> y((size_t)(c.M * c.N));
-  int8_gemm(c.M, int8_rows(c.a.data(), c.Kp(), c.Kp()), B, Int8Epilogue{c.scale.data(), nullptr, nullptr}, y.data(), c.N, 1);
+  int8_gemm(c.M, int8_rows(c.a.data(), c.Kp()), B, Int8Epilogue{c.scale.data(), nullptr, nullptr}, y.data(), c.N, 1);
   Case z = c;
   std::fill(z.offset.begin(), z.offset.end(), 0);
   std::fill(z.bias.begin(), z.bias.end(), 0.f);
@@ -109,7 +156,7 @@ TEST_CASE("int8_gemm: null offset and bias are zeros, and packed weights refuse 
   bad[3] = -128;
   CHECK_THROWS_WITH(Int8PackedWeights(c.K, c.N, bad.data(), c.K, 1), Catch::Contains("below -127"));
   CHECK_THROWS_WITH(Int8PackedWeights(140000, 0, bad.data(), 1, 1), Catch::Contains("overflow"));
-  CHECK_THROWS_WITH(int8_gemm(c.M, int8_rows(c.a.data(), c.Kp(), c.Kp()), B, Int8Epilogue{}, y.data(), c.N, 1),
+  CHECK_THROWS_WITH(int8_gemm(c.M, int8_rows(c.a.data(), c.Kp()), B, Int8Epilogue{}, y.data(), c.N, 1),
                     Catch::Contains("scale"));
 }
 
