@@ -565,13 +565,20 @@ RunStats Predictor::run(const std::function<bool(LineInput&)>& next,
   // batches leave a GPU waiting on the host between them).
   const bool cpu_worker =
       std::any_of(s.workers.begin(), s.workers.end(), [](const auto& w) { return w->device.is_cpu(); });
+  // The first chunk is small unless the options size chunks: the workers start on its few
+  // batches while the main thread decodes the next chunk, instead of waiting for a thousand
+  // lines to be decoded (300 lines at batch 32 on 2 cores: 4% of the run was that wait).
+  const int64_t first_chunk = opt_.chunk_lines > 0
+                                  ? s.chunk_lines
+                                  : std::min(s.chunk_lines, 2 * opt_.batch * (int64_t)s.workers.size());
   auto read_chunk = [&](int64_t first) {
     auto c = std::make_unique<Chunk>();
     c->first = first;
     c->max_batch_columns = max_batch_columns > 0 && cpu_worker ? std::min(max_batch_columns, s.max_batch_columns)
                                                                : s.max_batch_columns;
+    const int64_t limit = first == 0 ? first_chunk : s.chunk_lines;
     LineInput in;
-    while ((int64_t)c->inputs.size() < s.chunk_lines && next(in)) {
+    while ((int64_t)c->inputs.size() < limit && next(in)) {
       c->inputs.push_back(std::move(in));
       in = LineInput{};
     }
