@@ -411,11 +411,14 @@ GrayImage crop_line(const GrayImage& page, const Quad& outline, int64_t height, 
   auto at = [&](int64_t x, int64_t y) -> double {
     return x < 0 || y < 0 || x >= page.width || y >= page.height ? (double)outside : (double)page.at(x, y);
   };
+  // Each column's fraction along the line, divided once for all rows (the same values).
+  std::vector<double> fu((size_t)out.width);
+  for (int64_t u = 0; u < out.width; ++u) fu[(size_t)u] = ((double)u + 0.5) / (double)out.width;
   for (int64_t v = 0; v < out.height; ++v) {
     const double fv = ((double)v + 0.5) / (double)out.height;
     const Point left = lerp(c[0], c[3], fv), right = lerp(c[1], c[2], fv);
     for (int64_t u = 0; u < out.width; ++u) {
-      const Point p = lerp(left, right, ((double)u + 0.5) / (double)out.width);
+      const Point p = lerp(left, right, fu[(size_t)u]);
       const double sx = p.x - 0.5, sy = p.y - 0.5;  // pixel centres sit at +0.5
       const double fx0 = std::floor(sx), fy0 = std::floor(sy);
       const int64_t x0 = (int64_t)fx0, y0 = (int64_t)fy0;
