@@ -214,15 +214,6 @@ AttentionResult MultiheadAttention::forward(const Tensor& query, const Tensor& k
                               attn_mask, key_padding_mask, &gen_);
 }
 
-namespace {
-
-// A 2x2 window moving by 2, without padding, dilation or ceil mode: what conv2d_relu_max_pool2d pools.
-bool is_plain_2x2(const MaxPool2dOptions& o) {
-  return o.kernel == Pair{2, 2} && (o.stride == Pair{0, 0} || o.stride == Pair{2, 2}) && o.padding == Pair{0, 0} &&
-         o.dilation == Pair{1, 1} && !o.ceil_mode;
-}
-
-}  // namespace
 
 Tensor Sequential::forward(const Tensor& x) {
   Tensor y = x;
@@ -267,11 +258,11 @@ Tensor Sequential::forward(const Tensor& x) {
         y = conv->int8->forward(y, post);
         continue;
       }
-      // A float one, a ReLU and a 2x2 max-pool in a row (a CRNN's first block) run as one op,
-      // which never writes the convolution's full-resolution output (ops/conv.h).
+      // A float one, a ReLU and a max-pool in a row (a CRNN block) run as one op, which on the
+      // CPU never writes the convolution's full-size output where it has a path (ops/conv.h).
       const auto* pool = i + 2 < kids.size() ? dynamic_cast<const MaxPool2d*>(kids[i + 2].second.get()) : nullptr;
-      if (pool && is_plain_2x2(pool->options) && dynamic_cast<const ReLU*>(kids[i + 1].second.get())) {
-        y = conv2d_relu_max_pool2d(y, conv->weight, conv->bias, conv->options);
+      if (pool && dynamic_cast<const ReLU*>(kids[i + 1].second.get())) {
+        y = conv2d_relu_max_pool2d(y, conv->weight, conv->bias, conv->options, pool->options);
         i += 2;
         continue;
       }

@@ -48,13 +48,6 @@ class ConvModeScope {
 
 // x (N,Cin,H,W), weight (Cout, Cin/groups, kh, kw), bias (Cout) or undefined -> (N,Cout,Ho,Wo).
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), const Conv2dOptions& opt = {});
-// max_pool2d(relu(conv2d(x, weight, bias, opt)), 2x2) (a CRNN's first block), the same values.
-// Where nothing needs a gradient and the device has a path for it (the CPU's direct
-// convolution: a first layer on gray lines), in one pass that never writes the convolution's
-// full-resolution output (ops/cpu/conv_direct.h); elsewhere the three ops in turn.
-Tensor conv2d_relu_max_pool2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
-                              const Conv2dOptions& opt = {});
-
 struct MaxPool2dOptions {
   Pair kernel{2, 2};
   Pair stride{0, 0};  // 0: the kernel size (PyTorch's default)
@@ -63,6 +56,13 @@ struct MaxPool2dOptions {
 };
 // Window maxima; padding counts as -inf. The gradient goes to the (first) maximum.
 Tensor max_pool2d(const Tensor& x, const MaxPool2dOptions& opt);
+// max_pool2d(relu(conv2d(x, weight, bias, opt)), pool) (a CRNN block), the same values. Where
+// nothing needs a gradient and the CPU has a path for it, in one pass that never writes the
+// convolution's full-size output: the direct convolution for a 2x2 pool (a first layer on gray
+// lines, ops/cpu/conv_direct.h), Winograd's F(4x4, 3x3) in fast mode for a pool over pairs of
+// rows, kernel (2, kw) at a stride of (2, sw) (ops/cpu/winograd.h). Elsewhere the three ops.
+Tensor conv2d_relu_max_pool2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                              const Conv2dOptions& opt = {}, const MaxPool2dOptions& pool = {});
 // The shape max_pool2d gives an input of shape x (checked as max_pool2d checks it).
 Shape max_pool2d_shape(const Shape& x, const MaxPool2dOptions& opt);
 // max_pool2d(x, opt) written into y, a contiguous tensor of that shape on x's device, with no

@@ -39,11 +39,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <list>
 #include <memory>
 #include <mutex>
 #include <vector>
 
+#include "runtime/error.h"
 #include "runtime/tensor.h"
 
 namespace ocrt::cpu {
@@ -212,8 +214,14 @@ void input_row(const float* x, const Geometry& g, int64_t c, int64_t n, int64_t 
 // y for output channel k and one row of tiles: A^T M A for each tile, plus the bias, written
 // where the 4x4 tile lies inside the output. q is scratch of 4 * 6 * tw floats.
 // M's planes hold (Cout x P) products, or (P x Cout) ones when `transposed` (the small-tile path).
+// With a pool, the four rows go (after ReLU) to `rows` (scratch of 5 * Wo floats) instead, and
+// the tile row's two pooled rows to y (pooled_rows).
+void pooled_rows(float* rows, const Geometry& g, const WinogradReluPool& pool, int64_t k, int64_t n, int64_t ty,
+                 float* y);
+
 void output_row(const float* M, const Geometry& g, int64_t k, int64_t n, int64_t ty, int64_t P, int64_t p0,
-                float bias, float* y, float* q, bool transposed = false) {
+                float bias, float* y, float* q, bool transposed = false, const WinogradReluPool* pool = nullptr,
+                float* rows = nullptr) {
   const int64_t sk = transposed ? 1 : P, sp = transposed ? g.Cout : 1;  // strides of k and p in a plane
   // q[a][j][tx] = sum_i A^T[a][i] M[i*6+j], down the columns of each tile.
   for (int64_t j = 0; j < kIn; ++j) {
@@ -234,18 +242,68 @@ void output_row(const float* M, const Geometry& g, int64_t k, int64_t n, int64_t
     const int64_t oh = kOut * ty + a;
     if (oh >= g.Ho) break;
     const float* qa = q + a * kIn * g.tw;
-    float* row = plane + oh * g.Wo;
+    float* row = pool ? rows + a * g.Wo : plane + oh * g.Wo;
     for (int64_t tx = 0; tx < g.tw; ++tx) {
       float o[kOut];
       OCRT_WINOGRAD_OUTPUT_1D(qa[tx], qa[g.tw + tx], qa[2 * g.tw + tx], qa[3 * g.tw + tx], qa[4 * g.tw + tx],
                               qa[5 * g.tw + tx], o[0], o[1], o[2], o[3]);
       float* dst = row + kOut * tx;
+      if (pool)  // ReLU as ops/elementwise's: a NaN and -0 become 0
+        for (float& v : o) v = v + bias > 0 ? v + bias : 0.0f;
+      else
+        for (float& v : o) v = v + bias;
       if (tx < full) {
-        dst[0] = o[0] + bias, dst[1] = o[1] + bias, dst[2] = o[2] + bias, dst[3] = o[3] + bias;
+        dst[0] = o[0], dst[1] = o[1], dst[2] = o[2], dst[3] = o[3];
       } else {
-        for (int64_t b = 0; b < g.Wo - kOut * tx; ++b) dst[b] = o[b] + bias;
+        for (int64_t b = 0; b < g.Wo - kOut * tx; ++b) dst[b] = o[b];
       }
     }
+  }
+  if (pool) pooled_rows(rows, g, *pool, k, n, ty, y);
+}
+
+// Pooled rows 2 ty and 2 ty + 1 (those below Hp) from the tile row's output rows 4 ty .. 4 ty + 3
+// (those below Ho) in `rows`, past the ReLU: no value is NaN or -0 there, so the first maximum
+// of a window that max_pool2d keeps is simply its maximum, and the order of the comparisons does
+// not matter. Each pair of rows is reduced to one first (rows + 4 Wo is scratch for it), then
+// each window along it; columns outside the output count as -inf (the padding).
+void pooled_rows(float* rows, const Geometry& g, const WinogradReluPool& pool, int64_t k, int64_t n, int64_t ty,
+                 float* y) {
+  float* plane = y + (n * g.Cout + k) * pool.Hp * pool.Wp;
+  float* pair = rows + kOut * g.Wo;
+  const int64_t kw = pool.kw, sw = pool.sw, pw = pool.pw, Wo = g.Wo;
+  // Windows [lo, hi) lie wholly inside the output's columns.
+  const int64_t lo = std::min(pool.Wp, (pw + sw - 1) / sw);
+  const int64_t hi = std::max(lo, std::min(pool.Wp, Wo - kw + pw >= 0 ? (Wo - kw + pw) / sw + 1 : 0));
+  for (int64_t pr = 2 * ty; pr < std::min(2 * ty + 2, pool.Hp); ++pr) {
+    const float* a = rows + (2 * pr - kOut * ty) * Wo;
+    const float* b = 2 * pr + 1 < g.Ho ? a + Wo : a;
+    for (int64_t c = 0; c < Wo; ++c) pair[c] = std::max(a[c], b[c]);
+    float* out = plane + pr * pool.Wp;
+    auto window = [&](int64_t pc) {
+      float best = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < kw; ++j) {
+        const int64_t c = pc * sw - pw + j;
+        if (c >= 0 && c < Wo) best = std::max(best, pair[c]);
+      }
+      return best;
+    };
+    for (int64_t pc = 0; pc < lo; ++pc) out[pc] = window(pc);
+    if (kw == 2 && sw == 1) {
+      const float* p = pair - pw;
+      for (int64_t pc = lo; pc < hi; ++pc) out[pc] = std::max(p[pc], p[pc + 1]);
+    } else if (kw == 2 && sw == 2) {
+      const float* p = pair - pw;
+      for (int64_t pc = lo; pc < hi; ++pc) out[pc] = std::max(p[2 * pc], p[2 * pc + 1]);
+    } else {
+      for (int64_t pc = lo; pc < hi; ++pc) {
+        const float* p = pair + pc * sw - pw;
+        float best = p[0];
+        for (int64_t j = 1; j < kw; ++j) best = std::max(best, p[j]);
+        out[pc] = best;
+      }
+    }
+    for (int64_t pc = hi; pc < pool.Wp; ++pc) out[pc] = window(pc);
   }
 }
 
@@ -267,15 +325,17 @@ void input_tiles(const float* x, const Geometry& g, int64_t r0, int64_t rows, fl
 // The output of tile rows [r0, r0 + rows) from their products M (36 planes of Cout x rows * tw,
 // or rows * tw x Cout when `transposed`), plus bias (or null), into y, on every thread.
 void output_tiles(const float* M, const Geometry& g, int64_t r0, int64_t rows, const float* bias, float* y,
-                  bool transposed = false) {
+                  bool transposed = false, const WinogradReluPool* pool = nullptr) {
   const int64_t P = rows * g.tw;
 #pragma omp parallel
   {
-    std::vector<float> q((size_t)(kOut * kIn * g.tw));
+    std::vector<float> q((size_t)(kOut * kIn * g.tw + (pool ? (kOut + 1) * g.Wo : 0)));
+    float* pool_rows = pool ? q.data() + kOut * kIn * g.tw : nullptr;
 #pragma omp for schedule(static)
     for (int64_t kr = 0; kr < g.Cout * rows; ++kr) {
       const int64_t k = kr / rows, r = r0 + kr % rows;
-      output_row(M, g, k, r / g.th, r % g.th, P, (r - r0) * g.tw, bias ? bias[k] : 0.0f, y, q.data(), transposed);
+      output_row(M, g, k, r / g.th, r % g.th, P, (r - r0) * g.tw, bias ? bias[k] : 0.0f, y, q.data(), transposed,
+                 pool, pool_rows);
     }
   }
 }
@@ -503,7 +563,8 @@ std::shared_ptr<const KeptWeights> kept_weights(const float* w, int64_t C, int64
 // Here the products are turned around, M[xi]^T (P x Cout) = V[xi]^T (P x C) @ U[xi]^T, so that
 // the weights are their B, kept transformed and packed between calls (kept_weights). The same
 // sums in the same order as the other path's products (over c, in blocks of the kernel's KC).
-void small_forward(const float* x, const KeptWeights& kept, const float* bias, float* y, const Plan& plan) {
+void small_forward(const float* x, const KeptWeights& kept, const float* bias, float* y, const Plan& plan,
+                   const WinogradReluPool* pool) {
   const Geometry& g = plan.g;
   const int64_t P = plan.tile_rows * g.tw, C = g.C, Cout = g.Cout;
   Tensor V_mem = Tensor::empty({kPoints * C * P}), M_mem = Tensor::empty({kPoints * Cout * P});
@@ -512,7 +573,7 @@ void small_forward(const float* x, const KeptWeights& kept, const float* bias, f
 #pragma omp parallel for schedule(static)
   for (int64_t xi = 0; xi < kPoints; ++xi)  // V[xi] is (C x P): its transpose is read with strides (1, P)
     sgemm_packed(P, V + xi * C * P, 1, P, *kept.planes[(size_t)xi], M + xi * P * Cout, Cout);
-  output_tiles(M, g, 0, plan.tile_rows, bias, y, true);
+  output_tiles(M, g, 0, plan.tile_rows, bias, y, true, pool);
 }
 
 // The usual forward pass, chunk by chunk of tile rows: the input tiles V, the 36 products
@@ -520,7 +581,8 @@ void small_forward(const float* x, const KeptWeights& kept, const float* bias, f
 // thread each (the GEMM runs on the calling thread inside a parallel region), the output tiles.
 // V and M are scratch from the caching allocator (runtime/cpu_allocator.h), reused call to call.
 template <class Product>
-void chunked_forward(const float* x, const Plan& plan, const float* bias, float* y, const Product& product) {
+void chunked_forward(const float* x, const Plan& plan, const float* bias, float* y, const WinogradReluPool* pool,
+                     const Product& product) {
   const Geometry& g = plan.g;
   Tensor V_mem = Tensor::empty({kPoints * g.C * plan.max_tiles}), M_mem = Tensor::empty({kPoints * g.Cout * plan.max_tiles});
   float *V = V_mem.data<float>(), *M = M_mem.data<float>();
@@ -529,36 +591,48 @@ void chunked_forward(const float* x, const Plan& plan, const float* bias, float*
     input_tiles(x, g, r0, rows, V);
 #pragma omp parallel for schedule(static)
     for (int64_t xi = 0; xi < kPoints; ++xi) product(xi, P, V + xi * g.C * P, M + xi * g.Cout * P);
-    output_tiles(M, g, r0, rows, bias, y);
+    output_tiles(M, g, r0, rows, bias, y, false, pool);
   }
 }
 
 // The usual forward pass with the weights kept transformed and packed as the products' A: the
 // transform and the packing of U, redone at every call otherwise, are gone (6% of a bf16 run of
 // ocrt-infer on 32-line batches). The same products as the usual path, bit for bit.
-void kept_forward(const float* x, const KeptWeights& kept, const float* bias, float* y, const Plan& plan) {
-  chunked_forward(x, plan, bias, y, [&](int64_t xi, int64_t P, const float* V, float* M) {
+void kept_forward(const float* x, const KeptWeights& kept, const float* bias, float* y, const Plan& plan,
+                  const WinogradReluPool* pool) {
+  chunked_forward(x, plan, bias, y, pool, [&](int64_t xi, int64_t P, const float* V, float* M) {
     sgemm_packed_a(*kept.a_planes[(size_t)xi], P, V, P, 1, M, P);
   });
 }
 
 }  // namespace
 
+bool winograd_pool_fits(const Pool2dParams& p) {
+  return p.kernel_h == 2 && p.stride_h == 2 && p.pad_h == 0 && p.dilation_h == 1 && p.dilation_w == 1 &&
+         p.kernel_w >= 1 && p.stride_w >= 1 && p.pad_w >= 0;
+}
+
 void winograd_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
-                     int64_t W, int64_t Cout, int64_t pad_h, int64_t pad_w, int64_t chunk_tiles) {
+                     int64_t W, int64_t Cout, int64_t pad_h, int64_t pad_w, int64_t chunk_tiles,
+                     const WinogradReluPool* pool) {
   const Plan plan = make_plan(N, C, H, W, Cout, pad_h, pad_w, chunk_tiles);
+  if (pool)
+    OCRT_CHECK(pool->Hp >= 1 && pool->Wp >= 1 && 2 * (pool->Hp - 1) < plan.g.Ho && pool->kw >= 1 && pool->sw >= 1 &&
+                   pool->pw >= 0,
+               "winograd_conv2d: a pooled output of ", pool->Hp, "x", pool->Wp, " does not fit the ", plan.g.Ho, "x",
+               plan.g.Wo, " output");
   // A call outside autograd (inference) reads the weights kept transformed, from their second
   // such call on: as the B of turned-around products where it has few tiles (a line or two),
   // else as the A of the usual ones.
   if (chunk_tiles <= 0 && !grad_enabled()) {
     const bool small = plan.tile_rows * plan.g.tw <= kSmallTiles;
     if (const auto kept = kept_weights(w, C, Cout, !small))
-      return small ? small_forward(x, *kept, bias, y, plan) : kept_forward(x, *kept, bias, y, plan);
+      return small ? small_forward(x, *kept, bias, y, plan, pool) : kept_forward(x, *kept, bias, y, plan, pool);
   }
   Tensor U_mem = Tensor::empty({kPoints * Cout * C});
   const float* U = U_mem.data<float>();
   transform_weights(w, Cout, C, U_mem.data<float>());
-  chunked_forward(x, plan, bias, y, [&](int64_t xi, int64_t P, const float* V, float* M) {
+  chunked_forward(x, plan, bias, y, pool, [&](int64_t xi, int64_t P, const float* V, float* M) {
     sgemm(Cout, P, C, U + xi * Cout * C, C, 1, V, P, 1, M, P, false);
   });
 }

@@ -28,8 +28,21 @@ bool winograd_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Con
 // holds its 4x4 output tile (tiles start at output row 0, column 0 of every image).
 // chunk_tiles > 0 caps the tiles per chunk (tests use it to cross chunk boundaries on small
 // inputs); 0 picks the size from the channel counts.
+// What conv2d_relu_max_pool2d (ops/conv.h) asks of the forward pass after the bias: ReLU, then a
+// max-pool whose windows take two output rows at a stride of two (kernel (2, kw), stride (2,
+// sw), padding (0, pw), no dilation: every pool of CRNN). A tile row's four output rows make two
+// pooled rows as soon as they are computed, so the convolution's full-size output is never
+// written; y is then the pooled (N, Cout, Hp, Wp), the same bits as relu then max_pool2d.
+struct WinogradReluPool {
+  int64_t kw, sw, pw;  // the window's columns: kw wide, stride sw, pw columns of padding each side
+  int64_t Hp, Wp;      // the pooled size (max_pool2d's, ceil mode or not)
+};
+// Whether a pool (ops/backend.h's checked parameters) is of that kind.
+bool winograd_pool_fits(const Pool2dParams& p);
+
 void winograd_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
-                     int64_t W, int64_t Cout, int64_t pad_h, int64_t pad_w, int64_t chunk_tiles = 0);
+                     int64_t W, int64_t Cout, int64_t pad_h, int64_t pad_w, int64_t chunk_tiles = 0,
+                     const WinogradReluPool* pool = nullptr);
 
 // dw (Cout, C, 3, 3) = the weight gradient of that convolution for output gradient dy (N,
 // Cout, Ho, Wo): dw[k, c, i, j] = sum over n, h, w of dy[n, k, h, w] x[n, c, h - pad_h + i,

@@ -172,19 +172,24 @@ TEST_CASE("layer modules carry PyTorch's parameter and buffer names", "[module]"
   CHECK(ln(Tensor::ones({2, 6})).shape() == Shape{2, 6});
 }
 
-TEST_CASE("Sequential in inference runs Conv2d, ReLU, MaxPool2d 2x2 as one op with the same values", "[module]") {
-  // A CRNN's first block (1 -> 16 channels, 3x3, padding 1, then a 2x2 pool) and a second
-  // block behind it: without gradients the first three modules go through
-  // conv2d_relu_max_pool2d, with them the modules one by one; the outputs are the same bits.
+TEST_CASE("Sequential in inference runs Conv2d, ReLU, MaxPool2d as one op with the same values", "[module]") {
+  // A CRNN's first block (1 -> 16 channels, 3x3, padding 1, then a 2x2 pool: the direct
+  // convolution's fused path), a block of CRNN's later kind (16 -> 16, a pool at a stride of
+  // (2, 1): Winograd's) and one that no fused path takes (16 -> 8: the three ops): without
+  // gradients each block goes through conv2d_relu_max_pool2d, with them the modules one by one;
+  // the outputs are the same bits.
   Generator gen(5);
   Sequential s;
   s.add(std::make_shared<Conv2d>(1, 16, Pair{3, 3}, gen, Conv2dOptions{{1, 1}, {1, 1}}));
   s.add(std::make_shared<ReLU>());
   s.add(std::make_shared<MaxPool2d>(MaxPool2dOptions{}));
+  s.add(std::make_shared<Conv2d>(16, 16, Pair{3, 3}, gen, Conv2dOptions{{1, 1}, {1, 1}}));
+  s.add(std::make_shared<ReLU>());
+  s.add(std::make_shared<MaxPool2d>(MaxPool2dOptions{{2, 2}, {2, 1}, {0, 1}}));
   s.add(std::make_shared<Conv2d>(16, 8, Pair{3, 3}, gen, Conv2dOptions{{1, 1}, {1, 1}}));
   s.add(std::make_shared<ReLU>());
-  s.add(std::make_shared<MaxPool2d>(MaxPool2dOptions{{2, 2}, {2, 1}, {0, 1}}));  // CRNN's later kind: not fused
-  const Tensor x = uniform({2, 1, 12, 30}, -1.0, 1.0, gen);
+  s.add(std::make_shared<MaxPool2d>(MaxPool2dOptions{{2, 2}, {2, 1}, {0, 1}}));
+  const Tensor x = uniform({2, 1, 16, 30}, -1.0, 1.0, gen);
   const Tensor with_grad = s.forward(x);
   Tensor without;
   {

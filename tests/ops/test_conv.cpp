@@ -416,6 +416,18 @@ TEST_CASE("fast mode through 3x3 layers: Winograd F(4x4,3x3) against the plain-l
     cpu::winograd_conv2d(x.data<float>(), w.data<float>(), g.bias ? b.data<float>() : nullptr, chunked.data(), g.N,
                          g.C, g.H, g.W, g.Cout, g.ph, g.pw, 1);
     REQUIRE(chunked == direct);
+    // So do the pooled outputs of chunks of one row (ReLU and a 2x2 pool at a stride of (2, 1)
+    // with a column of padding, fused): relu then max_pool2d of the whole output.
+    if (Ho >= 2 && Wo >= 2) {
+      NoGradGuard no_grad;
+      const MaxPool2dOptions pool{{2, 2}, {2, 1}, {0, 1}};
+      const Tensor want = max_pool2d(relu(Tensor::from_vector(direct, {g.N, g.Cout, Ho, Wo})), pool);
+      const cpu::WinogradReluPool spec{2, 1, 1, want.size(2), want.size(3)};
+      std::vector<float> pooled((size_t)want.numel());
+      cpu::winograd_conv2d(x.data<float>(), w.data<float>(), g.bias ? b.data<float>() : nullptr, pooled.data(), g.N,
+                           g.C, g.H, g.W, g.Cout, g.ph, g.pw, 1, &spec);
+      REQUIRE(pooled == want.to_vector<float>());
+    }
 
     std::vector<float> ref(direct.size());
     reference::conv2d(x.data<float>(), w.data<float>(), g.bias ? b.data<float>() : nullptr, ref.data(), g.N, g.C, g.H,
@@ -750,4 +762,40 @@ TEST_CASE("conv2d_relu_max_pool2d gives the three ops' bits in one pass, NaN and
   REQUIRE(conv2d_relu_max_pool2d(x, w).to_vector<float>() == max_pool2d(relu(conv2d(x, w)), pool2).to_vector<float>());
   // Bad arguments are refused with the op's name, as conv2d refuses them.
   CHECK_THROWS_WITH(conv2d_relu_max_pool2d(x, w, Tensor::zeros({3})), Catch::Contains("conv2d_relu_max_pool2d: bias"));
+}
+
+TEST_CASE("conv2d_relu_max_pool2d through Winograd pools each tile row as it is made: the three ops' bits", "[conv]") {
+  // CRNN's later blocks (3x3, padding 1, 16 channels or more: Winograd in fast mode) with CRNN's
+  // pools (2x2; 2x2 at a stride of (2, 1) with a column of padding) and other pools over pairs of
+  // rows (3 columns wide, ceil mode), on odd output sizes, with a NaN in the input, in float32
+  // and bf16 products, on one image and several, each call three times (the first call
+  // transforms the weights, later ones read them kept: the small-tile and the usual path).
+  // Pools over more rows go to the three ops, with the same values.
+  struct Case {
+    int64_t N, C, Cout, H, W;
+  };
+  NoGradGuard no_grad;
+  const std::vector<MaxPool2dOptions> pools = {
+      {}, {{2, 2}, {2, 1}, {0, 1}}, {{2, 3}, {2, 2}, {0, 1}, {1, 1}, true}, {{2, 1}, {2, 1}}, {{3, 3}, {2, 2}, {1, 1}}};
+  uint64_t seed = 80;
+  for (const Case& c : {Case{1, 16, 16, 8, 13}, Case{3, 24, 32, 16, 75}, Case{2, 16, 20, 9, 9}})
+    for (const MaxPool2dOptions& pool : pools)
+      for (cpu::MatmulPrecision precision : {cpu::MatmulPrecision::f32, cpu::MatmulPrecision::bf16}) {
+        INFO("N " << c.N << " C " << c.C << " Cout " << c.Cout << " H " << c.H << " W " << c.W << " pool "
+                  << pool.kernel[0] << "x" << pool.kernel[1] << " stride " << pool.stride[1] << " bf16 "
+                  << (precision == cpu::MatmulPrecision::bf16));
+        cpu::MatmulPrecisionScope scope(precision);
+        Tensor x = det_uniform({c.N, c.C, c.H, c.W}, seed++, -1, 1, DType::f32);
+        x.data<float>()[7] = std::nanf("");
+        const Tensor w = det_uniform({c.Cout, c.C, 3, 3}, seed++, -0.3, 0.3, DType::f32);
+        const Tensor b = det_uniform({c.Cout}, seed++, -0.2, 0.2, DType::f32);
+        Conv2dOptions opt;
+        opt.padding = {1, 1};
+        for (int call = 0; call < 3; ++call) {
+          const Tensor want = max_pool2d(relu(conv2d(x, w, b, opt)), pool);
+          const Tensor got = conv2d_relu_max_pool2d(x, w, b, opt, pool);
+          REQUIRE(got.shape() == want.shape());
+          REQUIRE(got.to_vector<float>() == want.to_vector<float>());
+        }
+      }
 }
