@@ -227,8 +227,17 @@ void output_row(const float* M, const Geometry& g, int64_t k, int64_t n, int64_t
   for (int64_t j = 0; j < kIn; ++j) {
     const float* m[kIn];
     for (int64_t i = 0; i < kIn; ++i) m[i] = M + (i * kIn + j) * g.Cout * P + k * sk + p0 * sp;
-    float *q0 = q + (0 * kIn + j) * g.tw, *q1 = q + (1 * kIn + j) * g.tw, *q2 = q + (2 * kIn + j) * g.tw,
-          *q3 = q + (3 * kIn + j) * g.tw;
+    float* __restrict q0 = q + (0 * kIn + j) * g.tw;
+    float* __restrict q1 = q + (1 * kIn + j) * g.tw;
+    float* __restrict q2 = q + (2 * kIn + j) * g.tw;
+    float* __restrict q3 = q + (3 * kIn + j) * g.tw;
+    if (sp == 1) {  // the usual path: each plane's tiles side by side, a loop the compiler vectorises
+      const float *m0 = m[0], *m1 = m[1], *m2 = m[2], *m3 = m[3], *m4 = m[4], *m5 = m[5];
+#pragma omp simd
+      for (int64_t tx = 0; tx < g.tw; ++tx)
+        OCRT_WINOGRAD_OUTPUT_1D(m0[tx], m1[tx], m2[tx], m3[tx], m4[tx], m5[tx], q0[tx], q1[tx], q2[tx], q3[tx]);
+      continue;
+    }
     for (int64_t tx = 0; tx < g.tw; ++tx) {
       const int64_t at = tx * sp;
       OCRT_WINOGRAD_OUTPUT_1D(m[0][at], m[1][at], m[2][at], m[3][at], m[4][at], m[5][at], q0[tx], q1[tx], q2[tx],
