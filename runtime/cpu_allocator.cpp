@@ -51,8 +51,10 @@ size_t block_size(size_t nbytes) {
 // tensors at most; with its blocks mapped and unmapped here, 600 MiB (bench/results/pages.md).
 // Reuse is this cache's job, not malloc's.
 // Blocks this large ask for transparent huge pages (where the kernel is set to `madvise`, as
-// Debian's is): a fresh block then faults in 2 MiB at a time instead of 4 KiB.
-constexpr size_t kHugeBlockBytes = size_t(4) << 20;
+// Debian's is): a fresh block then faults in 2 MiB at a time instead of 4 KiB. From 2 MiB, the
+// size of one huge page (4 MiB before): on 2 Zen 5 cores, 300 lines in bf16 took 36-39k minor
+// faults instead of 53k, and 11 real scanned pages 170k instead of 203k, at the same peak RSS.
+constexpr size_t kHugeBlockBytes = size_t(2) << 20;
 
 void* map_block(size_t size) {
   void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
