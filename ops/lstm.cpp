@@ -83,7 +83,9 @@ int64_t check_lstm_args(const Tensor& x, const std::vector<Tensor>& weights, con
   for (int64_t l = 0; l < L; ++l)
     for (int64_t d = 0; d < dirs; ++d) {
       const DirWeights w = weights_of(weights, l, d, dirs, opt.has_biases);
-      const std::string name = "l" + std::to_string(l) + (d ? "_reverse" : "");
+      std::string name = "l";  // appended, not "l" + ...: GCC 12 warns falsely (-Wrestrict) about that once inlined
+      name += std::to_string(l);
+      if (d) name += "_reverse";
       const int64_t in = l == 0 ? I : dirs * H;
       auto check = [&](const Tensor& t, const char* what, const Shape& shape) {
         OCRT_CHECK(t.defined() && t.shape() == shape, op, ": ", what, name, " must have shape ", shape_str(shape),
@@ -123,10 +125,12 @@ Tensor active_steps(int64_t T, int64_t N, const std::vector<int64_t>& lengths, D
 
 // Direction d of layer l, forward: x (T, N, In) -> its H columns of out (T, N, dirs*H),
 // starting from the state (h_first, c_first) (N, H), its products from p where p has them.
-// Returns what the backward keeps.
+// Returns what the backward keeps; without a backward (`for_backward` false) the activated gates
+// are not kept: every step writes them into the same (N, 4H) rows (in inference they were 13 MB
+// of fresh memory per layer and direction for crnn's 32 lines of 400 pixels, written and never read).
 DirSaved forward_direction(const Tensor& x, const DirWeights& w, bool biases, const Tensor& h_first,
                            const Tensor& c_first, const Tensor& active, int64_t l, int64_t d, const Tensor& out,
-                           const LSTMProjections& p) {
+                           const LSTMProjections& p, bool for_backward) {
   const int64_t T = x.size(0), N = x.size(1), In = x.size(2), H = h_first.size(1);
   const DType dt = x.dtype();
   const Device dev = x.device();
@@ -135,7 +139,7 @@ DirSaved forward_direction(const Tensor& x, const DirWeights& w, bool biases, co
   Tensor gx = p.input ? p.input(x.view({T * N, In}), l, d) : matmul(x.view({T * N, In}), w.w_ih.t());
   if (biases) add_(gx, add(w.b_ih, w.b_hh));
   gx = gx.view({T, N, 4 * H});
-  DirSaved s{Tensor::empty({T, N, 4 * H}, dt, dev), Tensor::empty({T, N, H}, dt, dev),
+  DirSaved s{Tensor::empty({for_backward ? T : 1, N, 4 * H}, dt, dev), Tensor::empty({T, N, H}, dt, dev),
              Tensor::empty({T, N, H}, dt, dev)};
   // Contiguous, so that a step of few lines reads its rows straight (runtime/cpu/gemm_loops.inc
   // few_rows), and packed once for the GEMM of every step (MatmulRhsReuse); neither is needed
@@ -150,8 +154,8 @@ DirSaved forward_direction(const Tensor& x, const DirWeights& w, bool biases, co
     const int64_t t = d == 0 ? step : T - 1 - step;
     const Tensor h_prev = state_before(s.hs, h_first, t, d, T), c_prev = state_before(s.cs, c_first, t, d, T);
     const Tensor gh = p.recurrent ? p.recurrent(h_prev, l, d) : matmul(h_prev, w_hh_t);
-    cell(gx.select(0, t), gh, h_prev, c_prev, active.select(0, t), s.act.select(0, t), s.hs.select(0, t),
-         s.cs.select(0, t), out.select(0, t).narrow(1, d * H, H));
+    cell(gx.select(0, t), gh, h_prev, c_prev, active.select(0, t), s.act.select(0, for_backward ? t : 0),
+         s.hs.select(0, t), s.cs.select(0, t), out.select(0, t).narrow(1, d * H, H));
   }
   return s;
 }
@@ -244,7 +248,12 @@ LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMO
   std::vector<Tensor> w;
   for (const Tensor& t : weights) w.push_back(t.detach());
 
+  TensorList inputs{x, h0, c0};
+  inputs.insert(inputs.end(), weights.begin(), weights.end());
+  const bool backward = any_requires_grad(inputs);
+
   // Forward: layer by layer, each direction over all steps; the final states go to h_n, c_n.
+  // Only a backward needs each layer's input and the directions' saved steps kept.
   std::vector<LayerSaved> saved((size_t)L);
   Tensor h_n = Tensor::empty({L * dirs, N, H}, dt, dev), c_n = Tensor::empty({L * dirs, N, H}, dt, dev);
   Tensor layer_in = x.detach().contiguous();
@@ -252,14 +261,14 @@ LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMO
     NoGradGuard no_grad;
     for (int64_t l = 0; l < L; ++l) {
       Tensor layer_out = Tensor::empty({T, N, dirs * H}, dt, dev);
-      saved[(size_t)l].input = layer_in;
+      if (backward) saved[(size_t)l].input = layer_in;
       std::vector<DirSaved> per_dir((size_t)dirs);
       auto run_direction = [&](int64_t d) {
         NoGradGuard no_grad_here;  // grad mode is per thread
         const int64_t k = l * dirs + d;
         per_dir[(size_t)d] = forward_direction(layer_in, weights_of(w, l, d, dirs, biases), biases,
                                                h_init.select(0, k), c_init.select(0, k), active, l, d, layer_out,
-                                               projections);
+                                               projections, backward);
       };
       for_each_direction(dev, dirs, run_direction);
       for (int64_t d = 0; d < dirs; ++d) {
@@ -268,7 +277,7 @@ LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMO
         const int64_t last = d == 0 ? T - 1 : 0;
         h_n.select(0, k).copy_(s.hs.select(0, last));
         c_n.select(0, k).copy_(s.cs.select(0, last));
-        saved[(size_t)l].dirs.push_back(s);
+        if (backward) saved[(size_t)l].dirs.push_back(s);
       }
       layer_in = layer_out;
     }
@@ -276,9 +285,7 @@ LSTMOutput lstm(const Tensor& x, const std::vector<Tensor>& weights, const LSTMO
   const Tensor output = layer_in;
 
   // Backward: one fused node for the whole LSTM, layers from the top.
-  TensorList inputs{x, h0, c0};
-  inputs.insert(inputs.end(), weights.begin(), weights.end());
-  if (any_requires_grad(inputs)) {
+  if (backward) {
     OCRT_CHECK(!projections.any(), op, ": projections of its own (int8 inference) have no gradient");
     const bool need_h0 = h0.defined() && h0.requires_grad(), need_c0 = c0.defined() && c0.requires_grad();
     record(op, inputs, {output, h_n, c_n}, [=](const TensorList& grads) {

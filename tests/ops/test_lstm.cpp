@@ -118,6 +118,37 @@ TEST_CASE("a bidirectional lstm gives the same bits on 1, 2 and 4 threads (direc
   CHECK(grads[0] == grads[2]);
 }
 
+TEST_CASE("lstm without gradients keeps no activations and gives the same bits", "[lstm]") {
+  // Without a backward to feed, each step's activated gates go to the same rows and no layer's
+  // input is kept (ops/lstm.cpp): outputs and final states equal those of a forward pass that
+  // records for the backward, both directions, with lengths, on 1 and 2 threads.
+  const int saved = num_threads();
+  const int64_t T = 17, N = 4, I = 24, H = 20;
+  const std::vector<int64_t> len = {17, 3, 11, 17};
+  auto w0 = random_weights(I, H, 2, true, true, 310);
+  const Tensor x = det_uniform({T, N, I}, 18).to(DType::f32);
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    std::vector<Tensor> w;
+    for (const Tensor& t : w0) {
+      w.push_back(t.to(DType::f32));
+      w.back().set_requires_grad(true);
+    }
+    const LSTMOutput recorded = lstm(x, w, {2, true, true}, Tensor(), Tensor(), len);
+    REQUIRE(recorded.output.requires_grad());
+    LSTMOutput plain;
+    {
+      NoGradGuard no_grad;
+      plain = lstm(x, w, {2, true, true}, Tensor(), Tensor(), len);
+    }
+    CHECK_FALSE(plain.output.requires_grad());
+    CHECK(plain.output.to_vector<float>() == recorded.output.to_vector<float>());
+    CHECK(plain.h_n.to_vector<float>() == recorded.h_n.to_vector<float>());
+    CHECK(plain.c_n.to_vector<float>() == recorded.c_n.to_vector<float>());
+  }
+  set_num_threads(saved);
+}
+
 TEST_CASE("lstm gradients agree with finite differences", "[lstm][gradcheck]") {
   const std::vector<int64_t> len = {3, 1};
   auto w = random_weights(2, 2, 2, true, true, 200);
