@@ -211,17 +211,60 @@ void input_row(const float* x, const Geometry& g, int64_t c, int64_t n, int64_t 
   }
 }
 
+// Pooled rows 2 ty and 2 ty + 1 (those below Hp) from the tile row's output rows 4 ty .. 4 ty + 3
+// (those below Ho) in `rows`, past the ReLU: no value is NaN or -0 there, so the first maximum
+// of a window that max_pool2d keeps is simply its maximum, and the order of the comparisons does
+// not matter. Each pair of rows is reduced to one first (rows + 4 Wo is scratch for it), then
+// each window along it; columns outside the output count as -inf (the padding).
+[[gnu::always_inline]] inline void pooled_rows(float* rows, const Geometry& g, const WinogradReluPool& pool, int64_t k,
+                                               int64_t n, int64_t ty, float* y) {
+  float* plane = y + (n * g.Cout + k) * pool.Hp * pool.Wp;
+  float* pair = rows + kOut * g.Wo;
+  const int64_t kw = pool.kw, sw = pool.sw, pw = pool.pw, Wo = g.Wo;
+  // Windows [lo, hi) lie wholly inside the output's columns.
+  const int64_t lo = std::min(pool.Wp, (pw + sw - 1) / sw);
+  const int64_t hi = std::max(lo, std::min(pool.Wp, Wo - kw + pw >= 0 ? (Wo - kw + pw) / sw + 1 : 0));
+  for (int64_t pr = 2 * ty; pr < std::min(2 * ty + 2, pool.Hp); ++pr) {
+    const float* a = rows + (2 * pr - kOut * ty) * Wo;
+    const float* b = 2 * pr + 1 < g.Ho ? a + Wo : a;
+    for (int64_t c = 0; c < Wo; ++c) pair[c] = std::max(a[c], b[c]);
+    float* out = plane + pr * pool.Wp;
+    auto window = [&](int64_t pc) {
+      float best = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < kw; ++j) {
+        const int64_t c = pc * sw - pw + j;
+        if (c >= 0 && c < Wo) best = std::max(best, pair[c]);
+      }
+      return best;
+    };
+    for (int64_t pc = 0; pc < lo; ++pc) out[pc] = window(pc);
+    if (kw == 2 && sw == 1) {
+      const float* p = pair - pw;
+      for (int64_t pc = lo; pc < hi; ++pc) out[pc] = std::max(p[pc], p[pc + 1]);
+    } else if (kw == 2 && sw == 2) {
+      const float* p = pair - pw;
+      for (int64_t pc = lo; pc < hi; ++pc) out[pc] = std::max(p[2 * pc], p[2 * pc + 1]);
+    } else {
+      for (int64_t pc = lo; pc < hi; ++pc) {
+        const float* p = pair + pc * sw - pw;
+        float best = p[0];
+        for (int64_t j = 1; j < kw; ++j) best = std::max(best, p[j]);
+        out[pc] = best;
+      }
+    }
+    for (int64_t pc = hi; pc < pool.Wp; ++pc) out[pc] = window(pc);
+  }
+}
+
 // y for output channel k and one row of tiles: A^T M A for each tile, plus the bias, written
 // where the 4x4 tile lies inside the output. q is scratch of 4 * 6 * tw floats.
 // M's planes hold (Cout x P) products, or (P x Cout) ones when `transposed` (the small-tile path).
 // With a pool, the four rows go (after ReLU) to `rows` (scratch of 5 * Wo floats) instead, and
-// the tile row's two pooled rows to y (pooled_rows).
-void pooled_rows(float* rows, const Geometry& g, const WinogradReluPool& pool, int64_t k, int64_t n, int64_t ty,
-                 float* y);
-
-void output_row(const float* M, const Geometry& g, int64_t k, int64_t n, int64_t ty, int64_t P, int64_t p0,
-                float bias, float* y, float* q, bool transposed = false, const WinogradReluPool* pool = nullptr,
-                float* rows = nullptr) {
+// the tile row's two pooled rows to y (pooled_rows). Compiled twice (output_row_plain,
+// output_row_avx2 below).
+[[gnu::always_inline]] inline void output_row(const float* M, const Geometry& g, int64_t k, int64_t n, int64_t ty,
+                                              int64_t P, int64_t p0, float bias, float* y, float* q, bool transposed,
+                                              const WinogradReluPool* pool, float* rows) {
   const int64_t sk = transposed ? 1 : P, sp = transposed ? g.Cout : 1;  // strides of k and p in a plane
   // q[a][j][tx] = sum_i A^T[a][i] M[i*6+j], down the columns of each tile.
   for (int64_t j = 0; j < kIn; ++j) {
@@ -271,51 +314,6 @@ void output_row(const float* M, const Geometry& g, int64_t k, int64_t n, int64_t
   if (pool) pooled_rows(rows, g, *pool, k, n, ty, y);
 }
 
-// Pooled rows 2 ty and 2 ty + 1 (those below Hp) from the tile row's output rows 4 ty .. 4 ty + 3
-// (those below Ho) in `rows`, past the ReLU: no value is NaN or -0 there, so the first maximum
-// of a window that max_pool2d keeps is simply its maximum, and the order of the comparisons does
-// not matter. Each pair of rows is reduced to one first (rows + 4 Wo is scratch for it), then
-// each window along it; columns outside the output count as -inf (the padding).
-void pooled_rows(float* rows, const Geometry& g, const WinogradReluPool& pool, int64_t k, int64_t n, int64_t ty,
-                 float* y) {
-  float* plane = y + (n * g.Cout + k) * pool.Hp * pool.Wp;
-  float* pair = rows + kOut * g.Wo;
-  const int64_t kw = pool.kw, sw = pool.sw, pw = pool.pw, Wo = g.Wo;
-  // Windows [lo, hi) lie wholly inside the output's columns.
-  const int64_t lo = std::min(pool.Wp, (pw + sw - 1) / sw);
-  const int64_t hi = std::max(lo, std::min(pool.Wp, Wo - kw + pw >= 0 ? (Wo - kw + pw) / sw + 1 : 0));
-  for (int64_t pr = 2 * ty; pr < std::min(2 * ty + 2, pool.Hp); ++pr) {
-    const float* a = rows + (2 * pr - kOut * ty) * Wo;
-    const float* b = 2 * pr + 1 < g.Ho ? a + Wo : a;
-    for (int64_t c = 0; c < Wo; ++c) pair[c] = std::max(a[c], b[c]);
-    float* out = plane + pr * pool.Wp;
-    auto window = [&](int64_t pc) {
-      float best = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < kw; ++j) {
-        const int64_t c = pc * sw - pw + j;
-        if (c >= 0 && c < Wo) best = std::max(best, pair[c]);
-      }
-      return best;
-    };
-    for (int64_t pc = 0; pc < lo; ++pc) out[pc] = window(pc);
-    if (kw == 2 && sw == 1) {
-      const float* p = pair - pw;
-      for (int64_t pc = lo; pc < hi; ++pc) out[pc] = std::max(p[pc], p[pc + 1]);
-    } else if (kw == 2 && sw == 2) {
-      const float* p = pair - pw;
-      for (int64_t pc = lo; pc < hi; ++pc) out[pc] = std::max(p[2 * pc], p[2 * pc + 1]);
-    } else {
-      for (int64_t pc = lo; pc < hi; ++pc) {
-        const float* p = pair + pc * sw - pw;
-        float best = p[0];
-        for (int64_t j = 1; j < kw; ++j) best = std::max(best, p[j]);
-        out[pc] = best;
-      }
-    }
-    for (int64_t pc = hi; pc < pool.Wp; ++pc) out[pc] = window(pc);
-  }
-}
-
 // The input tiles of tile rows [r0, r0 + rows) into V (36 planes of C x rows * tw), on every
 // thread.
 void input_tiles(const float* x, const Geometry& g, int64_t r0, int64_t rows, float* V) {
@@ -331,11 +329,39 @@ void input_tiles(const float* x, const Geometry& g, int64_t r0, int64_t rows, fl
   }
 }
 
+// output_row for the baseline x86-64 and for AVX2 + FMA, so that a build for any x86-64 runs its
+// loops 8 wide where the CPU has AVX2 (chosen by the path, as the kernels outside the GEMM are:
+// runtime/cpu_isa.h). A distribution build had run them on SSE2 alone: 19% of a bf16 run there
+// against 8% in a -march=native build.
+using OutputRow = void (*)(const float*, const Geometry&, int64_t, int64_t, int64_t, int64_t, int64_t, float, float*,
+                           float*, bool, const WinogradReluPool*, float*);
+
+void output_row_plain(const float* M, const Geometry& g, int64_t k, int64_t n, int64_t ty, int64_t P, int64_t p0,
+                      float bias, float* y, float* q, bool transposed, const WinogradReluPool* pool, float* rows) {
+  output_row(M, g, k, n, ty, P, p0, bias, y, q, transposed, pool, rows);
+}
+
+#if defined(OCRT_TARGET_ATTRS)
+OCRT_TARGET_AVX2 void output_row_avx2(const float* M, const Geometry& g, int64_t k, int64_t n, int64_t ty, int64_t P,
+                                      int64_t p0, float bias, float* y, float* q, bool transposed,
+                                      const WinogradReluPool* pool, float* rows) {
+  output_row(M, g, k, n, ty, P, p0, bias, y, q, transposed, pool, rows);
+}
+#endif
+
+OutputRow output_row_for_path() {
+#if defined(OCRT_TARGET_ATTRS)
+  if (cpu_isa() >= CpuIsa::avx2) return output_row_avx2;
+#endif
+  return output_row_plain;
+}
+
 // The output of tile rows [r0, r0 + rows) from their products M (36 planes of Cout x rows * tw,
 // or rows * tw x Cout when `transposed`), plus bias (or null), into y, on every thread.
 void output_tiles(const float* M, const Geometry& g, int64_t r0, int64_t rows, const float* bias, float* y,
                   bool transposed = false, const WinogradReluPool* pool = nullptr) {
   const int64_t P = rows * g.tw;
+  const OutputRow output_row = output_row_for_path();
 #pragma omp parallel
   {
     std::vector<float> q((size_t)(kOut * kIn * g.tw + (pool ? (kOut + 1) * g.Wo : 0)));
