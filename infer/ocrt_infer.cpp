@@ -183,8 +183,9 @@ with --format tsv (a table of lines) every image is a line.)");
   p.add(cli::integer("--batch", "N", o.batch, 1, 65536, "lines per batch, grouped by width (32)"));
   p.add(cli::integer("--batch-columns", "N", o.max_batch_columns, 64, int64_t(1) << 30,
                      "at most N columns in a batch (its lines x their padded width), which bounds its\n"
-                     "memory; a batch of wide lines holds fewer lines (default: 12288 when every\n"
-                     "device is a CPU, else --batch x 2048)"));
+                     "memory; a batch of wide lines holds fewer lines (default when every device\n"
+                     "is a CPU: 262144 / the model's first-layer channels, within 2048..12288:\n"
+                     "4096 for crnn, 8192 for crnn-s; else --batch x 2048)"));
   p.add(cli::choice("--precision", "fp32|tf32|bf16|auto", o.precision, parse_precision,
                     "matrix products and convolutions in float32 (the default) or bf16\n"
                     "(operands rounded to bf16, sums in float32; on CPUs products about twice\n"

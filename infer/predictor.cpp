@@ -171,7 +171,7 @@ struct Predictor::Impl {
   std::vector<Batch> batches_of(Chunk& chunk) const;
   Batch take(const Worker& w);
   // Threads per CPU worker, the batch cap and the chunk size, from the options.
-  void size_work(int cpu_workers);
+  void size_work(int cpu_workers, int64_t first_channels);
   // Starts a thread per device and waits until each has its model (throws the first failure).
   // `checked` (the model built to check the file) becomes the first CPU worker's.
   void start_workers(std::shared_ptr<nn::Recognizer> checked);
@@ -244,7 +244,12 @@ WorkerPrecision choose_precision(const PredictorOptions& o, CpuIsa cpu_path, int
 
 }  // namespace
 
-void Predictor::Impl::size_work(int cpu_workers) {
+int64_t cpu_batch_columns(int64_t first_channels) {
+  return std::clamp(kCpuBatchChannelColumns / std::max<int64_t>(1, first_channels), kCpuBatchColumnsMin,
+                    kCpuBatchColumnsMax);
+}
+
+void Predictor::Impl::size_work(int cpu_workers, int64_t first_channels) {
   const PredictorOptions& o = p.opt_;
   threads = o.threads > 0 ? o.threads : default_num_threads();
   cpu_share = std::max(1, threads / std::max(1, cpu_workers));
@@ -254,10 +259,13 @@ void Predictor::Impl::size_work(int cpu_workers) {
   }
   mixed = cpu_workers > 0 && cpu_workers < (int)o.devices.size();
   // A batch's columns bound its memory (crnn's first conv holds 64 x 32 floats a column). On
-  // CPUs alone the default is kCpuBatchColumns: as fast as larger batches, at about 60% of the
-  // peak RSS (bench/results/infer-cpu.md); a GPU wants its batches full.
+  // CPUs alone the default follows the model's first channels (cpu_batch_columns): as fast as
+  // larger batches or faster, in less memory (bench/results/infer-cpu.md); a GPU wants its
+  // batches full.
   const bool cpu_only = cpu_workers == (int)o.devices.size();
-  max_batch_columns = o.max_batch_columns > 0 ? o.max_batch_columns : cpu_only ? kCpuBatchColumns : o.batch * 2048;
+  max_batch_columns = o.max_batch_columns > 0 ? o.max_batch_columns
+                      : cpu_only               ? cpu_batch_columns(first_channels)
+                                               : o.batch * 2048;
   chunk_lines = o.chunk_lines > 0 ? o.chunk_lines : std::max<int64_t>(1024, 8 * o.batch * (int64_t)o.devices.size());
 }
 
@@ -318,7 +326,7 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
   const int64_t m = s.spec.width_multiple;
   s.right_margin = (checked->right_context() + m - 1) / m * m;
 
-  s.size_work(cpu_workers);
+  s.size_work(cpu_workers, checked->first_channels());
   // Each worker sets up its own model copy on its own device, in its own thread (on a throw,
   // impl_ is destroyed as a member: ~Impl stops and joins the workers).
   s.start_workers(std::move(checked));

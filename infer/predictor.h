@@ -50,8 +50,10 @@
 // size, 1x1 included, and reads as "".
 // Batches also hold at most max_batch_columns columns in all (lines x padded width), so a batch
 // of wide lines is cut smaller instead of growing its memory with the lines' width. Default:
-// kCpuBatchColumns (12288: 32 lines of 384 columns) when every worker is a CPU, where smaller
-// batches cost no speed and about 60% of the peak RSS; batch x 2048 when a GPU is among them.
+// cpu_batch_columns(the model's first_channels()) when every worker is a CPU, batch x 2048 when
+// a GPU is among them. On CPUs smaller batches cost no speed, or gain some, down to a point
+// (bench/results/infer-cpu.md): crnn-en (64 channels) reads fastest at 4096 columns (about 10
+// lines), crnn-s (32) at 8192; crnn-s at 4096 lost 18%.
 //
 // Memory: batches of other widths reuse the CPU allocator's cached blocks only in part. A
 // program that mostly recognises lines should call cpu_set_cache_trim(true) (runtime/
@@ -86,8 +88,11 @@ namespace ocrt::infer {
 // in a run that mixes GPU and CPU workers a CPU worker starts with pieces of batch / 8 lines
 // until it and a GPU worker have each finished one (a GPU is usually many times faster).
 constexpr double kMinPieceSeconds = 0.25;
-// The default cap on a batch's columns when every worker is a CPU (see the top of this file).
-constexpr int64_t kCpuBatchColumns = 12288;
+// The default cap on a batch's columns when every worker is a CPU (see the top of this file):
+// kCpuBatchChannelColumns / first_channels, within [kCpuBatchColumnsMin, kCpuBatchColumnsMax].
+constexpr int64_t kCpuBatchChannelColumns = 64 * 4096;
+constexpr int64_t kCpuBatchColumnsMin = 2048, kCpuBatchColumnsMax = 12288;
+int64_t cpu_batch_columns(int64_t first_channels);
 int64_t lines_to_take(int64_t lines, double mine, double fastest);
 
 enum class Decoder { greedy, beam };
@@ -129,7 +134,7 @@ struct PredictorOptions {
   int64_t min_source_height = kMinLineHeight;
   int64_t min_width = 8;
   int64_t max_width = 8192;
-  int64_t max_batch_columns = 0;  // 0: kCpuBatchColumns on CPUs alone, else batch * 2048
+  int64_t max_batch_columns = 0;  // 0: cpu_batch_columns on CPUs alone, else batch * 2048
   int64_t chunk_lines = 0;        // lines decoded per chunk; 0: max(1024, 8 * batch * devices)
 };
 

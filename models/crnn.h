@@ -43,6 +43,7 @@ class CRNN : public Recognizer {
   int64_t frames_for_width(int64_t width) const override { return frames(width); }
   // Four input columns per frame; the pools' padding puts frame t's centre near column 4t + 1.5.
   double frame_center(int64_t t) const override { return 4.0 * (double)t + 1.5; }
+  int64_t first_channels() const override { return config.channels[0]; }
   // Frame t reads input columns up to 4t + 26 (three 3x3 convs and two 2x2 pools at full and
   // half width, then the stride-(2,1) pools and the final 2x2 conv); the last frame of a line of
   // width w is t = w / 4: 27 columns past its end (tests/infer checks that more changes nothing).

@@ -33,6 +33,10 @@ class Recognizer : public Module {
   // line, so that the widest line sees the same white as the narrower ones.
   virtual int64_t right_context() const = 0;
   virtual int64_t num_classes() const = 0;
+  // The channels of the model's first block (a CRNN's first convolution, an SVTR's patch
+  // embedding): what its largest activations hold per input column. The predictor caps a CPU
+  // batch's columns by it (infer/predictor.h, cpu_batch_columns).
+  virtual int64_t first_channels() const = 0;
   // The architecture config, as stored in model files ("config", models/model_file.h).
   virtual Json config_json() const = 0;
   // What the model reads, as stored in model files ("input"): every recogniser today takes

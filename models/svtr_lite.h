@@ -111,6 +111,7 @@ class SVTRLite : public Recognizer {
   // No column past a line's width reaches its logits (see "Padding" above).
   int64_t right_context() const override { return 0; }
   int64_t num_classes() const override { return config.num_classes; }
+  int64_t first_channels() const override { return config.dims[0]; }
   Json config_json() const override { return config.to_json(); }
 
   // The fixed position table for an H x W token grid: (H*W, C) float64 on the CPU, token

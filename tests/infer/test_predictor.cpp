@@ -478,9 +478,17 @@ TEST_CASE("logits-out: writes a readable safetensors file", "[infer]") {
   CHECK(parse_json(f.metadata.at("charset")).size() == kChars.size());
 }
 
-TEST_CASE("on CPUs a batch holds at most kCpuBatchColumns columns by default, and reads the same", "[infer]") {
+TEST_CASE("on CPUs a batch holds at most cpu_batch_columns columns by default, and reads the same", "[infer]") {
+  // The cap follows the model's first-layer channels: crnn's 64 -> 4096 columns, crnn-s's 32 ->
+  // 8192, within 2048..12288.
+  CHECK(cpu_batch_columns(64) == 4096);
+  CHECK(cpu_batch_columns(32) == 8192);
+  CHECK(cpu_batch_columns(8) == 12288);
+  CHECK(cpu_batch_columns(1000) == 2048);
+  CHECK(cpu_batch_columns(0) == 12288);
   // 12 lines of 1000 columns: by lines alone one batch of 32 would take them all; the default
-  // column cap (12288, each line counted with the right margin) takes 11 and then 1.
+  // column cap for this small model (12288, each line counted with the right margin) takes 11
+  // and then 1.
   const auto paths = write_lines("columns", std::vector<int64_t>(12, 1000));
   auto read_all = [&](Predictor& p, std::vector<Tensor>& logits) {
     size_t next = 0;
