@@ -174,11 +174,13 @@ Tensor Int8Conv2d::forward(const Tensor& x, const Int8PostOps& post) const {
   const int64_t Ho = (H + 2 * ph - dh * (kh_ - 1) - 1) / sh + 1, Wo = (W + 2 * pw - dw * (kw_ - 1) - 1) / sw + 1;
   OCRT_CHECK(H + 2 * ph >= dh * (kh_ - 1) + 1 && W + 2 * pw >= dw * (kw_ - 1) + 1, "Int8Conv2d: input ",
              shape_str(x.shape()), " is smaller than the kernel");
-  // With a pool, each thread makes its image in a buffer of its own and pools it into y.
+  // With a pool, each thread makes its image in a buffer of its own (slot) and pools it into y.
   const bool pooled = post.pool.has_value();
+  const bool by_image = N >= 2 && omp_get_max_threads() > 1 && !omp_in_parallel();
   const Shape made{N, cout_, Ho, Wo};
   Tensor y = Tensor::empty(pooled ? max_pool2d_shape(made, *post.pool) : made);
-  const Tensor buffers = pooled ? Tensor::empty({omp_get_max_threads(), cout_, Ho, Wo}) : Tensor();
+  const Tensor buffers =
+      pooled ? Tensor::empty({by_image ? omp_get_max_threads() : 1, cout_, Ho, Wo}) : Tensor();
   const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw, HoWo = Ho * Wo, cp = cp_;
   const uint8_t zero = (uint8_t)input_.offset();
   const float* xp = xc.data<float>();
@@ -198,7 +200,7 @@ Tensor Int8Conv2d::forward(const Tensor& x, const Int8PostOps& post) const {
     e.scale = fused_scale.data(), e.bias = fused_bias.data();
   }
 
-  auto image = [&](int64_t n, bool parallel_gemm) {
+  auto image = [&](int64_t n, bool parallel_gemm, int slot) {
     // The image's codes, channels last, with the padding's rows and columns at the code of 0.
     // Kept per thread between calls: fresh pages for every image cost more than the copy.
     thread_local std::vector<uint8_t> planes, xq;
@@ -222,20 +224,19 @@ Tensor Int8Conv2d::forward(const Tensor& x, const Int8PostOps& post) const {
       }
     };
     if (!pooled) return cpu::int8_gemm(HoWo, a, packed_, e, yp + n * cout_ * HoWo, 1, HoWo, parallel_gemm);
-    const Tensor mine = buffers.narrow(0, omp_get_thread_num(), 1);
+    const Tensor mine = buffers.narrow(0, slot, 1);
     cpu::int8_gemm(HoWo, a, packed_, e, mine.data<float>(), 1, HoWo, parallel_gemm);
     max_pool2d_into(mine, *post.pool, y.narrow(0, n, 1));
   };
-  const bool by_image = N >= 2 && omp_get_max_threads() > 1 && !omp_in_parallel();
   if (!by_image) {
-    for (int64_t n = 0; n < N; ++n) image(n, true);
+    for (int64_t n = 0; n < N; ++n) image(n, true, 0);
     return y;
   }
   std::exception_ptr failed;
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t n = 0; n < N; ++n) {
     try {
-      image(n, false);
+      image(n, false, omp_get_thread_num());
     } catch (...) {
 #pragma omp critical(ocrt_int8_conv)
       failed = std::current_exception();

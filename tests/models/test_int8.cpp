@@ -4,6 +4,8 @@
 // (write, read, attach, refuse damaged ones), and ocrt-quantize + ocrt-infer end to end.
 #include <catch2/catch.hpp>
 
+#include <omp.h>
+
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -197,6 +199,20 @@ TEST_CASE("Int8Conv2d pools image by image as max_pool2d pools its whole output,
       REQUIRE(fused.shape() == apart.shape());
       CHECK(fused.to_vector<float>() == apart.to_vector<float>());
     }
+  // Called from inside a parallel region (each thread its own call), it runs on that thread and
+  // gives the same bits.
+  {
+    const Tensor x = random_tensor({3, 6, 8, 13}, 0.f, 2.f, 70);
+    Int8PostOps post;
+    post.relu = true;
+    post.pool = pools[1];
+    const std::vector<float> want = ic.forward(x, post).to_vector<float>();
+    std::vector<std::vector<float>> got(2);
+#pragma omp parallel num_threads(2)
+    got[(size_t)omp_get_thread_num()] = ic.forward(x, post).to_vector<float>();
+    CHECK(got[0] == want);
+    CHECK((got[1].empty() || got[1] == want));  // a team of one where nesting gives no second thread
+  }
   // In a Sequential without gradients: Conv2d (int8), ReLU, MaxPool2d as one call.
   Generator gen(7);
   Sequential s;
