@@ -377,6 +377,7 @@ int64_t winograd_weight_grad_ops(int64_t N, int64_t tiles) {
 }  // namespace
 TEST_CASE("fast mode through 3x3 layers: Winograd F(4x4,3x3) against the plain-loop reference", "[conv][winograd]") {
   ThreadCountGuard guard;
+  if (!cpu::sgemm_available()) return;  // the generic path (OCRT_CPU_ISA=generic) has no Winograd: im2col and Eigen
   struct Geo {
     int64_t N, C, H, W, Cout, ph, pw;
     bool bias;
@@ -444,6 +445,7 @@ TEST_CASE("fast mode through 3x3 layers: Winograd F(4x4,3x3) against the plain-l
 
 TEST_CASE("Winograd's weight gradient against the plain-loop reference", "[conv][winograd]") {
   ThreadCountGuard guard;
+  if (!cpu::sgemm_available()) return;  // the generic path (OCRT_CPU_ISA=generic) has no Winograd: im2col and Eigen
   struct Geo {
     int64_t N, C, H, W, Cout, ph, pw;
   };
@@ -544,6 +546,7 @@ TEST_CASE("fast and exact modes: y, dx and dw within Winograd's rounding of the 
   struct Geo {
     int64_t N, C, H, W, Cout, pad;
   };
+  if (!cpu::sgemm_available()) return;  // the generic path (OCRT_CPU_ISA=generic) has no Winograd: im2col and Eigen
   // dx runs through Winograd with padding 2 - pad: 1, 2 and 0 here.
   const std::vector<Geo> geos = {{2, 16, 5, 7, 16, 1}, {1, 24, 4, 33, 20, 1}, {3, 16, 8, 9, 32, 0},
                                  {2, 17, 3, 5, 16, 2}, {1, 32, 1, 12, 16, 1}, {2, 64, 8, 30, 128, 1}};
@@ -680,6 +683,7 @@ namespace {
 // weights changed in place (a model that loads others into the same tensors) read again, as
 // the kept transforms are matched by content; each precision keeping its own.
 void check_kept_transforms(int64_t N, int64_t C, int64_t Cout, int64_t H, int64_t W, uint64_t seed) {
+  if (!cpu::sgemm_available()) return;  // the generic path has no Winograd
   Tensor x = det_uniform({N, C, H, W}, seed, -1, 1, DType::f32);
   Tensor w = det_uniform({Cout, C, 3, 3}, seed + 1, -0.3, 0.3, DType::f32);
   Tensor b = det_uniform({Cout}, seed + 2, -1, 1, DType::f32);
@@ -781,6 +785,7 @@ TEST_CASE("conv2d_relu_max_pool2d through Winograd pools each tile row as it is 
   for (const Case& c : {Case{1, 16, 16, 8, 13}, Case{3, 24, 32, 16, 75}, Case{2, 16, 20, 9, 9}})
     for (const MaxPool2dOptions& pool : pools)
       for (cpu::MatmulPrecision precision : {cpu::MatmulPrecision::f32, cpu::MatmulPrecision::bf16}) {
+        if (precision == cpu::MatmulPrecision::bf16 && !cpu::sgemm_available()) continue;  // generic: no bf16
         INFO("N " << c.N << " C " << c.C << " Cout " << c.Cout << " H " << c.H << " W " << c.W << " pool "
                   << pool.kernel[0] << "x" << pool.kernel[1] << " stride " << pool.stride[1] << " bf16 "
                   << (precision == cpu::MatmulPrecision::bf16));
