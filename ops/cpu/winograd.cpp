@@ -64,8 +64,11 @@ constexpr int64_t kChunkBytes = int64_t(32) << 20;
 // Forward passes of at most this many tiles take the small-tile path (small_forward). Outside
 // autograd every forward pass keeps its weights transformed and packed between calls, at most
 // kKeptBytes of them in the process (crnn's five Winograd layers: 72 MB in float32, 36 in bf16,
-// in each of the two forms).
-constexpr int64_t kSmallTiles = 128;
+// in each of the two forms). 16, not 128 as before the usual path kept its weights too: one
+// 400-pixel line (26 to 50 tiles a layer) reads faster through the usual path (p50 on 2 Zen 5
+// threads, bench_latency: fp32 17.3-18.5 ms against 17.9-18.9, bf16 10.9-11.0 against 13.7-15.1),
+// a 120-pixel one (8 to 16 tiles) as fast through the small one as before (10.2-10.3 ms).
+constexpr int64_t kSmallTiles = 16;
 constexpr size_t kKeptBytes = size_t(256) << 20;
 
 // U[xi] (Cout x C) = G g G^T for every filter g = w[k, c] (3x3).
