@@ -151,6 +151,26 @@ TEST_CASE("one worker and two workers read every line the same", "[infer]") {
   }
 }
 
+TEST_CASE("a run's first chunk is two batches: results come back in input order, as from one chunk", "[infer]") {
+  // Batch 2 on one worker: the first chunk is 4 lines, the next 1024 (here the other 5), so the
+  // workers start while the main thread decodes the rest. The same lines read as one chunk
+  // (chunk_lines set) give the same results, each at its own index.
+  const auto paths = write_lines("firstchunk", {40, 120, 16, 88, 64, 200, 24, 52, 136});
+  Predictor split(model_file(), options({Device::cpu()}, 2));
+  PredictorOptions whole_options = options({Device::cpu()}, 2);
+  whole_options.chunk_lines = 1024;
+  Predictor whole(model_file(), whole_options);
+  const auto a = split.recognize(paths), b = whole.recognize(paths);
+  REQUIRE(a.size() == paths.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("line " << i);
+    REQUIRE(a[i].ok());
+    CHECK(a[i].name == paths[i]);
+    CHECK(a[i].text == b[i].text);
+    CHECK(max_abs_diff(a[i].logits, b[i].logits) <= 1e-5);
+  }
+}
+
 TEST_CASE("batching lines by width changes no line's result", "[infer]") {
   // Widths far apart, so that a narrow line shares its batch with much wider ones.
   const auto paths = write_lines("batching", {16, 200, 44, 28, 136, 60, 12, 84});
