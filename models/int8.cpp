@@ -223,10 +223,9 @@ Tensor Int8Conv2d::forward(const Tensor& x, const Int8PostOps& post) const {
             ptrs[(ki * kw_ + kj) * cpu::kInt8MR + r] = pixel + (ki * dh * Wp + kj * dw) * cp;
       }
     };
-    if (!pooled) return cpu::int8_gemm(HoWo, a, packed_, e, yp + n * cout_ * HoWo, 1, HoWo, parallel_gemm);
-    const Tensor mine = buffers.narrow(0, slot, 1);
-    cpu::int8_gemm(HoWo, a, packed_, e, mine.data<float>(), 1, HoWo, parallel_gemm);
-    max_pool2d_into(mine, *post.pool, y.narrow(0, n, 1));
+    const Tensor mine = pooled ? buffers.narrow(0, slot, 1) : Tensor();
+    cpu::int8_gemm(HoWo, a, packed_, e, pooled ? mine.data<float>() : yp + n * cout_ * HoWo, 1, HoWo, parallel_gemm);
+    if (pooled) max_pool2d_into(mine, *post.pool, y.narrow(0, n, 1));
   };
   if (!by_image) {
     for (int64_t n = 0; n < N; ++n) image(n, true, 0);

@@ -214,7 +214,6 @@ AttentionResult MultiheadAttention::forward(const Tensor& query, const Tensor& k
                               attn_mask, key_padding_mask, &gen_);
 }
 
-
 Tensor Sequential::forward(const Tensor& x) {
   Tensor y = x;
   const auto& kids = children();

@@ -140,49 +140,6 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
 }
 
 namespace {
-Pool2dParams window_params(const char* op, Pair kernel, Pair stride, Pair padding, Pair dilation);
-Shape pool_out_shape(const char* op, const Shape& x, const Pool2dParams& p, bool ceil_mode);
-}  // namespace
-
-Tensor conv2d_relu_max_pool2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& opt,
-                              const MaxPool2dOptions& pool) {
-  const char* op = "conv2d_relu_max_pool2d";
-  const ConvCall call = check_conv_args(x, weight, bias, opt, op);
-  const Pool2dParams pp = window_params(op, pool.kernel, pool.stride, pool.padding, pool.dilation);
-  // The one-pass paths are the CPU's (not kernel-table entries: no other device has them, and
-  // the three ops compute the same there): the direct convolution's for a 2x2 pool, and
-  // Winograd's in fast mode for pools over pairs of rows.
-  const int64_t C = x.size(1), kh = weight.size(2), kw = weight.size(3);
-  const bool cpu_inference = x.device().is_cpu() && x.dtype() == DType::f32 && !any_requires_grad({x, weight, bias});
-  const bool plain_2x2 = pp.kernel_h == 2 && pp.kernel_w == 2 && pp.stride_h == 2 && pp.stride_w == 2 &&
-                         pp.pad_h == 0 && pp.pad_w == 0 && pp.dilation_h == 1 && pp.dilation_w == 1 && !pool.ceil_mode;
-  if (cpu_inference && plain_2x2 && call.Ho >= 2 && call.Wo >= 2 && cpu::direct_conv_applies(C, call.Cout, kh, kw, call.p)) {
-    const Tensor xc = x.contiguous(), wc = weight.contiguous();
-    const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
-    Tensor y = Tensor::empty({call.N, call.Cout, call.Ho / 2, call.Wo / 2});
-    cpu::direct_conv2d_relu_max_pool2(xc.data<float>(), wc.data<float>(), bc.defined() ? bc.data<float>() : nullptr,
-                                      y.data<float>(), call.N, C, x.size(2), x.size(3), call.Cout, kh, kw,
-                                      call.p.pad_h, call.p.pad_w);
-    return y;
-  }
-#if defined(OCRT_CPU_WINOGRAD)
-  if (cpu_inference && call.p.fast && cpu::winograd_applies(C, call.Cout, kh, kw, call.p) &&
-      cpu::winograd_pool_fits(pp)) {
-    const Shape pooled = pool_out_shape(op, Shape{call.N, call.Cout, call.Ho, call.Wo}, pp, pool.ceil_mode);
-    const Tensor xc = x.contiguous(), wc = weight.contiguous();
-    const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
-    Tensor y = Tensor::empty(pooled);
-    const cpu::WinogradReluPool spec{pp.kernel_w, pp.stride_w, pp.pad_w, pooled[2], pooled[3]};
-    cpu::winograd_conv2d(xc.data<float>(), wc.data<float>(), bc.defined() ? bc.data<float>() : nullptr,
-                         y.data<float>(), call.N, C, x.size(2), x.size(3), call.Cout, call.p.pad_h, call.p.pad_w, 0,
-                         &spec);
-    return y;
-  }
-#endif
-  return max_pool2d(relu(conv2d(x, weight, bias, opt)), pool);
-}
-
-namespace {
 
 Pool2dParams window_params(const char* op, Pair kernel, Pair stride, Pair padding, Pair dilation) {
   for (int i = 0; i < 2; ++i) {
@@ -254,6 +211,44 @@ void max_pool2d_into(const Tensor& x, const MaxPool2dOptions& opt, const Tensor&
              op, ": the output must be a contiguous ", dtype_name(x.dtype()), " tensor of shape ", shape_str(want),
              " on ", x.device().str());
   if (y.numel() > 0) kernel(x.device(), &LayerBackend::max_pool2d, op)(x.detach().contiguous(), p, y, Tensor());
+}
+
+Tensor conv2d_relu_max_pool2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& opt,
+                              const MaxPool2dOptions& pool) {
+  const char* op = "conv2d_relu_max_pool2d";
+  const ConvCall call = check_conv_args(x, weight, bias, opt, op);
+  const Pool2dParams pp = window_params(op, pool.kernel, pool.stride, pool.padding, pool.dilation);
+  // The one-pass paths are the CPU's (not kernel-table entries: no other device has them, and
+  // the three ops compute the same there): the direct convolution's for a 2x2 pool, and
+  // Winograd's in fast mode for pools over pairs of rows.
+  const int64_t C = x.size(1), kh = weight.size(2), kw = weight.size(3);
+  const bool cpu_inference = x.device().is_cpu() && x.dtype() == DType::f32 && !any_requires_grad({x, weight, bias});
+  const bool plain_2x2 = pp.kernel_h == 2 && pp.kernel_w == 2 && pp.stride_h == 2 && pp.stride_w == 2 &&
+                         pp.pad_h == 0 && pp.pad_w == 0 && pp.dilation_h == 1 && pp.dilation_w == 1 && !pool.ceil_mode;
+  if (cpu_inference && plain_2x2 && call.Ho >= 2 && call.Wo >= 2 && cpu::direct_conv_applies(C, call.Cout, kh, kw, call.p)) {
+    const Tensor xc = x.contiguous(), wc = weight.contiguous();
+    const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
+    Tensor y = Tensor::empty({call.N, call.Cout, call.Ho / 2, call.Wo / 2});
+    cpu::direct_conv2d_relu_max_pool2(xc.data<float>(), wc.data<float>(), bc.defined() ? bc.data<float>() : nullptr,
+                                      y.data<float>(), call.N, C, x.size(2), x.size(3), call.Cout, kh, kw,
+                                      call.p.pad_h, call.p.pad_w);
+    return y;
+  }
+#if defined(OCRT_CPU_WINOGRAD)
+  if (cpu_inference && call.p.fast && cpu::winograd_applies(C, call.Cout, kh, kw, call.p) &&
+      cpu::winograd_pool_fits(pp)) {
+    const Shape pooled = pool_out_shape(op, Shape{call.N, call.Cout, call.Ho, call.Wo}, pp, pool.ceil_mode);
+    const Tensor xc = x.contiguous(), wc = weight.contiguous();
+    const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
+    Tensor y = Tensor::empty(pooled);
+    const cpu::WinogradReluPool spec{pp.kernel_w, pp.stride_w, pp.pad_w, pooled[2], pooled[3]};
+    cpu::winograd_conv2d(xc.data<float>(), wc.data<float>(), bc.defined() ? bc.data<float>() : nullptr,
+                         y.data<float>(), call.N, C, x.size(2), x.size(3), call.Cout, call.p.pad_h, call.p.pad_w, 0,
+                         &spec);
+    return y;
+  }
+#endif
+  return max_pool2d(relu(conv2d(x, weight, bias, opt)), pool);
 }
 
 Tensor avg_pool2d(const Tensor& x, const AvgPool2dOptions& opt) {

@@ -48,6 +48,7 @@ class ConvModeScope {
 
 // x (N,Cin,H,W), weight (Cout, Cin/groups, kh, kw), bias (Cout) or undefined -> (N,Cout,Ho,Wo).
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), const Conv2dOptions& opt = {});
+
 struct MaxPool2dOptions {
   Pair kernel{2, 2};
   Pair stride{0, 0};  // 0: the kernel size (PyTorch's default)

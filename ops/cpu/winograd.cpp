@@ -303,10 +303,10 @@ void input_row(const float* x, const Geometry& g, int64_t c, int64_t n, int64_t 
       OCRT_WINOGRAD_OUTPUT_1D(qa[tx], qa[g.tw + tx], qa[2 * g.tw + tx], qa[3 * g.tw + tx], qa[4 * g.tw + tx],
                               qa[5 * g.tw + tx], o[0], o[1], o[2], o[3]);
       float* dst = row + kOut * tx;
-      if (pool)  // ReLU as ops/elementwise's: a NaN and -0 become 0
-        for (float& v : o) v = v + bias > 0 ? v + bias : 0.0f;
-      else
-        for (float& v : o) v = v + bias;
+      for (float& v : o) {
+        v += bias;
+        if (pool) v = v > 0 ? v : 0.0f;  // ReLU as ops/elementwise's: a NaN and -0 become 0
+      }
       if (tx < full) {
         dst[0] = o[0], dst[1] = o[1], dst[2] = o[2], dst[3] = o[3];
       } else {
@@ -668,8 +668,8 @@ void winograd_conv2d(const float* x, const float* w, const float* bias, float* y
       return small ? small_forward(x, *kept, bias, y, plan, pool) : kept_forward(x, *kept, bias, y, plan, pool);
   }
   Tensor U_mem = Tensor::empty({kPoints * Cout * C});
-  const float* U = U_mem.data<float>();
-  transform_weights(w, Cout, C, U_mem.data<float>());
+  float* U = U_mem.data<float>();
+  transform_weights(w, Cout, C, U);
   chunked_forward(x, plan, bias, y, pool, [&](int64_t xi, int64_t P, const float* V, float* M) {
     sgemm(Cout, P, C, U + xi * Cout * C, C, 1, V, P, 1, M, P, false);
   });
