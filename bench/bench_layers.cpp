@@ -4,6 +4,7 @@
 //
 //   build/bench_layers --model weights/crnn-en.safetensors [--batch 32] [--width 400]
 //   build/bench_layers --model weights/det-en.safetensors [--height 1280] [--width 992]
+//   build/bench_layers --model weights/det-en.safetensors --page PAGE.png   (also a real page, as ocrt-infer reads it)
 //   (both: [--reps 5] [--threads N])
 //
 // Each layer's time is the median of --reps runs of that layer alone on the previous layer's
@@ -28,6 +29,8 @@
 #include "ops/random.h"
 #include "runtime/autograd.h"
 #include "runtime/cli.h"
+#include "runtime/cpu_allocator.h"
+#include "runtime/image.h"
 #include "runtime/precision.h"
 #include "runtime/threading.h"
 
@@ -96,12 +99,15 @@ int main(int argc, char** argv) {
   std::string model_path = "weights/crnn-en.safetensors";
   int64_t batch = 32, width = 0, height = 1280, reps = 5, threads = 0;
   ConvMode conv = ConvMode::fast;
-  std::string precision = "fp32";
+  std::string precision = "fp32", page_path;
   cli::Parser p("bench_layers", "usage: bench_layers [options]: times each layer of a model's forward pass on the CPU\n");
   p.add(cli::text("--model", "FILE", model_path, "a recogniser or detector model file (weights/crnn-en.safetensors)"));
   p.add(cli::integer("--batch", "N", batch, 1, 4096, "lines in the recogniser's batch (32)"));
   p.add(cli::integer("--width", "W", width, 4, 1 << 16, "line width (400), or the detector input's width (992)"));
   p.add(cli::integer("--height", "H", height, 32, 1 << 16, "the detector input's height (1280)"));
+  p.add(cli::text("--page", "FILE", page_path,
+                  "the detector: also read this page image as ocrt-infer --page does (scaled to\n"
+                  "1280 on its longer side), with the allocator's cache kept and emptied between runs"));
   p.add(cli::integer("--reps", "N", reps, 1, 1000, "runs of each layer; the median is printed (5)"));
   p.add(cli::integer("--threads", "N", threads, 0, 4096, "CPU threads (0: all)"));
   p.add(cli::choice("--conv", "fast|exact", conv, parse_conv_mode,
@@ -165,6 +171,23 @@ int main(int argc, char** argv) {
     walk("prob_head", *det->prob_head, F, reps, rows);
     print(rows);
     std::printf("whole forward (banded head): %.3f ms\n", whole);
+    if (!page_path.empty()) {
+      // The same model on a real page, as the page reader runs it: does the page's content or
+      // a cold allocator (ocrt-infer empties its cache after every page) change its time?
+      const GrayImage page = load_gray_image(page_path);
+      for (const bool cold : {false, true}) {
+        std::vector<double> prepare, forward, boxes;
+        for (int64_t r = 0; r < reps; ++r) {
+          if (cold) cpu_empty_cache();
+          const DetectedPage d = detect_text_lines(*det, page, 1280, false);
+          prepare.push_back(1e3 * d.prepare_s), forward.push_back(1e3 * d.forward_s), boxes.push_back(1e3 * d.boxes_s);
+        }
+        for (auto* v : {&prepare, &forward, &boxes}) std::sort(v->begin(), v->end());
+        std::printf("page %s (%ldx%ld), allocator cache %s: scaling %.3f ms, model %.3f ms, outlines %.3f ms (medians)\n",
+                    page_path.c_str(), (long)page.width, (long)page.height, cold ? "emptied before each run" : "kept",
+                    prepare[prepare.size() / 2], forward[forward.size() / 2], boxes[boxes.size() / 2]);
+      }
+    }
     return 0;
   }
   if (width == 0) width = 400;

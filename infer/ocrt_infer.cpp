@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "infer/detector.h"
+#include "infer/page_lanes.h"
 #include "infer/inputs.h"
 #include "infer/page_eval.h"
 #include "infer/page_format.h"
@@ -93,6 +95,7 @@ struct Args {
   double det_threshold = -1, box_threshold = -1;  // negative: the detector file's own
   double end_reach = PageReaderOptions().end_reach, side_reach = PageReaderOptions().side_reach;
   int rotation = -1;
+  int page_jobs = 0;  // 0: page_lanes_for's default
   std::vector<std::pair<bool, std::string>> inputs;  // (is a --list file, path), in order
 };
 
@@ -180,6 +183,11 @@ with --format tsv (a table of lines) every image is a line.)");
          [&a](const std::string& v) { a.devices = parse_workers(v); }});
   p.add(cli::integer("--threads", "N", o.threads, 1, 4096,
                      "CPU threads for decoding images and for CPU workers (default: all)"));
+  p.add(cli::integer("--page-jobs", "N", a.page_jobs, 1, 256,
+                     "pages read at once on the CPU, each with its own detector and\n"
+                     "recogniser and threads / N of the threads (default: 2 where every\n"
+                     "device is a CPU, there are 2 threads or more and the recogniser has\n"
+                     "at most 4M values, as crnn-s; else 1)"));
   p.add(cli::integer("--batch", "N", o.batch, 1, 65536, "lines per batch, grouped by width (32)"));
   p.add(cli::integer("--batch-columns", "N", o.max_batch_columns, 64, int64_t(1) << 30,
                      "at most N columns in a batch (its lines x their padded width), which bounds its\n"
@@ -309,6 +317,8 @@ class DetectorSlot {
       : path_(std::move(explicit_path)), options_(options) {
     if (!path_.empty()) detector_ = std::make_unique<TextDetector>(path_, options_);
   }
+  // The file get() loaded (empty until it has).
+  const std::string& path() const { return path_; }
   // Throws a message that ends "... no text detector model ..." when there is none.
   TextDetector& get() {
     if (detector_) return *detector_;
@@ -328,6 +338,7 @@ class DetectorSlot {
       } else {
         try {
           detector_ = std::make_unique<TextDetector>(found, options_);
+          path_ = found;
           return *detector_;
         } catch (const std::exception& e) {
           error_ = std::string("the text detector model could not be loaded: ") + e.what();
@@ -383,13 +394,22 @@ class PageReading {
     }
     lap(detector_load_s_);
     Page page = read_page(image, item.name, *det, predictor_, options_, &info);
-    times_.detect.prepare += info.detect.prepare, times_.detect.forward += info.detect.forward;
-    times_.detect.boxes += info.detect.boxes, times_.cut_s += info.cut_s;
-    times_.recognise_s += info.recognise_s, times_.layout_s += info.layout_s;
+    add_times(info);
     return page;
   }
 
-  // "decoding X s, ..., the rest Y s" for pages that took `total` seconds in all.
+  // A page read elsewhere (a lane of --page-jobs): its steps' seconds, and its decoding's.
+  void add_times(const PageReadInfo& info, double decode_s = 0) {
+    decode_s_ += decode_s;
+    times_.detect.prepare += info.detect.prepare, times_.detect.forward += info.detect.forward;
+    times_.detect.boxes += info.detect.boxes, times_.cut_s += info.cut_s;
+    times_.recognise_s += info.recognise_s, times_.layout_s += info.layout_s;
+  }
+
+  const PageReaderOptions& options() const { return options_; }
+
+  // "decoding X s, ..., the rest Y s" for pages that took `total` seconds in all (with lanes,
+  // the seconds of every lane added up).
   std::string times(double total) const {
     const PageReadInfo& t = times_;
     const double detect = t.detect.prepare + t.detect.forward + t.detect.boxes;
@@ -654,6 +674,14 @@ class InferRun {
   void fail_line_early(InputItem&& line);
   // `decoded` runs once the page's image is in hand (it starts decoding the next page).
   void read_one_page(InputItem& item, const std::function<void()>& decoded);
+  // --page-jobs above 1: the lanes (made at the first page, once the detector has loaded);
+  // false when pages are read one at a time.
+  bool use_lanes();
+  // The pages from pending_ on, up to the next line, read side by side in the lanes and
+  // finished in input order.
+  void read_pages_in_lanes();
+  // What every page ends with, however it was read: the counts, --eval's scores, the output.
+  void finish_page(const InputItem& item, const Page& page, const PageReadInfo& info);
   // --eval: the page's scores against its truth file (nullopt when it has none: counted).
   std::optional<Json> score_read_page(const InputItem& item, const Page& page);
   void write_page(const InputItem& item, const Page& page, const std::optional<Json>& scores);
@@ -663,6 +691,11 @@ class InferRun {
   std::unique_ptr<Predictor> predictor_;
   std::unique_ptr<DetectorSlot> detector_;
   std::unique_ptr<PageReading> page_reading_;
+  DetectorOptions detector_options_;
+  int threads_ = 1, page_jobs_ = 1;
+  bool lanes_tried_ = false;
+  std::unique_ptr<PageLanes> lanes_;  // after predictor_: destroyed first (Eigen's thread counts)
+  double lane_seconds_ = 0;           // the pages' seconds in the lanes, added up
   std::unique_ptr<ItemReader> items_;
   std::optional<InputItem> pending_;
 
@@ -706,9 +739,10 @@ InferRun::InferRun(Args args) : args_(std::move(args)) {
   }
   if (args_.weights.empty()) args_.weights = default_weights();
   predictor_ = std::make_unique<Predictor>(args_.weights, args_.options);
-  detector_ = std::make_unique<DetectorSlot>(
-      args_.det_weights,
-      DetectorOptions{args_.options.devices[0], args_.max_side, args_.det_threshold, args_.box_threshold});
+  detector_options_ = {args_.options.devices[0], args_.max_side, args_.det_threshold, args_.box_threshold};
+  detector_ = std::make_unique<DetectorSlot>(args_.det_weights, detector_options_);
+  threads_ = args_.options.threads > 0 ? args_.options.threads : default_num_threads();
+  page_jobs_ = page_lanes_for(args_.page_jobs, args_.options.devices, threads_, predictor_->model_values());
 
   evaluation_ = std::make_unique<Evaluation>(&predictor_->charset());
   jsonl_ = args_.output.name == "jsonl";
@@ -738,7 +772,9 @@ void InferRun::read_all() {
   items_ = std::make_unique<ItemReader>(*reader_, args_.kind, args_.options.max_image_pixels);
   while (pull()) {
     InputItem& item = *pending_;
-    if (item.page) {
+    if (item.page && use_lanes()) {
+      read_pages_in_lanes();
+    } else if (item.page) {
       InputItem page = std::move(item);
       pending_.reset();
       read_one_page(page, [&] {
@@ -845,10 +881,105 @@ void InferRun::read_one_page(InputItem& item, const std::function<void()>& decod
     cpu_empty_cache();
   }
   page_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  finish_page(item, page, info);
+}
+
+void InferRun::finish_page(const InputItem& item, const Page& page, const PageReadInfo& info) {
   page_lines_ += info.lines, page_lines_failed_ += info.failed_lines;
   if (!page.error.empty()) ++pages_failed_, std::fprintf(stderr, "ocrt-infer: %s\n", page.error.c_str());
   const std::optional<Json> scores = args_.eval ? score_read_page(item, page) : std::nullopt;
   write_page(item, page, scores);
+}
+
+bool InferRun::use_lanes() {
+  if (page_jobs_ <= 1) return false;
+  if (!lanes_tried_) {
+    lanes_tried_ = true;
+    try {
+      detector_->get();
+    } catch (const std::exception&) {
+      return false;  // no detector: each page gets the error, one at a time
+    }
+    lanes_ = std::make_unique<PageLanes>(
+        page_jobs_, threads_, PageLaneSetup{args_.weights, args_.options, detector_->path(), detector_options_});
+  }
+  return lanes_ != nullptr;
+}
+
+namespace {
+
+// A page as a lane read it.
+struct LaneRead {
+  Page page;
+  PageReadInfo info;
+  double decode_s = 0, seconds = 0;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+void InferRun::read_pages_in_lanes() {
+  struct Flight {
+    InputItem item;
+    std::future<LaneRead> read;
+  };
+  std::deque<Flight> flight;
+  // A page waiting for each lane besides the one it reads, so that no lane idles while the
+  // oldest page is scored and written.
+  const size_t most = 2 * (size_t)lanes_->lanes();
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto finish_oldest = [&] {
+    Flight f = std::move(flight.front());
+    flight.pop_front();
+    LaneRead r = f.read.get();
+    lane_seconds_ += r.seconds;
+    page_reading_->add_times(r.info, r.decode_s);
+    // As one page at a time does (read_one_page): the next page's sizes are all new.
+    if (f.item.error.empty()) cpu_empty_cache();
+    finish_page(f.item, r.page, r.info);
+  };
+  const auto ready = [](const Flight& f) {
+    return f.read.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  };
+  while (pull() && pending_->page) {
+    Flight f{std::move(*pending_), {}};
+    pending_.reset();
+    ++pages_;
+    if (!f.item.error.empty()) {
+      std::promise<LaneRead> failed;
+      LaneRead r;
+      r.page.name = f.item.name;
+      r.page.error = f.item.error;
+      failed.set_value(std::move(r));
+      f.read = failed.get_future();
+    } else {
+      auto task = std::make_shared<std::packaged_task<LaneRead(PageLanes::Lane&)>>(
+          [name = f.item.name, path = f.item.path, image = std::move(f.item.image),
+           max = args_.options.max_image_pixels, options = page_reading_->options()](PageLanes::Lane& lane) mutable {
+            LaneRead r;
+            r.page.name = name;
+            const auto t = std::chrono::steady_clock::now();
+            try {
+              const GrayImage page = image ? std::move(*image) : load_gray_image(path, max);
+              r.decode_s = seconds_since(t);
+              r.page = read_page(page, name, lane.detector, lane.predictor, options, &r.info);
+            } catch (const std::exception& e) {
+              r.page.error = e.what();
+            }
+            r.seconds = seconds_since(t);
+            return r;
+          });
+      f.read = task->get_future();
+      lanes_->post([task](PageLanes::Lane& lane) { (*task)(lane); });
+    }
+    flight.push_back(std::move(f));
+    while (!flight.empty() && (flight.size() >= most || ready(flight.front()))) finish_oldest();
+  }
+  while (!flight.empty()) finish_oldest();
+  page_seconds_ += seconds_since(t0);
 }
 
 std::optional<Json> InferRun::score_read_page(const InputItem& item, const Page& page) {
@@ -923,7 +1054,11 @@ int InferRun::summarise() {
     std::fprintf(stderr, "ocrt-infer: %lld pages (%lld failed), %lld text lines on them (%lld not read), in %.2f s, "
                  "%.2f s a page\n", (long long)pages_, (long long)pages_failed_, (long long)page_lines_,
                  (long long)page_lines_failed_, page_seconds_, page_seconds_ / (double)pages_);
-    std::fprintf(stderr, "ocrt-infer: pages' time: %s\n", page_reading_->times(page_seconds_).c_str());
+    if (lanes_)
+      std::fprintf(stderr, "ocrt-infer: pages' time in %d lanes of %d threads, added up: %s\n", lanes_->lanes(),
+                   lanes_->threads_per_lane(), page_reading_->times(lane_seconds_).c_str());
+    else
+      std::fprintf(stderr, "ocrt-infer: pages' time: %s\n", page_reading_->times(page_seconds_).c_str());
   }
   return stats_.failed || pages_failed_ ? 1 : 0;
 }

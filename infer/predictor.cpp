@@ -311,6 +311,7 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
                " is an int8 model file: it computes in int8, and --precision ", opt_.precision, " does not apply");
     precision_ = std::string("int8 (") + cpu::int8_gemm_kernel_name() + " kernel)";
   }
+  for (const auto& [name, t] : loaded.weights) model_values_ += t.numel();
   arch_ = loaded.arch;
   config_ = loaded.config;
   charset_ = loaded.charset;

@@ -213,6 +213,9 @@ class Predictor {
   const std::string& model_path() const { return model_path_; }
   const PredictorOptions& options() const { return opt_; }
   const std::string& precision() const { return precision_; }  // as RunStats::precision, auto resolved
+  // The values the model file holds (weights and statistics, of any dtype): the size of the
+  // model each worker keeps a copy of.
+  int64_t model_values() const { return model_values_; }
 
  private:
   struct Impl;  // the workers, the queue of batches and the chunks in flight (predictor.cpp)
@@ -221,6 +224,7 @@ class Predictor {
   std::string model_path_, arch_;
   CpuIsa cpu_path_ = CpuIsa::generic;  // cpu_isa() at construction
   std::string precision_;              // as RunStats::precision (auto resolved)
+  int64_t model_values_ = 0;
   Json config_;
   nn::Charset charset_;
   std::unique_ptr<const nn::CharLM> lm_;  // with lm_path; read-only, shared by the workers

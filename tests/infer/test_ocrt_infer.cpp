@@ -28,6 +28,7 @@ TEST_CASE("ocrt-infer refuses every bad number by its flag before any work", "[i
       {"--lm-bonus inf a.png", "--lm-bonus: expected a finite number, got 'inf'"},
       {"--lm-bonus 1e999 a.png", "--lm-bonus: expected a finite number"},
       {"--worst -1 a.png", "--worst: must be in [0, 1000000], got -1"},
+      {"--page-jobs 0 a.png", "--page-jobs: must be in [1, 256], got 0"},
       {"--max-image-pixels 0 a.png", "--max-image-pixels: must be in [1, 4294967296], got 0"},
       {"--max-image-pixels 1e9 a.png", "--max-image-pixels: expected an integer"},
       {"--precision fp8 a.png", "--precision: expected fp32, tf32, bf16 or auto, got 'fp8'"},

@@ -1,0 +1,99 @@
+// See page_lanes.h.
+#include "infer/page_lanes.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "runtime/error.h"
+#include "runtime/threading.h"
+
+namespace ocrt::infer {
+
+PageLanes::PageLanes(int lanes, int threads, const PageLaneSetup& setup) {
+  OCRT_CHECK(lanes >= 1, "page lanes: at least one lane, got ", lanes);
+  OCRT_CHECK(threads >= 1, "page lanes: at least one thread, got ", threads);
+  OCRT_CHECK(setup.detector.device.is_cpu(), "page lanes: the detector must run on the CPU (a GPU is driven by one thread)");
+  share_ = std::max(1, threads / lanes);
+  PredictorOptions options = setup.predictor;
+  options.devices = {Device::cpu()};
+  options.threads = share_;
+  for (int i = 0; i < lanes; ++i) {
+    auto s = std::make_unique<LaneState>();
+    s->detector = std::make_unique<TextDetector>(setup.detector_path, setup.detector);
+    s->predictor = std::make_unique<Predictor>(setup.model_path, options);
+    lanes_.push_back(std::move(s));
+  }
+  // Started only once every lane is built: a constructor that throws has no thread to join.
+  for (auto& s : lanes_) s->thread = std::thread([this, lane = s.get()] { lane_main(*lane); });
+}
+
+PageLanes::~PageLanes() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  for (auto& s : lanes_)
+    if (s->thread.joinable()) s->thread.join();
+  // Predictors are destroyed in reverse order: each gives Eigen back the count it found.
+  while (!lanes_.empty()) lanes_.pop_back();
+}
+
+void PageLanes::rethrow_escaped() {
+  if (escaped_) std::rethrow_exception(std::exchange(escaped_, nullptr));
+}
+
+void PageLanes::post(Job job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    rethrow_escaped();
+    jobs_.push_back(std::move(job));
+  }
+  work_cv_.notify_one();
+}
+
+void PageLanes::wait_idle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_cv_.wait(lock, [this] { return jobs_.empty() && running_ == 0; });
+  rethrow_escaped();
+}
+
+void PageLanes::lane_main(LaneState& s) {
+  limit_this_thread(share_);
+  Lane lane{*s.detector, *s.predictor, share_};
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;  // stopping, and nothing left to run
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+      ++running_;
+    }
+    std::exception_ptr error;
+    try {
+      job(lane);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --running_;
+      if (error && !escaped_) escaped_ = error;
+    }
+    idle_cv_.notify_all();
+  }
+}
+
+int page_lanes_for(int asked, const std::vector<Device>& devices, int threads, int64_t recogniser_values) {
+  const bool cpu_only = std::all_of(devices.begin(), devices.end(), [](const Device& d) { return d.is_cpu(); });
+  if (asked > 0) {
+    OCRT_CHECK(asked == 1 || cpu_only, "--page-jobs ", asked,
+               ": pages are read one at a time when a GPU is among the devices (one thread drives a GPU)");
+    return asked;
+  }
+  return cpu_only && threads >= 2 && recogniser_values <= kSmallRecogniserValues ? 2 : 1;
+}
+
+}  // namespace ocrt::infer

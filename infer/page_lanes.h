@@ -1,0 +1,107 @@
+// Pages read several at a time on the CPU (ocrt-infer --page-jobs; docs/pages.md, "Several
+// pages at once").
+//
+//   PageLanes lanes(2, 2, {model_path, predictor_options, detector_path, detector_options});
+//   lanes.post([&](PageLanes::Lane& lane) { read_page(image, name, lane.detector, lane.predictor); });
+//
+// Why: one page read with all the threads leaves cores idle. Its steps take turns (detect, cut
+// the lines out, recognise them, place the words), and the small ones (the detector's outlines,
+// LSTM steps of a short batch, placing words) use one thread, while OpenMP's teams wait at each
+// barrier for their slowest thread. Two pages read side by side on one thread each keep both
+// cores busy: 11 real scanned pages on 2 cores took 2.65 s as two processes of one thread
+// against 3.1-3.3 s as one process of two (docs/pages.md, "Several pages at once"). Tesseract
+// is benchmarked the same way, one process per core.
+//
+// Each lane is a thread with its own text detector and its own predictor (one CPU worker with
+// the lane's share of the threads: threads / lanes, at least 1), so nothing is shared between
+// pages but the allocator and the model file on disk; each predictor keeps its own copy of the
+// recogniser (for crnn-en in float32 about 110 MB with its kept Winograd weights; what a lane
+// costs is measured in docs/pages.md, "Several pages at once"). A lane's thread limits its own OpenMP regions
+// to its share (limit_this_thread), so the detector and the line cutting of a page run on the
+// lane's threads only.
+//
+// Jobs run in the order they are posted, each on the first lane that is free; a job reports
+// its own result (a promise, a packaged_task) and must not throw (an exception that escapes a
+// job is kept and rethrown by the next post() or by wait_idle(), never lost). CPU only: a GPU
+// is driven by one thread (docs/cuda.md), so ocrt-infer reads pages one at a time on GPUs.
+#pragma once
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "infer/detector.h"
+#include "infer/predictor.h"
+#include "runtime/device.h"
+
+namespace ocrt::infer {
+
+struct PageLaneSetup {
+  std::string model_path;         // the recogniser's model file
+  PredictorOptions predictor;     // its devices and threads are set per lane (one CPU worker)
+  std::string detector_path;      // the text detector's model file
+  DetectorOptions detector;       // its device must be the CPU
+};
+
+class PageLanes {
+ public:
+  struct Lane {
+    TextDetector& detector;
+    Predictor& predictor;
+    int threads;  // this lane's share of the CPU threads
+  };
+  using Job = std::function<void(Lane&)>;
+
+  // Builds `lanes` lanes (>= 1) sharing `threads` CPU threads (>= 1), loading the detector and
+  // the recogniser once per lane; throws what a Predictor or TextDetector would (a bad file).
+  PageLanes(int lanes, int threads, const PageLaneSetup& setup);
+  ~PageLanes();  // runs the jobs already posted, then joins the lanes
+  PageLanes(const PageLanes&) = delete;
+  PageLanes& operator=(const PageLanes&) = delete;
+
+  void post(Job job);
+  // Blocks until every posted job has finished.
+  void wait_idle();
+  int lanes() const { return (int)lanes_.size(); }
+  int threads_per_lane() const { return share_; }
+
+ private:
+  struct LaneState {
+    std::unique_ptr<TextDetector> detector;
+    std::unique_ptr<Predictor> predictor;
+    std::thread thread;
+  };
+  void lane_main(LaneState& s);
+  void rethrow_escaped();  // with mu_ held
+
+  int share_ = 1;
+  std::vector<std::unique_ptr<LaneState>> lanes_;
+  std::mutex mu_;
+  std::condition_variable work_cv_, idle_cv_;
+  std::deque<Job> jobs_;
+  size_t running_ = 0;
+  bool stopping_ = false;
+  std::exception_ptr escaped_;
+};
+
+// How many pages ocrt-infer reads at once: `asked` when it is positive; otherwise (auto) 2
+// where every device is a CPU, there are at least 2 threads and the recogniser is small (at
+// most kSmallRecogniserValues values in its file, Predictor::model_values), else 1. Asking for
+// more than 1 with a GPU among the devices is refused (a GPU is driven by one thread).
+//
+// Why only small recognisers: a lane costs a copy of the recogniser and a second page's working
+// set, and pays where the steps that use threads badly (the detector, the outlines, cutting the
+// lines) are a large share of a page. On 2 cores (docs/pages.md, 11 real scans):
+// crnn-s (2.2M values) in int8 read 12-16% faster with 2 lanes (peak RSS 216 -> 303 MiB), in
+// float32 9% (244 -> 350 MiB); crnn-en (8.75M), whose recogniser is most of a page and uses
+// both threads well, 3% faster in int8 (251 -> 392 MiB) and no faster in float32 (326 -> 525).
+constexpr int64_t kSmallRecogniserValues = 4'000'000;
+int page_lanes_for(int asked, const std::vector<Device>& devices, int threads, int64_t recogniser_values);
+
+}  // namespace ocrt::infer
