@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The shipped int8 model file (docs/int8.md, weights/README.md): ocrt-quantize on 300
+# calibration lines that ocrt-synth renders from the training fonts (scripts/fonts-en.sh's
+# .fonts-en/train) with the scan simulation: seed 777, 10 to 50 characters of words, numbers and
+# symbols (ocrt-synth's default text: never the validation texts), glyphs 20-40 px.
+#
+#   scripts/quantize-en.sh [FLOAT [OUT]]
+#   scripts/quantize-en.sh        # weights/crnn-s-en.safetensors -> weights/crnn-s-en-int8.safetensors
+#
+# OCRT_BIN names the folder with ocrt-synth and ocrt-quantize (default build);
+# OCRT_FONTS_EN the fonts folder (default .fonts-en, made when missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+in="${1:-weights/crnn-s-en.safetensors}"
+out="${2:-${in%.safetensors}-int8.safetensors}"
+bin="${OCRT_BIN:-build}"
+data="${OCRT_FONTS_EN:-.fonts-en}"
+for b in ocrt-synth ocrt-quantize; do
+  [ -x "$bin/$b" ] || { echo "quantize-en: $bin/$b missing (scripts/build.sh builds it)" >&2; exit 1; }
+done
+if [ ! -d "$data/train" ]; then
+  scripts/install-deps.sh --train
+  scripts/fonts-en.sh "$data"
+fi
+calib=$(mktemp -d)
+trap 'rm -rf "$calib"' EXIT
+"$bin/ocrt-synth" --out "$calib/lines" --count 300 --fonts "$data/train" --seed 777 --degrade scan \
+  --min-chars 10 --max-chars 50 --height 20:40 >&2
+"$bin/ocrt-quantize" --weights "$in" --out "$out" "$calib/lines/labels.txt" >&2
+echo "quantize-en: $out ($(du -k "$out" | cut -f1) KB) from $in" >&2
