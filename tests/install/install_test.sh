@@ -59,7 +59,7 @@ case $step in
     [[ -n "$lib" ]] || fail "no libocrt.so under $prefix"
     for f in bin/ocrt-infer bin/ocrt-lm bin/ocrt-quantize bin/ocrt-export bin/ocrt-train bin/ocrt-synth bin/ocrt-report \
              include/ocrt/infer/predictor.h include/ocrt/capi/ocrt.h include/ocrt/runtime/tensor.h \
-             include/ocrt/train/trainer.h share/ocrt/weights/lm-en.clm; do
+             include/ocrt/train/trainer.h share/ocrt/weights/lm-en.clm share/ocrt/weights/crnn-s-en-int8.safetensors; do
       [[ -e "$prefix/$f" ]] || fail "$f was not installed"
     done
     for f in "$lib"/libocrt_{runtime,ops,models,infer,train,capi}.a "$lib/pkgconfig/ocrt.pc" \
