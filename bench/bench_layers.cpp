@@ -97,7 +97,7 @@ void print(const std::vector<Row>& rows) {
 
 int main(int argc, char** argv) {
   std::string model_path = "weights/crnn-en.safetensors";
-  int64_t batch = 32, width = 0, height = 1280, reps = 5, threads = 0;
+  int64_t batch = 32, width = 0, height = 1280, reps = 5, threads = 0, side = 1280;
   ConvMode conv = ConvMode::fast;
   std::string precision = "fp32", page_path;
   cli::Parser p("bench_layers", "usage: bench_layers [options]: times each layer of a model's forward pass on the CPU\n");
@@ -107,7 +107,9 @@ int main(int argc, char** argv) {
   p.add(cli::integer("--height", "H", height, 32, 1 << 16, "the detector input's height (1280)"));
   p.add(cli::text("--page", "FILE", page_path,
                   "the detector: also read this page image as ocrt-infer --page does (scaled to\n"
-                  "1280 on its longer side), with the allocator's cache kept and emptied between runs"));
+                  "--side on its longer side), with the allocator's cache kept and emptied between runs,\n"
+                  "and the most tensor memory one run held"));
+  p.add(cli::integer("--side", "N", side, 32, 1 << 16, "--page: its longer side before the detector (1280)"));
   p.add(cli::integer("--reps", "N", reps, 1, 1000, "runs of each layer; the median is printed (5)"));
   p.add(cli::integer("--threads", "N", threads, 0, 4096, "CPU threads (0: all)"));
   p.add(cli::choice("--conv", "fast|exact", conv, parse_conv_mode,
@@ -177,15 +179,21 @@ int main(int argc, char** argv) {
       const GrayImage page = load_gray_image(page_path);
       for (const bool cold : {false, true}) {
         std::vector<double> prepare, forward, boxes;
+        size_t most = 0;
         for (int64_t r = 0; r < reps; ++r) {
           if (cold) cpu_empty_cache();
-          const DetectedPage d = detect_text_lines(*det, page, 1280, false);
+          cpu_reset_peak();
+          const size_t before = cpu_memory_stats().allocated;
+          const DetectedPage d = detect_text_lines(*det, page, side, false);
+          most = std::max(most, cpu_memory_stats().peak - before);
           prepare.push_back(1e3 * d.prepare_s), forward.push_back(1e3 * d.forward_s), boxes.push_back(1e3 * d.boxes_s);
         }
         for (auto* v : {&prepare, &forward, &boxes}) std::sort(v->begin(), v->end());
-        std::printf("page %s (%ldx%ld), allocator cache %s: scaling %.3f ms, model %.3f ms, outlines %.3f ms (medians)\n",
-                    page_path.c_str(), (long)page.width, (long)page.height, cold ? "emptied before each run" : "kept",
-                    prepare[prepare.size() / 2], forward[forward.size() / 2], boxes[boxes.size() / 2]);
+        std::printf("page %s (%ldx%ld) at %ld, allocator cache %s: scaling %.3f ms, model %.3f ms, outlines %.3f ms "
+                    "(medians); tensors %.1f MiB at most\n",
+                    page_path.c_str(), (long)page.width, (long)page.height, (long)side,
+                    cold ? "emptied before each run" : "kept", prepare[prepare.size() / 2], forward[forward.size() / 2],
+                    boxes[boxes.size() / 2], (double)most / 1048576.0);
       }
     }
     return 0;

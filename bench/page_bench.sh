@@ -3,7 +3,7 @@
 # the same cores. Prints markdown for bench/results/pages.md on stdout (progress on stderr).
 #
 #   bench/page_bench.sh --pages DIR --det FILE [--weights FILE] [--threads N] [--limit N]
-#                       [--skip N] [--rounds R] [--bin DIR] [--out DIR]
+#                       [--skip N] [--rounds R] [--bin DIR] [--out DIR] [--ppocr PYTHON]
 #
 # DIR holds pages with their truth: NAME.png (or .jpg, .tif: one page an image) beside NAME.json
 # (ocrt-synth --pages), NAME.hocr or NAME.xml (ALTO, PAGE XML); --limit of them in name order are
@@ -12,7 +12,10 @@
 #              --threads N --format hocr --output-dir ...
 #   Tesseract  one process a page, N at a time (xargs -P N), OMP_THREAD_LIMIT=1:
 #              tesseract IMG OUT -l eng hocr
-# Rounds alternate (ocrt, Tesseract, ocrt, Tesseract, ...); pages/s is the pages over the wall
+#   PP-OCRv6   with --ppocr PYTHON (the python of bench/peers.sh's venv, which has pip's rapidocr):
+#              one process over all the pages, PYTHON bench/ppocr.py pages LIST --threads N --out DIR
+#              (PP-OCRv6 small detector and recogniser on ONNX Runtime, hOCR out)
+# Rounds alternate (ocrt, Tesseract[, PP-OCRv6], ocrt, ...); pages/s is the pages over the wall
 # time of each side's whole run (start-up and model loading included), median of the rounds;
 # peak RSS from /usr/bin/time (ocrt: its one process; Tesseract: the largest of its processes).
 # Both sides' hOCR files are scored by the same code, bench_page_score (infer/page_eval.h: words
@@ -33,6 +36,7 @@ LIMIT=24
 SKIP=0
 ROUNDS=2
 OUT=/tmp/ocrt-page-bench
+PPOCR=""
 
 usage() { awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; cat <<EOF
 
@@ -45,6 +49,7 @@ usage() { awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"
   --rounds R       timed runs of each engine, alternating; medians quoted ($ROUNDS)
   --bin DIR        folder with ocrt-infer and bench_page_score ($BIN)
   --out DIR        work folder, emptied first ($OUT)
+  --ppocr PYTHON   also PP-OCRv6 small through bench/ppocr.py with this python (bench/peers.sh's venv)
 EOF
 }
 while (($#)); do
@@ -53,6 +58,7 @@ while (($#)); do
   case $1 in
     --pages) PAGES=$2 ;; --det) DET=$2 ;; --weights) WEIGHTS=$2 ;; --threads) THREADS=$2 ;;
     --limit) LIMIT=$2 ;; --skip) SKIP=$2 ;; --rounds) ROUNDS=$2 ;; --bin) BIN=$2 ;; --out) OUT=$2 ;;
+    --ppocr) PPOCR=$2 ;;
     *) echo "page_bench.sh: unknown argument '$1' (--help lists them)" >&2; exit 2 ;;
   esac
   shift 2
@@ -69,6 +75,9 @@ done
 [[ $LIMIT =~ ^[1-9][0-9]*$ && $THREADS =~ ^[1-9][0-9]*$ && $ROUNDS =~ ^[1-9][0-9]*$ && $SKIP =~ ^[0-9]+$ ]] ||
   die "--limit, --threads and --rounds take positive integers, --skip a count"
 [[ -x /usr/bin/time ]] || die "/usr/bin/time is missing (apt-get install time)"
+if [[ -n $PPOCR ]]; then
+  "$PPOCR" -c 'import rapidocr' 2>/dev/null || die "--ppocr: $PPOCR cannot import rapidocr (bench/peers.sh installs it)"
+fi
 
 # ---- the peer, a benchmark-only dependency
 if ! command -v tesseract >/dev/null || ! tesseract --list-langs 2>/dev/null | grep -qx eng; then
@@ -130,7 +139,14 @@ run_tesseract() {  # DIR: DIR/tess/NAME.hocr, NAME.log, NAME.time (peak RSS KB, 
     sh {} "$d" < "$OUT/pages.txt" || say "tesseract: some pages failed (see $d/*.log)"
 }
 
-for r in $(seq "$ROUNDS"); do   # alternate ocrt, tesseract
+run_ppocr() {  # DIR: DIR/ppocr/NAME.hocr, the log in DIR/ppocr.log, time -v in DIR/ppocr.time
+  local d=$1
+  mkdir -p "$d/ppocr"
+  /usr/bin/time -v -o "$d/ppocr.time" "$PPOCR" bench/ppocr.py pages "$OUT/pages.txt" --threads "$THREADS" \
+      --out "$d/ppocr" 2> "$d/ppocr.log" || die "bench/ppocr.py failed ($d/ppocr.log)"
+}
+
+for r in $(seq "$ROUNDS"); do   # alternate ocrt, tesseract (, PP-OCRv6)
   d=$OUT/round$r
   mkdir -p "$d"
   echo "ocrt round $r: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/load.txt"
@@ -141,6 +157,12 @@ for r in $(seq "$ROUNDS"); do   # alternate ocrt, tesseract
   say "round $r/$ROUNDS: tesseract on $N pages, $THREADS processes (load $(cut -d' ' -f1 /proc/loadavg))"
   t0=$(now); run_tesseract "$d"; t1=$(now)
   echo "$t0 $t1" | awk '{print $2 - $1}' > "$d/tesseract.seconds"
+  if [[ -n $PPOCR ]]; then
+    echo "ppocr round $r: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/load.txt"
+    say "round $r/$ROUNDS: PP-OCRv6 on $N pages, $THREADS threads (load $(cut -d' ' -f1 /proc/loadavg))"
+    t0=$(now); run_ppocr "$d"; t1=$(now)
+    echo "$t0 $t1" | awk '{print $2 - $1}' > "$d/ppocr.seconds"
+  fi
 done
 
 # ---- scoring: the same scorer for both
@@ -152,6 +174,11 @@ pairs "$OUT/round1/tess" > "$OUT/pairs-tesseract.tsv"
 "$BIN/bench_page_score" --name ocrt --pairs "$OUT/pairs-ocrt.tsv" --json "$OUT/score-ocrt.json" > "$OUT/score-ocrt.md"
 "$BIN/bench_page_score" --name "Tesseract" --pairs "$OUT/pairs-tesseract.tsv" --json "$OUT/score-tesseract.json" \
     > "$OUT/score-tesseract.md"
+if [[ -n $PPOCR ]]; then
+  pairs "$OUT/round1/ppocr" > "$OUT/pairs-ppocr.tsv"
+  "$BIN/bench_page_score" --name "PP-OCRv6" --pairs "$OUT/pairs-ppocr.tsv" --json "$OUT/score-ppocr.json" \
+      > "$OUT/score-ppocr.md"
+fi
 for r in $(seq 2 "$ROUNDS"); do   # the readings must not change between rounds
   diff -rq "$OUT/round1/ocrt" "$OUT/round$r/ocrt" > /dev/null || say "warning: ocrt read differently in round $r"
   for f in "$OUT"/round1/tess/*.hocr; do
@@ -215,6 +242,13 @@ spread() { sort -g "$@" | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.1f-%.1
 OCRT_S=$(cat "$OUT"/round*/ocrt.seconds | median)
 TESS_S=$(cat "$OUT"/round*/tesseract.seconds | median)
 OCRT_RSS=$(for r in "$OUT"/round*; do sed -n 's/.*Maximum resident set size (kbytes): //p' "$r/ocrt.time"; done | sort -g | tail -1)
+PP_S="" PP_RSS="" PP_LINE=""
+if [[ -n $PPOCR ]]; then
+  PP_S=$(cat "$OUT"/round*/ppocr.seconds | median)
+  PP_RSS=$(for r in "$OUT"/round*; do sed -n 's/.*Maximum resident set size (kbytes): //p' "$r/ppocr.time"; done | sort -g | tail -1)
+  PP_V=$("$PPOCR" -c 'import importlib.metadata as m; print("rapidocr", m.version("rapidocr"), "on onnxruntime", m.version("onnxruntime"))' 2>/dev/null || echo "rapidocr ?")
+  PP_LINE="- PP-OCRv6 small: $PP_V, \`$PPOCR bench/ppocr.py pages PAGES --threads $THREADS --out DIR\` (its detector and recogniser, no orientation classifier, word boxes; one process; wall s $(spread "$OUT"/round*/ppocr.seconds))."
+fi
 TESS_RSS=$(cat "$OUT"/round*/tess/*.time 2>/dev/null | awk 'NF == 2 && $1 ~ /^[0-9]+$/ {print $1}' | sort -g | tail -1)
 TESS_RSS_MED=$(cat "$OUT"/round*/tess/*.time 2>/dev/null | awk 'NF == 2 && $1 ~ /^[0-9]+$/ {print $1}' | median)
 TESS_PAGE_S=$(cat "$OUT"/round*/tess/*.time 2>/dev/null | awk 'NF == 2 && $1 ~ /^[0-9]+$/ {print $2}' | median)
@@ -246,13 +280,18 @@ bench/page_bench.sh --pages $PAGES --det $DET --weights $WEIGHTS --threads $THRE
   $CROSS.
 EOF
 [[ -z $TESS_FAILED ]] || echo "- Tesseract wrote no hOCR for: $TESS_FAILED (scored as pages with no words)."
+[[ -z $PP_LINE ]] || echo "$PP_LINE"
 echo
-python3 - "$OUT/score-ocrt.json" "$OUT/score-tesseract.json" "$N" "$OCRT_S" "$TESS_S" "$OCRT_RSS" "$TESS_RSS" <<'EOF'
+python3 - "$OUT/score-ocrt.json" "$OUT/score-tesseract.json" "$N" "$OCRT_S" "$TESS_S" "$OCRT_RSS" "$TESS_RSS" \
+    "${PPOCR:+$OUT/score-ppocr.json}" "$PP_S" "$PP_RSS" <<'EOF'
 import json, sys
 o, t = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 n = int(sys.argv[3])
 secs = {"ocrt": float(sys.argv[4]), "tess": float(sys.argv[5])}
 rss = {"ocrt": int(sys.argv[6] or 0), "tess": int(sys.argv[7] or 0)}
+pp = json.load(open(sys.argv[8])) if len(sys.argv) > 8 and sys.argv[8] else None
+if pp:
+    secs["pp"], rss["pp"] = float(sys.argv[9]), int(sys.argv[10] or 0)
 def row(name, key, j):
     s, f = j["score"], j["folded"]
     return (f"| {name} | {n / secs[key]:.3f} | {secs[key]:.1f} | {rss[key] / 1024:.0f} | {100 * s['word_accuracy']:.2f}% "
@@ -261,24 +300,32 @@ print(f"| engine | pages/s | wall s | peak RSS MiB | word accuracy | folded | mi
 print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 print(row("ocrt", "ocrt", o))
 print(row("Tesseract", "tess", t))
+if pp:
+    print(row("PP-OCRv6 small", "pp", pp))
 print(f"\nTruth: {o['score']['truth_words']} words, {o['score']['truth_chars']} characters.\n")
 print("By layout (word accuracy folded, missed, extra, CER folded):\n")
-print("| layout | pages | words | ocrt word acc. | Tesseract word acc. | ocrt missed / extra | Tesseract missed / extra | ocrt CER | Tesseract CER |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+ppc = " PP-OCRv6 word acc. |" if pp else ""
+print("| layout | pages | words | ocrt word acc. | Tesseract word acc. |" + ppc +
+      " ocrt missed / extra | Tesseract missed / extra | ocrt CER | Tesseract CER |")
+print("| --- | --- | --- | --- | --- |" + (" --- |" if pp else "") + " --- | --- | --- | --- |")
 for layout in sorted(set(o["layouts"]) | set(t["layouts"])):
     a, b = o["layouts"].get(layout), t["layouts"].get(layout)
     if not a or not b:
         continue
     fa, fb = a["folded"], b["folded"]
-    print(f"| {layout} | {a['pages']} | {fa['truth_words']} | {100 * fa['word_accuracy']:.2f}% | {100 * fb['word_accuracy']:.2f}% "
-          f"| {fa['missed']} / {fa['extra']} | {fb['missed']} / {fb['extra']} | {100 * fa['cer']:.2f}% | {100 * fb['cer']:.2f}% |")
+    c = pp["layouts"].get(layout) if pp else None
+    ppv = f" {100 * c['folded']['word_accuracy']:.2f}% |" if c else (" |" if pp else "")
+    print(f"| {layout} | {a['pages']} | {fa['truth_words']} | {100 * fa['word_accuracy']:.2f}% | {100 * fb['word_accuracy']:.2f}% |{ppv}"
+          f" {fa['missed']} / {fa['extra']} | {fb['missed']} / {fb['extra']} | {100 * fa['cer']:.2f}% | {100 * fb['cer']:.2f}% |")
 print("\nPer page (folded):\n")
-print("| page | layout | words | ocrt word acc. | Tesseract word acc. | ocrt CER | Tesseract CER |")
-print("| --- | --- | --- | --- | --- | --- | --- |")
-for pa, pb in zip(o["pages_scored"], t["pages_scored"]):
+print("| page | layout | words | ocrt word acc. | Tesseract word acc. |" + ppc + " ocrt CER | Tesseract CER |")
+print("| --- | --- | --- | --- | --- |" + (" --- |" if pp else "") + " --- | --- |")
+pcs = pp["pages_scored"] if pp else [None] * len(o["pages_scored"])
+for pa, pb, pc in zip(o["pages_scored"], t["pages_scored"], pcs):
     name = pa["truth"].rsplit("/", 1)[-1].rsplit(".", 1)[0]
     fa, fb = pa["folded"], pb["folded"]
     mark = lambda p: " (failed)" if "error" in p else ""
+    ppv = f" {100 * pc['folded']['word_accuracy']:.1f}%{mark(pc)} |" if pc else ""
     print(f"| {name} | {pa['layout']} | {fa['truth_words']} | {100 * fa['word_accuracy']:.1f}%{mark(pa)} "
-          f"| {100 * fb['word_accuracy']:.1f}%{mark(pb)} | {100 * fa['cer']:.1f}% | {100 * fb['cer']:.1f}% |")
+          f"| {100 * fb['word_accuracy']:.1f}%{mark(pb)} |{ppv} {100 * fa['cer']:.1f}% | {100 * fb['cer']:.1f}% |")
 EOF

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The benchmark peers of docs/benchmarking.md in a Python virtual environment of their own: a
 # current PyTorch from pip (CPU build), ONNX Runtime and OpenVINO, with onnx, numpy, pillow and
-# safetensors. They are for benchmarks only: nothing in the product or its tests imports them.
+# safetensors, and rapidocr (PP-OCRv6 small, its ONNX models inside the wheel: bench/ppocr.py).
+# They are for benchmarks only: nothing in the product or its tests imports them.
 #
 #   bench/peers.sh              make the environment (or check that it is complete), print versions
 #   bench/peers.sh --python     the same quietly, then print the environment's python on stdout
@@ -20,8 +21,8 @@ BASE=${OCRT_PEERS_BASE:-python3}
 CPU_INDEX=https://download.pytorch.org/whl/cpu
 PY=$VENV/bin/python
 # bench/peer_infer.py exports with torch.onnx's TorchScript exporter, which needs no onnxscript
-PACKAGES=(onnxruntime openvino onnx numpy pillow safetensors)
-IMPORTS="import torch, onnxruntime, openvino, onnx, numpy, PIL, safetensors"
+PACKAGES=(onnxruntime openvino onnx numpy pillow safetensors rapidocr)
+IMPORTS="import torch, onnxruntime, openvino, onnx, numpy, PIL, safetensors, rapidocr"
 
 quiet=0
 case "${1:-}" in
@@ -68,4 +69,6 @@ print(f"onnxruntime {onnxruntime.__version__} (providers: {', '.join(onnxruntime
 print(f"openvino {openvino.get_version()}")
 print(f"onnx {onnx.__version__}, numpy {numpy.__version__}, pillow {PIL.__version__}, "
       f"safetensors {safetensors.__version__}")
+import importlib.metadata
+print(f"rapidocr {importlib.metadata.version('rapidocr')} (PP-OCRv6 small, bench/ppocr.py)")
 EOF

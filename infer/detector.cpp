@@ -1,6 +1,7 @@
 // The text detector: a page through DBNet into line outlines (see detector.h).
 #include "infer/detector.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -57,6 +58,10 @@ void TextDetector::use_model(std::shared_ptr<nn::DBNet> model) {
   boxes_ = model_->box_options();  // what the map is read with: the model's, and the caller's thresholds
   for (const double v : {options_.threshold, options_.box_threshold})
     OCRT_CHECK(v < 0 || v <= 1, "text detector: a threshold must be in [0, 1], got ", v);
+  OCRT_CHECK(options_.small_lines >= 0 && std::isfinite(options_.small_lines) && options_.line_target > 0 &&
+                 std::isfinite(options_.line_target),
+             "text detector: small_lines must be >= 0 and line_target > 0, got ", options_.small_lines, " and ",
+             options_.line_target);
   if (options_.threshold >= 0) boxes_.threshold = (float)options_.threshold;
   if (options_.box_threshold >= 0) boxes_.box_threshold = (float)options_.box_threshold;
 }
@@ -81,7 +86,13 @@ std::vector<nn::TextBox> TextDetector::detect(const GrayImage& page, Times* time
   check_page(page);
   if (model_) {
     nn::DetectedPage d = nn::detect_text_lines(*model_, page, options_.max_side, /*keep_map=*/false, boxes_);
-    if (times) *times = {d.prepare_s, d.forward_s, d.boxes_s};
+    Times t{d.prepare_s, d.forward_s, d.boxes_s};
+    if (const int64_t side = second_look_side(d.boxes, page.width, page.height, options_); side > 0) {
+      nn::DetectedPage again = nn::detect_text_lines(*model_, page, side, /*keep_map=*/false, boxes_);
+      t.prepare += again.prepare_s, t.forward += again.forward_s, t.boxes += again.boxes_s;
+      d.boxes = std::move(again.boxes);
+    }
+    if (times) *times = t;
     return std::move(d.boxes);
   }
   using Clock = std::chrono::steady_clock;
@@ -92,6 +103,27 @@ std::vector<nn::TextBox> TextDetector::detect(const GrayImage& page, Times* time
   if (times)
     *times = {0, std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(Clock::now() - t1).count()};
   return boxes;
+}
+
+int64_t second_look_side(const std::vector<nn::TextBox>& boxes, int64_t width, int64_t height,
+                         const DetectorOptions& options) {
+  // A median of fewer lines says little about the print (a slide, a blank page with specks).
+  constexpr size_t kMinLines = 8;
+  constexpr double kMostScale = 1.6;
+  const int64_t longer = std::max(width, height);
+  if (options.small_lines <= 0 || boxes.size() < kMinLines || longer <= options.max_side) return 0;
+  std::vector<double> thickness;
+  thickness.reserve(boxes.size());
+  for (const nn::TextBox& b : boxes) {
+    const auto& c = b.outline.corners;
+    thickness.push_back(std::min(distance(c[0], c[1]), distance(c[0], c[3])));
+  }
+  std::nth_element(thickness.begin(), thickness.begin() + (ptrdiff_t)(thickness.size() / 2), thickness.end());
+  const double in_map = thickness[thickness.size() / 2] * (double)options.max_side / (double)longer;
+  if (!(in_map > 0) || in_map >= options.small_lines) return 0;
+  const double side = std::min({(double)options.max_side * options.line_target / in_map, (double)longer,
+                                kMostScale * (double)options.max_side});
+  return side >= (double)options.max_side + nn::DBNet::kSizeMultiple ? (int64_t)side : 0;
 }
 
 }  // namespace ocrt::infer

@@ -15,7 +15,14 @@
 //   5. turn the map into line outlines with models/text_boxes.h, with the threshold and box
 //      threshold the model was trained for and the growth that undoes its training shrink
 //      (its config carries them), and the page's own size as the image size, so outlines come
-//      back in page pixels.
+//      back in page pixels;
+//   6. a second look at pages of small print: where the lines found are on the whole (their
+//      median) thinner than small_lines pixels in the map, and the page was scaled down, steps
+//      1-5 run again with the page scaled so that they would be line_target pixels (up to the
+//      page's own size, at most 1.6 x max_side), and those outlines are the page's. The shipped
+//      detector learnt from pages whose lines are 15-40 pixels in its map; on a page whose
+//      print is smaller (a dense table, a page of small type scanned large) it misses short
+//      lines and merges others. docs/pages.md ("A second look at small print") has the figures.
 //
 // Two other ways to build one, for tests and experiments: from a DBNet already in memory (random
 // weights, or one being trained), and from a function that paints the probability map (a test
@@ -49,6 +56,9 @@ struct DetectorOptions {
   // is text above `threshold`; a region is kept when its mean probability is at least
   // `box_threshold`. Both in [0, 1].
   double threshold = -1, box_threshold = -1;
+  // Step 6 above: a second look when the lines' median thickness in the map is under
+  // small_lines pixels (0: never), at the scale that makes it line_target pixels.
+  double small_lines = 15, line_target = 20;
 };
 
 // A probability map over a whole page: height x width values in [0, 1], row-major. It may be
@@ -98,5 +108,13 @@ class TextDetector {
   MapFunction paint_;
   nn::TextBoxOptions boxes_;
 };
+
+// Step 6 of detect(): the longer side at which to detect a `width` x `height` page again, given
+// the outlines found with `options` (at options.max_side); 0 for no second look (fewer than 8
+// outlines, a page not scaled down, lines at least options.small_lines thick in the map, or
+// small_lines 0). At most the page's own size and 1.6 x max_side (the detector's memory grows
+// with the pixels: at 2048 its tensors peak at 131 MiB against 51 at 1280).
+int64_t second_look_side(const std::vector<nn::TextBox>& boxes, int64_t width, int64_t height,
+                         const DetectorOptions& options);
 
 }  // namespace ocrt::infer

@@ -93,6 +93,7 @@ struct Args {
   InputKind kind = InputKind::automatic;
   int64_t max_side = 1280;
   double det_threshold = -1, box_threshold = -1;  // negative: the detector file's own
+  double small_lines = DetectorOptions().small_lines;
   double end_reach = PageReaderOptions().end_reach, side_reach = PageReaderOptions().side_reach;
   int rotation = -1;
   int page_jobs = 0;  // 0: page_lanes_for's default
@@ -156,6 +157,10 @@ with --format tsv (a table of lines) every image is a line.)");
   p.add(cli::integer("--max-side", "N", a.max_side, 32, 65536,
                      "pages are scaled down so that their longer side is at most N pixels\n"
                      "before the detector (1280)"));
+  p.add(cli::real("--small-lines", "PX", a.small_lines, Range{0, 1000},
+                  "a page whose lines are on the whole thinner than PX pixels at --max-side\n"
+                  "is detected again, scaled so that they would be 20 (up to its own size,\n"
+                  "at most twice --max-side); 0: never (default 15)"));
   p.add(cli::real("--det-threshold", "P", a.det_threshold, Range{0, 1},
                   "a pixel of the detector's map is text when its probability is above P\n"
                   "(default: the detector file's, 0.3 for the shipped one)"));
@@ -740,6 +745,7 @@ InferRun::InferRun(Args args) : args_(std::move(args)) {
   if (args_.weights.empty()) args_.weights = default_weights();
   predictor_ = std::make_unique<Predictor>(args_.weights, args_.options);
   detector_options_ = {args_.options.devices[0], args_.max_side, args_.det_threshold, args_.box_threshold};
+  detector_options_.small_lines = args_.small_lines;
   detector_ = std::make_unique<DetectorSlot>(args_.det_weights, detector_options_);
   threads_ = args_.options.threads > 0 ? args_.options.threads : default_num_threads();
   page_jobs_ = page_lanes_for(args_.page_jobs, args_.options.devices, threads_, predictor_->model_values());

@@ -12,8 +12,6 @@ namespace ocrt::infer {
 namespace {
 
 Point lerp(const Point& a, const Point& b, double f) { return {a.x + (b.x - a.x) * f, a.y + (b.y - a.y) * f}; }
-double distance(const Point& a, const Point& b) { return std::hypot(b.x - a.x, b.y - a.y); }
-
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;

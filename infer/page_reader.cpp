@@ -13,8 +13,6 @@ namespace ocrt::infer {
 
 namespace {
 
-double distance(const Point& a, const Point& b) { return std::hypot(b.x - a.x, b.y - a.y); }
-
 // Adds the seconds since `since` to `total` and restarts the clock.
 using Clock = std::chrono::steady_clock;
 void lap(Clock::time_point& since, double& total) {
@@ -174,6 +172,19 @@ Point from_upright(const Point& p, int rotation, int64_t width, int64_t height) 
   }
 }
 
+int orientation_vote(const std::vector<double>& upright, const std::vector<double>& turned, double mean_upright,
+                     double mean_turned, int votes[2]) {
+  OCRT_CHECK(upright.size() == turned.size(), "orientation_vote: ", upright.size(), " lines read upright, ",
+             turned.size(), " turned");
+  votes[0] = votes[1] = 0;
+  for (size_t j = 0; j < upright.size(); ++j) {
+    const double a = upright[j], b = turned[j];
+    if (a != b && std::max(a, b) >= kOrientationVoteFloor) ++votes[b > a ? 1 : 0];
+  }
+  if (votes[0] != votes[1]) return votes[1] > votes[0] ? 1 : 0;
+  return mean_turned > mean_upright ? 1 : 0;
+}
+
 namespace {
 
 // What reading a page's lines needs and gives, line by line (index i is the detector's box i).
@@ -245,7 +256,7 @@ std::vector<nn::TextBox> detect_boxes(const GrayImage& image, TextDetector& dete
 
 // 2. The page's orientation, from its longest outlines: read upright (0, or 90 where the
 // outlines run down the page) and, only when that reading is not sure, turned by 180 as well;
-// the surer way wins, and the probe lines keep its readings.
+// then the lines vote (orientation_vote), and the probe lines keep the winning way's readings.
 int decide_orientation(PageWork& w) {
   PageReadInfo& info = w.info;
   info.rotation_decided = true;
@@ -276,7 +287,15 @@ int decide_orientation(PageWork& w) {
     read[1] = w.cut_and_read(order, second, quads[1], image_widths[1]);
     info.probe_confidence[1] = mean_confidence(read[1]);
   }
-  const int way = info.probe_confidence[1] > info.probe_confidence[0] ? 1 : 0;
+  std::vector<double> per_line[2];
+  if (info.probed_both)
+    for (int k = 0; k < 2; ++k)
+      for (const LineResult& r : read[k]) per_line[k].push_back(confidence_per_char({&r}));
+  int votes[2] = {0, 0};
+  const int way = info.probed_both ? orientation_vote(per_line[0], per_line[1], info.probe_confidence[0],
+                                                      info.probe_confidence[1], votes)
+                                   : 0;
+  info.probe_votes[0] = votes[0], info.probe_votes[1] = votes[1];
   w.keep(order, std::move(read[way]), quads[way], image_widths[way]);
   return way ? second : first;
 }

@@ -125,18 +125,48 @@ DBNet::Maps DBNet::forward_maps(const Tensor& x, bool with_threshold) {
   std::array<Tensor, 4> C;
   Tensor y = stem->forward(x);
   for (int i = 0; i < 4; ++i) C[i] = y = stage_[i]->forward(y);
-  // The pyramid, top-down: P5 = L5, Pi = Li + up2(P(i+1)).
+  y = Tensor();
+  // The pyramid, top-down: P5 = L5, Pi = Li + up2(P(i+1)). Each level smoothed to fpn/4 channels
+  // and brought to 1/4: F = cat(P5, P4, P3, P2). Without gradients each level goes into its
+  // slice of F as soon as it is made, and each C and P is let go once used: a page's detector
+  // then holds F and one level's maps at a time (at 2048 pixels, 161 MiB of tensors at most
+  // became ... MiB: bench_layers --page PAGE --side 2048).
+  const bool inference = !is_training() && !grad_enabled();
   std::array<Tensor, 4> P;
-  P[3] = lateral_[3]->forward(C[3]);
-  for (int i = 2; i >= 0; --i) P[i] = add(lateral_[i]->forward(C[i]), upsample_nearest2d(P[i + 1], {2, 2}));
-  // Each level smoothed to fpn/4 channels and brought to 1/4: F = cat(P5, P4, P3, P2).
   std::vector<Tensor> parts;
-  for (int i = 3; i >= 0; --i) {
-    Tensor s = smooth_[i]->forward(P[i]);
+  Tensor F;
+  const int64_t part_channels = smooth_[0]->weight.size(0);
+  const auto smoothed = [&](int i) {
+    Tensor s = smooth_[i]->forward(P[(size_t)i]);
     const int64_t up = int64_t(1) << i;
-    parts.push_back(up > 1 ? upsample_nearest2d(s, {up, up}) : s);
+    return up > 1 ? upsample_nearest2d(s, {up, up}) : s;
+  };
+  const auto add_part = [&](int i, Tensor part) {
+    if (!inference) {
+      parts.push_back(std::move(part));
+      return;
+    }
+    if (!F.defined()) F = Tensor::empty({part.size(0), 4 * part_channels, part.size(2), part.size(3)}, part.dtype(), part.device());
+    F.narrow(1, (3 - i) * part_channels, part_channels).copy_(part);
+  };
+  P[3] = lateral_[3]->forward(C[3]);
+  if (inference) C[3] = Tensor();
+  for (int i = 2; i >= 0; --i) {
+    P[(size_t)i] = add(lateral_[i]->forward(C[(size_t)i]), upsample_nearest2d(P[(size_t)i + 1], {2, 2}));
+    if (inference) {
+      C[(size_t)i] = Tensor();
+      add_part(i + 1, smoothed(i + 1));
+      P[(size_t)i + 1] = Tensor();
+    }
   }
-  Tensor F = concat(parts, 1);
+  if (inference) {
+    add_part(0, smoothed(0));
+    P[0] = Tensor();
+  } else {
+    for (int i = 3; i >= 0; --i) parts.push_back(smoothed(i));
+    F = concat(parts, 1);
+    parts.clear();
+  }
   Maps m;
   const bool banded = !with_threshold && !is_training() && !grad_enabled() && F.device().is_cpu() &&
                       F.size(2) > kHeadBandRows + 2 * kHeadHalo;
@@ -257,14 +287,15 @@ Tensor DBNet::prob_head_in_bands(const Tensor& F) const {
   constexpr int64_t kUp = 4;  // the head's two 2x upsamplings
   const int64_t H = F.size(2);
   const FusedHead head(*prob_head);
-  std::vector<Tensor> bands;
+  Tensor map;  // each band's rows go straight into it
   for (int64_t r0 = 0; r0 < H; r0 += kHeadBandRows) {
     const int64_t r1 = std::min(H, r0 + kHeadBandRows);
     const int64_t a = std::max<int64_t>(0, r0 - kHeadHalo), b = std::min(H, r1 + kHeadHalo);
     const Tensor part = head.forward(F.narrow(2, a, b - a).contiguous());
-    bands.push_back(part.narrow(2, kUp * (r0 - a), kUp * (r1 - r0)));
+    if (!map.defined()) map = Tensor::empty({part.size(0), part.size(1), kUp * H, part.size(3)}, part.dtype(), part.device());
+    map.narrow(2, kUp * r0, kUp * (r1 - r0)).copy_(part.narrow(2, kUp * (r0 - a), kUp * (r1 - r0)));
   }
-  return concat(bands, 2);
+  return map;
 }
 
 TextBoxOptions DBNet::box_options() const {

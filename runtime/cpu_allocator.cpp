@@ -188,6 +188,12 @@ CpuMemoryStats cpu_memory_stats() {
   return {c.allocated, c.cached, c.peak};
 }
 
+void cpu_reset_peak() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.peak = c.allocated;
+}
+
 void cpu_empty_cache() {
   Cache& c = cache();
   std::map<size_t, std::vector<void*>> blocks;

@@ -43,6 +43,9 @@ CpuMemoryStats cpu_memory_stats();
 void cpu_empty_cache();                  // frees every cached block
 void cpu_set_cache_limit(size_t bytes);  // default 2 GiB; 0 disables caching
 void cpu_set_cache_trim(bool on);        // default off; see above
+// Starts `peak` again from the bytes live now (a benchmark measures what one step holds at
+// most); with trimming on, the cache's bound starts again from there too.
+void cpu_reset_peak();
 
 // While it lives, the CPU tensors this thread allocates may add up to at most `bytes` (counting
 // every allocation, frees not subtracted); one past that throws Error("<what>: ..."). For work

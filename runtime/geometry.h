@@ -2,6 +2,7 @@
 // reads them (infer/page.h, models/text_boxes.h).
 #pragma once
 #include <array>
+#include <cmath>
 #include <cstddef>
 
 namespace ocrt {
@@ -9,6 +10,8 @@ namespace ocrt {
 struct Point {
   double x = 0, y = 0;
 };
+
+inline double distance(const Point& a, const Point& b) { return std::hypot(b.x - a.x, b.y - a.y); }
 
 // An axis-aligned box in page pixels: x0 <= x < x1, y0 <= y < y1.
 struct Rect {

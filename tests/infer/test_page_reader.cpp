@@ -196,6 +196,63 @@ std::string read_text(const fs::path& path) {
 
 }  // namespace
 
+TEST_CASE("page reader: the probe lines vote for the page's orientation, lines of junk do not", "[page_reader]") {
+  int votes[2];
+  // A table page standing upright: its longest "line" is a run of leader dots, junk either way,
+  // which pulled the mean below the turned reading's; 7 lines of text are surer upright.
+  const std::vector<double> table_up{0.113, 0.942, 0.946, 0.749, 0.999, 0.940, 0.973, 0.967};
+  const std::vector<double> table_turned{0.300, 0.795, 0.641, 0.645, 0.760, 0.657, 0.790, 0.845};
+  CHECK(orientation_vote(table_up, table_turned, 0.538, 0.629, votes) == 0);
+  CHECK(votes[0] == 7);
+  CHECK(votes[1] == 0);
+  // A chart page turned by 180 degrees: 2 lines of text, 6 of graphics read as junk (under
+  // kOrientationVoteFloor either way), which must not outvote them.
+  const std::vector<double> chart_up{0.803, 0.694, 0.120, 0.116, 0.226, 0.122, 0.222, 0.177};
+  const std::vector<double> chart_turned{0.990, 0.979, 0.104, 0.093, 0.142, 0.113, 0.129, 0.108};
+  CHECK(orientation_vote(chart_up, chart_turned, 0.305, 0.328, votes) == 1);
+  CHECK(votes[0] == 0);
+  CHECK(votes[1] == 2);
+  // No line reads as text, or the votes tie: the means decide, and equal means keep the first way.
+  CHECK(orientation_vote({0.2, 0.3}, {0.1, 0.4}, 0.25, 0.26, votes) == 1);
+  CHECK(votes[0] + votes[1] == 0);
+  CHECK(orientation_vote({0.9, 0.6}, {0.8, 0.7}, 0.75, 0.74, votes) == 0);
+  CHECK(orientation_vote({0.9, 0.6}, {0.8, 0.7}, 0.74, 0.75, votes) == 1);
+  CHECK(orientation_vote({0.9}, {0.9}, 0.9, 0.9, votes) == 0);
+  CHECK(orientation_vote({}, {}, 0, 0, votes) == 0);
+  CHECK_THROWS_WITH(orientation_vote({0.9}, {}, 0.9, 0, votes), Catch::Contains("1 lines read upright, 0 turned"));
+}
+
+TEST_CASE("detector: a second look at pages of small print, at what size", "[page_reader]") {
+  // n outlines of a given thickness (page pixels), 300 long, down a page.
+  const auto lines = [](int n, double thick) {
+    std::vector<nn::TextBox> b((size_t)n);
+    for (int i = 0; i < n; ++i) b[(size_t)i].outline = Quad::from_rect({100, 50.0 * i, 400, 50.0 * i + thick});
+    return b;
+  };
+  DetectorOptions o;  // max_side 1280, small_lines 15, line_target 20
+  // 2000 x 2600: the map is 1280 / 2600 of the page. 25-pixel lines are 12.3 in the map: seen again
+  // at 1280 x 20 / 12.3 = 2080, held to 1.6 x 1280 = 2048.
+  CHECK(second_look_side(lines(10, 25), 2000, 2600, o) == 2048);
+  // 28-pixel lines, 13.8 in the map: at 1280 x 20 / 13.78 = 1857.
+  CHECK(second_look_side(lines(10, 28), 2000, 2600, o) == 1857);
+  // The median decides: 6 thick lines among 11 are enough to say no.
+  std::vector<nn::TextBox> mixed = lines(5, 25), thick = lines(6, 40);
+  mixed.insert(mixed.end(), thick.begin(), thick.end());
+  CHECK(second_look_side(mixed, 2000, 2600, o) == 0);
+  CHECK(second_look_side(lines(10, 40), 2000, 2600, o) == 0);  // 19.7 in the map: print of a usual size
+  CHECK(second_look_side(lines(7, 25), 2000, 2600, o) == 0);   // too few lines to tell
+  CHECK(second_look_side(lines(10, 10), 1000, 1200, o) == 0);  // a page not scaled down: nothing to gain
+  // Never past the page's own size, and not for less than a step of 32 pixels more.
+  CHECK(second_look_side(lines(10, 12), 1000, 1400, o) == 1400);
+  CHECK(second_look_side(lines(10, 12), 1000, 1300, o) == 0);
+  DetectorOptions off = o;
+  off.small_lines = 0;
+  CHECK(second_look_side(lines(10, 25), 2000, 2600, off) == 0);
+  DetectorOptions wider = o;
+  wider.line_target = 16;  // 1280 x 16 / 12.3 = 1664
+  CHECK(second_look_side(lines(10, 25), 2000, 2600, wider) == 1664);
+}
+
 TEST_CASE("page reader: outlines turned to a page's orientation, and points to the upright page and back",
           "[page_reader]") {
   const Quad q = Quad::from_rect({10, 20, 110, 40});  // a line reading right
