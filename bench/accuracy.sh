@@ -28,6 +28,7 @@ OUT=/tmp/ocrt-accuracy
 DECODE=""
 FONT_DIR=/usr/share/fonts/opentype/urw-base35
 TEXTS=bench/data/val-texts.txt
+PPOCR=""
 
 usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; cat <<EOF
 
@@ -42,6 +43,8 @@ usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; cat <<EOF
   --seed S         rendering seed; font k uses S + k ($SEED)
   --height LO:HI   glyph height in pixels, ocrt-synth --height ($HEIGHT)
   --out DIR        work folder, emptied first ($OUT)
+  --ppocr PYTHON   also PP-OCRv6 small's recogniser (bench/ppocr.py lines) with this python
+                   (bench/peers.sh's venv, which has pip's rapidocr), timed like the others
 EOF
 }
 while (($#)); do
@@ -50,7 +53,7 @@ while (($#)); do
   case $1 in
     --bin) BIN=$2 ;; --weights) WEIGHTS=$2 ;; --lines) LINES=$2 ;; --degrade) DEGRADE=$2 ;;
     --threads) THREADS=$2 ;; --rounds) ROUNDS=$2 ;; --seed) SEED=$2 ;; --height) HEIGHT=$2 ;;
-    --out) OUT=$2 ;; --decode) DECODE=$2 ;;
+    --out) OUT=$2 ;; --decode) DECODE=$2 ;; --ppocr) PPOCR=$2 ;;
     *) echo "accuracy.sh: unknown argument '$1' (--help lists them)" >&2; exit 2 ;;
   esac
   shift 2
@@ -64,6 +67,9 @@ done
 [[ $LINES =~ ^[1-9][0-9]*$ && $THREADS =~ ^[1-9][0-9]*$ && $ROUNDS =~ ^[1-9][0-9]*$ ]] ||
   die "--lines, --threads and --rounds take positive integers"
 (( LINES <= $(grep -c . "$TEXTS") )) || die "--lines: $TEXTS has only $(grep -c . "$TEXTS") lines"
+if [[ -n $PPOCR ]]; then
+  "$PPOCR" -c 'import rapidocr' 2>/dev/null || die "--ppocr: $PPOCR cannot import rapidocr (bench/peers.sh installs it)"
+fi
 
 # ---- the peer, a benchmark-only dependency
 if ! command -v tesseract >/dev/null || ! tesseract --list-langs 2>/dev/null | grep -qx eng; then
@@ -150,9 +156,12 @@ with open(sys.argv[1], "w", encoding="utf-8") as out:
             out.write(f"{p}\t{t}\n")
 EOF
 }
+run_ppocr() {  # LIST TSV LOG: one process, THREADS ONNX Runtime threads
+  "$PPOCR" bench/ppocr.py lines "$1" --threads "$THREADS" > "$2" 2> "$3" || { cat "$3" >&2; die "bench/ppocr.py failed"; }
+}
 now() { date +%s.%N; }
 
-for r in $(seq "$ROUNDS"); do   # alternate ocrt, tesseract
+for r in $(seq "$ROUNDS"); do   # alternate ocrt, tesseract (, PP-OCRv6)
   d=$OUT/round$r
   mkdir -p "$d"
   echo "ocrt round $r: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/load.txt"
@@ -163,6 +172,12 @@ for r in $(seq "$ROUNDS"); do   # alternate ocrt, tesseract
   say "round $r/$ROUNDS: tesseract on $N lines, $THREADS processes (load $(cut -d' ' -f1 /proc/loadavg))"
   t0=$(now); run_tesseract "$OUT/list.txt" "$d/tesseract.tsv" "$d/tess"; t1=$(now)
   echo "$t0 $t1" | awk '{print $2 - $1}' > "$d/tesseract.seconds"
+  if [[ -n $PPOCR ]]; then
+    echo "ppocr round $r: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/load.txt"
+    say "round $r/$ROUNDS: PP-OCRv6 on $N lines, $THREADS threads (load $(cut -d' ' -f1 /proc/loadavg))"
+    t0=$(now); run_ppocr "$OUT/list.txt" "$d/ppocr.tsv" "$d/ppocr.log"; t1=$(now)
+    echo "$t0 $t1" | awk '{print $2 - $1}' > "$d/ppocr.seconds"
+  fi
 done
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 OCRT_S=$(cat "$OUT"/round*/ocrt.seconds | median)
@@ -178,6 +193,13 @@ done
 say "samples/lines/: both engines"
 run_ocrt "$OUT/samples-list.txt" "$OUT/samples-ocrt.tsv" "$OUT/samples-ocrt.log"
 run_tesseract "$OUT/samples-list.txt" "$OUT/samples-tesseract.tsv" "$OUT/samples-tess"
+PP_ENGINE=() PP_SECONDS=() PP_SAMPLES=()
+if [[ -n $PPOCR ]]; then
+  run_ppocr "$OUT/samples-list.txt" "$OUT/samples-ppocr.tsv" "$OUT/samples-ppocr.log"
+  PP_ENGINE=(--engine "pp-ocrv6=$OUT/round1/ppocr.tsv")
+  PP_SECONDS=(--seconds "pp-ocrv6=$(cat "$OUT"/round*/ppocr.seconds | median)")
+  PP_SAMPLES=(--engine "pp-ocrv6=$OUT/samples-ppocr.tsv")
+fi
 
 # ---- the report
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -204,10 +226,17 @@ bench/accuracy.sh --bin $BIN --weights $WEIGHTS --lines $LINES --degrade "$DEGR_
   (wall s: ocrt $(spread "$OUT"/round*/ocrt.seconds), Tesseract $(spread "$OUT"/round*/tesseract.seconds)).
   ocrt-infer's own count (recognition only, without start-up): $OWN lines/s. 1-minute load average before
   each run (the machine's other work): ocrt $(awk '/^ocrt/ {print $4}' "$OUT/load.txt" | paste -sd' '), Tesseract $(awk '/^tesseract/ {print $4}' "$OUT/load.txt" | paste -sd' ').
-
 EOF
+if [[ -n $PPOCR ]]; then
+  cat <<EOF
+- PP-OCRv6 small (pp-ocrv6): $("$PPOCR" -c 'import importlib.metadata as m; print("rapidocr", m.version("rapidocr"), "on onnxruntime", m.version("onnxruntime"))' 2>/dev/null),
+  its recogniser alone on each line image (\`bench/ppocr.py lines LIST --threads $THREADS\`: no detector, no
+  orientation classifier), one process; wall s $(spread "$OUT"/round*/ppocr.seconds), timed like the others.
+EOF
+fi
+echo
 python3 bench/score_lines.py --truth "$OUT/render" --levels degradation,font --title "Validation lines ($N)" \
-    --engine ocrt="$OUT/round1/ocrt.tsv" --engine tesseract="$OUT/round1/tesseract.tsv" \
-    --seconds ocrt="$OCRT_S" --seconds tesseract="$TESS_S" --worst 5
+    --engine ocrt="$OUT/round1/ocrt.tsv" --engine tesseract="$OUT/round1/tesseract.tsv" "${PP_ENGINE[@]}" \
+    --seconds ocrt="$OCRT_S" --seconds tesseract="$TESS_S" "${PP_SECONDS[@]}" --worst 5
 python3 bench/score_lines.py --truth samples/lines --title "samples/lines/ (real sample lines)" \
-    --engine ocrt="$OUT/samples-ocrt.tsv" --engine tesseract="$OUT/samples-tesseract.tsv" --worst 12
+    --engine ocrt="$OUT/samples-ocrt.tsv" --engine tesseract="$OUT/samples-tesseract.tsv" "${PP_SAMPLES[@]}" --worst 12
