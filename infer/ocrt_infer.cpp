@@ -160,7 +160,7 @@ with --format tsv (a table of lines) every image is a line.)");
   p.add(cli::real("--small-lines", "PX", a.small_lines, Range{0, 1000},
                   "a page whose lines are on the whole thinner than PX pixels at --max-side\n"
                   "is detected again, scaled so that they would be 20 (up to its own size,\n"
-                  "at most twice --max-side); 0: never (default 15)"));
+                  "at most 1.6 x --max-side); 0: never (default 15)"));
   p.add(cli::real("--det-threshold", "P", a.det_threshold, Range{0, 1},
                   "a pixel of the detector's map is text when its probability is above P\n"
                   "(default: the detector file's, 0.3 for the shipped one)"));
