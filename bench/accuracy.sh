@@ -229,7 +229,7 @@ bench/accuracy.sh --bin $BIN --weights $WEIGHTS --lines $LINES --degrade "$DEGR_
 EOF
 if [[ -n $PPOCR ]]; then
   cat <<EOF
-- PP-OCRv6 small (pp-ocrv6): $("$PPOCR" -c 'import importlib.metadata as m; print("rapidocr", m.version("rapidocr"), "on onnxruntime", m.version("onnxruntime"))' 2>/dev/null),
+- PP-OCRv6 small (pp-ocrv6): $("$PPOCR" bench/ppocr.py version 2>/dev/null),
   its recogniser alone on each line image (\`bench/ppocr.py lines LIST --threads $THREADS\`: no detector, no
   orientation classifier), one process; wall s $(spread "$OUT"/round*/ppocr.seconds), timed like the others.
 EOF

@@ -246,7 +246,7 @@ PP_S="" PP_RSS="" PP_LINE=""
 if [[ -n $PPOCR ]]; then
   PP_S=$(cat "$OUT"/round*/ppocr.seconds | median)
   PP_RSS=$(for r in "$OUT"/round*; do sed -n 's/.*Maximum resident set size (kbytes): //p' "$r/ppocr.time"; done | sort -g | tail -1)
-  PP_V=$("$PPOCR" -c 'import importlib.metadata as m; print("rapidocr", m.version("rapidocr"), "on onnxruntime", m.version("onnxruntime"))' 2>/dev/null || echo "rapidocr ?")
+  PP_V=$("$PPOCR" bench/ppocr.py version 2>/dev/null || echo "rapidocr ?")
   PP_LINE="- PP-OCRv6 small: $PP_V, \`$PPOCR bench/ppocr.py pages PAGES --threads $THREADS --out DIR\` (its detector and recogniser, no orientation classifier, word boxes; one process; wall s $(spread "$OUT"/round*/ppocr.seconds))."
 fi
 TESS_RSS=$(cat "$OUT"/round*/tess/*.time 2>/dev/null | awk 'NF == 2 && $1 ~ /^[0-9]+$/ {print $1}' | sort -g | tail -1)

@@ -5,6 +5,7 @@ venv of bench/peers.sh; never a dependency of ocrt or of its tests.
 
   python bench/ppocr.py lines LIST --threads N            > TSV (path<TAB>text), one a line of LIST
   python bench/ppocr.py pages LIST --threads N --out DIR  (DIR/NAME.hocr for each page of LIST)
+  python bench/ppocr.py version                           ("rapidocr X on onnxruntime Y", for reports)
 
 LIST holds image paths, one a line. `lines` runs the recogniser alone on each image (no
 detector, no orientation classifier): a line image is what it reads, as ocrt-infer --line does.
@@ -73,11 +74,18 @@ def hocr(path, width, height, result):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("mode", choices=["lines", "pages"])
-    ap.add_argument("list")
+    ap.add_argument("mode", choices=["lines", "pages", "version"])
+    ap.add_argument("list", nargs="?")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", help="pages: the folder for NAME.hocr")
     a = ap.parse_args()
+    if a.mode == "version":
+        import importlib.metadata as m
+
+        print(f"rapidocr {m.version('rapidocr')} on onnxruntime {m.version('onnxruntime')}")
+        return
+    if not a.list:
+        sys.exit(f"ppocr.py {a.mode}: give the LIST of image paths")
     paths = [p.strip() for p in open(a.list) if p.strip()]
     e = engine(a.threads)
     import cv2

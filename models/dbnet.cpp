@@ -164,8 +164,7 @@ DBNet::Maps DBNet::forward_maps(const Tensor& x, bool with_threshold) {
     F = concat(parts, 1);
   }
   Maps m;
-  const bool banded = !with_threshold && !is_training() && !grad_enabled() && F.device().is_cpu() &&
-                      F.size(2) > kHeadBandRows + 2 * kHeadHalo;
+  const bool banded = !with_threshold && inference && F.device().is_cpu() && F.size(2) > kHeadBandRows + 2 * kHeadHalo;
   m.prob = banded ? prob_head_in_bands(F) : prob_head->forward(F);
   if (with_threshold) m.thresh = thresh_head->forward(F);
   return m;
