@@ -202,6 +202,17 @@ struct PageWork {
 
   std::string line_name(size_t i) const { return name + " line " + std::to_string(i + 1); }
 
+  // Room for every box's reading, none read yet.
+  void start() {
+    const size_t n = boxes.size();
+    readings.assign(n, {}), outlines.assign(n, {}), widths.assign(n, 0), done.assign(n, false);
+  }
+  // The mean confidence per character of the probe lines read the way decide_orientation took.
+  double winner_confidence() const {
+    const bool second = info.rotation == 180 || info.rotation == 270;
+    return info.probe_confidence[second ? 1 : 0];
+  }
+
   // Cuts out boxes `which`, each turned by `rotation`, and reads them; returns the readings,
   // the oriented outlines and the images' widths in the order of `which`.
   std::vector<LineResult> cut_and_read(const std::vector<size_t>& which, int rotation, std::vector<Quad>& quads,
@@ -300,6 +311,54 @@ int decide_orientation(PageWork& w) {
   return way ? second : first;
 }
 
+// The image turned back by a quarter turn: the pixels of a page turned clockwise by 90 degrees,
+// standing upright (to_upright's mapping; width and height swap).
+GrayImage quarter_turned(const GrayImage& image) {
+  GrayImage out;
+  out.width = image.height, out.height = image.width;
+  out.pixels.resize(image.pixels.size());
+  for (int64_t y = 0; y < out.height; ++y)
+    for (int64_t x = 0; x < out.width; ++x)
+      out.pixels[(size_t)(y * out.width + x)] = image.pixels[(size_t)(x * image.width + (image.width - 1 - y))];
+  return out;
+}
+
+// 2b. When the probe lines read poorly both ways, the page may stand sideways with lines the
+// detector, which learnt upright text, did not find: it sees a page turned by 90 degrees as
+// columns of short pieces across the text. The page is detected again turned by a quarter turn,
+// those outlines are put back on the page and probed (90 or 270), and the way whose probe lines
+// read with the higher mean confidence per character is kept.
+void look_sideways(PageWork& w, TextDetector& detector) {
+  PageReadInfo& info = w.info;
+  info.sideways_tried = true;
+  const int64_t W = w.image.width, H = w.image.height;
+  PageReadInfo side_info;
+  PageWork side{w.image, w.name, w.predictor, w.o, side_info, {}, {}, {}, {}, {}};
+  for (nn::TextBox& b : detect_boxes(quarter_turned(w.image), detector, side_info)) {
+    for (Point& c : b.outline.corners) c = from_upright(c, 90, W, H);
+    const auto& c = b.outline.corners;
+    b.angle = std::atan2(c[1].y - c[0].y, c[1].x - c[0].x) * 180 / M_PI;
+    if (b.angle <= -90) b.angle += 180;
+    if (b.angle > 90) b.angle -= 180;
+    side.boxes.push_back(std::move(b));
+  }
+  info.detect.prepare += side_info.detect.prepare, info.detect.forward += side_info.detect.forward;
+  info.detect.boxes += side_info.detect.boxes;
+  if (!side.boxes.empty()) {
+    side.start();
+    side_info.rotation = decide_orientation(side);
+    info.sideways_confidence = side.winner_confidence();
+  }
+  info.cut_s += side_info.cut_s, info.recognise_s += side_info.recognise_s;
+  if (side.boxes.empty() || !(info.sideways_confidence > w.winner_confidence())) return;
+  std::swap(w.boxes, side.boxes), std::swap(w.readings, side.readings), std::swap(w.outlines, side.outlines);
+  std::swap(w.widths, side.widths), std::swap(w.done, side.done);
+  info.rotation = side_info.rotation, info.boxes = side_info.boxes, info.probe_lines = side_info.probe_lines;
+  info.probed_both = side_info.probed_both;
+  for (int k = 0; k < 2; ++k)
+    info.probe_confidence[k] = side_info.probe_confidence[k], info.probe_votes[k] = side_info.probe_votes[k];
+}
+
 // 5. The words placed on the page; regions that read as nothing are no text line.
 std::vector<PageLine> place_lines(PageWork& w) {
   std::vector<PageLine> lines;
@@ -375,11 +434,14 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
   page.name = name;
   page.width = image.width, page.height = image.height;
   PageWork w{image, name, predictor, o, info, detect_boxes(image, detector, info), {}, {}, {}, {}};  // 1. detect
-  const size_t n = w.boxes.size();
   info.rotation = o.rotation >= 0 ? o.rotation : 0;
-  if (n > 0) {
-    w.readings.resize(n), w.outlines.resize(n), w.widths.resize(n), w.done.assign(n, false);
-    if (o.rotation < 0) info.rotation = decide_orientation(w);  // 2. orient
+  if (!w.boxes.empty()) {
+    w.start();
+    if (o.rotation < 0) {  // 2. orient
+      info.rotation = decide_orientation(w);
+      if (info.probed_both && w.winner_confidence() < o.sideways_check) look_sideways(w, detector);
+    }
+    const size_t n = w.boxes.size();
     info.vertical = info.rotation == 90 || info.rotation == 270;
     // 3-4. Cut out and read the lines the probe did not.
     std::vector<size_t> rest;

@@ -31,7 +31,10 @@
 // or 90); when their mean confidence per character is below `orientation_sure` it reads them the
 // other way too, and the way with the higher confidence wins (ties go to 0 or 90). Those lines'
 // readings are kept, so the probe costs at most the reading of those lines once more, not a
-// second run over the page. Vertical scripts are not read (a page of vertical text looks like a
+// second run over the page. A page whose probe still reads poorly both ways (below
+// `sideways_check`) may lie sideways with lines the detector, trained on upright text, did not
+// find: it is detected again turned by a quarter turn, and the detection whose probe reads
+// better is kept. Vertical scripts are not read (a page of vertical text looks like a
 // page turned by 90 degrees).
 #pragma once
 #include <cstdint>
@@ -53,6 +56,12 @@ struct PageReaderOptions {
   // turned by 180 degrees at 0.847 or less read as if upright (16 pages), and the second reading
   // cost an eighth of a page's recogniser time. 1.01: always both ways.
   double orientation_sure = 0.93;
+  // Read both ways and still below this mean confidence per character, the page is detected
+  // again turned by a quarter turn (a page lying sideways, whose lines the detector misses) and
+  // the better-reading way is kept; 0: never. Real pages standing upright or on their heads read
+  // their winning way at 0.92 or more, except pages of charts and ruled tables (0.40-0.87); pages
+  // lying sideways read 0.18-0.75 (docs/pages.md, "Orientation").
+  double sideways_check = 0.9;
   int64_t min_line_height = 32;   // line images are cut at least this high (the recogniser's height)
   // A batch of the page's lines holds at most this many columns (lines x width at the model's
   // height), below the predictor's own cap: a page's lines are long (a 300 dpi column line is
@@ -97,6 +106,11 @@ struct PageReadInfo {
   // Read both ways: the probe lines that read surer (per character) each way; the way with
   // more wins, the mean confidence above breaks a tie.
   int64_t probe_votes[2] = {0, 0};
+  // The page was detected again turned by a quarter turn (options.sideways_check), and the
+  // winning way's mean confidence there (0 when nothing was found); when it beat the first
+  // detection's, rotation, boxes and the probe's figures above are the turned detection's.
+  bool sideways_tried = false;
+  double sideways_confidence = 0;
   // Seconds spent in each step: the detector's (TextDetector::Times), cutting the lines out, the
   // recogniser (the orientation probe included), placing the words and finding the order.
   int64_t gutter_splits = 0;  // lines added by splitting lines at gutters

@@ -476,6 +476,36 @@ void layout_article(Composer& k, Canvas& c) {
   }
 }
 
+// A number as tables print it: as many 1- and 2-digit values as long ones (real tables are
+// full of counts like "0", "7", "12"), thousands grouped with commas in half of the long ones,
+// some with decimals, a currency sign, a percent sign or a sign for negatives.
+std::string table_number(SampleRng& rng) {
+  static constexpr double kDigits[] = {0.22, 0.18, 0.18, 0.14, 0.12, 0.09, 0.07};  // 1 to 7 digits
+  double pick = rng.uniform();
+  int digits = 1;
+  for (double p : kDigits) {
+    if (pick < p) break;
+    pick -= p, ++digits;
+  }
+  digits = std::min(digits, 7);
+  const bool grouped = digits >= 4 && rng.uniform() < 0.5;
+  std::string n;
+  for (int i = 0; i < digits; ++i) {
+    if (grouped && i > 0 && (digits - i) % 3 == 0) n.push_back(',');
+    n.push_back((char)('0' + (i == 0 && digits > 1 ? rng.integer(1, 9) : rng.integer(0, 9))));
+  }
+  if (rng.uniform() < 0.2) {
+    n.push_back('.');
+    for (int64_t i = 0, places = rng.integer(1, 2); i < places; ++i) n.push_back((char)('0' + rng.integer(0, 9)));
+  }
+  const double mark = rng.uniform();
+  if (mark < 0.08) n.insert(n.begin(), '$');
+  else if (mark < 0.14) n.push_back('%');
+  else if (mark < 0.18) n.insert(n.begin(), '('), n.push_back(')');
+  else if (mark < 0.22) n.insert(n.begin(), '-');
+  return n;
+}
+
 void layout_table(Composer& k, Canvas& c) {
   SampleRng& rng = k.rng();
   const double W = (double)c.width(), H = (double)c.height();
@@ -483,37 +513,42 @@ void layout_table(Composer& k, Canvas& c) {
   double y = m;
   k.text_line(k.heading(), 1.6 * body, m, y, W - 2 * m, false, "", true);
   y += 3 * body;
-  const int cols = (int)rng.integer(2, 6);
+  const int cols = (int)rng.integer(2, 9);
   std::vector<double> share(cols);
   double total = 0;
   for (double& s : share) total += s = rng.uniform(0.6, 2.0);
   const double row_h = rng.uniform(1.6, 2.4) * body, pad = 0.4 * body;
   const bool rules = rng.uniform() < 0.5, vertical = rules && rng.uniform() < 0.6;
+  const bool centred = rng.uniform() < 0.4;  // numbers centred in their cells, not right-aligned
+  const bool shaded = rng.uniform() < 0.3;   // light bands behind every other row
+  const uint8_t band = (uint8_t)std::max(0, (int)c.paper() - (int)rng.integer(25, 70));
   const double t = std::max(1.0, body / 14);
   const int rows = (int)std::min<double>(rng.integer(5, 30), (H - m - y) / row_h);
+  // Some columns in smaller type (units, footnote-sized counts).
+  std::vector<double> size(cols, body);
+  for (double& s : size)
+    if (rng.uniform() < 0.15) s = rng.uniform(0.7, 0.9) * body;
   double x = m;
   std::vector<double> xs = {m};
   for (double s : share) xs.push_back(x += s / total * (W - 2 * m));
   for (int r = 0; r < rows; ++r) {
     const double ry = y + r * row_h;
+    if (shaded && r % 2 == 1) c.fill({m, ry, W - m, ry + row_h}, band);
     const Font& f = r == 0 ? k.heading() : k.body();
     for (int col = 0; col < cols; ++col) {
-      const double cw = xs[col + 1] - xs[col] - 2 * pad;
+      const double cw = xs[col + 1] - xs[col] - 2 * pad, s = r == 0 ? body : size[(size_t)col];
       if (rng.uniform() < 0.08) continue;  // an empty cell
       const bool number = col > 0 && rng.uniform() < 0.6 && r > 0;
-      std::string text = number ? (rng.uniform() < 0.5 ? std::to_string(rng.integer(0, 99999))
-                                                       : std::to_string(rng.integer(0, 9999)) + "." +
-                                                             std::to_string(rng.integer(10, 99)))
-                                : k.short_text(f, std::max<int64_t>(1, (int64_t)(cw / (0.55 * body))));
+      std::string text = number ? table_number(rng) : k.short_text(f, std::max<int64_t>(1, (int64_t)(cw / (0.55 * s))));
       if (!f.covers(text)) continue;
-      double w = k.measure(f, text, body);
+      double w = k.measure(f, text, s);
       while (w > cw && text.find(' ') != std::string::npos) {  // drop words until it fits
         text = text.substr(0, text.rfind(' '));
-        w = k.measure(f, text, body);
+        w = k.measure(f, text, s);
       }
       if (w > cw || text.empty()) continue;
-      const double tx = number ? xs[col + 1] - pad - w : xs[col] + pad;
-      k.text_at(f, text, body, tx, ry + (row_h - body) / 2, r == 0);
+      const double tx = !number ? xs[col] + pad : centred ? (xs[col] + xs[col + 1] - w) / 2 : xs[col + 1] - pad - w;
+      k.text_at(f, text, s, tx, ry + (row_h - s) / 2, r == 0);
     }
     if (rules || r == 1) c.fill({m, ry, W - m, ry + t}, k.ink());
   }
@@ -556,7 +591,14 @@ void layout_form(Composer& k, Canvas& c) {
     const Rect field{m + label_w, y - 0.4 * body, W - m, y + 1.4 * body};
     if (boxes) c.frame(field, t, k.ink());
     else c.fill({field.x0, field.y1 - t, field.x1, field.y1}, k.ink());
-    if (rng.uniform() < 0.8) k.text_line(k.body(), body, field.x0 + 0.5 * body, y, field.width() - body, false);
+    const double fill = rng.uniform();
+    if (fill < 0.2) {  // a short value: a count, a code, a tick
+      static const char* const kMarks[] = {"X", "Y", "N", "x", "/"};
+      const std::string v = rng.uniform() < 0.6 ? table_number(rng) : kMarks[rng.integer(0, 4)];
+      if (k.body().covers(v)) k.text_at(k.body(), v, body, field.x0 + 0.5 * body, y);
+    } else if (fill < 0.85) {
+      k.text_line(k.body(), body, field.x0 + 0.5 * body, y, field.width() - body, false);
+    }
   }
 }
 
