@@ -254,13 +254,16 @@ struct PageWork {
   }
 };
 
-// 1. The detector's outlines, less those too small to cut out (clamped to the page's edge).
+// 1. The detector's outlines, less those too small to cut out (clamped to the page's edge); the
+// detector's time adds to info's.
 std::vector<nn::TextBox> detect_boxes(const GrayImage& image, TextDetector& detector, PageReadInfo& info) {
   std::vector<nn::TextBox> boxes;
-  for (nn::TextBox& b : detector.detect(image, &info.detect)) {
+  TextDetector::Times t;
+  for (nn::TextBox& b : detector.detect(image, &t)) {
     const auto& c = b.outline.corners;
     if (distance(c[0], c[1]) >= 1 && distance(c[0], c[3]) >= 1) boxes.push_back(std::move(b));
   }
+  info.detect.prepare += t.prepare, info.detect.forward += t.forward, info.detect.boxes += t.boxes;
   info.boxes = (int64_t)boxes.size();
   return boxes;
 }
@@ -311,37 +314,52 @@ int decide_orientation(PageWork& w) {
   return way ? second : first;
 }
 
-// The image turned back by a quarter turn: the pixels of a page turned clockwise by 90 degrees,
-// standing upright (to_upright's mapping; width and height swap).
-GrayImage quarter_turned(const GrayImage& image) {
+// A page turned clockwise by `rotation` degrees, its pixels standing upright (to_upright's
+// mapping; width and height swap for 90 and 270).
+GrayImage upright_image(const GrayImage& image, int rotation) {
+  const int64_t W = image.width, H = image.height;
+  const bool swap = rotation == 90 || rotation == 270;
   GrayImage out;
-  out.width = image.height, out.height = image.width;
+  out.width = swap ? H : W, out.height = swap ? W : H;
   out.pixels.resize(image.pixels.size());
-  for (int64_t y = 0; y < out.height; ++y)
-    for (int64_t x = 0; x < out.width; ++x)
-      out.pixels[(size_t)(y * out.width + x)] = image.pixels[(size_t)(x * image.width + (image.width - 1 - y))];
+  for (int64_t y = 0; y < out.height; ++y) {
+    uint8_t* row = out.pixels.data() + y * out.width;
+    for (int64_t x = 0; x < out.width; ++x) {
+      int64_t u = x, v = y;  // the source pixel: from_upright of the pixel's centre
+      if (rotation == 90) u = W - 1 - y, v = x;
+      if (rotation == 180) u = W - 1 - x, v = H - 1 - y;
+      if (rotation == 270) u = y, v = H - 1 - x;
+      row[x] = image.pixels[(size_t)(v * W + u)];
+    }
+  }
   return out;
+}
+
+// The detector's outlines on the page turned upright by `rotation`, put back on the page.
+std::vector<nn::TextBox> detect_turned(const GrayImage& image, int rotation, TextDetector& detector,
+                                       PageReadInfo& info) {
+  std::vector<nn::TextBox> boxes = detect_boxes(upright_image(image, rotation), detector, info);
+  for (nn::TextBox& b : boxes) {
+    for (Point& c : b.outline.corners) c = from_upright(c, rotation, image.width, image.height);
+    const auto& c = b.outline.corners;
+    b.angle = std::atan2(c[1].y - c[0].y, c[1].x - c[0].x) * 180 / M_PI;
+    if (b.angle <= -90) b.angle += 180;
+    if (b.angle > 90) b.angle -= 180;
+  }
+  return boxes;
 }
 
 // 2b. When the probe lines read poorly both ways, the page may stand sideways with lines the
 // detector, which learnt upright text, did not find: it sees a page turned by 90 degrees as
 // columns of short pieces across the text. The page is detected again turned by a quarter turn,
 // those outlines are put back on the page and probed (90 or 270), and the way whose probe lines
-// read with the higher mean confidence per character is kept.
-void look_sideways(PageWork& w, TextDetector& detector) {
+// read with the higher mean confidence per character is kept. Returns whether it was.
+bool look_sideways(PageWork& w, TextDetector& detector) {
   PageReadInfo& info = w.info;
   info.sideways_tried = true;
-  const int64_t W = w.image.width, H = w.image.height;
   PageReadInfo side_info;
-  PageWork side{w.image, w.name, w.predictor, w.o, side_info, {}, {}, {}, {}, {}};
-  for (nn::TextBox& b : detect_boxes(quarter_turned(w.image), detector, side_info)) {
-    for (Point& c : b.outline.corners) c = from_upright(c, 90, W, H);
-    const auto& c = b.outline.corners;
-    b.angle = std::atan2(c[1].y - c[0].y, c[1].x - c[0].x) * 180 / M_PI;
-    if (b.angle <= -90) b.angle += 180;
-    if (b.angle > 90) b.angle -= 180;
-    side.boxes.push_back(std::move(b));
-  }
+  PageWork side{w.image, w.name, w.predictor, w.o, side_info, detect_turned(w.image, 90, detector, side_info),
+                {}, {}, {}, {}};
   info.detect.prepare += side_info.detect.prepare, info.detect.forward += side_info.detect.forward;
   info.detect.boxes += side_info.detect.boxes;
   if (!side.boxes.empty()) {
@@ -350,13 +368,14 @@ void look_sideways(PageWork& w, TextDetector& detector) {
     info.sideways_confidence = side.winner_confidence();
   }
   info.cut_s += side_info.cut_s, info.recognise_s += side_info.recognise_s;
-  if (side.boxes.empty() || !(info.sideways_confidence > w.winner_confidence())) return;
+  if (side.boxes.empty() || !(info.sideways_confidence > w.winner_confidence())) return false;
   std::swap(w.boxes, side.boxes), std::swap(w.readings, side.readings), std::swap(w.outlines, side.outlines);
   std::swap(w.widths, side.widths), std::swap(w.done, side.done);
   info.rotation = side_info.rotation, info.boxes = side_info.boxes, info.probe_lines = side_info.probe_lines;
   info.probed_both = side_info.probed_both;
   for (int k = 0; k < 2; ++k)
     info.probe_confidence[k] = side_info.probe_confidence[k], info.probe_votes[k] = side_info.probe_votes[k];
+  return true;
 }
 
 // 5. The words placed on the page; regions that read as nothing are no text line.
@@ -437,9 +456,18 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
   info.rotation = o.rotation >= 0 ? o.rotation : 0;
   if (!w.boxes.empty()) {
     w.start();
+    int detected_at = 0;  // how the image the boxes came from was turned back
     if (o.rotation < 0) {  // 2. orient
       info.rotation = decide_orientation(w);
-      if (info.probed_both && w.winner_confidence() < o.sideways_check) look_sideways(w, detector);
+      if (info.probed_both && w.winner_confidence() < o.sideways_check && look_sideways(w, detector))
+        detected_at = 90;
+    }
+    // 2c. The detector finds lines best on an upright page: a page found turned is detected
+    // again standing upright (the probe's readings were of the other outlines: all are read).
+    if (o.detect_upright && info.rotation != detected_at) {
+      w.boxes = detect_turned(image, info.rotation, detector, info);
+      info.detected_upright = true;
+      w.start();
     }
     const size_t n = w.boxes.size();
     info.vertical = info.rotation == 90 || info.rotation == 270;

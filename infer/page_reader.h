@@ -34,7 +34,8 @@
 // second run over the page. A page whose probe still reads poorly both ways (below
 // `sideways_check`) may lie sideways with lines the detector, trained on upright text, did not
 // find: it is detected again turned by a quarter turn, and the detection whose probe reads
-// better is kept. Vertical scripts are not read (a page of vertical text looks like a
+// better is kept. A page found turned is then detected again standing upright, where the
+// detector finds its lines best (`detect_upright`). Vertical scripts are not read (a page of vertical text looks like a
 // page turned by 90 degrees).
 #pragma once
 #include <cstdint>
@@ -62,6 +63,10 @@ struct PageReaderOptions {
   // their winning way at 0.92 or more, except pages of charts and ruled tables (0.40-0.87); pages
   // lying sideways read 0.18-0.75 (docs/pages.md, "Orientation").
   double sideways_check = 0.9;
+  // A page found turned (by 90, 180 or 270 degrees) is detected again standing upright, where
+  // the detector, trained on upright text, finds its lines best; false: its first outlines are
+  // read (turned).
+  bool detect_upright = true;
   int64_t min_line_height = 32;   // line images are cut at least this high (the recogniser's height)
   // A batch of the page's lines holds at most this many columns (lines x width at the model's
   // height), below the predictor's own cap: a page's lines are long (a 300 dpi column line is
@@ -111,6 +116,7 @@ struct PageReadInfo {
   // detection's, rotation, boxes and the probe's figures above are the turned detection's.
   bool sideways_tried = false;
   double sideways_confidence = 0;
+  bool detected_upright = false;  // detected again upright (options.detect_upright)
   // Seconds spent in each step: the detector's (TextDetector::Times), cutting the lines out, the
   // recogniser (the orientation probe included), placing the words and finding the order.
   int64_t gutter_splits = 0;  // lines added by splitting lines at gutters

@@ -298,7 +298,8 @@ TEST_CASE("page reader: a synthetic page read in reading order, a blank page, an
   std::vector<Quad> extra;
   TextDetector detector(
       [&](const GrayImage& image) {
-        std::vector<Quad> quads = outlines(*current);
+        // A page found turned is detected again upright (PageReaderOptions::detect_upright).
+        std::vector<Quad> quads = outlines(image.pixels == upright.image.pixels ? upright : *current);
         quads.insert(quads.end(), extra.begin(), extra.end());
         return painted_map(quads, image.width, image.height);
       },
@@ -384,10 +385,19 @@ TEST_CASE("page reader: a synthetic page read in reading order, a blank page, an
       // Read as if upright (0 or 90), a page turned by 180 (or 270) is not sure; one turned by
       // 90 is read right the first way.
       CHECK(info.probed_both == (rotation != 90));
+      CHECK(info.detected_upright);  // then detected again standing upright
       CHECK(page.width == page_turned.image.width);
       CHECK(page.height == page_turned.image.height);
       CHECK(s.word_accuracy() >= 0.85);
       CHECK(s.cer() <= 0.08);
+      // The outlines found on the turned page read as well.
+      PageReaderOptions as_found;
+      as_found.detect_upright = false;
+      PageReadInfo found_info;
+      const Page found = read_page(page_turned.image, "turned.png", detector, predictor, as_found, &found_info);
+      CHECK_FALSE(found_info.detected_upright);
+      CHECK(found_info.rotation == rotation);
+      CHECK(score_page(found, truth).word_accuracy() >= 0.85);
     }
   }
 }
@@ -438,7 +448,9 @@ TEST_CASE("page reader: a page lying sideways, whose lines the detector does not
       INFO("words " << s.truth_words << " right " << s.right << " cer " << s.cer() << " probe "
                     << info.probe_confidence[0] << " / " << info.probe_confidence[1] << " sideways "
                     << info.sideways_confidence);
-      CHECK(calls == 2);
+      // Found upside down when turned by a quarter turn (270), it is detected a third time upright.
+      CHECK(calls == (rotation == 90 ? 2 : 3));
+      CHECK(info.detected_upright == (rotation == 270));
       CHECK(info.sideways_tried);
       CHECK(info.rotation == rotation);
       CHECK(info.vertical);
