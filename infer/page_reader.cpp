@@ -349,6 +349,12 @@ std::vector<nn::TextBox> detect_turned(const GrayImage& image, int rotation, Tex
   return boxes;
 }
 
+// The probe lines' vote was decisive: the winning way had at least half of them more than the
+// other (a table's text lines read one way while its rules and dots read as junk both ways).
+bool decisive(const PageReadInfo& info) {
+  return 2 * std::abs(info.probe_votes[0] - info.probe_votes[1]) >= info.probe_lines;
+}
+
 // 2b. When the probe lines read poorly both ways, the page may stand sideways with lines the
 // detector, which learnt upright text, did not find: it sees a page turned by 90 degrees as
 // columns of short pieces across the text. The page is detected again turned by a quarter turn,
@@ -459,7 +465,7 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
     int detected_at = 0;  // how the image the boxes came from was turned back
     if (o.rotation < 0) {  // 2. orient
       info.rotation = decide_orientation(w);
-      if (info.probed_both && w.winner_confidence() < o.sideways_check && look_sideways(w, detector))
+      if (info.probed_both && w.winner_confidence() < o.sideways_check && !decisive(info) && look_sideways(w, detector))
         detected_at = 90;
     }
     // 2c. The detector finds lines best on an upright page: a page found turned is detected

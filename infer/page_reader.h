@@ -34,7 +34,7 @@
 // second run over the page. A page whose probe still reads poorly both ways (below
 // `sideways_check`) may lie sideways with lines the detector, trained on upright text, did not
 // find: it is detected again turned by a quarter turn, and the detection whose probe reads
-// better is kept. A page found turned is then detected again standing upright, where the
+// better is kept (unless the probe lines voted decisively). A page found turned is then detected again standing upright, where the
 // detector finds its lines best (`detect_upright`). Vertical scripts are not read (a page of vertical text looks like a
 // page turned by 90 degrees).
 #pragma once
@@ -57,11 +57,12 @@ struct PageReaderOptions {
   // turned by 180 degrees at 0.847 or less read as if upright (16 pages), and the second reading
   // cost an eighth of a page's recogniser time. 1.01: always both ways.
   double orientation_sure = 0.93;
-  // Read both ways and still below this mean confidence per character, the page is detected
-  // again turned by a quarter turn (a page lying sideways, whose lines the detector misses) and
-  // the better-reading way is kept; 0: never. Real pages standing upright or on their heads read
-  // their winning way at 0.92 or more, except pages of charts and ruled tables (0.40-0.87); pages
-  // lying sideways read 0.18-0.75 (docs/pages.md, "Orientation").
+  // Read both ways, still below this mean confidence per character and without a decisive vote
+  // (the winner ahead by half of the probe lines), the page is detected again turned by a
+  // quarter turn (a page lying sideways, whose lines the detector misses) and the better-reading
+  // way is kept; 0: never. Real pages standing upright or on their heads read their winning way
+  // at 0.92 or more, except pages of charts and ruled tables (0.40-0.87, half of them with a
+  // decisive vote); pages lying sideways read 0.18-0.75 (docs/pages.md, "Orientation").
   double sideways_check = 0.9;
   // A page found turned (by 90, 180 or 270 degrees) is detected again standing upright, where
   // the detector, trained on upright text, finds its lines best; false: its first outlines are
