@@ -396,6 +396,59 @@ std::vector<PageLine> split_at_gutters(std::vector<PageLine> lines, const std::f
   return out;
 }
 
+int64_t erase_rules(GrayImage& line, double min_run) {
+  const int64_t W = line.width, H = line.height;
+  OCRT_CHECK(W >= 0 && H >= 0 && (int64_t)line.pixels.size() == W * H, "erase_rules: an inconsistent image (", W, "x",
+             H, ", ", line.pixels.size(), " pixels)");
+  OCRT_CHECK(std::isfinite(min_run) && min_run > 0, "erase_rules: min_run must be positive, got ", min_run);
+  const double least = min_run * (double)H;
+  if (W == 0 || H == 0 || (double)W < least) return 0;
+  int64_t counts[256] = {};
+  for (uint8_t p : line.pixels) ++counts[p];
+  auto percentile = [&](double f) {
+    const int64_t want = (int64_t)(f * (double)(W * H));
+    int64_t seen = 0;
+    for (int v = 0; v < 256; ++v)
+      if ((seen += counts[v]) > want) return v;
+    return 255;
+  };
+  // Which side is ink: the fewer pixels (light print on a dark slide too).
+  const int lo = percentile(0.02), hi = percentile(0.98);
+  int64_t dark = 0;
+  for (int v = 0; v < (lo + hi) / 2; ++v) dark += counts[v];
+  const bool light_ink = 2 * dark > W * H;
+  const int paper = light_ink ? percentile(0.1) : percentile(0.9), ink = light_ink ? hi : lo;
+  if (std::abs(paper - ink) < 48) return 0;
+  const int mid = (paper + ink) / 2;
+  auto is_ink = [&](uint8_t v) { return light_ink ? v > mid : v < mid; };
+  struct Run {
+    int64_t y, x0, x1;
+  };
+  std::vector<Run> runs;
+  for (int64_t y = 0; y < H; ++y) {
+    const uint8_t* row = line.pixels.data() + y * W;
+    for (int64_t x = 0; x < W;) {
+      if (!is_ink(row[x])) {
+        ++x;
+        continue;
+      }
+      const int64_t x0 = x;
+      while (x < W && is_ink(row[x])) ++x;
+      if ((double)(x - x0) >= least) runs.push_back({y, x0, x});
+    }
+  }
+  // The fringe first (pixels lighter than the midpoint beside a run), then the runs themselves.
+  for (const Run& r : runs)
+    for (int64_t y : {r.y - 1, r.y + 1}) {
+      if (y < 0 || y >= H) continue;
+      uint8_t* row = line.pixels.data() + y * W;
+      for (int64_t x = r.x0; x < r.x1; ++x)
+        if (!is_ink(row[x])) row[x] = (uint8_t)paper;
+    }
+  for (const Run& r : runs) std::fill(line.pixels.begin() + r.y * W + r.x0, line.pixels.begin() + r.y * W + r.x1, (uint8_t)paper);
+  return (int64_t)runs.size();
+}
+
 GrayImage crop_line(const GrayImage& page, const Quad& outline, int64_t height, uint8_t outside, int64_t max_width) {
   const auto& c = outline.corners;
   const double along = distance(c[0], c[1]), across = distance(c[0], c[3]);

@@ -146,6 +146,18 @@ std::vector<PageLine> split_at_gutters(std::vector<PageLine> lines, const std::f
 GrayImage crop_line(const GrayImage& page, const Quad& outline, int64_t height = 0, uint8_t outside = 255,
                     int64_t max_width = 16384);
 
+// Underlines and table rules erased from a cut-out line image, in place: every run of ink along
+// a row at least `min_run` times the image's height long becomes paper, and so does the lighter
+// fringe just above and below it. The recogniser never saw ruled text in training: under an
+// underline it read the spaces as '_' or '.' ("Date_of_leaving"), and a cell's rule caught in
+// the cut as '_' or '-'. Glyphs are left alone: a letter's stroke is at most about one text
+// height long (an em dash, a "W"), while the image is taller than its text. Ink is the side of
+// the midpoint between the 2nd and 98th percentiles of the pixels that fewer pixels lie on
+// (light print on a dark slide too); paper is the 90th percentile on the paper's side (the
+// 10th for light print), ink the 2nd (98th); an image with less than 48 levels between paper
+// and ink is left as it is. Returns the runs erased.
+int64_t erase_rules(GrayImage& line, double min_run = 2.5);
+
 // The text of a page in reading order: lines joined by '\n', a blank line between blocks.
 std::string page_text(const Page& page);
 

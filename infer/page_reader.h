@@ -89,6 +89,9 @@ struct PageReaderOptions {
   // Then each outline grows above and below into the blank rows beside it, by half of those
   // found within this many heights (grow_into_blank in page.h); 0: not at all.
   double side_reach = 0.2;
+  // Underlines and rules caught in a line's cut are erased: runs of ink along a row at least
+  // this many times the cut's height (erase_rules in page.h); 0: kept.
+  double erase_rules = 2.5;
   // Lines that run across a gutter between columns are split (split_at_gutters in page.h).
   bool split_gutters = true;
   GutterOptions gutters;

@@ -674,3 +674,85 @@ TEST_CASE("grow_into_blank: an outline grows by half the blank rows beside it, u
   const Quad thin = Quad::from_rect({100, 50, 130, 50.5});
   CHECK(same(grow_into_blank(page, thin, 0.5), thin));
 }
+
+namespace {
+
+// A line image 40 rows high on paper 230: glyph-like blocks of ink (20) 24 rows high and 12 to
+// 36 columns wide with gaps between them, from row 8 to 31, as a word line would have.
+GrayImage glyph_line(int64_t width) {
+  GrayImage g;
+  g.width = width, g.height = 40;
+  g.pixels.assign((size_t)(width * 40), 230);
+  for (int64_t x0 = 4, k = 0; x0 + 36 < width; x0 += 44, ++k) {
+    const int64_t w = 12 + (k % 3) * 12;
+    for (int64_t y = 8; y < 32; ++y)
+      for (int64_t x = x0; x < x0 + w; ++x) g.pixels[(size_t)(y * width + x)] = 20;
+  }
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("erase_rules: an underline and its fringe become paper, glyphs stay, light print on dark too", "[page]") {
+  const GrayImage glyphs = glyph_line(400);
+  GrayImage line = glyphs;
+  // An underline 2 rows thick under the glyphs (rows 33-34) with a grey fringe (row 35), and a
+  // rule through the glyphs' bottom row (row 31, ink there already) from x 0 to 399.
+  for (int64_t x = 0; x < 400; ++x) {
+    line.pixels[(size_t)(33 * 400 + x)] = line.pixels[(size_t)(34 * 400 + x)] = 10;
+    line.pixels[(size_t)(35 * 400 + x)] = 160;
+  }
+  GrayImage erased = line;
+  CHECK(erase_rules(erased) == 2);
+  for (int64_t x = 0; x < 400; ++x) {
+    CHECK(erased.pixels[(size_t)(33 * 400 + x)] == 230);
+    CHECK(erased.pixels[(size_t)(34 * 400 + x)] == 230);
+    CHECK(erased.pixels[(size_t)(35 * 400 + x)] == 230);
+  }
+  for (int64_t y = 0; y < 33; ++y)
+    for (int64_t x = 0; x < 400; ++x) REQUIRE(erased.pixels[(size_t)(y * 400 + x)] == glyphs.pixels[(size_t)(y * 400 + x)]);
+
+  // Light print on a dark slide: the same picture inverted, erased to the dark paper.
+  GrayImage light = line;
+  for (uint8_t& p : light.pixels) p = (uint8_t)(255 - p);
+  CHECK(erase_rules(light) == 2);
+  for (int64_t x = 0; x < 400; ++x) CHECK(light.pixels[(size_t)(34 * 400 + x)] == 25);
+  for (int64_t y = 8; y < 32; ++y) CHECK(light.pixels[(size_t)(y * 400 + 4)] == 235);  // a glyph's ink stays
+}
+
+TEST_CASE("erase_rules: glyphs, short strokes, faint or tiny images are left alone; bad arguments throw", "[page]") {
+  // The widest run of ink a glyph line has is its widest block (36 columns, under a height).
+  GrayImage glyphs = glyph_line(400);
+  const GrayImage before = glyphs;
+  CHECK(erase_rules(glyphs) == 0);
+  CHECK(glyphs.pixels == before.pixels);
+  // A stroke 99 columns long (under 2.5 heights of 40 rows): kept; 100 long: erased.
+  GrayImage stroke = before;
+  for (int64_t x = 100; x < 199; ++x) stroke.pixels[(size_t)(36 * 400 + x)] = 20;
+  CHECK(erase_rules(stroke) == 0);
+  stroke.pixels[(size_t)(36 * 400 + 199)] = 20;
+  CHECK(erase_rules(stroke) == 1);
+  CHECK(stroke.pixels[(size_t)(36 * 400 + 150)] == 230);
+  // A longer min_run keeps it.
+  GrayImage kept = before;
+  for (int64_t x = 0; x < 400; ++x) kept.pixels[(size_t)(36 * 400 + x)] = 20;
+  CHECK(erase_rules(kept, 12) == 0);
+  // Low contrast (a faint rule on faint glyphs, 40 levels apart): left as it is.
+  GrayImage faint = kept;
+  for (uint8_t& p : faint.pixels) p = p == 20 ? 190 : p;
+  const GrayImage faint_before = faint;
+  CHECK(erase_rules(faint) == 0);
+  CHECK(faint.pixels == faint_before.pixels);
+  // Tiny and empty images; an inconsistent image and a bad min_run throw.
+  GrayImage one;
+  one.width = one.height = 1;
+  one.pixels = {0};
+  CHECK(erase_rules(one) == 0);
+  GrayImage none;
+  CHECK(erase_rules(none) == 0);
+  GrayImage broken = before;
+  broken.pixels.pop_back();
+  CHECK_THROWS_WITH(erase_rules(broken), Catch::Contains("inconsistent"));
+  CHECK_THROWS_WITH(erase_rules(glyphs, 0), Catch::Contains("min_run"));
+  CHECK_THROWS_WITH(erase_rules(glyphs, std::nan("")), Catch::Contains("min_run"));
+}
