@@ -84,6 +84,17 @@ class Canvas {
     for (int64_t y = y0; y < y1; ++y)
       std::fill(image_.pixels.begin() + y * image_.width + x0, image_.pixels.begin() + y * image_.width + x1, v);
   }
+  // A scanner's halftone of a light shade over r: dots of `v` on a diagonal lattice with
+  // `period` pixels between rows of dots.
+  void halftone(const Rect& r, int64_t period, uint8_t v) {
+    const int64_t x0 = clampx(r.x0), x1 = clampx(r.x1), y0 = clampy(r.y0), y1 = clampy(r.y1), half = period / 2;
+    for (int64_t y = y0; y < y1; ++y) {
+      const int64_t phase = y % period;
+      if (phase != 0 && phase != half) continue;
+      for (int64_t x = x0 + (phase == 0 ? 0 : half) - x0 % period; x < x1; x += period)
+        if (x >= x0) image_.pixels[(size_t)(y * image_.width + x)] = v;
+    }
+  }
   // The outline of r, `t` pixels thick.
   void frame(const Rect& r, double t, uint8_t v) {
     fill({r.x0, r.y0, r.x1, r.y0 + t}, v);
@@ -522,6 +533,8 @@ void layout_table(Composer& k, Canvas& c) {
   const bool centred = rng.uniform() < 0.4;  // numbers centred in their cells, not right-aligned
   const bool shaded = rng.uniform() < 0.3;   // light bands behind every other row
   const uint8_t band = (uint8_t)std::max(0, (int)c.paper() - (int)rng.integer(25, 70));
+  // Half of the shades are a scanner's halftone (dots of ink), as black-and-white scans print them.
+  const int64_t dots = rng.uniform() < 0.5 ? rng.integer(2, 4) : 0;
   const double t = std::max(1.0, body / 14);
   const int rows = (int)std::min<double>(rng.integer(5, 30), (H - m - y) / row_h);
   // Some columns in smaller type (units, footnote-sized counts).
@@ -533,7 +546,10 @@ void layout_table(Composer& k, Canvas& c) {
   for (double s : share) xs.push_back(x += s / total * (W - 2 * m));
   for (int r = 0; r < rows; ++r) {
     const double ry = y + r * row_h;
-    if (shaded && r % 2 == 1) c.fill({m, ry, W - m, ry + row_h}, band);
+    if (shaded && r % 2 == 1) {
+      if (dots) c.halftone({m, ry, W - m, ry + row_h}, dots, k.ink());
+      else c.fill({m, ry, W - m, ry + row_h}, band);
+    }
     const Font& f = r == 0 ? k.heading() : k.body();
     for (int col = 0; col < cols; ++col) {
       const double cw = xs[col + 1] - xs[col] - 2 * pad, s = r == 0 ? body : size[(size_t)col];
