@@ -720,7 +720,7 @@ TEST_CASE("erase_rules: an underline and its fringe become paper, glyphs stay, l
   for (int64_t y = 8; y < 32; ++y) CHECK(light.pixels[(size_t)(y * 400 + 4)] == 235);  // a glyph's ink stays
 }
 
-TEST_CASE("erase_rules: glyphs, short strokes, faint or tiny images are left alone; bad arguments throw", "[page]") {
+TEST_CASE("erase_rules: glyphs, short strokes, faint or tiny images are left alone, bad arguments throw", "[page]") {
   // The widest run of ink a glyph line has is its widest block (36 columns, under a height).
   GrayImage glyphs = glyph_line(400);
   const GrayImage before = glyphs;
