@@ -353,17 +353,19 @@ std::vector<nn::TextBox> detect_turned(const GrayImage& image, int rotation, Tex
   return boxes;
 }
 
-// The probe lines' vote was decisive: the winning way had at least half of them more than the
-// other (a table's text lines read one way while its rules and dots read as junk both ways).
+// The probe lines' vote was decisive: the winning way had at least three quarters of them more
+// than the other (a table's text lines read one way while its rules and dots read as junk both
+// ways). Junk from a page lying sideways can vote 5 to 1.
 bool decisive(const PageReadInfo& info) {
-  return 2 * std::abs(info.probe_votes[0] - info.probe_votes[1]) >= info.probe_lines;
+  return 4 * std::abs(info.probe_votes[0] - info.probe_votes[1]) >= 3 * info.probe_lines;
 }
 
 // 2b. When the probe lines read poorly both ways, the page may stand sideways with lines the
 // detector, which learnt upright text, did not find: it sees a page turned by 90 degrees as
 // columns of short pieces across the text. The page is detected again turned by a quarter turn,
-// those outlines are put back on the page and probed (90 or 270), and the way whose probe lines
-// read with the higher mean confidence per character is kept. Returns whether it was.
+// those outlines are put back on the page and probed (90 or 270), and they are kept when their
+// probe lines read with a mean confidence per character at least kSidewaysMargin higher (on a
+// page that reads as junk every way, a hard table, junk must not win by chance). Returns whether it was.
 bool look_sideways(PageWork& w, TextDetector& detector) {
   PageReadInfo& info = w.info;
   info.sideways_tried = true;
@@ -378,7 +380,7 @@ bool look_sideways(PageWork& w, TextDetector& detector) {
     info.sideways_confidence = side.winner_confidence();
   }
   info.cut_s += side_info.cut_s, info.recognise_s += side_info.recognise_s;
-  if (side.boxes.empty() || !(info.sideways_confidence > w.winner_confidence())) return false;
+  if (side.boxes.empty() || !(info.sideways_confidence >= w.winner_confidence() + kSidewaysMargin)) return false;
   std::swap(w.boxes, side.boxes), std::swap(w.readings, side.readings), std::swap(w.outlines, side.outlines);
   std::swap(w.widths, side.widths), std::swap(w.done, side.done);
   info.rotation = side_info.rotation, info.boxes = side_info.boxes, info.probe_lines = side_info.probe_lines;
