@@ -95,6 +95,7 @@ struct Args {
   double det_threshold = -1, box_threshold = -1;  // negative: the detector file's own
   double small_lines = DetectorOptions().small_lines;
   double end_reach = PageReaderOptions().end_reach, side_reach = PageReaderOptions().side_reach;
+  double erase_rules = PageReaderOptions().erase_rules, sideways_check = PageReaderOptions().sideways_check;
   int rotation = -1;
   int page_jobs = 0;  // 0: page_lanes_for's default
   std::vector<std::pair<bool, std::string>> inputs;  // (is a --list file, path), in order
@@ -175,6 +176,13 @@ with --format tsv (a table of lines) every image is a line.)");
   p.add(cli::real("--side-reach", "H", a.side_reach, Range{0, 2},
                   "each line grows above and below into the blank rows beside it, by half of\n"
                   "those within H line heights (default 0.2; 0: not at all)"));
+  p.add(cli::real("--erase-rules", "L", a.erase_rules, Range{0, 1000},
+                  "underlines and rules are erased from each cut-out line: runs of ink along a\n"
+                  "row at least L times the cut's height long (default 2.5; 0: kept)"));
+  p.add(cli::real("--sideways-check", "C", a.sideways_check, Range{0, 1.01},
+                  "a page whose orientation probe reads below C per character both ways, without\n"
+                  "a decisive vote, is detected again turned by a quarter turn in case it lies\n"
+                  "sideways (default 0.9; 0: never)"));
   p.add(cli::choice("--rotation", "auto|0|90|180|270", a.rotation, parse_rotation,
                     "how pages are turned, clockwise; auto (the default) decides per page"));
 
@@ -762,6 +770,8 @@ InferRun::InferRun(Args args) : args_(std::move(args)) {
   reader_options.rotation = args_.rotation;
   reader_options.end_reach = args_.end_reach;
   reader_options.side_reach = args_.side_reach;
+  reader_options.erase_rules = args_.erase_rules;
+  reader_options.sideways_check = args_.sideways_check;
   page_reading_ = std::make_unique<PageReading>(*detector_, *predictor_, reader_options, args_.options.max_image_pixels,
                                                 args_.kind == InputKind::page);
 }
