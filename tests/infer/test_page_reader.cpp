@@ -19,6 +19,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -98,6 +99,21 @@ train::SynthPage small_page(const std::vector<std::shared_ptr<train::Font>>& fon
   for (int64_t y = (int64_t)std::ceil(bottom) + 1; y < h; ++y)
     std::fill_n(page.image.pixels.begin() + y * page.image.width, page.image.width, (uint8_t)255);
   return page;
+}
+
+// small_page(fonts, 7), made once; null (with a warning) on a machine without fonts.
+const train::SynthPage* seventh_page() {
+  static const std::optional<train::SynthPage> page = []() -> std::optional<train::SynthPage> {
+    const auto fonts = page_fonts();
+    if (fonts.empty()) return std::nullopt;
+    return small_page(fonts, 7);
+  }();
+  if (!page) {
+    WARN("no Debian fonts installed (scripts/install-deps.sh); skipping");
+    return nullptr;
+  }
+  REQUIRE(page->lines.size() >= 6);
+  return &*page;
 }
 
 // The page turned clockwise by `rotation` degrees, its outlines with it (corner order kept: the
@@ -285,13 +301,9 @@ TEST_CASE("page reader: outlines turned to a page's orientation, and points to t
 
 TEST_CASE("page reader: a synthetic page read in reading order, a blank page, and the same page turned",
           "[page_reader]") {
-  const auto fonts = page_fonts();
-  if (fonts.empty()) {
-    WARN("no Debian fonts installed (scripts/install-deps.sh); skipping");
-    return;
-  }
-  const train::SynthPage upright = small_page(fonts, 7);
-  REQUIRE(upright.lines.size() >= 6);
+  const train::SynthPage* page7 = seventh_page();
+  if (!page7) return;
+  const train::SynthPage& upright = *page7;
   const train::SynthPage* current = nullptr;
   // An extra region over white paper (the page's margin): it reads as nothing, and nothing of
   // it may reach the page.
@@ -404,12 +416,9 @@ TEST_CASE("page reader: a synthetic page read in reading order, a blank page, an
 
 TEST_CASE("page reader: a page lying sideways, whose lines the detector does not find, is detected again turned",
           "[page_reader]") {
-  const auto fonts = page_fonts();
-  if (fonts.empty()) {
-    WARN("no Debian fonts installed (scripts/install-deps.sh); skipping");
-    return;
-  }
-  const train::SynthPage upright = small_page(fonts, 7);
+  const train::SynthPage* page7 = seventh_page();
+  if (!page7) return;
+  const train::SynthPage& upright = *page7;
   const train::SynthPage upside_down = turned(upright, 180);
   // Like the shipped detector, this one finds lines only where they run across the image it is
   // given: on a page lying sideways it finds strips across the lines, one every two line
