@@ -89,7 +89,7 @@ std::vector<nn::TextBox> TextDetector::detect(const GrayImage& page, Times* time
     Times t{d.prepare_s, d.forward_s, d.boxes_s};
     if (const int64_t side = second_look_side(d.boxes, page.width, page.height, options_); side > 0) {
       nn::DetectedPage again = nn::detect_text_lines(*model_, page, side, /*keep_map=*/false, boxes_);
-      t.prepare += again.prepare_s, t.forward += again.forward_s, t.boxes += again.boxes_s;
+      t += Times{again.prepare_s, again.forward_s, again.boxes_s};
       d.boxes = std::move(again.boxes);
     }
     if (times) *times = t;

@@ -90,6 +90,10 @@ class TextDetector {
   // `times`, when given, gets where the time went (a painted map counts as the model's time).
   struct Times {
     double prepare = 0, forward = 0, boxes = 0;  // seconds: steps 1-2, 3-4, 5
+    Times& operator+=(const Times& o) {
+      prepare += o.prepare, forward += o.forward, boxes += o.boxes;
+      return *this;
+    }
   };
   std::vector<nn::TextBox> detect(const GrayImage& page, Times* times = nullptr);
   // The map detect() reads (steps 1-4 above; for a model, at the scaled page's size).

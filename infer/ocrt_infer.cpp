@@ -414,8 +414,7 @@ class PageReading {
   // A page read elsewhere (a lane of --page-jobs): its steps' seconds, and its decoding's.
   void add_times(const PageReadInfo& info, double decode_s = 0) {
     decode_s_ += decode_s;
-    times_.detect.prepare += info.detect.prepare, times_.detect.forward += info.detect.forward;
-    times_.detect.boxes += info.detect.boxes, times_.cut_s += info.cut_s;
+    times_.detect += info.detect, times_.cut_s += info.cut_s;
     times_.recognise_s += info.recognise_s, times_.layout_s += info.layout_s;
   }
 

@@ -43,6 +43,16 @@ Quad lengthen(const Quad& outline, double start_pad, double end_pad) {
 
 namespace {
 
+// Grey levels counted in a histogram of n > 0 pixels: the level of the pixel at 0-based rank
+// floor(f n) in increasing order, f in [0, 1).
+int level_at(const int64_t (&counts)[256], int64_t n, double f) {
+  const int64_t rank = std::min<int64_t>(n - 1, (int64_t)(f * (double)n));
+  int64_t seen = 0;
+  for (int v = 0; v < 256; ++v)
+    if ((seen += counts[v]) > rank) return v;
+  return 255;
+}
+
 // Which grey levels are ink in part of a line cut out upright (columns [x0, x1), rows [y0, y1)):
 // darker (or, on a dark ground, lighter) than the threshold midway between the part's 5th and
 // 95th percentiles. The ground is what the rows of those columns outside [g0, g1) mostly show
@@ -56,17 +66,11 @@ struct InkRule {
 
 std::optional<InkRule> ink_rule(const GrayImage& line, int64_t x0, int64_t x1, int64_t y0, int64_t y1, int64_t g0,
                                 int64_t g1) {
-  std::vector<uint8_t> part;
-  part.reserve((size_t)std::max<int64_t>(0, (x1 - x0) * (y1 - y0)));
+  int64_t counts[256] = {}, n = 0;
   for (int64_t y = y0; y < y1; ++y)
-    for (int64_t x = x0; x < x1; ++x) part.push_back(line.at(x, y));
-  if (part.empty()) return std::nullopt;
-  auto percentile = [&](double f) {
-    auto at = part.begin() + (std::ptrdiff_t)std::min<double>((double)part.size() - 1, f * (double)part.size());
-    std::nth_element(part.begin(), at, part.end());
-    return (int)*at;
-  };
-  const int lo = percentile(0.05), hi = percentile(0.95);
+    for (int64_t x = x0; x < x1; ++x) ++counts[line.at(x, y)], ++n;
+  if (n == 0) return std::nullopt;
+  const int lo = level_at(counts, n, 0.05), hi = level_at(counts, n, 0.95);
   if (hi - lo < 48) return std::nullopt;
   InkRule r{(lo + hi) / 2, false};
   int64_t dark = 0, all = 0;
@@ -405,13 +409,7 @@ int64_t erase_rules(GrayImage& line, double min_run) {
   if (W == 0 || H == 0 || (double)W < least) return 0;
   int64_t counts[256] = {};
   for (uint8_t p : line.pixels) ++counts[p];
-  auto percentile = [&](double f) {
-    const int64_t want = (int64_t)(f * (double)(W * H));
-    int64_t seen = 0;
-    for (int v = 0; v < 256; ++v)
-      if ((seen += counts[v]) > want) return v;
-    return 255;
-  };
+  const auto percentile = [&](double f) { return level_at(counts, W * H, f); };
   // Which side is ink: the fewer pixels (light print on a dark slide too).
   const int lo = percentile(0.02), hi = percentile(0.98);
   int64_t dark = 0;

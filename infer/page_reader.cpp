@@ -267,7 +267,7 @@ std::vector<nn::TextBox> detect_boxes(const GrayImage& image, TextDetector& dete
     const auto& c = b.outline.corners;
     if (distance(c[0], c[1]) >= 1 && distance(c[0], c[3]) >= 1) boxes.push_back(std::move(b));
   }
-  info.detect.prepare += t.prepare, info.detect.forward += t.forward, info.detect.boxes += t.boxes;
+  info.detect += t;
   info.boxes = (int64_t)boxes.size();
   return boxes;
 }
@@ -372,8 +372,7 @@ bool look_sideways(PageWork& w, TextDetector& detector) {
   PageReadInfo side_info;
   PageWork side{w.image, w.name, w.predictor, w.o, side_info, detect_turned(w.image, 90, detector, side_info),
                 {}, {}, {}, {}};
-  info.detect.prepare += side_info.detect.prepare, info.detect.forward += side_info.detect.forward;
-  info.detect.boxes += side_info.detect.boxes;
+  info.detect += side_info.detect;
   if (!side.boxes.empty()) {
     side.start();
     side_info.rotation = decide_orientation(side);
