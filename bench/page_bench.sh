@@ -234,6 +234,7 @@ parts = [f"arch {meta.get('arch', '?')}"]
 if "steps" in t: parts.append(f"trained {t['steps']} steps")
 if "data" in t: parts.append("on " + ", ".join(t["data"]))
 if "val_cer" in t: parts.append(f"validation F-measure {1 - t['val_cer']:.3f} (its metadata's val_cer is 1 - F)")
+if "quantization" in t: parts.append(f"int8 ({t['quantization'].get('calibration_pages', '?')} calibration pages)")
 print("; ".join(parts))
 EOF
 )

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "models/int8.h"
 #include "models/model_file.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
@@ -164,9 +165,16 @@ DBNet::Maps DBNet::forward_maps(const Tensor& x, bool with_threshold) {
     F = concat(parts, 1);
   }
   Maps m;
-  const bool banded = !with_threshold && inference && F.device().is_cpu() && F.size(2) > kHeadBandRows + 2 * kHeadHalo;
+  // While int8 calibration observes the layers' inputs (ocrt-quantize), the heads run layer by
+  // layer, unbanded, and the threshold head too: every convolution that int8 computes sees its
+  // input, so that every one gets its scale (int8_state_dict quantizes them all; inference
+  // never runs the threshold head, whose codes only keep the file's layers uniform).
+  const bool calibrating = Int8Calibration::active() != nullptr;
+  const bool banded = !with_threshold && !calibrating && inference && F.device().is_cpu() &&
+                      F.size(2) > kHeadBandRows + 2 * kHeadHalo;
   m.prob = banded ? prob_head_in_bands(F) : prob_head->forward(F);
   if (with_threshold) m.thresh = thresh_head->forward(F);
+  else if (calibrating) thresh_head->forward(F);
   return m;
 }
 
@@ -250,26 +258,59 @@ Tensor depth_to_space2(const Tensor& y) {
 // for inference, with each upsampling and the 3x3 convolution after it (and its BatchNorm) run
 // as one convolution of the smaller map then depth to space: the same map, without the
 // upsampled activations. The folded weights are made once, for every band of a page.
+//
+// In an int8 model (models/int8.h) the head's convolutions compute in int8 too: the first with
+// its BatchNorm and ReLU in the epilogue, and each folded phase convolution from its float
+// weights (the file's codes times their scales, folded) quantized again per output channel,
+// with the input scale calibrated for the convolution it replaces (the upsampled map holds the
+// same values as the map before it).
 class FusedHead {
  public:
   explicit FusedHead(const Sequential& h)
       : h_(h),
+        first_(dynamic_cast<const Conv2d&>(h[0])),
         mid_(fold_up2_conv3x3(dynamic_cast<const Conv2d&>(h[4]), dynamic_cast<const BatchNorm2d*>(&h[5]))),
         last_(fold_up2_conv3x3(dynamic_cast<const Conv2d&>(h[8]), nullptr)) {
     o_.padding = {1, 1};
+    const auto& mid_conv = dynamic_cast<const Conv2d&>(h[4]);
+    const auto& last_conv = dynamic_cast<const Conv2d&>(h[8]);
+    if (first_.int8) {
+      first_post_.affine = dynamic_cast<const BatchNorm2d&>(h[1]).eval_affine();
+      first_post_.relu = true;
+    }
+    if (mid_conv.int8) mid8_ = int8_phase_conv(mid_, mid_conv.int8->input());
+    if (last_conv.int8) last8_ = int8_phase_conv(last_, last_conv.int8->input());
   }
 
   Tensor forward(const Tensor& F) const {
     Tensor y = F;
-    for (int64_t i = 0; i < 3; ++i) y = h_[i].forward(y);
-    y = relu(depth_to_space2(conv2d(y, mid_.weight, mid_.bias, o_)));
-    return depth_to_space2(conv2d(y, last_.weight, last_.bias, o_));
+    if (first_.int8 && F.device().is_cpu()) {
+      y = first_.int8->forward(F, first_post_);
+    } else {
+      for (int64_t i = 0; i < 3; ++i) y = h_[i].forward(y);
+    }
+    if (mid8_) {
+      Int8PostOps post;
+      post.relu = true;  // ReLU before or after depth to space: the same values
+      y = depth_to_space2(mid8_->forward(y, post));
+    } else {
+      y = relu(depth_to_space2(conv2d(y, mid_.weight, mid_.bias, o_)));
+    }
+    return depth_to_space2(last8_ ? last8_->forward(y) : conv2d(y, last_.weight, last_.bias, o_));
   }
 
  private:
+  std::shared_ptr<const Int8Conv2d> int8_phase_conv(const PhaseConv& p, const Int8Input& input) const {
+    const Int8Weight q = quantize_weight(p.weight);
+    return std::make_shared<const Int8Conv2d>(q.codes, q.scales, p.bias, o_, input);
+  }
+
   const Sequential& h_;
+  const Conv2d& first_;
   PhaseConv mid_, last_;
   Conv2dOptions o_;
+  Int8PostOps first_post_;
+  std::shared_ptr<const Int8Conv2d> mid8_, last8_;  // int8 models only
 };
 
 }  // namespace

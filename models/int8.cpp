@@ -21,6 +21,9 @@ std::atomic<Int8Calibration*> g_calibration{nullptr};
 
 int64_t round_up4(int64_t x) { return (x + 3) / 4 * 4; }
 
+// The most bytes of an image's codes an int8 convolution keeps for its thread's next call.
+constexpr size_t kKeptCodes = size_t(4) << 20;
+
 // Visits module and every module below it with its dotted name ("" for the root), except
 // what is inside a MultiheadAttention: its out_proj is a Linear whose weight the attention op
 // reads itself (ops/attention.h), never through Linear::forward, so int8 leaves it alone.
@@ -200,27 +203,44 @@ Tensor Int8Conv2d::forward(const Tensor& x, const Int8PostOps& post) const {
     e.scale = fused_scale.data(), e.bias = fused_bias.data();
   }
 
+  std::vector<int64_t> tap_offset;  // where each tap's codes lie from the pixel at its top left
+  for (int64_t ki = 0; ki < kh_; ++ki)
+    for (int64_t kj = 0; kj < kw_; ++kj) tap_offset.push_back((ki * dh * Wp + kj * dw) * cp);
   auto image = [&](int64_t n, bool parallel_gemm, int slot) {
     // The image's codes, channels last, with the padding's rows and columns at the code of 0.
-    // Kept per thread between calls: fresh pages for every image cost more than the copy.
+    // Kept per thread between calls, up to kKeptCodes: fresh pages for every line image cost
+    // more than the copy; a page's maps (a detector's, up to 13 MB at 2048 pixels) are let go,
+    // so that they do not add to the recogniser's peak memory after them.
     thread_local std::vector<uint8_t> planes, xq;
     planes.resize((size_t)(c_ * H * W));
     xq.assign((size_t)(Hp * Wp * cp), zero);
     int8_quantize_input(xp + n * c_ * H * W, c_ * H * W, input_, planes.data());
     for (int64_t h = 0; h < H; ++h)  // row h of every plane -> its pixels' channels
       cpu::transpose_bytes(planes.data() + h * W, c_, W, H * W, xq.data() + ((h + ph) * Wp + pw) * cp, cp);
+    struct Release {  // after the product, however it ends
+      ~Release() {
+        if (planes.capacity() > kKeptCodes) std::vector<uint8_t>().swap(planes);
+        if (xq.capacity() > kKeptCodes) std::vector<uint8_t>().swap(xq);
+      }
+    } release;
     // Each output pixel's row of A is its kh x kw taps' runs of cp codes in the image: one
     // segment per tap, pointed at, never copied (an implicit im2col).
+    // (Called once per 6 output pixels: with few channels the kernel's work per call is small,
+    // so the pixel is stepped along rather than divided out, and the taps' offsets are fixed.)
     const uint8_t* q = xq.data();
     cpu::Int8A a;
     a.segments = kh_ * kw_;
     a.rows = [&](int64_t i0, int64_t rows, const uint8_t** ptrs) {
-      for (int64_t r = 0; r < cpu::kInt8MR; ++r) {
-        const int64_t i = i0 + std::min(r, rows - 1), oh = i / Wo, ow = i % Wo;
+      int64_t oh = i0 / Wo, ow = i0 - oh * Wo;
+      const int64_t taps = kh_ * kw_, MR = cpu::kInt8MR;
+      for (int64_t r = 0; r < MR; ++r) {
+        if (r >= rows) {  // past the end of A: the last row again
+          for (int64_t t = 0; t < taps; ++t) ptrs[t * MR + r] = ptrs[t * MR + r - 1];
+          continue;
+        }
         const uint8_t* pixel = q + (oh * sh * Wp + ow * sw) * cp;
-        for (int64_t ki = 0; ki < kh_; ++ki)
-          for (int64_t kj = 0; kj < kw_; ++kj)
-            ptrs[(ki * kw_ + kj) * cpu::kInt8MR + r] = pixel + (ki * dh * Wp + kj * dw) * cp;
+        for (int64_t t = 0; t < taps; ++t) ptrs[t * MR + r] = pixel + tap_offset[(size_t)t];
+        if (++ow == Wo) ow = 0, ++oh;
       }
     };
     const Tensor mine = pooled ? buffers.narrow(0, slot, 1) : Tensor();

@@ -100,6 +100,7 @@ class Int8Conv2d {
   // pool(relu(conv(x) * scale + shift)): the same values as the layers one after the other, up to
   // float32 rounding (the affine map is folded into the epilogue's scale and bias).
   Tensor forward(const Tensor& x, const Int8PostOps& post) const;
+  const Int8Input& input() const { return input_; }
 
  private:
   int64_t cout_, c_, cp_, kh_, kw_;

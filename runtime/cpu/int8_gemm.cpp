@@ -145,26 +145,45 @@ OCRT_TARGET_AVX2 void row_kernel_avx2(const uint8_t* const* a, int64_t segments,
   _mm256_storeu_si256((__m256i*)(acc + 8), _mm256_add_epi32(hi0, hi1));
 }
 
-// The epilogue of a full-width tile, 8 columns at a time (fmadd rounds once, as std::fma).
+// The epilogue of a tile, 8 columns at a time (fmadd rounds once, as std::fma).
 OCRT_TARGET_AVX2 void store_tile_avx2(const int32_t* acc, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const Int8Epilogue& e,
                      float* y, int64_t y_row, int64_t y_col) {
-  if (cols != kInt8NR) return store_tile_reference(acc, i0, rows, j0, cols, e, y, y_row, y_col);
+  // A narrower tile (the last panel of B, or a product of fewer than 16 columns: a convolution
+  // into 4 or 8 channels) reads its columns' epilogue from a copy padded with zeros.
+  const bool full = cols == kInt8NR;
+  alignas(32) float pad_scale[kInt8NR] = {}, pad_bias[kInt8NR] = {};
+  alignas(32) int32_t pad_offset[kInt8NR] = {};
+  if (!full) {
+    for (int64_t c = 0; c < cols; ++c) {
+      pad_scale[c] = e.scale[j0 + c];
+      pad_bias[c] = e.bias ? e.bias[j0 + c] : 0.0f;
+      pad_offset[c] = e.offset ? e.offset[j0 + c] : 0;
+    }
+  }
+  const float* scales = full ? e.scale + j0 : pad_scale;  // columns j0 .. j0 + 15
+  const float* biases = full ? e.bias ? e.bias + j0 : nullptr : pad_bias;
+  const int32_t* offsets = full ? e.offset ? e.offset + j0 : nullptr : pad_offset;
+  const bool direct = y_col == 1 && full;
   alignas(32) float tile[kInt8MR * kInt8NR];
   for (int h = 0; h < 2; ++h) {
     const int64_t j = j0 + 8 * h;
-    const __m256 scale = _mm256_loadu_ps(e.scale + j);
-    const __m256i off = e.offset ? _mm256_loadu_si256((const __m256i*)(e.offset + j)) : _mm256_setzero_si256();
-    const __m256 bias = e.bias ? _mm256_loadu_ps(e.bias + j) : _mm256_setzero_ps();
+    const __m256 scale = _mm256_loadu_ps(scales + 8 * h);
+    const __m256i off = offsets ? _mm256_loadu_si256((const __m256i*)(offsets + 8 * h)) : _mm256_setzero_si256();
+    const __m256 bias = biases ? _mm256_loadu_ps(biases + 8 * h) : _mm256_setzero_ps();
     for (int64_t r = 0; r < rows; ++r) {
       const __m256i s = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i*)(acc + r * kInt8NR + 8 * h)), off);
       __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), scale, bias);
       if (e.relu) v = _mm256_max_ps(v, _mm256_setzero_ps());
-      if (y_col == 1) _mm256_storeu_ps(y + (i0 + r) * y_row + j, v);
+      if (direct) _mm256_storeu_ps(y + (i0 + r) * y_row + j, v);
       else _mm256_store_ps(tile + r * kInt8NR + 8 * h, v);
     }
   }
-  if (y_col == 1) return;
-  for (int64_t c = 0; c < kInt8NR; ++c) {
+  if (direct) return;
+  if (y_col == 1) {
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(y + (i0 + r) * y_row + j0, tile + r * kInt8NR, (size_t)cols * sizeof(float));
+    return;
+  }
+  for (int64_t c = 0; c < cols; ++c) {
     float* out = y + i0 * y_row + (j0 + c) * y_col;
     for (int64_t r = 0; r < rows; ++r) out[r * y_row] = tile[r * kInt8NR + c];
   }

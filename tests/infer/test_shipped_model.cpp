@@ -361,20 +361,28 @@ TEST_CASE("scheduler: a slow worker takes only part of a batch", "[infer]") {
 // turned 1.2 degrees). Measured when the detector shipped: 697 of 721 words right (96.7%), 9
 // missed, 4 extra, CER 2.16% (1.35% since the reading-order fix of 5fe2890). The bounds leave room for other CPUs' float rounding and a
 // retrained detector, not for a pipeline that loses lines or reads them out of order.
-TEST_CASE("shipped detector: the sample page reads as measured", "[infer][shipped][page_reader]") {
-  TextDetector detector(kSource + "/weights/det-en.safetensors");
+TEST_CASE("shipped detector: the sample page reads as measured, in float32 and in int8", "[infer][shipped][page_reader]") {
   PredictorOptions po;
   po.threads = 2;
   Predictor predictor(kModel, po);
   const GrayImage image = load_gray_image(kSource + "/samples/pages/article.png");
-  PageReadInfo info;
-  const Page page = read_page(image, "article.png", detector, predictor, {}, &info);
-  CHECK(info.rotation == 0);
-  const PageScore s = score_page(page, read_page_truth(kSource + "/samples/pages/article.json"));
-  INFO("words " << s.truth_words << ", right " << s.right << ", missed " << s.missed << ", extra " << s.extra << ", CER "
-                << s.cer());
-  CHECK(s.truth_words == 721);
-  CHECK(s.word_accuracy() > 0.92);
-  CHECK(s.missed < 30);
-  CHECK(s.cer() < 0.05);
+  for (const char* file : {"det-en.safetensors", "det-en-int8.safetensors"}) {
+    INFO(file);
+    TextDetector detector(kSource + "/weights/" + file);
+    PageReadInfo info;
+    const Page page = read_page(image, "article.png", detector, predictor, {}, &info);
+    CHECK(info.rotation == 0);
+    const PageScore s = score_page(page, read_page_truth(kSource + "/samples/pages/article.json"));
+    INFO("words " << s.truth_words << ", right " << s.right << ", missed " << s.missed << ", extra " << s.extra
+                  << ", CER " << s.cer());
+    CHECK(s.truth_words == 721);
+    CHECK(s.word_accuracy() > 0.92);
+    CHECK(s.missed < 30);
+    CHECK(s.cer() < 0.05);
+  }
+  // The int8 detector computes in int8 on the CPU only: a GPU is refused before anything runs.
+  DetectorOptions gpu;
+  gpu.device = Device::cuda(0);
+  CHECK_THROWS_WITH(TextDetector(kSource + "/weights/det-en-int8.safetensors", gpu),
+                    Catch::Contains("int8 model file, which runs on the CPU only"));
 }

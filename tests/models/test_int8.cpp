@@ -11,6 +11,7 @@
 #include <random>
 
 #include "models/crnn.h"
+#include "models/dbnet.h"
 #include "models/int8.h"
 #include "models/layers.h"
 #include "models/model_check.h"
@@ -384,9 +385,91 @@ TEST_CASE("ocrt-quantize writes an int8 file a quarter the size that ocrt-infer 
                   {" --weights /nonexistent.safetensors --out y.safetensors a.png",
                    "safetensors file '/nonexistent.safetensors'"},
                   {" --weights " + src + "/weights/det-en.safetensors --out y.safetensors a.png",
-                   src + "/weights/det-en.safetensors is a text detector"},
+                   "skipped a.png"},
                   {" --weights " + out + " --out /nonexistent-dir/y.safetensors a.png",
                    "--out /nonexistent-dir/y.safetensors: the folder"}});
+}
+
+TEST_CASE("ocrt-quantize calibrates a text detector on pages, and ocrt-infer reads a page with it as many words right", "[int8][cli][dbnet]") {
+  TempDir dir("int8-det-cli");
+  const std::string src = OCRT_SOURCE_DIR, out = (dir.path / "det-int8.safetensors").string();
+  std::string said;
+  REQUIRE(run_command(program("ocrt-quantize") + " --threads 2 --weights " + src + "/weights/det-en.safetensors --out " +
+                          out + " " + src + "/samples/pages 2>&1",
+                      &said) == 0);
+  INFO(said);
+  CHECK_THAT(said, Catch::Contains("1 calibration pages"));
+  CHECK_THAT(said, Catch::Contains("prob_head.8.weight"));
+  // The BatchNorms and the stem stay float32: a little less than 4x smaller.
+  const double ratio = (double)std::filesystem::file_size(src + "/weights/det-en.safetensors") /
+                       (double)std::filesystem::file_size(out);
+  CHECK(ratio > 3.3);
+  // The sample page's words right (crnn-s, to be quick) with the float and the int8 detector.
+  const auto words_right = [&](const std::string& det) {
+    std::string report;
+    REQUIRE(run_command(program("ocrt-infer") + " --threads 2 --weights " + src + "/weights/crnn-s-en.safetensors" +
+                            " --det-weights " + det + " --eval " + src + "/samples/pages 2>&1",
+                        &report) == 0);
+    INFO(report);
+    const size_t at = report.find("words: ");
+    REQUIRE(at != std::string::npos);
+    const size_t right = report.find("right ", at);
+    REQUIRE(right != std::string::npos);
+    return std::stol(report.substr(right + 6));
+  };
+  const long float_right = words_right(src + "/weights/det-en.safetensors"), int8_right = words_right(out);
+  INFO("words right: float detector " << float_right << ", int8 " << int8_right);
+  CHECK(float_right > 600);  // of 721
+  CHECK(int8_right >= float_right - 7);  // within 1% of the page's words
+  // An int8 detector is not quantized again.
+  CHECK(run_command(program("ocrt-quantize") + " --weights " + out + " --out " + out + ".2 " + src + "/samples/pages 2>&1",
+                    &said) == 2);
+  CHECK_THAT(said, Catch::Contains("already an int8 model file"));
+}
+
+TEST_CASE("a text detector quantizes: int8 backbone, pyramid and banded head (its folded phase convolutions too) close to the float map", "[int8][dbnet]") {
+  Generator gen(21);
+  DBNet model(DBNetConfig::preset("dbnet"), gen);
+  // BatchNorm statistics and affine maps that are not the identity: the int8 epilogues take
+  // them in, and the banded head folds them into its phase convolutions before quantizing.
+  {
+    NoGradGuard no_grad;
+    for (auto& [name, t] : model.named_buffers())
+      if (name.find("running_var") != std::string::npos) t.copy_(random_tensor(t.shape(), 0.5f, 2.0f, 31));
+      else if (name.find("running_mean") != std::string::npos) t.copy_(random_tensor(t.shape(), -0.2f, 0.2f, 32));
+    for (auto& [name, t] : model.named_parameters())
+      if (name.find(".1.") != std::string::npos || name.find(".4.") != std::string::npos ||
+          name.find("head.5.") != std::string::npos)
+        if (t.dim() == 1) t.copy_(random_tensor(t.shape(), 0.5f, 1.5f, 33));
+  }
+  model.eval();
+  // 1184 rows: F has 296 rows, so inference runs the head in 5 bands.
+  const Tensor x = random_tensor({1, 1, 1184, 96}, -1, 1, 34);
+  StateDict sd;
+  Tensor yf;
+  {
+    Int8Calibration calibration(100);
+    calibration.add_model(model);
+    NoGradGuard no_grad;
+    yf = model.forward(x);  // calibrating: the heads layer by layer, the threshold head too
+    sd = int8_state_dict(model, calibration);
+  }
+  // Every convolution of at least 4 input channels: 8 in the stages, 4 lateral, 4 smoothing,
+  // 3 in each head; the stem's (1 channel: the page itself) stays float32.
+  int64_t int8_tensors = 0;
+  for (const auto& [name, t] : sd) int8_tensors += t.dtype() == DType::i8;
+  CHECK(int8_tensors == 22);
+  CHECK(sd.at("stem.0.weight").dtype() == DType::f32);
+  CHECK(sd.at("prob_head.8.weight").dtype() == DType::i8);
+  CHECK(sd.at("thresh_head.4.weight").dtype() == DType::i8);
+  auto loaded = build_detector("dbnet", model.config_json(), sd, "det8.safetensors");
+  NoGradGuard no_grad;
+  const Tensor y8 = loaded->forward(x);  // banded, in int8
+  REQUIRE(y8.shape() == yf.shape());
+  const auto [worst, scale] = worst_difference(y8.to_vector<float>(), yf.to_vector<float>());
+  INFO("worst |int8 - float| " << worst << " of logits up to " << scale);
+  CHECK(worst > 0);
+  CHECK(worst < 0.1 * scale);
 }
 
 TEST_CASE("svtr-lite quantizes too: its convolutions and linear layers in int8, close to the float model", "[int8]") {

@@ -202,3 +202,24 @@ TEST_CASE("transpose_bytes equals the plain transpose on whole 16 x 16 blocks an
       CHECK(dst == want);  // the padding between rows of dst untouched too
     }
 }
+
+TEST_CASE("int8_gemm's narrow tiles (fewer than 16 columns) store with the ReLU, by rows and transposed, bit for bit", "[int8]") {
+  // A convolution into 4 or 8 channels (a detector head's phases) has only narrow tiles: their
+  // epilogue reads a zero-padded copy of the columns' scales, offsets and biases.
+  for (int64_t N : {1, 4, 8, 20}) {
+    const Case c = make_case(31, N, 144, 7 + (uint32_t)N);
+    const Int8PackedWeights B(c.K, c.N, c.w.data(), c.K, 1);
+    std::vector<float> want = expected(c);
+    for (float& v : want) v = v > 0 ? v : 0.0f;
+    Int8Epilogue e{c.scale.data(), c.offset.data(), c.bias.data(), /*relu=*/true};
+    std::vector<float> y((size_t)(c.M * c.N), -1.0f), yt((size_t)(c.M * c.N), -1.0f);
+    int8_gemm(c.M, int8_rows(c.a.data(), c.Kp()), B, e, y.data(), c.N, 1);
+    int8_gemm(c.M, int8_rows(c.a.data(), c.Kp()), B, e, yt.data(), 1, c.M);  // y^T (N x M)
+    INFO("N = " << N);
+    CHECK(y == want);
+    bool transposed_ok = true;
+    for (int64_t i = 0; i < c.M; ++i)
+      for (int64_t j = 0; j < c.N; ++j) transposed_ok &= yt[(size_t)(j * c.M + i)] == want[(size_t)(i * c.N + j)];
+    CHECK(transposed_ok);
+  }
+}
