@@ -97,6 +97,7 @@ struct Args {
   double small_lines = DetectorOptions().small_lines;
   double end_reach = PageReaderOptions().end_reach, side_reach = PageReaderOptions().side_reach;
   double erase_rules = PageReaderOptions().erase_rules, sideways_check = PageReaderOptions().sideways_check;
+  double min_confidence = PageReaderOptions().min_confidence;
   int rotation = -1;
   int page_jobs = 0;  // 0: page_lanes_for's default
   std::vector<std::pair<bool, std::string>> inputs;  // (is a --list file, path), in order
@@ -181,6 +182,9 @@ with --format tsv (a table of lines) every image is a line.)");
   p.add(cli::real("--erase-rules", "L", a.erase_rules, Range{0, 1000},
                   "underlines and rules are erased from each cut-out line: runs of ink along a\n"
                   "row at least L times the cut's height long (default 2.5; 0: kept)"));
+  p.add(cli::real("--min-confidence", "C", a.min_confidence, Range{0, 1},
+                  "a page's line read with a mean confidence per character below C is left out\n"
+                  "(junk read from charts, photos, rows of dots; default 0.5; 0: every line)"));
   p.add(cli::real("--sideways-check", "C", a.sideways_check, Range{0, 1.01},
                   "a page whose orientation probe reads below C per character both ways, without\n"
                   "a decisive vote, is detected again turned by a quarter turn in case it lies\n"
@@ -733,7 +737,7 @@ class InferRun {
   // Lines that failed before the predictor (counted as read and failed), and lines read whose
   // document could not be written (counted as failed).
   int64_t line_items_ = 0, lines_failed_early_ = 0, lines_unwritten_ = 0, skipped_without_truth_ = 0;
-  int64_t pages_ = 0, pages_failed_ = 0, page_lines_ = 0, page_lines_failed_ = 0;
+  int64_t pages_ = 0, pages_failed_ = 0, page_lines_ = 0, page_lines_failed_ = 0, page_lines_dropped_ = 0;
   double page_seconds_ = 0;
 };
 
@@ -777,6 +781,7 @@ InferRun::InferRun(Args args) : args_(std::move(args)) {
   reader_options.side_reach = args_.side_reach;
   reader_options.erase_rules = args_.erase_rules;
   reader_options.sideways_check = args_.sideways_check;
+  reader_options.min_confidence = args_.min_confidence;
   page_reading_ = std::make_unique<PageReading>(*detector_, *predictor_, reader_options, args_.options.max_image_pixels,
                                                 args_.kind == InputKind::page);
 }
@@ -906,7 +911,7 @@ void InferRun::read_one_page(InputItem& item, const std::function<void()>& decod
 }
 
 void InferRun::finish_page(const InputItem& item, const Page& page, const PageReadInfo& info) {
-  page_lines_ += info.lines, page_lines_failed_ += info.failed_lines;
+  page_lines_ += info.lines, page_lines_failed_ += info.failed_lines, page_lines_dropped_ += info.dropped_lines;
   if (!page.error.empty()) ++pages_failed_, std::fprintf(stderr, "ocrt-infer: %s\n", page.error.c_str());
   const std::optional<Json> scores = args_.eval ? score_read_page(item, page) : std::nullopt;
   write_page(item, page, scores);
@@ -1072,9 +1077,10 @@ int InferRun::summarise() {
   stats_.failed += lines_failed_early_ + lines_unwritten_;
   if (line_items_ > 0 || pages_ == 0) std::fprintf(stderr, "ocrt-infer: %s\n", stats_.summary().c_str());
   if (pages_ > 0) {
-    std::fprintf(stderr, "ocrt-infer: %lld pages (%lld failed), %lld text lines on them (%lld not read), in %.2f s, "
-                 "%.2f s a page\n", (long long)pages_, (long long)pages_failed_, (long long)page_lines_,
-                 (long long)page_lines_failed_, page_seconds_, page_seconds_ / (double)pages_);
+    std::fprintf(stderr, "ocrt-infer: %lld pages (%lld failed), %lld text lines on them (%lld not read, %lld left out "
+                 "below confidence %.2f), in %.2f s, %.2f s a page\n", (long long)pages_, (long long)pages_failed_,
+                 (long long)page_lines_, (long long)page_lines_failed_, (long long)page_lines_dropped_,
+                 args_.min_confidence, page_seconds_, page_seconds_ / (double)pages_);
     if (lanes_)
       std::fprintf(stderr, "ocrt-infer: pages' time in %d lanes of %d threads, added up: %s\n", lanes_->lanes(),
                    lanes_->threads_per_lane(), page_reading_->times(lane_seconds_).c_str());

@@ -389,12 +389,17 @@ bool look_sideways(PageWork& w, TextDetector& detector) {
   return true;
 }
 
-// 5. The words placed on the page; regions that read as nothing are no text line.
+// 5. The words placed on the page; regions that read as nothing, or as nothing sure
+// (options.min_confidence), are no text line.
 std::vector<PageLine> place_lines(PageWork& w) {
   std::vector<PageLine> lines;
   for (size_t i = 0; i < w.boxes.size(); ++i) {
     PageLine line = place_words(w.readings[i], w.outlines[i], w.widths[i]);
     if (line.text.empty() && line.error.empty()) continue;
+    if (line.error.empty() && line.confidence < w.o.min_confidence) {
+      ++w.info.dropped_lines;
+      continue;
+    }
     if (!line.error.empty()) ++w.info.failed_lines;
     lines.push_back(std::move(line));
   }
@@ -457,6 +462,8 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
   OCRT_CHECK(image.width >= 1 && image.height >= 1 && (int64_t)image.pixels.size() == image.width * image.height,
              name, ": the page image is empty or inconsistent (", image.width, "x", image.height, ")");
   if (o.rotation >= 0) check_rotation(o.rotation);
+  OCRT_CHECK(o.min_confidence >= 0 && o.min_confidence <= 1, "read_page: min_confidence must be in [0, 1], got ",
+             o.min_confidence);
   OCRT_CHECK(o.orientation_lines >= 1 && o.min_line_height >= 8, "read_page: bad options (orientation_lines ",
              o.orientation_lines, ", min_line_height ", o.min_line_height, ")");
   PageReadInfo info;

@@ -414,6 +414,70 @@ TEST_CASE("page reader: a synthetic page read in reading order, a blank page, an
   }
 }
 
+TEST_CASE("page reader: lines read below min_confidence are left out, a band of speckle among them", "[page_reader]") {
+  const train::SynthPage* page7 = seventh_page();
+  if (!page7) return;
+  // The page with a band of random speckle below its text (what a detector takes for text in a
+  // photo or a chart), outlined like a line.
+  train::SynthPage page = *page7;
+  const int64_t W = page.image.width, band = 28, top = page.image.height + 12;
+  page.image.height += 60;
+  page.image.pixels.resize((size_t)(W * page.image.height), 255);
+  Generator gen(3);
+  for (int64_t y = top; y < top + band; ++y)
+    for (int64_t x = 20; x < W - 20; ++x) page.image.pixels[(size_t)(y * W + x)] = gen.next_u64() % 10 < 3 ? 0 : 255;
+  const Quad speckle = Quad::from_rect({20, (double)top, (double)(W - 20), (double)(top + band)});
+  TextDetector detector(
+      [&](const GrayImage& image) {
+        std::vector<Quad> quads = outlines(page);
+        quads.push_back(speckle);
+        return painted_map(quads, image.width, image.height);
+      },
+      painted_options());
+  Predictor& predictor = shipped_predictor();
+  const auto read = [&](double min_confidence, PageReadInfo& info) {
+    PageReaderOptions o;
+    o.rotation = 0;
+    o.min_confidence = min_confidence;
+    const Page read_back = read_page(page.image, "speckle.png", detector, predictor, o, &info);
+    std::vector<PageLine> out;
+    for (const PageBlock& b : read_back.blocks)
+      for (const PageLine& l : b.lines) out.push_back(l);
+    return out;
+  };
+  PageReadInfo all_info, default_info, high_info;
+  const std::vector<PageLine> all = read(0, all_info);
+  const size_t text_lines = page.lines.size();
+  REQUIRE(all.size() == text_lines + 1);  // every text line and the speckle
+  CHECK(all_info.dropped_lines == 0);
+  // The speckle reads as junk, sure of nothing; the text lines read surely.
+  const auto lowest = std::min_element(all.begin(), all.end(), [](const PageLine& a, const PageLine& b) {
+    return a.confidence < b.confidence;
+  });
+  INFO("the least sure line: '" << lowest->text << "' at " << lowest->confidence);
+  CHECK(lowest->box.y0 >= (double)top - 4);
+  CHECK(lowest->confidence < 0.5);
+  // The default (0.5) leaves out the speckle and nothing else.
+  const std::vector<PageLine> kept = read(PageReaderOptions{}.min_confidence, default_info);
+  CHECK(kept.size() == text_lines);
+  CHECK(default_info.dropped_lines == 1);
+  CHECK(default_info.boxes == all_info.boxes);
+  for (const PageLine& l : kept) CHECK(l.box.y1 < (double)top);
+  // A threshold between the text lines' confidences keeps exactly those at or above it.
+  std::vector<double> sure;
+  for (const PageLine& l : all)
+    if (l.confidence >= 0.5) sure.push_back(l.confidence);
+  std::sort(sure.begin(), sure.end());
+  REQUIRE(sure.size() >= 2);
+  const double cut = sure[sure.size() / 2];
+  const std::vector<PageLine> high = read(cut, high_info);
+  CHECK(high.size() == sure.size() - sure.size() / 2);
+  CHECK(high_info.dropped_lines == (int64_t)(all.size() - high.size()));
+  for (const PageLine& l : high) CHECK(l.confidence >= cut);
+  PageReadInfo unused;
+  CHECK_THROWS_WITH(read(1.5, unused), Catch::Contains("min_confidence must be in [0, 1]"));
+}
+
 TEST_CASE("page reader: a page lying sideways, whose lines the detector does not find, is detected again turned",
           "[page_reader]") {
   const train::SynthPage* page7 = seventh_page();
