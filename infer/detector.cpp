@@ -37,6 +37,7 @@ TextDetector::TextDetector(const std::string& model_path, DetectorOptions option
   OCRT_CHECK(options_.device.is_cpu() || !nn::is_int8_state_dict(file.weights), model_path,
              " is an int8 model file, which runs on the CPU only (not on ", options_.device.str(),
              "): give the float detector (weights/det-en.safetensors) for a GPU");
+  int8_ = nn::is_int8_state_dict(file.weights);
   std::shared_ptr<nn::DBNet> model = nn::build_detector(file.info->arch, file.info->config, file.weights, model_path);
   use_model(std::move(model));
 }

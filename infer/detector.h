@@ -102,12 +102,14 @@ class TextDetector {
   const nn::TextBoxOptions& box_options() const { return boxes_; }
   const DetectorOptions& options() const { return options_; }
   const std::string& model_path() const { return model_path_; }  // empty unless loaded from a file
+  bool int8() const { return int8_; }  // loaded from an int8 model file (models/int8.h)
 
  private:
   void use_model(std::shared_ptr<nn::DBNet> model);
 
   DetectorOptions options_;
   std::string model_path_;
+  bool int8_ = false;
   std::shared_ptr<nn::DBNet> model_;  // null for a hand-made map
   MapFunction paint_;
   nn::TextBoxOptions boxes_;

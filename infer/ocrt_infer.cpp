@@ -338,6 +338,11 @@ class DetectorSlot {
   }
   // The file get() loaded (empty until it has).
   const std::string& path() const { return path_; }
+  // "FILE (int8, K kernel)" or "FILE (float32)" once loaded, else empty.
+  std::string describe() const {
+    if (!detector_) return "";
+    return path_ + (detector_->int8() ? std::string(" (int8, ") + cpu::int8_gemm_kernel_name() + " kernel)" : " (float32)");
+  }
   // Throws a message that ends "... no text detector model ..." when there is none.
   TextDetector& get() {
     if (detector_) return *detector_;
@@ -1086,6 +1091,7 @@ int InferRun::summarise() {
                    lanes_->threads_per_lane(), page_reading_->times(lane_seconds_).c_str());
     else
       std::fprintf(stderr, "ocrt-infer: pages' time: %s\n", page_reading_->times(page_seconds_).c_str());
+    if (const std::string d = detector_->describe(); !d.empty()) std::fprintf(stderr, "ocrt-infer: detector %s\n", d.c_str());
   }
   return stats_.failed || pages_failed_ ? 1 : 0;
 }

@@ -411,6 +411,10 @@ TEST_CASE("ocrt-quantize calibrates a text detector on pages, and ocrt-infer rea
                             " --det-weights " + det + " --eval " + src + "/samples/pages 2>&1",
                         &report) == 0);
     INFO(report);
+    // The summary names the detector and how it computes.
+    CHECK_THAT(report, Catch::Contains("ocrt-infer: detector " + det +
+                                       (det == out ? std::string(" (int8, ") + cpu::int8_gemm_kernel_name() + " kernel)"
+                                                   : std::string(" (float32)"))));
     const size_t at = report.find("words: ");
     REQUIRE(at != std::string::npos);
     const size_t right = report.find("right ", at);
