@@ -76,6 +76,10 @@ Int8Weight quantize_weight(const Tensor& w) {
   const std::vector<float> v = w.contiguous().to_vector<float>();
   std::vector<int8_t> codes(v.size());
   std::vector<float> scales((size_t)rows);
+  // (A NaN would reach the int8 cast below: undefined. A file's weights are checked finite when
+  // it is read, but a detector's head quantizes weights it folded with a BatchNorm, whose
+  // running variance a damaged file may make negative.)
+  for (const float x : v) OCRT_CHECK(std::isfinite(x), "quantize_weight: a weight is not finite (", x, ")");
   for (int64_t o = 0; o < rows; ++o) {
     float amax = 0;
     for (int64_t k = 0; k < per; ++k) amax = std::max(amax, std::fabs(v[(size_t)(o * per + k)]));
@@ -489,10 +493,17 @@ void attach_int8(Module& model, const StateDict& weights) {
 void load_model_weights(Module& model, const StateDict& weights) {
   if (is_int8_state_dict(weights)) {
     model.load_state_dict(int8_float_weights(weights));
-    attach_int8(model, weights);
   } else {
     model.load_state_dict(weights);
   }
+  // A variance below zero is no variance: a damaged file (its square root, folded into a
+  // convolution or an int8 epilogue, would be NaN). Refused here, naming it.
+  walk(model, "", [&](const std::string& prefix, const Module& m) {
+    if (auto* bn = dynamic_cast<const BatchNorm2d*>(&m))
+      for (const float v : bn->running_var.contiguous().to_vector<float>())
+        OCRT_CHECK(v >= 0, join(prefix, "running_var"), " holds a negative variance (", v, ")");
+  });
+  if (is_int8_state_dict(weights)) attach_int8(model, weights);
   if (auto* calibration = Int8Calibration::active()) calibration->add_model(model);
 }
 

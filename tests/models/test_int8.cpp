@@ -109,6 +109,12 @@ TEST_CASE("quantize_weight: codes in -127..127 per output channel, within half a
     CHECK(amax == (o == 2 ? 0 : 127));
   }
   CHECK(s[2] == 1.0f);
+  // A weight that is not finite is refused, never cast to a code.
+  for (const float bad : {std::nanf(""), INFINITY}) {
+    std::vector<float> with_bad = v;
+    with_bad[7] = bad;
+    CHECK_THROWS_WITH(quantize_weight(Tensor::from_vector(with_bad, w.shape())), Catch::Contains("not finite"));
+  }
 }
 
 TEST_CASE("Int8Linear equals float32 on the dequantized input and weights, and stays within the quantization bound", "[int8]") {
@@ -467,6 +473,11 @@ TEST_CASE("a text detector quantizes: int8 backbone, pyramid and banded head (it
   CHECK(sd.at("prob_head.8.weight").dtype() == DType::i8);
   CHECK(sd.at("thresh_head.4.weight").dtype() == DType::i8);
   auto loaded = build_detector("dbnet", model.config_json(), sd, "det8.safetensors");
+  // A damaged file's negative variance would fold into NaN weights: refused when it loads.
+  StateDict damaged = sd;
+  damaged["prob_head.5.running_var"] = Tensor::full({16}, -1.0f);
+  CHECK_THROWS_WITH(build_detector("dbnet", model.config_json(), damaged, "bad.safetensors"),
+                    Catch::Contains("prob_head.5.running_var holds a negative variance"));
   NoGradGuard no_grad;
   const Tensor y8 = loaded->forward(x);  // banded, in int8
   REQUIRE(y8.shape() == yf.shape());
