@@ -242,6 +242,9 @@ with --format tsv (a table of lines) every image is a line.)");
   p.add(cli::real("--lm-weight", "A", o.lm_weight, Range{0, kInf, false, true},
                   "weight of the LM's log-probability per character (0.3)"));
   p.add(cli::real("--lm-bonus", "B", o.lm_bonus, Range{-kInf, kInf, true, true}, "score added per character with --lm (1)"));
+  p.add(cli::real("--beam-doubt", "P", o.beam_doubt, Range{0, 1},
+                  "--decoder beam reads only the lines with a frame where the runner-up class has\n"
+                  "probability P or more; the others keep their greedy reading (0: every line)"));
   p.add(cli::choice("--format", "text|tsv|jsonl|hocr|alto|page", a.output, parse_output_format,
                     "text: the text (a page's in reading order); tsv: path, text,\n"
                     "confidence, error (lines only); jsonl: one JSON object per line or\n"

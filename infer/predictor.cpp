@@ -16,6 +16,8 @@
 #include "infer/model_loader.h"
 #include "models/ctc_decode.h"
 #include "models/int8.h"
+#include "ops/index.h"
+#include "ops/reduce.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/cpu/int8_gemm.h"
 #include "runtime/cuda/cuda_glue.h"
@@ -179,6 +181,7 @@ struct Predictor::Impl {
   void run_batch(Worker& w, nn::Recognizer& model, Batch& b);
   // A batch's logits (T, N, C) read by the options' decoder, each line to its own length.
   std::vector<nn::Decoded> decode(const Tensor& logits, const std::vector<int64_t>& lengths) const;
+  std::vector<nn::Decoded> beam(const Tensor& logits, const std::vector<int64_t>& lengths) const;  // every line
 };
 
 namespace {
@@ -470,6 +473,38 @@ void Predictor::Impl::run_batch(Worker& w, nn::Recognizer& model, Batch& b) {
 
 std::vector<nn::Decoded> Predictor::Impl::decode(const Tensor& logits, const std::vector<int64_t>& lengths) const {
   if (p.opt_.decoder != Decoder::beam) return nn::ctc_greedy_decode(logits, lengths);
+  if (p.opt_.beam_doubt > 0) {
+    // Greedy first; the beam reads, as a batch of their own, only the lines with a frame where
+    // the runner-up class reaches beam_doubt: elsewhere one class dominates every frame.
+    std::vector<nn::Decoded> out = nn::ctc_greedy_decode(logits, lengths);
+    const Tensor lp = log_softmax(logits.to(Device::cpu()).to(DType::f32), -1).contiguous();  // (T, N, C)
+    const int64_t T = lp.size(0), N = lp.size(1), C = lp.size(2);
+    const float* q = lp.data<float>();
+    const float floor = (float)std::log(p.opt_.beam_doubt);
+    std::vector<int64_t> unsure, unsure_lengths;
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t len = lengths.empty() ? T : lengths[(size_t)n];
+      bool doubt = false;
+      for (int64_t t = 0; t < len && !doubt; ++t) {
+        const float* f = q + (t * N + n) * C;
+        float first = -INFINITY, second = -INFINITY;
+        for (int64_t c = 0; c < C; ++c)
+          if (f[c] > first) second = first, first = f[c];
+          else if (f[c] > second) second = f[c];
+        doubt = second >= floor;
+      }
+      if (doubt) unsure.push_back(n), unsure_lengths.push_back(len);
+    }
+    if (unsure.empty()) return out;
+    const Tensor idx = Tensor::from_vector(unsure, {(int64_t)unsure.size()});
+    std::vector<nn::Decoded> again = beam(index_select(logits, 1, idx.to(logits.device())), unsure_lengths);
+    for (size_t k = 0; k < unsure.size(); ++k) out[(size_t)unsure[k]] = std::move(again[k]);
+    return out;
+  }
+  return beam(logits, lengths);
+}
+
+std::vector<nn::Decoded> Predictor::Impl::beam(const Tensor& logits, const std::vector<int64_t>& lengths) const {
   nn::BeamOptions bo;
   bo.beam_width = p.opt_.beam_width;
   if (p.lm_) {

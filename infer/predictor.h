@@ -118,6 +118,11 @@ struct PredictorOptions {
   std::string lm_path;
   double lm_weight = 0.3;  // tuned for the shipped crnn-en on held-out lines: bench/results/accuracy.md
   double lm_bonus = 1.0;
+  // Decoder::beam only: every line is read greedily first, and only the lines with a frame
+  // where the second most likely class has at least this probability go through the beam (with
+  // the LM); where one class dominates every frame, the beam would take the greedy path anyway.
+  // 0: the beam reads every line.
+  double beam_doubt = 0;
   bool keep_logits = false; // return each line's (T, C) logits in LineResult::logits
   // Blank, inverted and faint lines (runtime/image.h normalize_line); enabled = false feeds the
   // model exactly what training's preprocessing gives (ocrt-infer --plain-preprocess).

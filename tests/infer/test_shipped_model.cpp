@@ -15,6 +15,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -27,6 +28,7 @@
 #include "infer/predictor.h"
 #include "infer/report.h"
 #include "models/ctc_decode.h"
+#include "ops/reduce.h"
 
 using namespace ocrt;
 using namespace ocrt::infer;
@@ -385,4 +387,47 @@ TEST_CASE("shipped detector: the sample page reads as measured, in float32 and i
   gpu.device = Device::cuda(0);
   CHECK_THROWS_WITH(TextDetector(kSource + "/weights/det-en-int8.safetensors", gpu),
                     Catch::Contains("int8 model file, which runs on the CPU only"));
+}
+
+TEST_CASE("shipped model: --beam-doubt sends only the doubtful lines through the beam and the LM", "[infer][shipped]") {
+  const std::vector<Sample> samples = read_samples();
+  REQUIRE(samples.size() == 12);
+  std::vector<std::string> paths;
+  for (const auto& s : samples) paths.push_back(s.path);
+  const auto read = [&](Decoder decoder, double doubt) {
+    PredictorOptions o = options(decoder, 10);
+    if (decoder == Decoder::beam) o.lm_path = kSource + "/weights/lm-en.clm";
+    o.beam_doubt = doubt;
+    Predictor p(kModel, o);
+    return p.recognize(paths);
+  };
+  const std::vector<LineResult> greedy = read(Decoder::greedy, 0), beam = read(Decoder::beam, 0);
+  // No runner-up reaches probability 1: every line keeps its greedy reading. Any runner-up at
+  // all (1e-30): every line goes through the beam.
+  const std::vector<LineResult> none = read(Decoder::beam, 1.0), all = read(Decoder::beam, 1e-30);
+  const std::vector<LineResult> some = read(Decoder::beam, 0.2);
+  int64_t beamed = 0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    INFO(samples[i].path << ": greedy '" << greedy[i].text << "', beam '" << beam[i].text << "'");
+    REQUIRE(greedy[i].ok());
+    CHECK(none[i].text == greedy[i].text);
+    CHECK(none[i].confidence == greedy[i].confidence);
+    CHECK(all[i].text == beam[i].text);
+    CHECK(all[i].confidence == beam[i].confidence);
+    // 0.2: the line's reading is the beam's exactly where a frame's runner-up reaches 0.2.
+    const Tensor lp = log_softmax(greedy[i].logits, -1).contiguous();  // (T, C)
+    const float* q = lp.data<float>();
+    bool doubt = false;
+    for (int64_t t = 0; t < lp.size(0); ++t) {
+      std::vector<float> row(q + t * lp.size(1), q + (t + 1) * lp.size(1));
+      std::nth_element(row.begin(), row.begin() + 1, row.end(), std::greater<float>());
+      doubt |= row[1] >= (float)std::log(0.2);
+    }
+    beamed += doubt;
+    const LineResult& want = doubt ? beam[i] : greedy[i];
+    CHECK(some[i].text == want.text);
+    CHECK(some[i].confidence == want.confidence);
+  }
+  INFO(beamed << " of 12 lines doubtful at 0.2");
+  CHECK(beamed < 12);
 }
