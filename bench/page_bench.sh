@@ -37,6 +37,7 @@ SKIP=0
 ROUNDS=2
 OUT=/tmp/ocrt-page-bench
 PPOCR=""
+DECODE=""
 
 usage() { awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; cat <<EOF
 
@@ -50,6 +51,7 @@ usage() { awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"
   --bin DIR        folder with ocrt-infer and bench_page_score ($BIN)
   --out DIR        work folder, emptied first ($OUT)
   --ppocr PYTHON   also PP-OCRv6 small through bench/ppocr.py with this python (bench/peers.sh's venv)
+  --decode "FLAGS" extra ocrt-infer flags for decoding, e.g. "--decoder beam --lm weights/lm-en.clm"
 EOF
 }
 while (($#)); do
@@ -58,7 +60,7 @@ while (($#)); do
   case $1 in
     --pages) PAGES=$2 ;; --det) DET=$2 ;; --weights) WEIGHTS=$2 ;; --threads) THREADS=$2 ;;
     --limit) LIMIT=$2 ;; --skip) SKIP=$2 ;; --rounds) ROUNDS=$2 ;; --bin) BIN=$2 ;; --out) OUT=$2 ;;
-    --ppocr) PPOCR=$2 ;;
+    --ppocr) PPOCR=$2 ;; --decode) DECODE=$2 ;;
     *) echo "page_bench.sh: unknown argument '$1' (--help lists them)" >&2; exit 2 ;;
   esac
   shift 2
@@ -125,8 +127,9 @@ now() { date +%s.%N; }
 run_ocrt() {  # DIR: hOCR files into DIR/ocrt, the summary in DIR/ocrt.log, time -v in DIR/ocrt.time
   local d=$1 rc=0
   mkdir -p "$d/ocrt"
+  # shellcheck disable=SC2086  # DECODE is a list of flags
   /usr/bin/time -v -o "$d/ocrt.time" "$BIN/ocrt-infer" --page --det-weights "$OUT/det.safetensors" --weights "$WEIGHTS" \
-      --threads "$THREADS" --format hocr --output-dir "$d/ocrt" --list "$OUT/pages.txt" 2> "$d/ocrt.log" || rc=$?
+      --threads "$THREADS" $DECODE --format hocr --output-dir "$d/ocrt" --list "$OUT/pages.txt" 2> "$d/ocrt.log" || rc=$?
   ((rc <= 1)) || { cat "$d/ocrt.log" >&2; die "ocrt-infer failed (status $rc)"; }
   ((rc == 0)) || say "ocrt-infer: some pages failed (status 1; $d/ocrt.log)"
 }
@@ -187,7 +190,8 @@ for r in $(seq 2 "$ROUNDS"); do   # the readings must not change between rounds
 done
 
 say "cross-check: ocrt-infer --eval on the same pages (not timed)"
-"$BIN/ocrt-infer" --page --det-weights "$OUT/det.safetensors" --weights "$WEIGHTS" --threads "$THREADS" \
+# shellcheck disable=SC2086
+"$BIN/ocrt-infer" --page --det-weights "$OUT/det.safetensors" --weights "$WEIGHTS" --threads "$THREADS" $DECODE \
     --eval --format jsonl --list "$OUT/pages.txt" > "$OUT/eval.jsonl" 2> "$OUT/eval.log" || true
 CROSS=$(python3 - "$OUT/eval.jsonl" "$OUT/score-ocrt.json" <<'EOF'
 import json, sys
@@ -262,11 +266,11 @@ cat <<EOF
 Measured $(date -u +'%Y-%m-%d %H:%M UTC') on $CPU (family $FAMILY, model $MODEL; $(nproc) CPUs; $FLAGS), run from commit $COMMIT$DIRTY, with the binaries in \`$BIN\`; 1-minute load average before each run: $(awk '{sub(":", "", $3); printf "%s%s %s %s", (NR > 1 ? ", " : ""), $1, $3, $4}' "$OUT/load.txt").
 
 \`\`\`
-bench/page_bench.sh --pages $PAGES --det $DET --weights $WEIGHTS --threads $THREADS --limit $LIMIT --skip $SKIP0 --rounds $ROUNDS --bin $BIN
+bench/page_bench.sh --pages $PAGES --det $DET --weights $WEIGHTS --threads $THREADS --limit $LIMIT --skip $SKIP0 --rounds $ROUNDS --bin $BIN${DECODE:+ --decode \"$DECODE\"}
 \`\`\`
 
 - Pages: $N of \`$PAGES\` with a truth file beside them, in name order after the first $SKIPPED ($(sed -n '1s#.*/##p' "$OUT/pages.txt") to $(sed -n '$s#.*/##p' "$OUT/pages.txt")).
-- ocrt: \`ocrt-infer --page --det-weights DET --weights $WEIGHTS --threads $THREADS --format hocr --output-dir DIR --list PAGES\`,
+- ocrt: \`ocrt-infer --page --det-weights DET --weights $WEIGHTS --threads $THREADS${DECODE:+ $DECODE} --format hocr --output-dir DIR --list PAGES\`,
   one process; detector $DET (sha256 $(sha256sum "$OUT/det.safetensors" | cut -c1-12); $DET_INFO),
   recogniser sha256 $(sha256sum "$WEIGHTS" | cut -c1-12). Its own summary: $OCRT_OWN s a page (median).
 - Tesseract: $TESS_V (eng traineddata: Debian tesseract-ocr-eng $TESS_DATA), \`OMP_THREAD_LIMIT=1 tesseract IMG OUT -l eng hocr\`,
