@@ -8,6 +8,8 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <filesystem>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -292,6 +294,31 @@ void Predictor::Impl::start_workers(std::shared_ptr<nn::Recognizer> checked) {
   weights.clear();  // every worker has its model: the file's copy of the weights is not needed again
 }
 
+namespace {
+
+// A language model file loaded once per process while some predictor holds it: predictors that
+// name the same file (the same path, size and modification time) share one read-only copy.
+std::shared_ptr<const nn::CharLM> shared_language_model(const std::string& path) {
+  static std::mutex mu;
+  static std::map<std::string, std::weak_ptr<const nn::CharLM>> loaded;
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  const auto when = std::filesystem::last_write_time(path, ec);
+  std::string key;
+  if (!ec) {
+    key = std::filesystem::absolute(path).lexically_normal().string();
+    key.append("|").append(std::to_string(size)).append("|").append(std::to_string(when.time_since_epoch().count()));
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  if (!key.empty())
+    if (auto lm = loaded[key].lock()) return lm;
+  auto lm = std::make_shared<const nn::CharLM>(nn::CharLM::load(path));  // throws naming the file
+  if (!key.empty()) loaded[key] = lm;
+  return lm;
+}
+
+}  // namespace
+
 Predictor::Predictor(const std::string& model_path, PredictorOptions options)
     : opt_(std::move(options)), model_path_(model_path) {
   const int cpu_workers = check_options(opt_);
@@ -319,7 +346,7 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
   config_ = loaded.config;
   charset_ = loaded.charset;
   if (!opt_.lm_path.empty()) {
-    lm_ = std::make_unique<const nn::CharLM>(nn::CharLM::load(opt_.lm_path));
+    lm_ = shared_language_model(opt_.lm_path);
     lm_ids_ = nn::lm_ids_for(*lm_, charset_.chars());
   }
   impl_ = std::make_unique<Impl>(*this);

@@ -215,6 +215,8 @@ class Predictor {
   const std::string& arch() const { return arch_; }
   const Json& config() const { return config_; }  // the architecture config (model file "config")
   const nn::Charset& charset() const { return charset_; }
+  // The language model decoding uses (null without lm_path): one copy per file in the process.
+  const nn::CharLM* language_model() const { return lm_.get(); }
   const std::string& model_path() const { return model_path_; }
   const PredictorOptions& options() const { return opt_; }
   const std::string& precision() const { return precision_; }  // as RunStats::precision, auto resolved
@@ -232,7 +234,9 @@ class Predictor {
   int64_t model_values_ = 0;
   Json config_;
   nn::Charset charset_;
-  std::unique_ptr<const nn::CharLM> lm_;  // with lm_path; read-only, shared by the workers
+  // With lm_path; read-only, shared by the workers, and by every predictor of the process that
+  // loaded the same file (ocrt-infer's page lanes each have a predictor: 12 MiB a copy).
+  std::shared_ptr<const nn::CharLM> lm_;
   std::vector<int32_t> lm_ids_;           // class -> the LM's symbol
   std::unique_ptr<Impl> impl_;
 };

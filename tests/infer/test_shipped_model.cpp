@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -29,6 +30,7 @@
 #include "infer/report.h"
 #include "models/ctc_decode.h"
 #include "ops/reduce.h"
+#include "temp_dir.h"
 
 using namespace ocrt;
 using namespace ocrt::infer;
@@ -430,4 +432,22 @@ TEST_CASE("shipped model: --beam-doubt sends only the doubtful lines through the
   }
   INFO(beamed << " of 12 lines doubtful at 0.2");
   CHECK(beamed < 12);
+}
+
+TEST_CASE("predictors that name the same language model file share one copy of it", "[infer][shipped]") {
+  ocrt::testing::TempDir dir("shared-lm");
+  const std::string lm = (dir.path / "lm.clm").string();
+  std::filesystem::copy_file(kSource + "/weights/lm-en.clm", lm);
+  PredictorOptions o = options(Decoder::beam, 4);
+  o.lm_path = lm;
+  Predictor a(kFastModel, o), b(kFastModel, o);
+  REQUIRE(a.language_model() != nullptr);
+  CHECK(a.language_model() == b.language_model());
+  // The file rewritten (another modification time): a new predictor reads it again.
+  std::filesystem::last_write_time(lm, std::filesystem::last_write_time(lm) + std::chrono::seconds(10));
+  Predictor c(kFastModel, o);
+  CHECK(c.language_model() != a.language_model());
+  // Without a language model, none.
+  Predictor greedy(kFastModel, options(Decoder::greedy, 1));
+  CHECK(greedy.language_model() == nullptr);
 }
