@@ -34,10 +34,9 @@ TextDetector::TextDetector(const std::string& model_path, DetectorOptions option
              " holds weights only (no ocrt metadata): a text detector's model file must carry its arch and "
              "config (docs/formats.md)");
   nn::check_model_info(*file.info, model_path, {nn::ModelExpectation::Kind::detector, "", "", nullptr});
-  OCRT_CHECK(options_.device.is_cpu() || !nn::is_int8_state_dict(file.weights), model_path,
-             " is an int8 model file, which runs on the CPU only (not on ", options_.device.str(),
-             "): give the float detector (weights/det-en.safetensors) for a GPU");
   int8_ = nn::is_int8_state_dict(file.weights);
+  OCRT_CHECK(options_.device.is_cpu() || !int8_, model_path, " is an int8 model file, which runs on the CPU only (not on ",
+             options_.device.str(), "): give the float detector (weights/det-en.safetensors) for a GPU");
   std::shared_ptr<nn::DBNet> model = nn::build_detector(file.info->arch, file.info->config, file.weights, model_path);
   use_model(std::move(model));
 }

@@ -284,7 +284,7 @@ class FusedHead {
 
   Tensor forward(const Tensor& F) const {
     Tensor y = F;
-    if (first_.int8 && F.device().is_cpu()) {
+    if (first_.int8) {  // (the banded head runs on the CPU in inference only: where int8 runs)
       y = first_.int8->forward(F, first_post_);
     } else {
       for (int64_t i = 0; i < 3; ++i) y = h_[i].forward(y);
