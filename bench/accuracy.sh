@@ -35,7 +35,7 @@ usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; cat <<EOF
   --bin DIR        folder with ocrt-infer and ocrt-synth ($BIN)
   --weights FILE   model file read by ocrt-infer ($WEIGHTS)
   --decode "FLAGS" extra ocrt-infer flags for decoding, e.g. "--decoder beam --lm weights/lm-en.clm"
-                   (default: none, greedy)
+                   (default: none: ocrt-infer's own, --decoder auto; "--decoder greedy" for greedy)
   --lines N        lines of $TEXTS rendered per degradation ($LINES; at most its line count)
   --degrade LIST   degradation presets, space-separated ("$DEGRADE")
   --threads N      ocrt-infer --threads N, and N Tesseract processes with OMP_THREAD_LIMIT=1 (nproc: $THREADS)
@@ -217,7 +217,7 @@ bench/accuracy.sh --bin $BIN --weights $WEIGHTS --lines $LINES --degrade "$DEGR_
 
 - Lines: the first $LINES of \`$TEXTS\` in each of the $NF validation fonts (line i in font i mod $NF),
   glyphs $HEIGHT px, for each degradation: $DEGRADE ($N images in all).
-- ocrt: \`ocrt-infer --weights $WEIGHTS --threads $THREADS --format tsv${DECODE:+ $DECODE}\` (batch 32, $( [ -n "$DECODE" ] && echo "decoding: $DECODE" || echo "greedy decoding")),
+- ocrt: \`ocrt-infer --weights $WEIGHTS --threads $THREADS --format tsv${DECODE:+ $DECODE}\` (batch 32, $( [ -n "$DECODE" ] && echo "decoding: $DECODE" || echo "ocrt-infer's default decoding, --decoder auto")),
   weights sha256 $(sha256sum "$WEIGHTS" | cut -c1-12).
 - Tesseract: $TESS_V, \`--psm 7 -l eng\`, $THREADS processes (\`xargs -P $THREADS\`) with
   \`OMP_THREAD_LIMIT=1\`, each over a list file of 1/$THREADS of the images (dealt round-robin).

@@ -55,10 +55,10 @@ score() {
   echo "== $arch: ocrt-infer on the held-out lines and on samples/lines"
   # --eval prints CER and line accuracy on stdout, the speed summary on stderr.
   "$build/ocrt-infer" --weights "$out/best.safetensors" --device "$device" --threads "$threads" --batch 32 \
-      --eval --worst 0 "$work/heldout/labels.txt" > "$out.heldout.txt" 2> "$out.heldout.log" || true
+      --decoder greedy --eval --worst 0 "$work/heldout/labels.txt" > "$out.heldout.txt" 2> "$out.heldout.log" || true
   head -3 "$out.heldout.txt"; tail -1 "$out.heldout.log"
   "$build/ocrt-infer" --weights "$out/best.safetensors" --device "$device" --threads "$threads" \
-      --eval --worst 0 samples/lines > "$out.samples.txt" 2> /dev/null || true
+      --decoder greedy --eval --worst 0 samples/lines > "$out.samples.txt" 2> /dev/null || true
   head -3 "$out.samples.txt"
 }
 if [ "${PARALLEL:-0}" = 1 ]; then

@@ -74,11 +74,11 @@ print("\n".join(" ".join(p.split("\n")).strip() for p in t))' "$1"
 
 for r in $(seq "$ROUNDS"); do
   run ocrt-crnn "$r" "$BUILD/ocrt-infer" --weights weights/crnn-en.safetensors --threads $THREADS --batch $BATCH \
-      --list "$OUT/list.txt"
+      --decoder greedy --list "$OUT/list.txt"
   run torch-crnn "$r" $PY bench/torch_infer.py --weights weights/crnn-en.safetensors --labels "$LABELS" \
       --threads $THREADS --batch $BATCH --out /dev/stdout --json "$OUT/round$r/torch-crnn.json"
   run ocrt-crnn-s "$r" "$BUILD/ocrt-infer" --weights "$OUT/crnn-s-untrained.safetensors" --arch crnn-s \
-      --charset "$OUT/charset.txt" --threads $THREADS --batch $BATCH --list "$OUT/list.txt"
+      --charset "$OUT/charset.txt" --threads $THREADS --batch $BATCH --decoder greedy --list "$OUT/list.txt"
   run torch-crnn-s "$r" $PY bench/torch_infer.py --weights "$OUT/crnn-s-untrained.safetensors" --arch crnn-s \
       --charset "$OUT/charset.txt" --labels "$LABELS" --threads $THREADS --batch $BATCH --out /dev/stdout \
       --json "$OUT/round$r/torch-crnn-s.json"

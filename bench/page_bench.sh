@@ -51,7 +51,8 @@ usage() { awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"
   --bin DIR        folder with ocrt-infer and bench_page_score ($BIN)
   --out DIR        work folder, emptied first ($OUT)
   --ppocr PYTHON   also PP-OCRv6 small through bench/ppocr.py with this python (bench/peers.sh's venv)
-  --decode "FLAGS" extra ocrt-infer flags for decoding, e.g. "--decoder beam --lm weights/lm-en.clm"
+  --decode "FLAGS" extra ocrt-infer flags for decoding, e.g. "--decoder greedy" (default: none,
+                   ocrt-infer's own: --decoder auto)
 EOF
 }
 while (($#)); do

@@ -17,7 +17,8 @@
 # before the first round. Each round runs every program once, in the same order: ocrt-infer
 # --precision fp32, ocrt-infer --precision bf16 (where its --help offers bf16 and the CPU has
 # AVX512_BF16 or AMX), ONNX Runtime, OpenVINO as it comes, OpenVINO forced to f32, PyTorch;
-# the load average is logged before each. The table gives medians over the rounds. It is
+# the load average is logged before each. ocrt-infer decodes greedily (--decoder greedy), as the
+# peers do. The table gives medians over the rounds. It is
 # printed, not written into bench/results/: record figures from a quiet machine by hand.
 #
 # INT8=1 adds ocrt-infer on an int8 model file (docs/int8.md) made from WEIGHTS by ocrt-quantize
@@ -110,10 +111,10 @@ for r in $(seq "$ROUNDS"); do
     case $p in
       ocrt-int8)
         run "$p" "$r" "$BUILD/ocrt-infer" --weights "$INT8" --threads $THREADS --batch $BATCH \
-            --list "$OUT/list.txt" ;;
+            --decoder greedy --list "$OUT/list.txt" ;;
       ocrt-*)
         run "$p" "$r" "$BUILD/ocrt-infer" --weights "$WEIGHTS" --threads $THREADS --batch $BATCH \
-            --precision "${p#ocrt-}" --list "$OUT/list.txt" ;;
+            --precision "${p#ocrt-}" --decoder greedy --list "$OUT/list.txt" ;;
       *)
         # the texts go to a file of their own: stdout is peer_infer.py's JSON
         run "$p" "$r" "$PY" bench/peer_infer.py --weights "$WEIGHTS" --labels "$LABELS" --engine "$p" \

@@ -73,6 +73,19 @@ int64_t lines_to_take(int64_t lines, double mine, double fastest) {
   return std::clamp<int64_t>((int64_t)std::floor((double)lines * allowed / mine), 1, lines);
 }
 
+std::string Predictor::decoding() const {
+  if (opt_.decoder != Decoder::beam) return "greedy";
+  std::string s = "beam ";
+  s.append(std::to_string(opt_.beam_width));
+  if (lm_) s.append(" + LM ").append(opt_.lm_path);
+  if (opt_.beam_doubt > 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " (lines in doubt %g)", opt_.beam_doubt);
+    s += buf;
+  }
+  return s;
+}
+
 std::string RunStats::summary() const {
   char buf[160];
   std::snprintf(buf, sizeof buf, "%lld lines (%lld failed) in %.2f s, %.1f lines/s", (long long)lines,
@@ -88,6 +101,7 @@ std::string RunStats::summary() const {
                   done ? 100.0 * (double)w.lines / (double)done : 0.0, w.busy_seconds);
     s += buf;
   }
+  if (!decoding.empty()) s.append("; decoding ").append(decoding);
   return s;
 }
 
@@ -204,6 +218,8 @@ int check_options(const PredictorOptions& o) {
   OCRT_CHECK(o.beam_width >= 1, "beam width must be >= 1, got ", o.beam_width);
   OCRT_CHECK(o.lm_path.empty() || o.decoder == Decoder::beam,
              "a language model is used by beam search only: give --decoder beam with --lm");
+  OCRT_CHECK(o.lm_uniform >= 0 && o.lm_uniform < 1, "LM uniform share must be in [0, 1), got ", o.lm_uniform);
+  OCRT_CHECK(o.beam_doubt >= 0 && o.beam_doubt <= 1, "beam doubt must be a probability in [0, 1], got ", o.beam_doubt);
   OCRT_CHECK(std::isfinite(o.lm_weight) && o.lm_weight >= 0 && std::isfinite(o.lm_bonus),
              "LM weight must be finite and >= 0 and LM bonus finite, got ", o.lm_weight, " and ", o.lm_bonus);
   OCRT_CHECK(o.threads >= 0, "thread count must be >= 1 (or 0 for the default), got ", o.threads);
@@ -348,6 +364,13 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
   if (!opt_.lm_path.empty()) {
     lm_ = shared_language_model(opt_.lm_path);
     lm_ids_ = nn::lm_ids_for(*lm_, charset_.chars());
+    const int32_t other = lm_->vocab_size() + 1;
+    if (opt_.lm_if_known && std::find(lm_ids_.begin() + 1, lm_ids_.end(), other) != lm_ids_.end()) {
+      lm_.reset();
+      lm_ids_.clear();
+      opt_.lm_path.clear();
+      opt_.decoder = Decoder::greedy;
+    }
   }
   impl_ = std::make_unique<Impl>(*this);
   Impl& s = *impl_;
@@ -539,6 +562,7 @@ std::vector<nn::Decoded> Predictor::Impl::beam(const Tensor& logits, const std::
     bo.lm_ids = p.lm_ids_;
     bo.lm_weight = p.opt_.lm_weight;
     bo.lm_bonus = p.opt_.lm_bonus;
+    bo.lm_uniform = p.opt_.lm_uniform;
   }
   return nn::ctc_beam_decode(logits, bo, lengths);
 }
@@ -697,6 +721,7 @@ RunStats Predictor::run(const std::function<bool(LineInput&)>& next,
   stats.seconds = seconds_since(t0);
   stats.cpu_path = cpu_isa_name(cpu_path_);
   stats.precision = precision_;
+  stats.decoding = decoding();
   std::lock_guard<std::mutex> lock(s.mu);
   for (auto& w : s.workers) stats.workers.push_back(w->stats);
   return stats;

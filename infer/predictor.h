@@ -118,11 +118,21 @@ struct PredictorOptions {
   std::string lm_path;
   double lm_weight = 0.3;  // tuned for the shipped crnn-en on held-out lines: bench/results/accuracy.md
   double lm_bonus = 1.0;
+  // BeamOptions::lm_uniform (models/ctc_decode.h). 0.01 keeps the LM from rewriting rare
+  // symbols the model is sure of (a "{" read at 0.97 became "(" in samples/lines/000011) at
+  // +0.02 CER points on the validation lines (bench/results/decode.md).
+  double lm_uniform = 0.01;
   // Decoder::beam only: every line is read greedily first, and only the lines with a frame
   // where the second most likely class has at least this probability go through the beam (with
   // the LM); where one class dominates every frame, the beam would take the greedy path anyway.
   // 0: the beam reads every line.
   double beam_doubt = 0;
+  // With lm_path: when the model's charset holds a character that the LM does not know (its
+  // "other" symbol), read greedily without the LM instead of scoring such characters as
+  // "other". ocrt-infer's default decoder takes the shipped English LM this way: for the models
+  // whose charset it covers, and greedy decoding for the others (a digits-only or a Cyrillic
+  // model). Predictor::decoding() says which it became.
+  bool lm_if_known = false;
   bool keep_logits = false; // return each line's (T, C) logits in LineResult::logits
   // Blank, inverted and faint lines (runtime/image.h normalize_line); enabled = false feeds the
   // model exactly what training's preprocessing gives (ocrt-infer --plain-preprocess).
@@ -182,9 +192,11 @@ struct RunStats {
   // What the workers computed in: "fp32", "tf32", "bf16", "cpu X, gpu Y", or for an int8 model
   // file "int8 (K kernel)", K the int8 kernel (runtime/cpu/int8_gemm.h), e.g. "avx2 vpmaddubsw".
   std::string precision;
+  std::string decoding;  // Predictor::decoding()
   std::vector<WorkerStats> workers;  // in the order of PredictorOptions::devices
   double lines_per_second() const { return seconds > 0 ? (double)lines / seconds : 0; }
-  // "120 lines (1 failed) in 0.8 s, 150.0 lines/s; cpu path avx512bf16, bf16; worker 0 (cpu): ..."
+  // "120 lines (1 failed) in 0.8 s, 150.0 lines/s; cpu path avx512bf16, bf16; worker 0 (cpu): ...;
+  // decoding greedy"
   std::string summary() const;
 };
 
@@ -220,6 +232,9 @@ class Predictor {
   const std::string& model_path() const { return model_path_; }
   const PredictorOptions& options() const { return opt_; }
   const std::string& precision() const { return precision_; }  // as RunStats::precision, auto resolved
+  // How lines are decoded: "greedy", "beam 10", "beam 10 + LM FILE" and, with beam_doubt,
+  // " (lines in doubt 0.2)"; greedy where lm_if_known dropped the LM.
+  std::string decoding() const;
   // The values the model file holds (weights and statistics, of any dtype): the size of the
   // model each worker keeps a copy of.
   int64_t model_values() const { return model_values_; }

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 
@@ -148,6 +150,7 @@ void check_beam_options(const BeamOptions& o) {
   OCRT_CHECK(o.min_prob >= 0 && o.min_prob < 1, "ctc_beam_decode: min_prob must be in [0, 1), got ", o.min_prob);
   OCRT_CHECK(std::isfinite(o.lm_weight) && std::isfinite(o.lm_bonus), "ctc_beam_decode: LM weight and bonus must be finite, got ",
              o.lm_weight, " and ", o.lm_bonus);
+  OCRT_CHECK(o.lm_uniform >= 0 && o.lm_uniform < 1, "ctc_beam_decode: lm_uniform must be in [0, 1), got ", o.lm_uniform);
 }
 
 void check_lm_ids(const BeamOptions& o, int64_t classes, int64_t blank) {
@@ -223,7 +226,10 @@ class BeamSearch {
       if (o_.lm != nullptr) {
         const int32_t id = o_.lm_ids[(size_t)c];
         ch.state = o_.lm->next(nodes_[(size_t)node].state, id);
-        ch.lm = o_.lm_weight * o_.lm->log_prob(nodes_[(size_t)node].state, id) + o_.lm_bonus;
+        double lp = o_.lm->log_prob(nodes_[(size_t)node].state, id);
+        if (o_.lm_uniform > 0)
+          lp = std::log((1 - o_.lm_uniform) * std::exp(lp) + o_.lm_uniform / (o_.lm->vocab_size() + 1));
+        ch.lm = o_.lm_weight * lp + o_.lm_bonus;
       }
       nodes_.push_back(ch);
     }
@@ -314,12 +320,23 @@ std::vector<Decoded> ctc_beam_decode(const Tensor& scores, const BeamOptions& o,
   const Scores s = prepare("ctc_beam_decode", scores, lengths, blank);
   for (double y : s.y) OCRT_CHECK(!std::isnan(y), "ctc_beam_decode: the scores hold NaN");
   if (o.lm != nullptr) check_lm_ids(o, s.C, blank);
+  // The lines are searched independently (the LM is only read), one per thread at a time: a
+  // beam reads the same prefixes whatever the thread count.
   std::vector<Decoded> out((size_t)s.N);
+  std::exception_ptr failure;
+  std::mutex failure_mu;
+#pragma omp parallel for schedule(dynamic, 1) if (s.N > 1)
   for (int64_t n = 0; n < s.N; ++n) {
-    BeamSearch search(s, n, o, blank);
-    search.run();
-    out[(size_t)n] = search.best();
+    try {
+      BeamSearch search(s, n, o, blank);
+      search.run();
+      out[(size_t)n] = search.best();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failure_mu);
+      if (!failure) failure = std::current_exception();
+    }
   }
+  if (failure) std::rethrow_exception(failure);
   return out;
 }
 

@@ -48,6 +48,10 @@ struct BeamOptions {
   std::vector<int32_t> lm_ids;       // with lm: class -> the LM's symbol id (size C; blank's ignored)
   double lm_weight = 0.3;            // alpha (ocrt-infer's default, bench/results/accuracy.md)
   double lm_bonus = 1.0;             // beta, per emitted label
+  // The LM's probability mixed with a uniform one over its symbols: (1 - u) P_LM + u / (V + 1).
+  // It bounds how unlikely the LM can call a character (rare symbols, as "{" in prose) and so how
+  // much the LM can overrule the model where the model is sure. 0: the LM as it is.
+  double lm_uniform = 0.0;
   double min_prob = 1e-6;            // see above
 };
 

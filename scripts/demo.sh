@@ -10,13 +10,11 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh build
 echo "== ocrt-infer on samples/lines (what it read, then the score)"
-# Greedy decoding, the default. Beam search with the shipped language model (--decoder beam --lm
-# weights/lm-en.clm) makes half the errors on 3000 held-out lines but reads one sample line's
-# {braces} as (braces) (bench/results/accuracy.md); add the two flags to see it.
-decode=()
-./build/ocrt-infer --weights weights/crnn-en.safetensors "${decode[@]}" --format tsv samples/lines "$@"
+# The default decoding: greedy, and the lines in doubt through the beam with the shipped language
+# model weights/lm-en.clm (docs/cli.md, --decoder); --decoder greedy is the fastest.
+./build/ocrt-infer --weights weights/crnn-en.safetensors --format tsv samples/lines "$@"
 echo "== the score against the .gt.txt files"
-./build/ocrt-infer --weights weights/crnn-en.safetensors "${decode[@]}" --eval samples/lines "$@"
+./build/ocrt-infer --weights weights/crnn-en.safetensors --eval samples/lines "$@"
 echo "== ocrt-infer on the sample page samples/pages/article.png (its text in reading order)"
 ./build/ocrt-infer --weights weights/crnn-en.safetensors --page --format text samples/pages/article.png "$@"
 echo "== the page's score against samples/pages/article.json (words matched by position)"

@@ -48,12 +48,12 @@ list="$out/logs/lines2400.txt"
 : > "$list"
 for i in $(seq 200); do ls samples/lines/*.png >> "$list"; done
 for p in fp32 tf32 bf16; do
-  build-gpu/ocrt-infer --device cuda:0 --precision $p --format text samples/lines/*.png > "$out/logs/samples-$p.txt" \
+  build-gpu/ocrt-infer --device cuda:0 --precision $p --decoder greedy --format text samples/lines/*.png > "$out/logs/samples-$p.txt" \
     2> "$out/logs/samples-$p.log"
   log "samples/lines $p: rc $?; $(cmp -s "$out/logs/samples-fp32.txt" "$out/logs/samples-$p.txt" && echo same text as fp32 || echo TEXT DIFFERS from fp32)"
   for run in 1 2; do
     t0=$(date +%s.%N)
-    build-gpu/ocrt-infer --device cuda:0 --precision $p --batch 256 --list "$list" > /dev/null 2> "$out/logs/lines2400-$p-$run.log"
+    build-gpu/ocrt-infer --device cuda:0 --precision $p --batch 256 --decoder greedy --list "$list" > /dev/null 2> "$out/logs/lines2400-$p-$run.log"
     rc=$?; t1=$(date +%s.%N)
     log "2400 lines $p (run $run): rc $rc, $(awk "BEGIN{printf \"%.2f\", $t1 - $t0}") s end to end; $(grep -m1 -oE '[0-9]+ lines \([0-9]+ failed\) in [0-9.]+ s, [0-9.]+ lines/s' "$out/logs/lines2400-$p-$run.log")"
   done

@@ -33,7 +33,9 @@ TEST_CASE("ocrt-infer refuses every bad number by its flag before any work", "[i
       {"--max-image-pixels 1e9 a.png", "--max-image-pixels: expected an integer"},
       {"--precision fp8 a.png", "--precision: expected fp32, tf32, bf16 or auto, got 'fp8'"},
       {"--conv winograd a.png", "--conv: unknown convolution mode 'winograd'"},
-      {"--decoder viterbi a.png", "--decoder:"},
+      {"--decoder viterbi a.png", "--decoder: expected auto, greedy or beam, got 'viterbi'"},
+      {"--beam-doubt 1.5 a.png", "--beam-doubt: must be in [0, 1], got 1.5"},
+      {"--lm-uniform 1 a.png", "--lm-uniform: must be in [0, 1), got 1"},
       {"--format xml a.png", "--format:"},
       {"--device cuda:1x a.png", "--device: invalid device 'cuda:1x'"},
       {"--devices cpu,gpu a.png", "--devices: invalid device 'gpu'"},
@@ -70,4 +72,24 @@ TEST_CASE("ocrt-infer --eval: a bad label line fails alone, and reference charac
   CHECK(run_command("cat " + labels + " | " + program("ocrt-infer") + " --threads 1 --eval --format jsonl /dev/stdin",
                     &out) == 1);
   CHECK_THAT(out, Catch::Contains("\"outside_charset\":{\"chars\":2,\"lines\":1"));
+}
+
+TEST_CASE("ocrt-infer decodes with the shipped language model by default, and greedily when asked", "[infer][cli]") {
+  const std::string line = std::string(OCRT_SOURCE_DIR) + "/samples/lines/000000.png ";
+  const std::string lm = std::string(OCRT_SOURCE_DIR) + "/weights/lm-en.clm";
+  std::string out;
+  REQUIRE(run_command(program("ocrt-infer") + " --threads 1 " + line, &out) == 0);
+  INFO(out);
+  CHECK_THAT(out, Catch::Contains("; decoding beam 10 + LM " + lm + " (lines in doubt 0.2)"));
+  CHECK_THAT(out, Catch::Contains("The quick brown fox jumps over the lazy dog."));
+  // --beam-doubt given: that share; --decoder beam: every line, without an LM unless --lm.
+  REQUIRE(run_command(program("ocrt-infer") + " --threads 1 --beam-doubt 0.5 " + line, &out) == 0);
+  CHECK_THAT(out, Catch::Contains("; decoding beam 10 + LM " + lm + " (lines in doubt 0.5)"));
+  REQUIRE(run_command(program("ocrt-infer") + " --threads 1 --decoder beam " + line, &out) == 0);
+  CHECK_THAT(out, Catch::Contains("; decoding beam 10\n"));
+  REQUIRE(run_command(program("ocrt-infer") + " --threads 1 --decoder greedy " + line, &out) == 0);
+  CHECK_THAT(out, Catch::Contains("; decoding greedy\n"));
+  // An LM with greedy decoding is a contradiction.
+  CHECK(run_command(program("ocrt-infer") + " --threads 1 --decoder greedy --lm " + lm + " " + line, &out) == 2);
+  CHECK_THAT(out, Catch::Contains("a language model is used by beam search only"));
 }

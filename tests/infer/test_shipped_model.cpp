@@ -451,3 +451,36 @@ TEST_CASE("predictors that name the same language model file share one copy of i
   Predictor greedy(kFastModel, options(Decoder::greedy, 1));
   CHECK(greedy.language_model() == nullptr);
 }
+
+TEST_CASE("lm_if_known keeps a language model that knows the model's characters and drops one that does not",
+          "[infer][shipped]") {
+  PredictorOptions o = options(Decoder::beam, 4);
+  o.lm_path = kSource + "/weights/lm-en.clm";
+  o.lm_if_known = true;
+  o.beam_doubt = 0.2;
+  Predictor kept(kFastModel, o);
+  REQUIRE(kept.language_model() != nullptr);
+  CHECK(kept.options().decoder == Decoder::beam);
+  CHECK(kept.decoding() == "beam 4 + LM " + o.lm_path + " (lines in doubt 0.2)");
+  // An LM of lower-case letters only: the model's digits and capitals are "other" to it.
+  ocrt::testing::TempDir dir("lm-if-known");
+  const std::string letters = (dir.path / "letters.clm").string();
+  nn::CharLM::build(U"the cat sat on the mat and the dog sat on the log", 3, 1).save(letters);
+  o.lm_path = letters;
+  Predictor dropped(kFastModel, o);
+  CHECK(dropped.language_model() == nullptr);
+  CHECK(dropped.options().decoder == Decoder::greedy);
+  CHECK(dropped.options().lm_path.empty());
+  CHECK(dropped.decoding() == "greedy");
+  // Without lm_if_known the same LM is used, every unknown character scored as "other".
+  o.lm_if_known = false;
+  Predictor used(kFastModel, o);
+  CHECK(used.language_model() != nullptr);
+  CHECK(used.decoding() == "beam 4 + LM " + letters + " (lines in doubt 0.2)");
+  // And the options' ranges.
+  o.beam_doubt = 1.5;
+  CHECK_THROWS_WITH(Predictor(kFastModel, o), Catch::Contains("beam doubt must be a probability in [0, 1]"));
+  o.beam_doubt = 0;
+  o.lm_uniform = 1;
+  CHECK_THROWS_WITH(Predictor(kFastModel, o), Catch::Contains("LM uniform share must be in [0, 1)"));
+}

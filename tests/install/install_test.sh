@@ -30,7 +30,9 @@ fail() {
 
 # The installed ocrt-infer's reading of the samples, --format text or tsv. It finds the shipped
 # model itself, in prefix/share/ocrt/weights (no --weights), as an installed ocrt-infer must.
-infer() { "$prefix/bin/ocrt-infer" --format "$1" "${samples[@]}" 2>> "$work/ocrt-infer.log"; }
+# Greedy decoding, as the examples' PredictorOptions and the C API decode by default (ocrt-infer's
+# own default adds the shipped language model; that it finds it is checked in the install step).
+infer() { "$prefix/bin/ocrt-infer" --decoder greedy --format "$1" "${samples[@]}" 2>> "$work/ocrt-infer.log"; }
 
 # Checks that the file's lines (one per sample, the text in column $2) hold the true text of
 # every line the model reads right.
@@ -73,6 +75,9 @@ case $step in
       "$prefix/bin/$p" --help > /dev/null || fail "$p --help"
     done
     echo "the seven programs run; the shipped model is installed"
+    "$prefix/bin/ocrt-infer" "${samples[0]}" 2>&1 > /dev/null | grep -q "decoding beam 10 + LM $prefix/share/ocrt/weights/lm-en.clm" ||
+      fail "the installed ocrt-infer does not decode with the installed language model by default"
+    echo "the installed ocrt-infer decodes with the installed language model by default"
 
     # libocrt.so's dynamic symbols: only the C API (capi/ocrt.map).
     exported=$(nm -D --defined-only "$lib/libocrt.so" | awk '{print $3}' | sort)

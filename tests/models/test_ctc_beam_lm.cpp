@@ -13,6 +13,7 @@
 #include "gradcheck.h"
 #include "models/char_lm.h"
 #include "models/ctc_decode.h"
+#include "runtime/threading.h"
 
 using namespace ocrt;
 using namespace ocrt::nn;
@@ -161,6 +162,54 @@ TEST_CASE("beam search: the LM decides between labellings the model scores the s
   CHECK(ctc_beam_decode(lp2, 4)[0].labels == std::vector<int64_t>{1, 2});
   CHECK(ctc_beam_decode(lp2, with_lm(only_a, chars, 4, 1.0, 0.0))[0].labels == std::vector<int64_t>{1});
   CHECK(ctc_beam_decode(lp2, with_lm(only_a, chars, 4, 1.0, 10.0))[0].labels == std::vector<int64_t>{1, 2});
+}
+
+TEST_CASE("beam search: a uniform share in the LM bounds how far it overrules a sure model", "[decode][lm]") {
+  // The model is sure of "ab" (0.9025 against "a" at 0.0475: 2.94 nats); an LM that has only
+  // seen a's makes b after a cost about 9 nats at weight 1, and "a" wins. Mixed half and half
+  // with the uniform distribution over its 2 symbols (a, other), b costs at most log 4 = 1.39.
+  const std::vector<std::string> chars{"a", "b"};
+  const Tensor lp = from_probs({{0.05, 0.95, 0.0}, {0.05, 0.0, 0.95}});
+  const CharLM only_a = CharLM::build(u32("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"), 2, 1);
+  BeamOptions o = with_lm(only_a, chars, 4, 1.0, 0.0);
+  CHECK(ctc_beam_decode(lp, o)[0].labels == std::vector<int64_t>{1});
+  o.lm_uniform = 0.5;
+  const auto mixed = ctc_beam_decode(lp, o)[0];
+  CHECK(mixed.labels == std::vector<int64_t>{1, 2});
+  // Its score: the model's log P("ab") plus the mixed LM's log-probabilities of a and b.
+  const int V = only_a.vocab_size();
+  const CharLM::State s0 = only_a.start(), s1 = only_a.next(s0, only_a.id(U'a'));
+  auto mix = [&](double l) { return std::log(0.5 * std::exp(l) + 0.5 / (V + 1)); };
+  CHECK(mixed.log_prob == Approx(std::log(0.95 * 0.95) + mix(only_a.log_prob(s0, only_a.id(U'a'))) +
+                                 mix(only_a.log_prob(s1, only_a.id(U'b')))));
+  o.lm_uniform = 1.0;
+  CHECK_THROWS_WITH(ctc_beam_decode(lp, o), Catch::Contains("lm_uniform must be in [0, 1)"));
+  o.lm_uniform = -0.1;
+  CHECK_THROWS_WITH(ctc_beam_decode(lp, o), Catch::Contains("lm_uniform must be in [0, 1)"));
+}
+
+TEST_CASE("beam search: each sequence of a batch reads as on its own, on any thread count", "[decode][lm]") {
+  const CharLM lm = CharLM::build(u32(kText), 5);
+  const std::vector<std::string> chars{"t", "h", "e", " ", "a", "c"};
+  const int saved = num_threads();
+  const Tensor logits = det_uniform({14, 9, 7}, 31, -3, 3);
+  const std::vector<int64_t> lengths{14, 3, 9, 14, 1, 7, 12, 14, 5};
+  for (const BeamOptions& o : {BeamOptions{}, with_lm(lm, chars, 5, 0.6, 0.5)}) {
+    set_num_threads(1);
+    const auto one = ctc_beam_decode(logits, o, lengths);
+    set_num_threads(3);
+    const auto three = ctc_beam_decode(logits, o, lengths);
+    for (int64_t n = 0; n < 9; ++n) {
+      INFO("sequence " << n);
+      const auto alone = ctc_beam_decode(logits.narrow(1, n, 1).contiguous(), o, {lengths[(size_t)n]});
+      CHECK(one[(size_t)n].labels == alone[0].labels);
+      CHECK(three[(size_t)n].labels == alone[0].labels);
+      CHECK(three[(size_t)n].frames == alone[0].frames);
+      CHECK(three[(size_t)n].log_prob == alone[0].log_prob);
+      CHECK(one[(size_t)n].log_prob == alone[0].log_prob);
+    }
+  }
+  set_num_threads(saved);
 }
 
 TEST_CASE("beam search: an LM of weight 0 changes nothing", "[decode][lm]") {
