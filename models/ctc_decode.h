@@ -16,8 +16,12 @@
 // width 1 runs the beam (the LM can change even a single path's choice).
 //
 // Classes whose probability at a frame is below `min_prob` are not tried as extensions there
-// (the frame's best class always is); with the default 1e-6, a class needs a factor of 1e6
-// from the LM to matter, i.e. alpha * 13.8 nats, far more than alpha <= 1 can give.
+// (the frame's best class always is). With the default 1e-3 such a class starts 6.9 nats behind
+// a frame's best class of probability near 1, more than one character of the LM can give back
+// at ocrt-infer's alpha 0.3 (0.3 x 9.2 nats with lm_uniform 0.01); and most of a beam's time
+// went to the many classes between 1e-6 (the default before) and 1e-3: on the 12 real scans
+// of bench/results/pages.md the int8 page path read the same words at 1e-3 in 12% less time,
+// and on the 3000 validation lines the beam made the same 737 edits (bench/results/decode.md).
 //
 // Confidence of a result: the mean, over its characters, of the probability of that character
 // at the frame where it was emitted (the first frame of its run); for an empty result, the mean
@@ -52,7 +56,7 @@ struct BeamOptions {
   // It bounds how unlikely the LM can call a character (rare symbols, as "{" in prose) and so how
   // much the LM can overrule the model where the model is sure. 0: the LM as it is.
   double lm_uniform = 0.0;
-  double min_prob = 1e-6;            // see above
+  double min_prob = 1e-3;            // see above
 };
 
 // lm_ids for a charset (class k + 1 is charset[k]): CharLM::id_utf8 of each character.
