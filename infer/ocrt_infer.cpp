@@ -1155,6 +1155,9 @@ int main(int argc, char** argv) {
   // Batches of lines of ever-other widths: keep RSS near the largest batch's working set
   // (runtime/cpu_allocator.h).
   cpu_set_cache_trim(true);
+  // Decoded pages and their crops, of ever-other sizes, through malloc: keep glibc from holding
+  // them in its heaps after free (runtime/cpu_allocator.h).
+  cpu_fix_malloc_mmap_threshold();
   std::unique_ptr<InferRun> run;
   try {
     run = std::make_unique<InferRun>(parse_args(argc, argv));

@@ -2,6 +2,9 @@
 #include "runtime/cpu_allocator.h"
 
 #include <sys/mman.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <cstdlib>
 #include <map>
@@ -209,6 +212,12 @@ void cpu_empty_cache() {
 void cpu_set_cache_trim(bool on) {
   std::lock_guard<std::mutex> lock(cache().mu);
   cache().trim = on;
+}
+
+void cpu_fix_malloc_mmap_threshold() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
 }
 
 void cpu_set_cache_limit(size_t bytes) {

@@ -43,6 +43,17 @@ CpuMemoryStats cpu_memory_stats();
 void cpu_empty_cache();                  // frees every cached block
 void cpu_set_cache_limit(size_t bytes);  // default 2 GiB; 0 disables caching
 void cpu_set_cache_trim(bool on);        // default off; see above
+// Host memory that is not tensors (decoded images, a page's crops, vectors) comes from malloc.
+// glibc maps blocks of 128 KiB and more from the kernel, but each time it frees such a block
+// it raises that threshold to the block's size (up to 32 MiB), and blocks below the threshold
+// are then kept in its heaps after free, where pages of other sizes fragment them: reading 17
+// document pages, ocrt-infer's RSS grew page by page from 314 to 427 MiB. This fixes the
+// threshold at 128 KiB (mallopt M_MMAP_THRESHOLD, which also turns the raising off) for the
+// whole process: 315 MiB at the same speed there, and 225 instead of 255 MiB reading 300 lines
+// (bench/results/pages.md). ocrt-infer calls it; a program that links ocrt decides for
+// itself, since it changes malloc for all of that program. Does nothing where the C library is
+// not glibc.
+void cpu_fix_malloc_mmap_threshold();
 // Starts `peak` again from the bytes live now (a benchmark measures what one step holds at
 // most); with trimming on, the cache's bound starts again from there too.
 void cpu_reset_peak();
