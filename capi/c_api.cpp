@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <filesystem>
 #include <limits>
 #include <memory>
 #include <new>
@@ -130,21 +131,48 @@ const char* ocrt_version(void) { return OCRT_VERSION_STRING; }
 
 const char* ocrt_last_error(void) { return t_out_of_memory ? "out of memory" : t_error.c_str(); }
 
+namespace {
+
+ocrt_model* open_model(const char* model_path, const char* device, int threads, const char* decoder,
+                       const char* lm_path) {
+  OCRT_CHECK(model_path, "model_path is NULL");
+  OCRT_CHECK(threads >= 0, "threads must be >= 0 (0: the default), got ", threads);
+  const std::string how = decoder ? decoder : "auto";
+  OCRT_CHECK(how == "auto" || how == "greedy" || how == "beam", "decoder must be auto, greedy or beam, got '", how, "'");
+  ocrt::infer::PredictorOptions options;
+  options.devices = parse_devices(device ? device : "cpu");
+  options.threads = threads;
+  if (how == "auto") {
+    // ocrt-infer's default decoding; without lm_path, with the LM that ships beside the
+    // shipped model (PREFIX/share/ocrt/weights/lm-en.clm) where there is one beside this model.
+    const std::filesystem::path beside = std::filesystem::path(model_path).parent_path() / "lm-en.clm";
+    std::error_code ec;
+    if (lm_path) ocrt::infer::use_auto_decoding(options, lm_path, false);
+    else if (std::filesystem::is_regular_file(beside, ec)) ocrt::infer::use_auto_decoding(options, beside.string(), true);
+  } else {
+    options.decoder = ocrt::infer::parse_decoder(how);
+    if (lm_path) options.lm_path = lm_path;  // with greedy, the predictor refuses it
+  }
+  // A program that calls ocrt through this API uses it only to read lines, batch after batch
+  // of changing widths: the setting ocrt-infer makes for the same reason (predictor.h,
+  // "Memory"). It concerns ocrt's own CPU allocator only.
+  ocrt::cpu_set_cache_trim(true);
+  auto model = std::make_unique<ocrt_model>();
+  model->predictor = std::make_unique<Predictor>(model_path, options);
+  return model.release();
+}
+
+}  // namespace
+
 ocrt_model* ocrt_open(const char* model_path, const char* device, int threads) {
-  return guarded("ocrt_open", (ocrt_model*)nullptr, [&] {
-    OCRT_CHECK(model_path, "model_path is NULL");
-    OCRT_CHECK(threads >= 0, "threads must be >= 0 (0: the default), got ", threads);
-    ocrt::infer::PredictorOptions options;
-    options.devices = parse_devices(device ? device : "cpu");
-    options.threads = threads;
-    // A program that calls ocrt through this API uses it only to read lines, batch after batch
-    // of changing widths: the setting ocrt-infer makes for the same reason (predictor.h,
-    // "Memory"). It concerns ocrt's own CPU allocator only.
-    ocrt::cpu_set_cache_trim(true);
-    auto model = std::make_unique<ocrt_model>();
-    model->predictor = std::make_unique<Predictor>(model_path, options);
-    return model.release();
-  });
+  return guarded("ocrt_open", (ocrt_model*)nullptr,
+                 [&] { return open_model(model_path, device, threads, nullptr, nullptr); });
+}
+
+ocrt_model* ocrt_open_decoding(const char* model_path, const char* device, int threads, const char* decoder,
+                               const char* lm_path) {
+  return guarded("ocrt_open_decoding", (ocrt_model*)nullptr,
+                 [&] { return open_model(model_path, device, threads, decoder, lm_path); });
 }
 
 void ocrt_close(ocrt_model* model) {

@@ -1,7 +1,8 @@
 /* ocrt's C API: text-line recognition from C, or from any language that can call C (Python's
  * ctypes: examples/ocrt_ctypes.py). It is a thin layer over the C++ predictor
- * (infer/predictor.h): the same preprocessing, batching and decoding as ocrt-infer, so a line
- * reads the same here as there. docs/library.md is the reference; in short:
+ * (infer/predictor.h): the same preprocessing, batching and, by default, decoding as ocrt-infer
+ * (the shipped language model beside the shipped model), so a line reads the same here as
+ * there. docs/library.md is the reference; in short:
  *
  *   ocrt_model* m = ocrt_open("crnn-en.safetensors", "cpu", 0);
  *   if (!m) { fprintf(stderr, "%s\n", ocrt_last_error()); return 1; }
@@ -62,6 +63,19 @@ typedef struct ocrt_result ocrt_result;
  * Loads and checks the whole model before returning. NULL on failure (a missing or corrupt
  * file, a device that does not exist or that this build lacks, threads < 0). */
 ocrt_model* ocrt_open(const char* model_path, const char* device, int threads);
+
+/* ocrt_open with the decoding named (ocrt_open is decoder "auto", lm_path NULL):
+ *   decoder  "auto": ocrt-infer's default. Every line is read greedily, and the lines in doubt
+ *            (a frame whose runner-up class has probability 0.2 or more) go through the
+ *            prefix beam with a character language model: lm_path, or else the file
+ *            lm-en.clm in the model file's folder (where the shipped one is installed beside
+ *            the shipped model), used only when it knows every character of the model; with
+ *            neither, greedy. "greedy": the most likely class of each frame, the fastest.
+ *            "beam": the beam on every line, with lm_path's LM when given. NULL means "auto".
+ *   lm_path  a language model file written by ocrt-lm, or NULL; with "greedy" an error.
+ * NULL on failure, as ocrt_open (also for another decoder name or an LM that does not load). */
+ocrt_model* ocrt_open_decoding(const char* model_path, const char* device, int threads, const char* decoder,
+                               const char* lm_path);
 
 /* Frees the model and stops its worker threads. NULL is allowed. Results stay valid. */
 void ocrt_close(ocrt_model* model);

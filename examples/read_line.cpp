@@ -3,6 +3,7 @@
 //   read_line [--model FILE] IMAGE...
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    ocrt::infer::Predictor predictor(model);  // the CPU, every processor; checks the model
+    ocrt::infer::PredictorOptions options;  // the CPU, every processor
+    // ocrt-infer's default decoding, with the language model installed beside the shipped model
+    // (greedy decoding where there is none, or where it does not know the model's characters).
+    const std::filesystem::path lm = std::filesystem::path(model).parent_path() / "lm-en.clm";
+    if (std::filesystem::is_regular_file(lm)) ocrt::infer::use_auto_decoding(options, lm.string(), true);
+    ocrt::infer::Predictor predictor(model, options);  // checks the model
     int failed = 0;
     for (const ocrt::infer::LineResult& line : predictor.recognize(images)) {
       if (!line.ok()) {

@@ -354,28 +354,17 @@ std::string default_weights() {
   return found;
 }
 
-// --decoder auto's share of lines through the beam: those with a frame whose runner-up class
-// reaches this probability. On the 3000 validation lines it keeps the beam's CER (0.78% against
-// 0.77% with the beam on every line, greedy 1.39%) at 89% of greedy's speed
-// (bench/results/decode.md).
-constexpr double kAutoBeamDoubt = 0.2;
-
-// --decoder auto: the prefix beam with a language model on the lines in doubt, the LM being
-// --lm's or the shipped one; the shipped one only for models whose every character it knows
-// (PredictorOptions::lm_if_known), and greedy decoding where it is not found.
+// --decoder auto (use_auto_decoding, infer/predictor.h): the prefix beam with a language model
+// on the lines in doubt, the LM being --lm's or the shipped one; the shipped one only for
+// models whose every character it knows (PredictorOptions::lm_if_known), and greedy decoding
+// where it is not found.
 void resolve_decoder(Args& a) {
   if (!a.decoder_auto) return;
   PredictorOptions& o = a.options;
-  if (o.lm_path.empty()) {
-    o.lm_path = find_shipped(fs::path("weights") / "lm-en.clm");
-    o.lm_if_known = true;
-  }
-  if (o.lm_path.empty()) {
-    o.decoder = Decoder::greedy;
-    return;
-  }
-  o.decoder = Decoder::beam;
-  if (!a.beam_doubt_given) o.beam_doubt = kAutoBeamDoubt;
+  const double doubt = o.beam_doubt;
+  if (!o.lm_path.empty()) use_auto_decoding(o, o.lm_path, false);
+  else use_auto_decoding(o, find_shipped(fs::path("weights") / "lm-en.clm"), true);
+  if (a.beam_doubt_given) o.beam_doubt = doubt;
 }
 
 // The text detector, loaded when the first page needs it (reading lines never does). An

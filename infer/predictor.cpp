@@ -66,6 +66,18 @@ Decoder parse_decoder(const std::string& name) {
   fail("unknown decoder '", name, "' (expected greedy or beam)");
 }
 
+void use_auto_decoding(PredictorOptions& o, const std::string& lm_path, bool only_if_known) {
+  if (lm_path.empty()) {
+    o.decoder = Decoder::greedy;
+    o.lm_path.clear();
+    return;
+  }
+  o.decoder = Decoder::beam;
+  o.lm_path = lm_path;
+  o.lm_if_known = only_if_known;
+  o.beam_doubt = kAutoBeamDoubt;
+}
+
 int64_t lines_to_take(int64_t lines, double mine, double fastest) {
   if (lines <= 1 || !(mine > 0) || !(fastest > 0)) return lines;  // nothing to split, or no measure
   const double allowed = std::max(fastest, kMinPieceSeconds);

@@ -37,6 +37,12 @@ int main(int argc, char** argv) {
   check(ocrt_open(argv[1], "tpu:0", 0) == NULL, "ocrt_open on a bad device fails");
   check(strstr(ocrt_last_error(), "tpu:0") != NULL, "... naming it");
 
+  check(ocrt_open_decoding(argv[1], "cpu", 2, "viterbi", NULL) == NULL, "ocrt_open_decoding with another decoder fails");
+  check(strstr(ocrt_last_error(), "viterbi") != NULL, "... naming it");
+  model = ocrt_open_decoding(argv[1], "cpu", 2, "greedy", NULL);
+  check(model != NULL, "ocrt_open_decoding(MODEL, greedy)");
+  ocrt_close(model);
+
   model = ocrt_open(argv[1], "cpu", 2);
   check(model != NULL, "ocrt_open(MODEL)");
   if (!model) return 1;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -81,8 +82,10 @@ TEST_CASE("C API: the sample lines read as the predictor reads them", "[capi]") 
   REQUIRE(result.r);
   REQUIRE(ocrt_result_count(result.r) == paths.size());
 
+  // ocrt_open decodes as ocrt-infer does by default, with the LM beside the model.
   PredictorOptions options;
   options.threads = 2;
+  use_auto_decoding(options, kSource + "/weights/lm-en.clm", true);
   const std::vector<LineResult> expected = Predictor(kModel, options).recognize(paths);
   for (size_t i = 0; i < paths.size(); ++i) {
     INFO(paths[i]);
@@ -92,6 +95,65 @@ TEST_CASE("C API: the sample lines read as the predictor reads them", "[capi]") 
   }
   // And the text is right where the shipped model reads the line right (it misreads 2, 3, 6).
   for (int i : {0, 1, 4, 5, 7, 8, 9, 10, 11}) CHECK(std::string(ocrt_result_text(result.r, (size_t)i)) == truth(i));
+}
+
+TEST_CASE("C API: ocrt_open_decoding names the decoding, and auto finds the LM beside the model", "[capi]") {
+  std::vector<std::string> paths;
+  for (int i = 0; i < 12; ++i) paths.push_back(sample(i));
+  std::vector<const char*> c_paths;
+  for (const auto& p : paths) c_paths.push_back(p.c_str());
+  const std::string lm = kSource + "/weights/lm-en.clm";
+  // What the predictor reads with the same options, line by line against the C API's.
+  const auto same = [&](ocrt_model* m, PredictorOptions options, const std::string& what) {
+    INFO(what);
+    REQUIRE(m);
+    Result result(ocrt_recognize_files(m, c_paths.data(), c_paths.size()));
+    REQUIRE(result.r);
+    options.threads = 2;
+    const std::vector<LineResult> expected = Predictor(kModel, options).recognize(paths);
+    for (size_t i = 0; i < paths.size(); ++i) {
+      INFO(paths[i]);
+      CHECK(std::string(ocrt_result_text(result.r, i)) == expected[i].text);
+      CHECK(ocrt_result_confidence(result.r, i) == expected[i].confidence);
+    }
+  };
+  PredictorOptions greedy, beam, with_lm, auto_lm;
+  beam.decoder = Decoder::beam;
+  with_lm.decoder = Decoder::beam;
+  with_lm.lm_path = lm;
+  use_auto_decoding(auto_lm, lm, false);
+  {
+    Model m(ocrt_open_decoding(kModel.c_str(), "cpu", 2, "greedy", nullptr));
+    same(m.m, greedy, "greedy");
+  }
+  {
+    Model m(ocrt_open_decoding(kModel.c_str(), "cpu", 2, "beam", nullptr));
+    same(m.m, beam, "beam");
+  }
+  {
+    Model m(ocrt_open_decoding(kModel.c_str(), "cpu", 2, "beam", lm.c_str()));
+    same(m.m, with_lm, "beam + LM");
+  }
+  {
+    Model m(ocrt_open_decoding(kModel.c_str(), "cpu", 2, nullptr, lm.c_str()));
+    same(m.m, auto_lm, "auto with an LM named");
+  }
+  // A model file in a folder without lm-en.clm: auto is greedy.
+  ocrt::testing::TempDir dir("capi-decoding");
+  const std::string alone = (dir.path / "crnn-en.safetensors").string();
+  std::filesystem::copy_file(kModel, alone);
+  {
+    Model m(ocrt_open_decoding(alone.c_str(), "cpu", 2, "auto", nullptr));
+    same(m.m, greedy, "auto without an LM beside the model");
+  }
+  // Refusals: another decoder name, an LM with greedy decoding, an LM that does not load.
+  CHECK(ocrt_open_decoding(kModel.c_str(), "cpu", 2, "viterbi", nullptr) == nullptr);
+  CHECK_THAT(last_error(), Catch::Contains("ocrt_open_decoding") &&
+                               Catch::Contains("decoder must be auto, greedy or beam, got 'viterbi'"));
+  CHECK(ocrt_open_decoding(kModel.c_str(), "cpu", 2, "greedy", lm.c_str()) == nullptr);
+  CHECK_THAT(last_error(), Catch::Contains("a language model is used by beam search only"));
+  CHECK(ocrt_open_decoding(kModel.c_str(), "cpu", 2, "beam", kModel.c_str()) == nullptr);
+  CHECK_FALSE(last_error().empty());
 }
 
 TEST_CASE("C API: gray pixels in memory read as the image file does", "[capi]") {

@@ -30,9 +30,9 @@ fail() {
 
 # The installed ocrt-infer's reading of the samples, --format text or tsv. It finds the shipped
 # model itself, in prefix/share/ocrt/weights (no --weights), as an installed ocrt-infer must.
-# Greedy decoding, as the examples' PredictorOptions and the C API decode by default (ocrt-infer's
-# own default adds the shipped language model; that it finds it is checked in the install step).
-infer() { "$prefix/bin/ocrt-infer" --decoder greedy --format "$1" "${samples[@]}" 2>> "$work/ocrt-infer.log"; }
+# Its default decoding, with the installed language model (the install step checks that it finds
+# it), as the C API's ocrt_open and examples/read_line.cpp decode.
+infer() { "$prefix/bin/ocrt-infer" --format "$1" "${samples[@]}" 2>> "$work/ocrt-infer.log"; }
 
 # Checks that the file's lines (one per sample, the text in column $2) hold the true text of
 # every line the model reads right.
