@@ -164,7 +164,7 @@ OCRT_TARGET_AVX2 void store_tile_avx2(const int32_t* acc, int64_t i0, int64_t ro
   const float* biases = full ? e.bias ? e.bias + j0 : nullptr : pad_bias;
   const int32_t* offsets = full ? e.offset ? e.offset + j0 : nullptr : pad_offset;
   const bool direct = y_col == 1 && full;
-  alignas(32) float tile[kInt8MR * kInt8NR];
+  alignas(32) float tile[8 * kInt8NR];  // rows kInt8MR .. 7: zeros for the transposed store below
   for (int h = 0; h < 2; ++h) {
     const int64_t j = j0 + 8 * h;
     const __m256 scale = _mm256_loadu_ps(scales + 8 * h);
@@ -181,6 +181,37 @@ OCRT_TARGET_AVX2 void store_tile_avx2(const int32_t* acc, int64_t i0, int64_t ro
   if (direct) return;
   if (y_col == 1) {
     for (int64_t r = 0; r < rows; ++r) std::memcpy(y + (i0 + r) * y_row + j0, tile + r * kInt8NR, (size_t)cols * sizeof(float));
+    return;
+  }
+  if (y_row == 1) {
+    // A convolution's output (rows: pixels, columns: channels, a channel's pixels contiguous):
+    // each half of the tile transposed 8 x 8 in registers, then every column's `rows` values
+    // stored at once (masked), instead of one scalar store per value.
+    static_assert(kInt8MR <= 8 && kInt8NR == 16, "the transposed store takes 8 x 8 blocks");
+    for (int64_t r = rows; r < 8; ++r) _mm256_store_ps(tile + r * kInt8NR, _mm256_setzero_ps()), _mm256_store_ps(tile + r * kInt8NR + 8, _mm256_setzero_ps());
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)rows), lane);
+    for (int h = 0; h < 2 && 8 * h < cols; ++h) {
+      const float* t = tile + 8 * h;
+      const __m256 r0 = _mm256_load_ps(t), r1 = _mm256_load_ps(t + kInt8NR), r2 = _mm256_load_ps(t + 2 * kInt8NR),
+                   r3 = _mm256_load_ps(t + 3 * kInt8NR), r4 = _mm256_load_ps(t + 4 * kInt8NR),
+                   r5 = _mm256_load_ps(t + 5 * kInt8NR), r6 = _mm256_load_ps(t + 6 * kInt8NR),
+                   r7 = _mm256_load_ps(t + 7 * kInt8NR);
+      const __m256 a0 = _mm256_unpacklo_ps(r0, r1), a1 = _mm256_unpackhi_ps(r0, r1), a2 = _mm256_unpacklo_ps(r2, r3),
+                   a3 = _mm256_unpackhi_ps(r2, r3), a4 = _mm256_unpacklo_ps(r4, r5), a5 = _mm256_unpackhi_ps(r4, r5),
+                   a6 = _mm256_unpacklo_ps(r6, r7), a7 = _mm256_unpackhi_ps(r6, r7);
+      const __m256 b0 = _mm256_shuffle_ps(a0, a2, _MM_SHUFFLE(1, 0, 1, 0)), b1 = _mm256_shuffle_ps(a0, a2, _MM_SHUFFLE(3, 2, 3, 2)),
+                   b2 = _mm256_shuffle_ps(a1, a3, _MM_SHUFFLE(1, 0, 1, 0)), b3 = _mm256_shuffle_ps(a1, a3, _MM_SHUFFLE(3, 2, 3, 2)),
+                   b4 = _mm256_shuffle_ps(a4, a6, _MM_SHUFFLE(1, 0, 1, 0)), b5 = _mm256_shuffle_ps(a4, a6, _MM_SHUFFLE(3, 2, 3, 2)),
+                   b6 = _mm256_shuffle_ps(a5, a7, _MM_SHUFFLE(1, 0, 1, 0)), b7 = _mm256_shuffle_ps(a5, a7, _MM_SHUFFLE(3, 2, 3, 2));
+      // column k of the half: rows 0-3 from the low lanes of b_k' and rows 4-7 from b_(k'+4)'s
+      const __m256 col[8] = {_mm256_permute2f128_ps(b0, b4, 0x20), _mm256_permute2f128_ps(b1, b5, 0x20),
+                             _mm256_permute2f128_ps(b2, b6, 0x20), _mm256_permute2f128_ps(b3, b7, 0x20),
+                             _mm256_permute2f128_ps(b0, b4, 0x31), _mm256_permute2f128_ps(b1, b5, 0x31),
+                             _mm256_permute2f128_ps(b2, b6, 0x31), _mm256_permute2f128_ps(b3, b7, 0x31)};
+      const int64_t n = std::min<int64_t>(8, cols - 8 * h);
+      for (int64_t c = 0; c < n; ++c) _mm256_maskstore_ps(y + i0 + (j0 + 8 * h + c) * y_col, mask, col[c]);
+    }
     return;
   }
   for (int64_t c = 0; c < cols; ++c) {
