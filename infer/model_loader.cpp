@@ -68,8 +68,12 @@ LoadedModel load_model(nn::ModelFile file, const std::string& arch, const std::s
 }
 
 std::shared_ptr<nn::Recognizer> build_model(const std::string& arch, const Json& config, const nn::StateDict& weights) {
-  Generator gen(0);  // the initial values are overwritten at once
-  auto model = nn::make_recognizer(arch, config, gen);
+  Generator gen(0);
+  std::shared_ptr<nn::Recognizer> model;
+  {
+    const nn::SkipInit loaded_next;  // every parameter comes from `weights` (strict load)
+    model = nn::make_recognizer(arch, config, gen);
+  }
   nn::load_model_weights(*model, weights);
   model->eval();
   return model;

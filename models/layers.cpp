@@ -149,7 +149,7 @@ LSTM::LSTM(int64_t input_size, int64_t hidden_size, Generator& gen, LSTMOptions 
     }
   weights_.reserve(entries.size());  // registered addresses must not move
   for (const Entry& e : entries) {
-    weights_.push_back(uniform(e.shape, -bound, bound, gen));
+    weights_.push_back(init_uniform(e.shape, -bound, bound, gen));
     register_parameter(e.name, &weights_.back());
   }
 }
@@ -193,7 +193,7 @@ MultiheadAttention::MultiheadAttention(int64_t embed_dim, int64_t num_heads, Gen
              embed_dim, " must be a positive multiple of num_heads ", num_heads);
   // PyTorch: xavier_uniform_ for in_proj_weight, zeros for the biases.
   const double bound = std::sqrt(6.0 / (double)(embed_dim + 3 * embed_dim));
-  in_proj_weight = uniform({3 * embed_dim, embed_dim}, -bound, bound, gen);
+  in_proj_weight = init_uniform({3 * embed_dim, embed_dim}, -bound, bound, gen);
   register_parameter("in_proj_weight", &in_proj_weight);
   if (bias) {
     in_proj_bias = Tensor::zeros({3 * embed_dim});

@@ -55,9 +55,10 @@ std::shared_ptr<Recognizer> build_recognizer(const std::string& arch, const Json
                                              const std::string& path) {
   std::shared_ptr<Recognizer> model;
   try {
-    Generator gen(0);  // the initial values are overwritten at once
+    Generator gen(0);
     {
       const ModelSizeGuard guard(weights, path);
+      const SkipInit loaded_next;  // every parameter comes from `weights` (strict load)
       model = make_recognizer(arch, config, gen);
     }
     load_model_weights(*model, weights);
@@ -78,6 +79,7 @@ std::shared_ptr<DBNet> build_detector(const std::string& arch, const Json& confi
     Generator gen(0);
     {
       const ModelSizeGuard guard(weights, path);
+      const SkipInit loaded_next;  // every parameter comes from `weights` (strict load)
       model = make_detector(arch, config, gen);
     }
     load_model_weights(*model, weights);

@@ -172,10 +172,21 @@ void Module::zero_grad() {
   });
 }
 
+namespace {
+thread_local bool t_skip_init = false;
+}  // namespace
+
+SkipInit::SkipInit() : outer_(t_skip_init) { t_skip_init = true; }
+SkipInit::~SkipInit() { t_skip_init = outer_; }
+
+Tensor init_uniform(const Shape& shape, double lo, double hi, Generator& gen) {
+  return t_skip_init ? Tensor::empty(shape) : uniform(shape, lo, hi, gen);
+}
+
 Tensor init_uniform_fan_in(const Shape& shape, int64_t fan_in, Generator& gen) {
   OCRT_CHECK(fan_in > 0, "init_uniform_fan_in: fan_in must be >= 1, got ", fan_in);
   const double bound = 1.0 / std::sqrt((double)fan_in);
-  return uniform(shape, -bound, bound, gen);
+  return init_uniform(shape, -bound, bound, gen);
 }
 
 }  // namespace ocrt::nn

@@ -3,8 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <thread>
 
 #include "models/layers.h"
+#include "models/recognizer.h"
 #include "ops/elementwise.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
@@ -224,4 +226,32 @@ TEST_CASE("Sequential in inference overwrites its own activations with ReLU, nev
   Tensor p = Tensor::ones({2});
   p.set_requires_grad(true);
   CHECK_THROWS_WITH(relu_(p), Catch::Contains("in-place change of a tensor that requires grad"));
+}
+
+TEST_CASE("SkipInit: new parameters draw no random numbers, for its scope on its thread only", "[module]") {
+  // Every architecture draws its initial values from the generator; under SkipInit none does.
+  for (const std::string arch : {"crnn", "crnn-s", "svtr-lite"}) {
+    INFO(arch);
+    Generator skipped(7), drawn(7);
+    {
+      const nn::SkipInit skip;
+      nn::make_recognizer(arch, 11, skipped);
+    }
+    CHECK(skipped.offset() == (arch == "svtr-lite" ? 1u : 0u));  // svtr-lite draws its dropout seed
+    nn::make_recognizer(arch, 11, drawn);  // the scope has ended: initialised again
+    CHECK(drawn.offset() > 2);
+  }
+  // Nested scopes restore the outer setting; another thread initialises as usual.
+  Generator g(1);
+  {
+    const nn::SkipInit outer;
+    { const nn::SkipInit inner; }
+    nn::Linear still_skipped(4, 3, true, g);
+    CHECK(g.offset() == 0);
+    Generator other(1);
+    std::thread([&] { nn::Linear drawn_there(4, 3, true, other); }).join();
+    CHECK(other.offset() > 0);
+  }
+  nn::Linear drawn_here(4, 3, true, g);
+  CHECK(g.offset() > 0);
 }
