@@ -25,6 +25,8 @@ class Ocrt:
             ("ocrt_version", ctypes.c_char_p, []),
             ("ocrt_last_error", ctypes.c_char_p, []),
             ("ocrt_open", P, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]),
+            ("ocrt_open_decoding", P, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                                       ctypes.c_char_p]),
             ("ocrt_close", None, [P]),
             ("ocrt_recognize_files", P, [P, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t]),
             ("ocrt_result_count", ctypes.c_size_t, [P]),
@@ -40,8 +42,11 @@ class Ocrt:
     def error(self):
         return self.lib.ocrt_last_error().decode()
 
-    def open(self, model, device="cpu", threads=0):
-        handle = self.lib.ocrt_open(os.fsencode(model), device.encode(), threads)
+    def open(self, model, device="cpu", threads=0, decoder="auto", lm=None):
+        """decoder: auto (ocrt-infer's default: the LM beside the model on the lines in doubt),
+        greedy or beam; lm: a language model file (ocrt-lm), or None."""
+        handle = self.lib.ocrt_open_decoding(os.fsencode(model), device.encode(), threads, decoder.encode(),
+                                             os.fsencode(lm) if lm is not None else None)
         if not handle:
             raise RuntimeError(self.error())
         return handle
@@ -77,6 +82,9 @@ def main():
     ap.add_argument("--model", help="model file (default: the shipped model beside --lib)")
     ap.add_argument("--device", default="cpu", help="cpu, cuda:N, or a list such as cuda:0,cpu")
     ap.add_argument("--threads", type=int, default=0, help="CPU threads (0: all)")
+    ap.add_argument("--decoder", default="auto", choices=["auto", "greedy", "beam"],
+                    help="auto (ocrt-infer's default), greedy (the fastest) or beam")
+    ap.add_argument("--lm", help="language model file for the beam (default with auto: lm-en.clm beside the model)")
     args = ap.parse_args()
 
     model_path = args.model
@@ -92,7 +100,7 @@ def main():
     sys.stdout.reconfigure(encoding="utf-8", errors="surrogateescape")
     ocrt = Ocrt(args.lib)
     print(f"ocrt {ocrt.lib.ocrt_version().decode()} from {args.lib}", file=sys.stderr)
-    model = ocrt.open(model_path, args.device, args.threads)
+    model = ocrt.open(model_path, args.device, args.threads, args.decoder, args.lm)
     try:
         lines = ocrt.recognize(model, args.images)
     finally:

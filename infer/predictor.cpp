@@ -229,7 +229,7 @@ int check_options(const PredictorOptions& o) {
   OCRT_CHECK(o.batch >= 1, "batch size must be >= 1, got ", o.batch);
   OCRT_CHECK(o.beam_width >= 1, "beam width must be >= 1, got ", o.beam_width);
   OCRT_CHECK(o.lm_path.empty() || o.decoder == Decoder::beam,
-             "a language model is used by beam search only: give --decoder beam with --lm");
+             "a language model is used by beam search only (the beam decoder; ocrt-infer --decoder beam or auto)");
   OCRT_CHECK(o.lm_uniform >= 0 && o.lm_uniform < 1, "LM uniform share must be in [0, 1), got ", o.lm_uniform);
   OCRT_CHECK(o.beam_doubt >= 0 && o.beam_doubt <= 1, "beam doubt must be a probability in [0, 1], got ", o.beam_doubt);
   OCRT_CHECK(std::isfinite(o.lm_weight) && o.lm_weight >= 0 && std::isfinite(o.lm_bonus),
