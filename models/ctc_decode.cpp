@@ -12,7 +12,6 @@
 #include <limits>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 
 #include "models/char_lm.h"
 
@@ -172,6 +171,7 @@ class BeamSearch {
   BeamSearch(const Scores& s, int64_t n, const BeamOptions& o, int64_t blank)
       : s_(s), n_(n), o_(o), blank_(blank), log_min_(o.min_prob > 0 ? std::log(o.min_prob) : kNegInf) {
     nodes_.push_back(Node{-1, -1, o.lm ? o.lm->start() : 0, 0.0});
+    slot_.push_back(-1);
     beams_.push_back(Beam{0, 0.0, kNegInf, 0.0, -1});
   }
 
@@ -205,6 +205,7 @@ class BeamSearch {
     int64_t label;
     CharLM::State state;
     double lm;  // alpha * log P_LM(label | parent) + beta
+    int first_child = -1, next_sibling = -1;  // the prefixes one label longer, as a list
   };
   struct Link {
     int64_t frame;
@@ -218,22 +219,28 @@ class BeamSearch {
     double total() const { return lse(pb, pnb); }
   };
 
-  // The prefix `node` + label c (made, with its LM score, the first time it is asked for).
+  // The prefix `node` + label c (made, with its LM score, the first time it is asked for). A
+  // node's children are a list: a frame tries few classes (those of probability >= min_prob),
+  // so a node has few, and a list costs no allocation per lookup as a hash map did.
   int child(int node, int64_t c) {
-    const auto [it, inserted] = children_.try_emplace((uint64_t)node * (uint64_t)s_.C + (uint64_t)c, (int)nodes_.size());
-    if (inserted) {
-      Node ch{node, c, 0, 0.0};
-      if (o_.lm != nullptr) {
-        const int32_t id = o_.lm_ids[(size_t)c];
-        ch.state = o_.lm->next(nodes_[(size_t)node].state, id);
-        double lp = o_.lm->log_prob(nodes_[(size_t)node].state, id);
-        if (o_.lm_uniform > 0)
-          lp = std::log((1 - o_.lm_uniform) * std::exp(lp) + o_.lm_uniform / (o_.lm->vocab_size() + 1));
-        ch.lm = o_.lm_weight * lp + o_.lm_bonus;
-      }
-      nodes_.push_back(ch);
+    for (int k = nodes_[(size_t)node].first_child; k >= 0; k = nodes_[(size_t)k].next_sibling)
+      if (nodes_[(size_t)k].label == c) return k;
+    Node ch{node, c, 0, 0.0};
+    if (o_.lm != nullptr) {
+      const int32_t id = o_.lm_ids[(size_t)c];
+      const CharLM::State parent_state = nodes_[(size_t)node].state;
+      ch.state = o_.lm->next(parent_state, id);
+      double lp = o_.lm->log_prob(parent_state, id);
+      if (o_.lm_uniform > 0)
+        lp = std::log((1 - o_.lm_uniform) * std::exp(lp) + o_.lm_uniform / (o_.lm->vocab_size() + 1));
+      ch.lm = o_.lm_weight * lp + o_.lm_bonus;
     }
-    return it->second;
+    ch.next_sibling = nodes_[(size_t)node].first_child;
+    const int k = (int)nodes_.size();
+    nodes_[(size_t)node].first_child = k;
+    nodes_.push_back(ch);
+    slot_.push_back(-1);
+    return k;
   }
 
   // The classes tried at frame t: those above min_prob, and always the best one.
@@ -251,9 +258,12 @@ class BeamSearch {
   // ending in a blank or in the label; `frame` >= 0 when the path emits the prefix's last label.
   void extend(int node, const Beam& from, double p, bool blank_end, int64_t frame) {
     if (p == kNegInf) return;  // a path of probability 0 changes nothing
-    const auto [it, inserted] = where_.try_emplace(node, next_.size());
-    if (inserted) next_.push_back(Beam{node});
-    Beam& b = next_[it->second];
+    int& at = slot_[(size_t)node];
+    if (at < 0) {
+      at = (int)next_.size();
+      next_.push_back(Beam{node});
+    }
+    Beam& b = next_[(size_t)at];
     if (blank_end) b.pb = lse(b.pb, p);
     else b.pnb = lse(b.pnb, p);
     if (p > b.best_path) {
@@ -269,7 +279,7 @@ class BeamSearch {
   bool step(int64_t t) {
     candidates_at(t);
     next_.clear();
-    where_.clear();
+
     const double y_blank = s_.at(t, n_, blank_);
     for (const Beam& b : beams_) {
       const double total = b.total();
@@ -286,6 +296,7 @@ class BeamSearch {
         }
       }
     }
+    for (const Beam& b : next_) slot_[(size_t)b.node] = -1;
     if (next_.empty()) return false;
     // Keep the beam_width most likely prefixes (ties broken by node, which is deterministic).
     const size_t keep = std::min(next_.size(), (size_t)o_.beam_width);
@@ -304,10 +315,10 @@ class BeamSearch {
   int64_t blank_;
   double log_min_;
   std::vector<Node> nodes_;
-  std::unordered_map<uint64_t, int> children_;  // node * C + label -> child node
+
   std::vector<Link> links_;
   std::vector<Beam> beams_, next_;
-  std::unordered_map<int, size_t> where_;  // node -> index in next_
+  std::vector<int> slot_;  // node -> its index in next_ during a step, else -1
   std::vector<int64_t> candidates_;
 };
 
