@@ -10,6 +10,7 @@
 #
 #   scripts/quantize-en.sh [FLOAT [OUT]]
 #   scripts/quantize-en.sh         # weights/crnn-s-en.safetensors -> weights/crnn-s-en-int8.safetensors
+#   scripts/quantize-en.sh weights/crnn-en.safetensors weights/crnn-en-int8.safetensors  # the default recogniser's
 #   scripts/quantize-en.sh --det   # weights/det-en.safetensors -> weights/det-en-int8.safetensors
 #
 # OCRT_BIN names the folder with ocrt-synth and ocrt-quantize (default build);

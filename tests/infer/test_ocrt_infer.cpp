@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "run_command.h"
+#include "runtime/cpu/int8_gemm.h"
 #include "temp_dir.h"
 
 using namespace ocrt::testing;
@@ -92,4 +93,22 @@ TEST_CASE("ocrt-infer decodes with the shipped language model by default, and gr
   // An LM with greedy decoding is a contradiction.
   CHECK(run_command(program("ocrt-infer") + " --threads 1 --decoder greedy --lm " + lm + " " + line, &out) == 2);
   CHECK_THAT(out, Catch::Contains("a language model is used by beam search only"));
+}
+
+TEST_CASE("ocrt-infer reads with the shipped int8 recogniser on CPUs with an int8 kernel, unless told otherwise",
+          "[infer][cli]") {
+  const std::string line = std::string(OCRT_SOURCE_DIR) + "/samples/lines/000000.png ";
+  std::string out;
+  REQUIRE(run_command(program("ocrt-infer") + " --threads 1 " + line, &out) == 0);
+  INFO(out);
+  CHECK_THAT(out, Catch::Contains("The quick brown fox jumps over the lazy dog."));
+  if (ocrt::cpu::int8_gemm_simd()) CHECK_THAT(out, Catch::Contains(", int8 ("));
+  else CHECK_THAT(out, Catch::Contains(", fp32;"));
+  // --precision given, or a weights file named: float32 as asked.
+  REQUIRE(run_command(program("ocrt-infer") + " --threads 1 --precision fp32 " + line, &out) == 0);
+  CHECK_THAT(out, Catch::Contains(", fp32;"));
+  REQUIRE(run_command(program("ocrt-infer") + " --threads 1 --weights " + OCRT_SOURCE_DIR +
+                          "/weights/crnn-en.safetensors " + line,
+                      &out) == 0);
+  CHECK_THAT(out, Catch::Contains(", fp32;"));
 }

@@ -31,8 +31,10 @@ fail() {
 # The installed ocrt-infer's reading of the samples, --format text or tsv. It finds the shipped
 # model itself, in prefix/share/ocrt/weights (no --weights), as an installed ocrt-infer must.
 # Its default decoding, with the installed language model (the install step checks that it finds
-# it), as the C API's ocrt_open and examples/read_line.cpp decode.
-infer() { "$prefix/bin/ocrt-infer" --format "$1" "${samples[@]}" 2>> "$work/ocrt-infer.log"; }
+# it), as the C API's ocrt_open and examples/read_line.cpp decode; --precision fp32 makes the
+# model it finds the float32 file the examples open (without it, the int8 file on CPUs with an
+# int8 kernel, installed too: tests/infer/test_ocrt_infer.cpp checks the choice).
+infer() { "$prefix/bin/ocrt-infer" --precision fp32 --format "$1" "${samples[@]}" 2>> "$work/ocrt-infer.log"; }
 
 # Checks that the file's lines (one per sample, the text in column $2) hold the true text of
 # every line the model reads right.
@@ -61,7 +63,8 @@ case $step in
     [[ -n "$lib" ]] || fail "no libocrt.so under $prefix"
     for f in bin/ocrt-infer bin/ocrt-lm bin/ocrt-quantize bin/ocrt-export bin/ocrt-train bin/ocrt-synth bin/ocrt-report \
              include/ocrt/infer/predictor.h include/ocrt/capi/ocrt.h include/ocrt/runtime/tensor.h \
-             include/ocrt/train/trainer.h share/ocrt/weights/lm-en.clm share/ocrt/weights/crnn-s-en-int8.safetensors; do
+             include/ocrt/train/trainer.h share/ocrt/weights/lm-en.clm share/ocrt/weights/crnn-s-en-int8.safetensors \
+             share/ocrt/weights/crnn-en-int8.safetensors; do
       [[ -e "$prefix/$f" ]] || fail "$f was not installed"
     done
     for f in "$lib"/libocrt_{runtime,ops,models,infer,train,capi}.a "$lib/pkgconfig/ocrt.pc" \
