@@ -279,7 +279,6 @@ class BeamSearch {
   bool step(int64_t t) {
     candidates_at(t);
     next_.clear();
-
     const double y_blank = s_.at(t, n_, blank_);
     for (const Beam& b : beams_) {
       const double total = b.total();
@@ -315,7 +314,6 @@ class BeamSearch {
   int64_t blank_;
   double log_min_;
   std::vector<Node> nodes_;
-
   std::vector<Link> links_;
   std::vector<Beam> beams_, next_;
   std::vector<int> slot_;  // node -> its index in next_ during a step, else -1
