@@ -63,7 +63,9 @@ if [ -f weights/crnn-en.safetensors ]; then
     || { log "FAIL: ocrt-infer --device cuda:0 (see infer-cuda.log)"; status=1; }
   build-gpu/ocrt-infer --devices cuda:0,cpu --batch 4 --format tsv samples/lines > "$out/infer-multi.tsv" \
     2> "$out/infer-multi.log" || { log "FAIL: ocrt-infer --devices cuda:0,cpu (see infer-multi.log)"; status=1; }
-  build-gpu/ocrt-infer --device cpu --format tsv samples/lines > "$out/infer-cpu.tsv" 2> /dev/null
+  # The float32 file on the CPU too (a CPU alone would take the int8 file by default).
+  build-gpu/ocrt-infer --device cpu --weights weights/crnn-en.safetensors --format tsv samples/lines \
+    > "$out/infer-cpu.tsv" 2> /dev/null
   if cmp -s <(cut -f1,2 "$out/infer-cuda.tsv") <(cut -f1,2 "$out/infer-cpu.tsv") &&
      cmp -s <(cut -f1,2 "$out/infer-multi.tsv") <(cut -f1,2 "$out/infer-cpu.tsv"); then
     log "ocrt-infer: cuda:0, cuda:0+cpu and cpu read the samples identically; $(tail -1 "$out/infer-multi.log")"
