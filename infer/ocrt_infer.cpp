@@ -127,6 +127,16 @@ std::string parse_precision(const std::string& v) {
   return v;
 }
 
+// `flag` that also sets `given` when the command line names it (a default that depends on
+// whether the user chose: --precision, --beam-doubt).
+cli::Flag noting(cli::Flag flag, bool& given) {
+  flag.set = [&given, set = std::move(flag.set)](const std::string& v) {
+    set(v);
+    given = true;
+  };
+  return flag;
+}
+
 cli::Parser infer_flags(Args& a) {
   using cli::Range;
   constexpr double kInf = HUGE_VAL;
@@ -218,20 +228,17 @@ with --format tsv (a table of lines) every image is a line.)");
                      "memory; a batch of wide lines holds fewer lines (default when every device\n"
                      "is a CPU: 262144 / the model's first-layer channels, within 2048..12288:\n"
                      "4096 for crnn, 8192 for crnn-s; else --batch x 2048)"));
-  p.add(cli::Flag{"--precision", "fp32|tf32|bf16|auto",
-                  "matrix products and convolutions in float32 (the default) or bf16\n"
-                  "(operands rounded to bf16, sums in float32; on CPUs products about twice\n"
-                  "as fast with AVX512_BF16, whole lines about 1.3x, the same speed as fp32\n"
-                  "elsewhere; on GPUs tensor cores); tf32: GPU tensor cores with TF32\n"
-                  "operands (CPU workers stay fp32); auto: bf16 on CPU workers where the\n"
-                  "CPU has bf16 instructions, else fp32. The summary says which\n"
-                  "path and precision ran. OCRT_CPU_ISA=avx2|avx512|avx512bf16|amx forces\n"
-                  "an instruction-set path (docs/ops/gemm.md). Given, it also makes the\n"
-                  "shipped recogniser the float32 file (see --weights)",
-                  [&a](const std::string& v) {
-                    a.options.precision = parse_precision(v);
-                    a.precision_given = true;
-                  }});
+  p.add(noting(cli::choice("--precision", "fp32|tf32|bf16|auto", o.precision, parse_precision,
+                           "matrix products and convolutions in float32 (the default) or bf16\n"
+                           "(operands rounded to bf16, sums in float32; on CPUs products about twice\n"
+                           "as fast with AVX512_BF16, whole lines about 1.3x, the same speed as fp32\n"
+                           "elsewhere; on GPUs tensor cores); tf32: GPU tensor cores with TF32\n"
+                           "operands (CPU workers stay fp32); auto: bf16 on CPU workers where the\n"
+                           "CPU has bf16 instructions, else fp32. The summary says which\n"
+                           "path and precision ran. OCRT_CPU_ISA=avx2|avx512|avx512bf16|amx forces\n"
+                           "an instruction-set path (docs/ops/gemm.md). Given, it also makes the\n"
+                           "shipped recogniser the float32 file (see --weights)"),
+               a.precision_given));
   p.add(cli::choice("--conv", "fast|exact", a.conv, parse_conv_mode,
                     "CPU 3x3 convolutions through Winograd (fast, the default: about 1e-5\n"
                     "relative rounding) or im2col (exact: about 1e-7); docs/ops/conv.md"));
@@ -265,17 +272,11 @@ with --format tsv (a table of lines) every image is a line.)");
                   "share of a uniform distribution mixed into the LM's: bounds how unlikely it\n"
                   "can call a character, and so how far it overrules the model (0.01)"));
   p.add(cli::real("--lm-bonus", "B", o.lm_bonus, Range{-kInf, kInf, true, true}, "score added per character with --lm (1)"));
-  {
-    cli::Flag doubt = cli::real("--beam-doubt", "P", o.beam_doubt, Range{0, 1},
-                                "the beam reads only the lines with a frame where the runner-up class\n"
-                                "has probability P or more; the others keep their greedy reading\n"
-                                "(0: every line; default 0.2 with --decoder auto, 0 with beam)");
-    doubt.set = [&a, set = doubt.set](const std::string& v) {
-      set(v);
-      a.beam_doubt_given = true;
-    };
-    p.add(std::move(doubt));
-  }
+  p.add(noting(cli::real("--beam-doubt", "P", o.beam_doubt, Range{0, 1},
+                         "the beam reads only the lines with a frame where the runner-up class\n"
+                         "has probability P or more; the others keep their greedy reading\n"
+                         "(0: every line; default 0.2 with --decoder auto, 0 with beam)"),
+               a.beam_doubt_given));
   p.add(cli::choice("--format", "text|tsv|jsonl|hocr|alto|page", a.output, parse_output_format,
                     "text: the text (a page's in reading order); tsv: path, text,\n"
                     "confidence, error (lines only); jsonl: one JSON object per line or\n"
@@ -352,16 +353,23 @@ std::string find_shipped(const fs::path& rel, std::string* looked = nullptr) {
   return "";
 }
 
+// A shipped model, weights/NAME.safetensors, or its int8 file weights/NAME-int8.safetensors
+// where `int8` and that file is found. Empty when neither is; `looked` then lists where the
+// float file was looked for.
+std::string find_shipped_model(const std::string& name, bool int8, std::string* looked = nullptr) {
+  if (int8)
+    if (std::string f = find_shipped(fs::path("weights") / (name + "-int8.safetensors")); !f.empty()) return f;
+  return find_shipped(fs::path("weights") / (name + ".safetensors"), looked);
+}
+
 // The shipped recogniser: in int8 where `int8` (every device a CPU with an int8 kernel and no
 // --precision asked for): crnn-en's accuracy (CER 0.81% against 0.80% on the validation lines,
 // the same words on the real pages) at about twice the lines/s in half the memory
 // (weights/README.md); else, or where the int8 file is missing, the float32 file.
 std::string default_weights(bool int8) {
-  if (int8)
-    if (std::string f = find_shipped(fs::path("weights") / "crnn-en-int8.safetensors"); !f.empty()) return f;
   const fs::path rel = fs::path("weights") / "crnn-en.safetensors";
   std::string looked;
-  std::string found = find_shipped(rel, &looked);
+  std::string found = find_shipped_model("crnn-en", int8, &looked);
   if (found.empty())
     fail("no --weights given and the shipped model ", rel.string(), " was not found; looked in:", looked,
          "\npass --weights FILE");
@@ -403,10 +411,8 @@ class DetectorSlot {
       // The shipped detector: in int8 where it runs on a CPU with an int8 kernel (the same
       // words on every page set, in a third less time: docs/int8.md), else in float32.
       const fs::path rel = fs::path("weights") / "det-en.safetensors";
-      const fs::path rel8 = fs::path("weights") / "det-en-int8.safetensors";
       std::string looked;
-      std::string found = options_.device.is_cpu() && cpu::int8_gemm_simd() ? find_shipped(rel8) : "";
-      if (found.empty()) found = find_shipped(rel, &looked);
+      const std::string found = find_shipped_model("det-en", options_.device.is_cpu() && cpu::int8_gemm_simd(), &looked);
       if (found.empty()) {
         // One line per page, however many pages: the places looked in, comma-separated.
         std::istringstream lines(looked);

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -317,6 +318,19 @@ void check_reads_samples(Predictor& p) {
   CHECK(exact >= 6);
 }
 
+// A shipped int8 file (weights/NAME): under a third of its float file's size, an int8 model of
+// `arch`, reading samples/lines within check_reads_samples' bound with greedy decoding.
+std::unique_ptr<Predictor> check_int8_file(const std::string& name, const std::string& float_file,
+                                           const std::string& arch) {
+  const std::string int8_file = kSource + "/weights/" + name;
+  CHECK(std::filesystem::file_size(int8_file) * 3 < std::filesystem::file_size(float_file));
+  auto p = std::make_unique<Predictor>(int8_file, options(Decoder::greedy, 10));
+  CHECK(p->arch() == arch);
+  CHECK_THAT(p->precision(), Catch::StartsWith("int8 ("));
+  check_reads_samples(*p);
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("shipped fast model: crnn-s-en reads samples/lines as measured", "[infer][shipped]") {
@@ -333,16 +347,11 @@ TEST_CASE("shipped model in int8: crnn-en-int8, ocrt-infer's default on CPUs, re
   // scripts/quantize-en.sh weights/crnn-en.safetensors weights/crnn-en-int8.safetensors made it
   // (weights/README.md): a quarter of the float file, and all 12 sample lines right with greedy
   // decoding, as the float file reads them, when this test was written (it fails above 3% CER).
-  const std::string int8_file = kSource + "/weights/crnn-en-int8.safetensors";
-  CHECK(std::filesystem::file_size(int8_file) * 3 < std::filesystem::file_size(kModel));
-  Predictor p(int8_file, options(Decoder::greedy, 10));
-  CHECK(p.arch() == "crnn");
-  CHECK_THAT(p.precision(), Catch::StartsWith("int8 ("));
-  check_reads_samples(p);
+  const auto p = check_int8_file("crnn-en-int8.safetensors", kModel, "crnn");
   // The same texts as the float file on every sample line.
   std::vector<std::string> paths;
   for (const auto& sample : read_samples()) paths.push_back(sample.path);
-  const std::vector<LineResult> q = p.recognize(paths), f = Predictor(kModel, options(Decoder::greedy, 10)).recognize(paths);
+  const std::vector<LineResult> q = p->recognize(paths), f = Predictor(kModel, options(Decoder::greedy, 10)).recognize(paths);
   for (size_t i = 0; i < paths.size(); ++i) CHECK(q[i].text == f[i].text);
 }
 
@@ -351,12 +360,7 @@ TEST_CASE("shipped fast model in int8: crnn-s-en-int8 reads samples/lines as its
   // quarter of the float file's size, int8 products on every CPU (exact integer sums, so the
   // same text on any instruction set), and the sample lines read as the float model reads them
   // (0.63% CER, 11 of 12 right, both, when this test was written; it fails above 3%).
-  const std::string int8_file = kSource + "/weights/crnn-s-en-int8.safetensors";
-  CHECK(std::filesystem::file_size(int8_file) * 3 < std::filesystem::file_size(kFastModel));
-  Predictor p(int8_file, options(Decoder::greedy, 10));
-  CHECK(p.arch() == "crnn-s");
-  CHECK_THAT(p.precision(), Catch::StartsWith("int8 ("));
-  check_reads_samples(p);
+  check_int8_file("crnn-s-en-int8.safetensors", kFastModel, "crnn-s");
 }
 
 TEST_CASE("scheduler: a slow worker takes only part of a batch", "[infer]") {
