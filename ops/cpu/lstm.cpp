@@ -15,7 +15,7 @@
 #include <type_traits>
 
 #include "ops/backend.h"
-#include "ops/cpu/simd_math.h"
+#include "runtime/cpu/simd_math.h"
 #include "runtime/cpu/loops.h"
 #include "runtime/cpu_isa.h"
 

@@ -1,14 +1,66 @@
 // CPU softmax and log-softmax along one dim, and their backward.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "ops/backend.h"
 #include "runtime/cpu/loops.h"
+#include "runtime/cpu/simd_math.h"
+#include "runtime/cpu_isa.h"
 #include "runtime/strided.h"
 
 namespace ocrt {
 
 namespace {
+
+#if defined(OCRT_SIMD_MATH)
+// One float32 row of n contiguous values (softmax over the last dim: attention's scores) on
+// 8 lanes: exp once per value (the general loop below takes it twice, once in double), the sum
+// in float32 lanes (relative error at most about n/8 u beyond exp8's), then one scale. exp8
+// clamps its argument at -87.3, so values that far below the row's max give 0 here, as
+// std::exp's underflow would (a masked score, -inf, gives exactly 0).
+OCRT_TARGET_AVX2 void softmax_row_lanes(bool log, const float* p, float* q, int64_t n) {
+  const float inf = std::numeric_limits<float>::infinity();
+  __m256 m8 = _mm256_set1_ps(-inf);
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) m8 = _mm256_max_ps(m8, _mm256_loadu_ps(p + k));  // a NaN stays
+  float lanes[8];
+  _mm256_storeu_ps(lanes, m8);
+  float m = -inf;
+  for (float v : lanes) m = v != v ? v : std::max(m, v);
+  for (; k < n; ++k) m = p[k] != p[k] ? p[k] : std::max(m, p[k]);
+  const __m256 mv = _mm256_set1_ps(m), floor = _mm256_set1_ps(-87.3f);
+  __m256 s8 = _mm256_setzero_ps();
+  auto exp_lanes = [&](__m256 d) {  // exp(d) for d <= 0, exactly 0 below -87.3
+    return _mm256_and_ps(simd::exp8(d), _mm256_cmp_ps(d, floor, _CMP_GE_OQ));
+  };
+  for (k = 0; k + 8 <= n; k += 8) {
+    const __m256 e = exp_lanes(_mm256_sub_ps(_mm256_loadu_ps(p + k), mv));
+    s8 = _mm256_add_ps(s8, e);
+    if (!log) _mm256_storeu_ps(q + k, e);
+  }
+  _mm256_storeu_ps(lanes, s8);
+  double s = 0;
+  for (float v : lanes) s += v;
+  for (; k < n; ++k) {
+    const float e = std::exp(p[k] - m);
+    s += e;
+    if (!log) q[k] = e;
+  }
+  if (log) {
+    const float lse = (float)std::log(s);
+    const __m256 shift = _mm256_set1_ps(m + lse);
+    for (k = 0; k + 8 <= n; k += 8) _mm256_storeu_ps(q + k, _mm256_sub_ps(_mm256_loadu_ps(p + k), shift));
+    for (; k < n; ++k) q[k] = p[k] - (m + lse);
+  } else {
+    const float inv = (float)(1.0 / s);
+    const __m256 iv = _mm256_set1_ps(inv);
+    for (k = 0; k + 8 <= n; k += 8) _mm256_storeu_ps(q + k, _mm256_mul_ps(_mm256_loadu_ps(q + k), iv));
+    for (; k < n; ++k) q[k] *= inv;
+  }
+}
+#endif
 
 // Softmax over `dim` of a contiguous tensor viewed as (outer, n, inner) (around_dim,
 // runtime/strided.h). Subtracting the row
@@ -19,6 +71,15 @@ void softmax_typed(bool log, const Tensor& x, int64_t dim, const Tensor& y) {
   T* yd = y.data<T>();
   const AroundDim split = around_dim(x, dim);
   const int64_t outer = split.outer, n = split.n, inner = split.inner;
+#if defined(OCRT_SIMD_MATH)
+  if constexpr (std::is_same_v<T, float>) {
+    if (inner == 1 && n >= 8 && cpu_isa() >= CpuIsa::avx2) {
+#pragma omp parallel for schedule(static) if (x.numel() >= cpu::kParallelGrain)
+      for (int64_t o = 0; o < outer; ++o) softmax_row_lanes(log, xd + o * n, yd + o * n, n);
+      return;
+    }
+  }
+#endif
 #pragma omp parallel for collapse(2) schedule(static) if (x.numel() >= cpu::kParallelGrain)
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {

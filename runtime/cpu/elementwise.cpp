@@ -7,6 +7,8 @@
 
 #include "runtime/backend.h"
 #include "runtime/cpu/loops.h"
+#include "runtime/cpu/simd_math.h"
+#include "runtime/cpu_isa.h"
 
 namespace ocrt {
 
@@ -39,7 +41,9 @@ inline T unary_f(UnaryOp op, UnaryParams p, T x) {
     case UnaryOp::relu: return x > 0 ? x : T(0);
     case UnaryOp::sigmoid: return sigmoid_of(x);
     case UnaryOp::tanh: return std::tanh(x);
-    case UnaryOp::gelu_erf: return T(0.5) * x * (T(1) + std::erf(x / T(kSqrt2)));
+    case UnaryOp::gelu_erf:
+      if constexpr (std::is_same_v<T, float>) return simd::gelu_erf(x);  // as the 8-lane path
+      else return T(0.5) * x * (T(1) + std::erf(x / T(kSqrt2)));
     case UnaryOp::gelu_tanh: return T(0.5) * x * (T(1) + std::tanh(T(kSqrt2OverPi) * (x + T(kGeluCubic) * x * x * x)));
     case UnaryOp::hardswish: return x <= T(-3) ? T(0) : x >= T(3) ? x : x * (x + T(3)) / T(6);
     case UnaryOp::leaky_relu: return x > 0 ? x : T(p.a) * x;
@@ -63,7 +67,8 @@ inline T unary_df(UnaryOp op, UnaryParams p, T x, T y) {
     case UnaryOp::sigmoid: return y * (T(1) - y);
     case UnaryOp::tanh: return T(1) - y * y;
     case UnaryOp::gelu_erf:
-      return T(0.5) * (T(1) + std::erf(x / T(kSqrt2))) + x * T(kInvSqrt2Pi) * std::exp(T(-0.5) * x * x);
+      if constexpr (std::is_same_v<T, float>) return simd::gelu_erf_derivative(x);
+      else return T(0.5) * (T(1) + std::erf(x / T(kSqrt2))) + x * T(kInvSqrt2Pi) * std::exp(T(-0.5) * x * x);
     case UnaryOp::gelu_tanh: {
       T inner = T(kSqrt2OverPi) * (x + T(kGeluCubic) * x * x * x);
       T t = std::tanh(inner);
@@ -92,6 +97,34 @@ void with_unary_op(UnaryOp op, F&& f) {
 #undef OCRT_CASE
 }
 
+// ---- 8-lane paths for float32 GELU, whose scalar erf and exp took a fifth of svtr-lite's
+// training step (bench/results/train-cpu.md). Same results as the scalar float functions up to
+// exp8's rounding (simd_math.h).
+
+#if defined(OCRT_SIMD_MATH)
+OCRT_TARGET_AVX2 void gelu_erf_lanes(float* o, const float* a, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, simd::gelu_erf8(_mm256_loadu_ps(a + i)));
+  for (; i < n; ++i) o[i] = simd::gelu_erf(a[i]);
+}
+
+OCRT_TARGET_AVX2 void gelu_erf_backward_lanes(float* d, const float* a, const float* g, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(d + i, _mm256_mul_ps(_mm256_loadu_ps(g + i), simd::gelu_erf_derivative8(_mm256_loadu_ps(a + i))));
+  for (; i < n; ++i) d[i] = g[i] * simd::gelu_erf_derivative(a[i]);
+}
+#endif
+
+// Whether the op has an 8-lane path for T on this CPU.
+template <class T, UnaryOp op>
+bool unary_lanes() {
+#if defined(OCRT_SIMD_MATH)
+  if constexpr (std::is_same_v<T, float> && op == UnaryOp::gelu_erf) return cpu_isa() >= CpuIsa::avx2;
+#endif
+  return false;
+}
+
 // ---- kernels
 
 void cpu_unary(UnaryOp op, UnaryParams p, const Tensor& x, const Tensor& out) {
@@ -99,9 +132,15 @@ void cpu_unary(UnaryOp op, UnaryParams p, const Tensor& x, const Tensor& out) {
     using T = decltype(zero);
     with_unary_op(op, [&](auto op_tag) {
       using OpT = decltype(op_tag);
-      cpu::for_each_run<2>({out, x}, [p](std::array<char*, 2> ptr, std::array<int64_t, 2> s, int64_t n) {
+      const bool lanes = unary_lanes<T, OpT::value>();
+      cpu::for_each_run<2>({out, x}, [p, lanes](std::array<char*, 2> ptr, std::array<int64_t, 2> s, int64_t n) {
         T* o = reinterpret_cast<T*>(ptr[0]);
         const T* a = reinterpret_cast<const T*>(ptr[1]);
+        (void)lanes;
+#if defined(OCRT_SIMD_MATH)
+        if constexpr (std::is_same_v<T, float> && OpT::value == UnaryOp::gelu_erf)
+          if (lanes && cpu::all_unit(s)) return gelu_erf_lanes(o, a, n);
+#endif
         if (cpu::all_unit(s)) {
           for (int64_t i = 0; i < n; ++i) o[i] = unary_f(OpT::value, p, a[i]);
         } else {
@@ -118,11 +157,17 @@ void cpu_unary_backward(UnaryOp op, UnaryParams p, const Tensor& x, const Tensor
     using T = decltype(zero);
     with_unary_op(op, [&](auto op_tag) {
       using OpT = decltype(op_tag);
-      cpu::for_each_run<4>({dx, x, y, dy}, [p](std::array<char*, 4> ptr, std::array<int64_t, 4> s, int64_t n) {
+      const bool lanes = unary_lanes<T, OpT::value>();
+      cpu::for_each_run<4>({dx, x, y, dy}, [p, lanes](std::array<char*, 4> ptr, std::array<int64_t, 4> s, int64_t n) {
         T* d = reinterpret_cast<T*>(ptr[0]);
         const T* a = reinterpret_cast<const T*>(ptr[1]);
         const T* b = reinterpret_cast<const T*>(ptr[2]);
         const T* g = reinterpret_cast<const T*>(ptr[3]);
+        (void)lanes;
+#if defined(OCRT_SIMD_MATH)
+        if constexpr (std::is_same_v<T, float> && OpT::value == UnaryOp::gelu_erf)
+          if (lanes && cpu::all_unit(s)) return gelu_erf_backward_lanes(d, a, g, n);
+#endif
         if (cpu::all_unit(s)) {
           for (int64_t i = 0; i < n; ++i) d[i] = g[i] * unary_df(OpT::value, p, a[i], b[i]);
         } else {

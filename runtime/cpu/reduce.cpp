@@ -7,8 +7,10 @@
 // then agree to rounding.
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "runtime/backend.h"
 #include "runtime/cpu/loops.h"
@@ -65,10 +67,77 @@ void fold_range(const T* x, int64_t base, const ReduceGeometry& g, int64_t k0, i
   }
 }
 
+// A sum over consecutive dims of a contiguous x with kept dims after them, x viewed as
+// (outer, n, inner) -> (outer, inner): a linear layer's bias gradient ((rows, features) ->
+// features) is one. Whole rows of `inner` values are added into double accumulators, which
+// vectorises, where the general loop would walk each output's column with a stride of `inner`
+// (it took 9% of svtr-lite's training step). Threads split (outer, column block) pairs, or,
+// when there are too few of those, the n rows, each thread into its own accumulators, added
+// in thread order at the end.
+template <class T>
+void sum_rows(const T* x, T* out, int64_t outer, int64_t n, int64_t inner, bool mean) {
+  constexpr int64_t kBlock = 1024;  // columns per task: 8 KiB of accumulators
+  const int64_t blocks = (inner + kBlock - 1) / kBlock;
+  const int threads = omp_get_max_threads();
+  const bool parallel = outer * n * inner >= cpu::kParallelGrain && threads > 1 && !omp_in_parallel();
+  auto add_rows = [&](double* acc, const T* first, int64_t rows, int64_t cols) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* row = first + r * inner;
+      for (int64_t k = 0; k < cols; ++k) acc[k] += (double)row[k];
+    }
+  };
+  if (!parallel || outer * blocks >= threads) {
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t task = 0; task < outer * blocks; ++task) {
+      const int64_t o = task / blocks, k0 = task % blocks * kBlock, cols = std::min(kBlock, inner - k0);
+      double acc[kBlock] = {};
+      add_rows(acc, x + o * n * inner + k0, n, cols);
+      for (int64_t k = 0; k < cols; ++k) out[o * inner + k0 + k] = (T)(mean ? acc[k] / (double)n : acc[k]);
+    }
+    return;
+  }
+  std::vector<double> partial((size_t)threads * outer * inner, 0.0);
+  const int64_t chunk = (n + threads - 1) / threads;
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    const int64_t r0 = std::min(n, t * chunk), r1 = std::min(n, r0 + chunk);
+    for (int64_t o = 0; o < outer; ++o)
+      add_rows(partial.data() + ((size_t)t * outer + o) * inner, x + (o * n + r0) * inner, r1 - r0, inner);
+  }
+  for (int64_t i = 0; i < outer * inner; ++i) {
+    double acc = 0;
+    for (int t = 0; t < threads; ++t) acc += partial[(size_t)t * outer * inner + i];
+    out[i] = (T)(mean ? acc / (double)n : acc);
+  }
+}
+
+// x as (outer, n, inner) when x is contiguous and its reduced dims are consecutive, followed by
+// at least one kept dim larger than 1; false otherwise.
+bool rows_then_columns(const Tensor& x, const Tensor& out, int64_t& outer, int64_t& n, int64_t& inner) {
+  if (!x.is_contiguous()) return false;
+  int first = -1, last = -1;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (out.shape()[d] == 1 && x.shape()[d] != 1) {
+      if (first < 0) first = (int)d;
+      else if (last != d - 1) return false;  // a kept dim between reduced ones
+      last = (int)d;
+    }
+  if (first < 0) return false;
+  outer = n = inner = 1;
+  for (int64_t d = 0; d < x.dim(); ++d) (d < first ? outer : d <= last ? n : inner) *= x.shape()[d];
+  return inner > 1 && n > 0;
+}
+
 template <class T>
 void reduce_typed(ReduceKind op, const Tensor& x, const Tensor& out) {
   const T* xd = x.data<T>();
   T* od = out.data<T>();
+  if constexpr (std::is_floating_point_v<T>) {
+    int64_t outer, n, inner;
+    if ((op == ReduceKind::sum || op == ReduceKind::mean) && rows_then_columns(x, out, outer, n, inner))
+      return sum_rows(xd, od, outer, n, inner, op == ReduceKind::mean);
+  }
   ReduceGeometry g = geometry(x, out);
   using A = Acc<T>;
   const bool is_sum = op == ReduceKind::sum || op == ReduceKind::mean;

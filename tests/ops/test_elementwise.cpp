@@ -8,6 +8,7 @@
 
 #include "gradcheck.h"
 #include "ops/elementwise.h"
+#include "ops/reduce.h"
 #include "runtime/cpu/elementwise_reference.h"
 
 using namespace ocrt;
@@ -224,4 +225,44 @@ TEST_CASE("elementwise errors name the op and the shapes", "[elementwise][errors
   REQUIRE_THROWS_WITH(add(a, Tensor()), Catch::Contains("undefined"));
   REQUIRE_THROWS_WITH(exp(Tensor::ones({2}, DType::i64)), Catch::Contains("exp") && Catch::Contains("int64"));
   REQUIRE_THROWS_WITH(clamp(a, 1, 0), Catch::Contains("clamp"));
+}
+
+TEST_CASE("float32 gelu and its derivative stay within the erfc fit's bound, tails included", "[elementwise]") {
+  // runtime/cpu/simd_math.h: Phi(x) from erfc(|x|/sqrt2) (Numerical Recipes' fit, fractional
+  // error below 1.2e-7), on 8 lanes for contiguous runs and one value at a time otherwise. The
+  // bound per value, with u = 2^-24: the fit's 1.2e-7 plus the roundings in its exponent on
+  // erfc/2: z^2 = (x/sqrt2)^2 carries 5 u relative (the constant 1/sqrt2, the product, the
+  // square), 5 z^2 u = 2.5 x^2 u absolute in the exponent, and about 16 u from the polynomial
+  // and exp; then 2 u of Phi from the subtraction and the product by x. The derivative adds
+  // x phi(x), whose exp(-z^2) carries the same 2.5 x^2 u and 4 u more.
+  const double u = std::ldexp(1.0, -24);
+  std::vector<float> values;
+  for (int i = -24000; i <= 24000; ++i) values.push_back((float)(i * 5e-4));  // [-12, 12]
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 3e-8f, -3e-8f}) values.push_back(v);
+  const int64_t n = (int64_t)values.size();
+  for (bool strided : {false, true}) {
+    // Strided: every value in the first column of an (n, 2) tensor: the one-value path.
+    Tensor x = strided ? Tensor::from_vector(values, {n, 1}).expand({n, 2}).contiguous().slice(1, 0, 1)
+                       : Tensor::from_vector(values);
+    x = x.detach();
+    x.set_requires_grad(true);
+    Tensor y = gelu(x);
+    sum(y).backward();
+    const auto got = y.contiguous().to_vector<float>();
+    const auto grad = x.grad().contiguous().to_vector<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = values[(size_t)i];
+      const double half_erfc = 0.5 * std::erfc(std::fabs(v) / std::sqrt(2.0));
+      const double cdf = 0.5 * std::erfc(-v / std::sqrt(2.0));
+      const double phi = std::exp(-0.5 * v * v) / std::sqrt(2 * M_PI);
+      const double rel = 1.2e-7 + (2.5 * v * v + 16) * u;
+      const double cdf_err = half_erfc * rel + 2 * u * cdf;
+      const double want = v * cdf;
+      const double dwant = cdf + v * phi;
+      INFO((strided ? "strided" : "contiguous") << " x = " << v);
+      REQUIRE(std::fabs(got[(size_t)i] - want) <= std::fabs(v) * cdf_err + 1e-37);
+      REQUIRE(std::fabs(grad[(size_t)i] - dwant) <=
+              cdf_err + std::fabs(v * phi) * (2.5 * v * v + 4) * u + u * std::fabs(dwant) + 1e-37);
+    }
+  }
 }

@@ -119,6 +119,43 @@ TEST_CASE("max, min, argmax, amax", "[reduce]") {
   REQUIRE_THROWS_WITH(max(Tensor::zeros({0, 2}), 0), Catch::Contains("size 0"));
 }
 
+TEST_CASE("sums over leading or middle dims of large float32 tensors equal the reference, each thread split", "[reduce]") {
+  // runtime/cpu/reduce.cpp's row sums: x as (outer, n, inner), whole rows added into double
+  // accumulators, threads over (outer, column block) pairs or, with too few of those, over the
+  // rows. Each output is a sum of n float32 values in double (error about n 2^-53 of the
+  // absolute sum): 1e-12 relative to the absolute sum bounds it.
+  const TensorBackend& cpu = tensor_backend(Device::cpu());
+  struct Case {
+    Shape shape;
+    std::vector<bool> reduced;
+  };
+  const std::vector<Case> cases = {
+      {{6000, 20}, {true, false}},              // a bias gradient: few columns, rows split
+      {{3, 100, 2500}, {false, true, false}},   // middle dim, 3 x 3 column blocks of 1024
+      {{40, 30, 70}, {true, true, false}},      // two leading dims
+      {{2, 7, 9, 300}, {false, true, true, false}},
+  };
+  for (const Case& c : cases)
+    for (ReduceKind kind : {ReduceKind::sum, ReduceKind::mean}) {
+      const Tensor x = det_uniform(c.shape, 41, -2, 2, DType::f32);
+      const std::vector<double> xv = x.to_vector<double>();
+      Shape out_shape = c.shape;
+      for (size_t d = 0; d < c.shape.size(); ++d)
+        if (c.reduced[d]) out_shape[d] = 1;
+      Tensor out = Tensor::empty(out_shape, DType::f32);
+      cpu.reduce(kind, x, out);
+      std::vector<double> abs_xv(xv.size());
+      for (size_t i = 0; i < xv.size(); ++i) abs_xv[i] = std::fabs(xv[i]);
+      const std::vector<double> want = reference::reduce(kind, xv, c.shape, c.reduced);
+      const std::vector<double> scale = reference::reduce(kind, abs_xv, c.shape, c.reduced);
+      const std::vector<float> got = out.to_vector<float>();
+      INFO("shape " << shape_str(c.shape) << ", kind " << (int)kind);
+      REQUIRE(got.size() == want.size());
+      for (size_t i = 0; i < got.size(); ++i)  // float32 rounding of the result, then the sum's
+        REQUIRE(std::fabs(got[i] - want[i]) <= std::ldexp(std::fabs(want[i]), -24) + 1e-12 * scale[i] + 1e-30);
+    }
+}
+
 TEST_CASE("softmax and log_softmax are exact and stable", "[reduce][softmax]") {
   Tensor x = det_uniform({3, 5, 4}, 7, -3, 3);
   for (int64_t dim : {0, 1, 2, -1}) {
