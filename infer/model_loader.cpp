@@ -67,22 +67,23 @@ LoadedModel load_model(nn::ModelFile file, const std::string& arch, const std::s
   return m;
 }
 
-std::shared_ptr<nn::Recognizer> build_model(const std::string& arch, const Json& config, const nn::StateDict& weights) {
+std::shared_ptr<nn::Recognizer> build_model(const std::string& arch, const Json& config, const nn::StateDict& weights,
+                                            bool inference_only) {
   Generator gen(0);
   std::shared_ptr<nn::Recognizer> model;
   {
     const nn::SkipInit loaded_next;  // every parameter comes from `weights` (strict load)
     model = nn::make_recognizer(arch, config, gen);
   }
-  nn::load_model_weights(*model, weights);
+  nn::load_model_weights(*model, weights, inference_only);
   model->eval();
   return model;
 }
 
-std::shared_ptr<nn::Recognizer> build_model(const LoadedModel& m) {
+std::shared_ptr<nn::Recognizer> build_model(const LoadedModel& m, bool inference_only) {
   // The first build of a file's config (the predictor's later copies reuse it): bounded by the
   // size of its weights, so a config that does not fit them fails before allocating.
-  return nn::build_recognizer(m.arch, m.config, m.weights, m.path);
+  return nn::build_recognizer(m.arch, m.config, m.weights, m.path, inference_only);
 }
 
 }  // namespace ocrt::infer

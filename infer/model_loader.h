@@ -37,10 +37,12 @@ LoadedModel load_model(nn::ModelFile file, const std::string& arch = "", const s
 
 // The recogniser of m's arch and config with m's weights (loaded strictly: a missing,
 // unexpected or misshapen tensor is an error that lists them all, naming the file), in eval mode
-// on the CPU.
-std::shared_ptr<nn::Recognizer> build_model(const LoadedModel& m);
+// on the CPU. inference_only (the predictor): an int8 file's layers keep no float32 copy of their
+// weights (models/int8.h, load_model_weights).
+std::shared_ptr<nn::Recognizer> build_model(const LoadedModel& m, bool inference_only = false);
 // The same from its parts (the predictor's workers each build their own copy), without the
 // file's name in the error.
-std::shared_ptr<nn::Recognizer> build_model(const std::string& arch, const Json& config, const nn::StateDict& weights);
+std::shared_ptr<nn::Recognizer> build_model(const std::string& arch, const Json& config, const nn::StateDict& weights,
+                                            bool inference_only = false);
 
 }  // namespace ocrt::infer

@@ -387,7 +387,9 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
   impl_ = std::make_unique<Impl>(*this);
   Impl& s = *impl_;
   s.spec = input_spec(loaded.input, model_path, s.height);
-  std::shared_ptr<nn::Recognizer> checked = build_model(loaded);
+  // Inference only: an int8 file's layers keep no float32 copy of their weights (a predictor
+  // computes on the CPU without gradients, where they are never read).
+  std::shared_ptr<nn::Recognizer> checked = build_model(loaded, /*inference_only=*/true);
   s.weights = std::move(loaded.weights);
   const int64_t m = s.spec.width_multiple;
   s.right_margin = (checked->right_context() + m - 1) / m * m;
@@ -407,7 +409,7 @@ void Predictor::Impl::worker_main(Worker& w) {
       std::lock_guard<std::mutex> lock(g_thread_count_mu);
       set_num_threads(cpu_share);
     }
-    model = w.model ? std::move(w.model) : build_model(p.arch_, p.config_, weights);
+    model = w.model ? std::move(w.model) : build_model(p.arch_, p.config_, weights, /*inference_only=*/true);
     model->to(w.device);  // the first CUDA call for this GPU happens here, in its own thread
     if (w.device.is_cuda()) cuda_synchronize(w.device.index);
   } catch (const std::exception& e) {

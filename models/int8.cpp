@@ -418,7 +418,7 @@ Int8Input input_of(const StateDict& w, const std::string& name) {
 }
 }  // namespace
 
-StateDict int8_float_weights(const StateDict& weights) {
+StateDict int8_float_weights(const StateDict& weights, bool dequantize) {
   StateDict out;
   for (const auto& [name, t] : weights) {
     if (ends_with(name, ".int8_scale") || ends_with(name, ".int8_input")) continue;
@@ -434,7 +434,7 @@ StateDict int8_float_weights(const StateDict& weights) {
       OCRT_CHECK(std::isfinite(s) && s > 0, "int8 model: ", name, " has a weight scale that is not positive: ", s);
     for (int8_t c : t.contiguous().to_vector<int8_t>())
       OCRT_CHECK(c >= -cpu::kInt8CodeMax, "int8 model: ", name, " holds the code -128 (codes are -127..127)");
-    out[name] = dequantize_weight(t, scales);
+    if (dequantize) out[name] = dequantize_weight(t, scales);
   }
   return out;
 }
@@ -490,9 +490,40 @@ void attach_int8(Module& model, const StateDict& weights) {
                " is int8 but is not a weight of a layer that int8 computes");
 }
 
-void load_model_weights(Module& model, const StateDict& weights) {
+namespace {
+// load_model_weights' inference_only: the float32 weight `name` of model (one whose codes the
+// file holds) becomes a placeholder of its shape, and its layer int8_only. Returns the placeholder.
+Tensor placeholder_for(Module& model, const std::string& name) {
+  Tensor* slot = nullptr;
+  walk(model, "", [&](const std::string& prefix, const Module& cm) {
+    Module& m = const_cast<Module&>(cm);
+    const std::string head = prefix.empty() ? "" : prefix + ".";
+    if (slot || name.compare(0, head.size(), head) != 0) return;
+    const std::string own = name.substr(head.size());
+    if (auto* conv = dynamic_cast<Conv2d*>(&m); conv && own == "weight") {
+      slot = &conv->weight;
+      conv->int8_only = true;
+    } else if (auto* lin = dynamic_cast<Linear*>(&m); lin && own == "weight") {
+      slot = &lin->weight;
+      lin->int8_only = true;
+    } else if (auto* lstm = dynamic_cast<LSTM*>(&m)) {
+      slot = lstm->weight_slot(own);
+      if (slot) lstm->int8_only = true;
+    }
+  });
+  OCRT_CHECK(slot, "int8 model: ", name, " is not a weight that int8 computes");
+  *slot = Tensor::zeros(Shape((size_t)slot->dim(), 1), slot->dtype(), slot->device()).expand(slot->shape());
+  return *slot;
+}
+}  // namespace
+
+void load_model_weights(Module& model, const StateDict& weights, bool inference_only) {
   if (is_int8_state_dict(weights)) {
-    model.load_state_dict(int8_float_weights(weights));
+    StateDict floats = int8_float_weights(weights, !inference_only);
+    if (inference_only)
+      for (auto& [name, t] : weights)  // placeholders, which load_state_dict leaves as they are
+        if (t.dtype() == DType::i8) floats[name] = placeholder_for(model, name);
+    model.load_state_dict(floats);
   } else {
     model.load_state_dict(weights);
   }

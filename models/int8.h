@@ -162,7 +162,8 @@ bool is_int8_state_dict(const StateDict& weights);
 
 // For an int8 file's tensors: the float32 state dict (codes x scales in place of the codes, the
 // .int8_* tensors left out) that the model loads as usual, so that it also runs in float32.
-StateDict int8_float_weights(const StateDict& weights);
+// Checks the codes and scales either way; without `dequantize` the codes' names are left out.
+StateDict int8_float_weights(const StateDict& weights, bool dequantize = true);
 
 // Gives each quantized layer of model (built from int8_float_weights(weights)) its int8 form:
 // from then on its CPU forward passes without gradients run in int8. Throws when an int8 tensor
@@ -173,6 +174,17 @@ void attach_int8(Module& model, const StateDict& weights);
 // int8_float_weights and attach_int8. A model loaded while an Int8Calibration lives is registered
 // with it. Every builder of models from files (models/model_check.h, infer/model_loader.h) loads
 // through this.
-void load_model_weights(Module& model, const StateDict& weights);
+//
+// inference_only (ocrt-infer's predictor): an int8 state dict's codes are not
+// dequantized into float32 copies (4x the codes' size: 33 of crnn-en's 35 MB, never read by a
+// CPU forward pass without gradients). Each weight that an int8 form computes becomes a
+// placeholder of its shape holding one value (a zero, broadcast; the layer's memory, allocated
+// but never written, is given back untouched), and its layer is marked int8_only
+// (models/layers.h): a forward pass the int8 form does not take (with gradients, on another
+// device, while calibrating) fails with a clear error instead of computing with the placeholder.
+// Such a model's state_dict holds the placeholders: export or save the file's weights, not it.
+// For a float state dict it changes nothing. Not for the detector: its fused head folds the
+// float32 weights of two int8 convolutions into new ones when it is built (models/dbnet.cpp).
+void load_model_weights(Module& model, const StateDict& weights, bool inference_only = false);
 
 }  // namespace ocrt::nn

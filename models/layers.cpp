@@ -26,11 +26,19 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias, Genera
 namespace {
 // Whether a layer with an int8 form computes x in it: on the CPU, without gradients.
 bool runs_int8(const Tensor& x) { return x.device().is_cpu() && x.dtype() == DType::f32 && !grad_enabled(); }
+
+// A layer whose float32 weights were released (release_int8_float_weights) computes in int8 or
+// not at all: never with its placeholder.
+void check_not_int8_only(bool int8_only, const char* layer) {
+  OCRT_CHECK(!int8_only, layer, ": this int8 model was loaded for inference only (float32 CPU inputs, no gradients) ",
+             "and keeps no float32 weights: load the file again, without releasing them, to run it otherwise");
+}
 }  // namespace
 
 Tensor Linear::forward(const Tensor& x) {
   if (auto* calibration = Int8Calibration::active()) calibration->observe(this, 0, x);
   if (int8 && runs_int8(x)) return int8->forward(x);
+  check_not_int8_only(int8_only, "Linear");
   return linear(x, weight, bias);
 }
 
@@ -59,6 +67,7 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, Pair kernel, Generator
 Tensor Conv2d::forward(const Tensor& x) {
   if (auto* calibration = Int8Calibration::active()) calibration->observe(this, 0, x);
   if (int8 && runs_int8(x)) return int8->forward(x);
+  check_not_int8_only(int8_only, "Conv2d");
   return conv2d(x, weight, bias, options);
 }
 
@@ -156,6 +165,21 @@ LSTM::LSTM(int64_t input_size, int64_t hidden_size, Generator& gen, LSTMOptions 
 
 std::vector<Tensor> LSTM::flat_weights() const { return weights_; }
 
+Tensor* LSTM::weight_slot(const std::string& name) {
+  // weights_ holds, per layer and direction, weight_ih, weight_hh[, bias_ih, bias_hh] (the constructor).
+  const int64_t dirs = options.bidirectional ? 2 : 1, per = options.has_biases ? 4 : 2;
+  for (int64_t l = 0; l < options.num_layers; ++l)
+    for (int64_t d = 0; d < dirs; ++d) {
+      std::string suffix = "_l";
+      suffix += std::to_string(l);
+      if (d) suffix += "_reverse";
+      const size_t k = (size_t)((l * dirs + d) * per);
+      if (name == "weight_ih" + suffix) return &weights_[k];
+      if (name == "weight_hh" + suffix) return &weights_[k + 1];
+    }
+  return nullptr;
+}
+
 LSTMOutput LSTM::forward(const Tensor& x, const std::vector<int64_t>& lengths, const Tensor& h0, const Tensor& c0) {
   const int64_t dirs = options.bidirectional ? 2 : 1, per = options.has_biases ? 4 : 2, L = options.num_layers;
   if (!int8_input.empty() && runs_int8(x)) {
@@ -169,6 +193,7 @@ LSTMOutput LSTM::forward(const Tensor& x, const std::vector<int64_t>& lengths, c
       };
     return lstm(x, weights_, options, h0, c0, lengths, p);
   }
+  check_not_int8_only(int8_only, "LSTM");
   if (auto* calibration = Int8Calibration::active()) {
     // Calibration: the same products in float32, their inputs reported (Int8Calibration's
     // index: layer l's input is l, its recurrent state L + l).
@@ -259,6 +284,7 @@ Tensor Sequential::forward(const Tensor& x) {
       }
       // A float one, a ReLU and a max-pool in a row (a CRNN block) run as one op, which on the
       // CPU never writes the convolution's full-size output where it has a path (ops/conv.h).
+      check_not_int8_only(conv->int8_only, "Conv2d");
       const auto* pool = i + 2 < kids.size() ? dynamic_cast<const MaxPool2d*>(kids[i + 2].second.get()) : nullptr;
       if (pool && dynamic_cast<const ReLU*>(kids[i + 1].second.get())) {
         y = conv2d_relu_max_pool2d(y, conv->weight, conv->bias, conv->options, pool->options);

@@ -27,6 +27,9 @@ class Linear : public Module {
   // Set by models/int8.h's attach_int8 (an int8 model file): CPU forward passes without
   // gradients then run in int8; anything else still uses weight.
   std::shared_ptr<const Int8Linear> int8;
+  // Set by release_int8_float_weights (models/int8.h): weight is a placeholder without values,
+  // and a forward pass that int8 cannot take fails.
+  bool int8_only = false;
 
  protected:
   const char* type_name() const override { return "Linear"; }
@@ -95,6 +98,7 @@ class Conv2d : public Module {
   Tensor weight, bias;
   const Conv2dOptions options;
   std::shared_ptr<const Int8Conv2d> int8;  // as Linear::int8
+  bool int8_only = false;                   // as Linear::int8_only
 
  protected:
   const char* type_name() const override { return "Conv2d"; }
@@ -173,6 +177,10 @@ class LSTM : public Module {
   // The input projections and the recurrent products in int8, one per layer and direction
   // (layer * dirs + dir), or none: as Linear::int8.
   std::vector<std::shared_ptr<const Int8Linear>> int8_input, int8_recurrent;
+  bool int8_only = false;  // as Linear::int8_only: weight_ih_* and weight_hh_* are placeholders
+  // The registered slot of "weight_ih_l<k>[_reverse]" or "weight_hh_l<k>[_reverse]", or null
+  // (models/int8.h's load_model_weights puts placeholders there).
+  Tensor* weight_slot(const std::string& name);
 
  protected:
   const char* type_name() const override { return "LSTM"; }

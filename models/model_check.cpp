@@ -52,7 +52,7 @@ void check_model_info(const ModelInfo& info, const std::string& source, const Mo
 }
 
 std::shared_ptr<Recognizer> build_recognizer(const std::string& arch, const Json& config, const StateDict& weights,
-                                             const std::string& path) {
+                                             const std::string& path, bool inference_only) {
   std::shared_ptr<Recognizer> model;
   try {
     Generator gen(0);
@@ -61,7 +61,7 @@ std::shared_ptr<Recognizer> build_recognizer(const std::string& arch, const Json
       const SkipInit loaded_next;  // every parameter comes from `weights` (strict load)
       model = make_recognizer(arch, config, gen);
     }
-    load_model_weights(*model, weights);
+    load_model_weights(*model, weights, inference_only);
   } catch (const Error& e) {
     const Json* classes = config.find("num_classes");
     fail(path, ": the weights do not fit a '", arch, "' model",
@@ -73,7 +73,7 @@ std::shared_ptr<Recognizer> build_recognizer(const std::string& arch, const Json
 }
 
 std::shared_ptr<DBNet> build_detector(const std::string& arch, const Json& config, const StateDict& weights,
-                                      const std::string& path) {
+                                      const std::string& path, bool inference_only) {
   std::shared_ptr<DBNet> model;
   try {
     Generator gen(0);
@@ -82,7 +82,7 @@ std::shared_ptr<DBNet> build_detector(const std::string& arch, const Json& confi
       const SkipInit loaded_next;  // every parameter comes from `weights` (strict load)
       model = make_detector(arch, config, gen);
     }
-    load_model_weights(*model, weights);
+    load_model_weights(*model, weights, inference_only);
   } catch (const Error& e) {
     fail(path, ": the weights do not fit its '", arch, "' model: ", e.what());
   }

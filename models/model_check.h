@@ -37,10 +37,11 @@ void check_model_info(const ModelInfo& info, const std::string& source, const Mo
 // A model of arch and config holding weights (loaded strictly: a missing, unexpected or
 // misshapen tensor is an error that lists them all), in eval mode on the CPU. Building is
 // bounded by the size of the weights (ModelSizeGuard), so a config that does not fit them fails
-// before its memory is taken. Errors name `path`.
+// before its memory is taken. Errors name `path`. inference_only: as load_model_weights's
+// (models/int8.h): an int8 file's layers keep no float32 copy of their weights.
 std::shared_ptr<Recognizer> build_recognizer(const std::string& arch, const Json& config, const StateDict& weights,
-                                             const std::string& path);
+                                             const std::string& path, bool inference_only = false);
 std::shared_ptr<DBNet> build_detector(const std::string& arch, const Json& config, const StateDict& weights,
-                                      const std::string& path);
+                                      const std::string& path, bool inference_only = false);
 
 }  // namespace ocrt::nn

@@ -129,7 +129,9 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
   NoGradGuard no_grad;
   visit("", [&](const std::string& n, Tensor* t, bool) {
     auto it = state.find(n);
-    if (it != state.end()) t->copy_(it->second.to(t->dtype()).to(t->device()));
+    // A tensor loaded into itself is left as it is (models/int8.h's placeholders, which hold
+    // one value broadcast and cannot be written).
+    if (it != state.end() && it->second.impl() != t->impl()) t->copy_(it->second.to(t->dtype()).to(t->device()));
   });
 }
 

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include "models/crnn.h"
@@ -308,6 +309,55 @@ TEST_CASE("an int8 model file: calibrated, written, read back with its layers in
   // With gradients the same model computes in float32 on the dequantized weights.
   const Tensor yg = loaded->forward(x);
   CHECK(yg.to_vector<float>() != a);
+}
+
+TEST_CASE("an int8 model loaded for inference only keeps no float32 weights, reads the same, and refuses gradients", "[int8]") {
+  TempDir dir("int8-inference");
+  auto model = small_crnn();
+  const Tensor x = random_tensor({2, 1, 32, 40}, -1, 1, 23);
+  StateDict sd;
+  {
+    Int8Calibration calibration(100);
+    calibration.add_model(*model);
+    NoGradGuard no_grad;
+    model->forward(x);
+    sd = int8_state_dict(*model, calibration);
+  }
+  auto full = build_recognizer("crnn", small_info(*model).config, sd, "m8");
+  auto lean = build_recognizer("crnn", small_info(*model).config, sd, "m8", /*inference_only=*/true);
+  auto* crnn = dynamic_cast<CRNN*>(lean.get());
+  REQUIRE(crnn);
+  // Every weight int8 computes is a placeholder: its shape, one value in memory.
+  std::map<std::string, Tensor> full_params;
+  for (const auto& [name, t] : full->named_parameters()) full_params[name] = t;
+  int64_t released = 0, float_values = 0, codes = 0;
+  for (const auto& [name, t] : sd) codes += t.dtype() == DType::i8;
+  for (const auto& [name, t] : lean->named_parameters()) {
+    CHECK(t.shape() == full_params.at(name).shape());
+    if (sd.at(name).dtype() == DType::i8) {
+      ++released;
+      CHECK(t.storage()->nbytes() <= 64);
+    } else {
+      CHECK(t.storage()->nbytes() >= (size_t)t.numel() * 4);
+      float_values += t.numel();
+    }
+  }
+  CHECK(released == codes);
+  CHECK(released == 1 + 4 + 4 + 6);  // fc, the LSTM's 4 input and 4 recurrent weights, 6 convolutions
+  CHECK(float_values > 0);            // the first convolution, BatchNorms and biases stay
+  CHECK(crnn->fc->int8_only);
+  CHECK(crnn->rnn->int8_only);
+  CHECK_FALSE(dynamic_cast<Conv2d&>((*crnn->cnn)[0]).int8_only);
+  {
+    NoGradGuard no_grad;
+    CHECK(lean->forward(x).to_vector<float>() == full->forward(x).to_vector<float>());
+  }
+  // With gradients it would need the float32 weights: a clear error, not placeholders' zeros.
+  CHECK_THROWS_WITH(lean->forward(x), Catch::Contains("int8 model was loaded for inference only"));
+  // A float state dict loads the same either way.
+  auto float_lean = build_recognizer("crnn", small_info(*model).config, model->state_dict(), "m", true);
+  NoGradGuard no_grad;
+  CHECK(float_lean->forward(x).to_vector<float>() == model->forward(x).to_vector<float>());
 }
 
 TEST_CASE("a damaged int8 model file is refused with what is wrong", "[int8]") {
