@@ -24,6 +24,12 @@ inline bool beats(T v, T best) {
   return v > best || (v != v && best == best);
 }
 
+// best or v, whichever a window scanned in order keeps (beats), without a branch.
+template <class T>
+inline T first_max(T best, T v) {
+  return beats(v, best) ? v : best;
+}
+
 // The maximum of output (oh, ow)'s window in one plane, and its index h * W + w (-1 if the window
 // lies entirely in the padding): any kernel, stride, padding and dilation.
 template <class T>
@@ -62,7 +68,9 @@ void max_pool_columns(const T* in, int64_t H, int64_t W, const Pool2dParams& p, 
 // pooling layer of CRNN. Output row oh reads input rows 2oh and 2oh+1 only, and inside the
 // columns where both window columns exist the loop has no bounds checks; the edge columns (at
 // most one on each side, from the column padding) go through the general window. Same order of
-// comparisons as the general window, so the same maxima and indices.
+// comparisons as the general window, so the same maxima and indices. Without indices (inference)
+// and with a column stride of 1 or 2 (all of CRNN's), the interior is a branch-free loop over
+// the window's four values: 3.3% of an int8 crnn-en run went to the loop with indices.
 template <class T>
 void max_pool_plane_2x2(const T* in, int64_t H, int64_t W, const Pool2dParams& p, int64_t Ho, int64_t Wo, T* out,
                         int64_t* idx) {
@@ -70,6 +78,21 @@ void max_pool_plane_2x2(const T* in, int64_t H, int64_t W, const Pool2dParams& p
   // Interior columns: ow*sw - pw >= 0 and ow*sw - pw + 1 <= W - 1.
   const int64_t lo = std::min(Wo, (pw + sw - 1) / sw);
   const int64_t hi = std::max(lo, std::min(Wo, W - 2 + pw >= 0 ? (W - 2 + pw) / sw + 1 : 0));
+  if (!idx && (sw == 1 || sw == 2)) {  // the maxima alone: branch-free loops the compiler vectorises
+    for (int64_t oh = 0; oh < Ho; ++oh) {
+      const T* r0 = in + 2 * oh * W - pw;
+      const T* r1 = r0 + W;
+      T* o = out + oh * Wo;
+      if (sw == 1)
+        for (int64_t ow = lo; ow < hi; ++ow) o[ow] = first_max(first_max(first_max(r0[ow], r0[ow + 1]), r1[ow]), r1[ow + 1]);
+      else
+        for (int64_t ow = lo; ow < hi; ++ow)
+          o[ow] = first_max(first_max(first_max(r0[2 * ow], r0[2 * ow + 1]), r1[2 * ow]), r1[2 * ow + 1]);
+    }
+    max_pool_columns(in, H, W, p, Ho, Wo, 0, lo, out, idx);
+    max_pool_columns(in, H, W, p, Ho, Wo, hi, Wo, out, idx);
+    return;
+  }
   for (int64_t oh = 0; oh < Ho; ++oh) {
     const T* r0 = in + 2 * oh * W;
     const T* r1 = r0 + W;
