@@ -627,18 +627,13 @@ void small_forward(const float* x, const KeptWeights& kept, const float* bias, f
 // after prepare_row(i): the caller makes U's planes of that row only.
 template <class Product, class PrepareRow = std::nullptr_t>
 void chunked_forward(const float* x, const Plan& plan, const float* bias, float* y, const WinogradReluPool* pool,
-                     const Product& product, const PrepareRow& prepare_row = nullptr, bool once = false) {
+                     const Product& product, const PrepareRow& prepare_row = nullptr) {
   const Geometry& g = plan.g;
-  // In inference V and M are one block: every layer's pair comes to about kChunkBytes together,
-  // so one block of the allocator's cache (which trims itself there) serves every layer of every
-  // batch; apart, their sizes vary by 2x from layer to layer, and the cache gave blocks back and
-  // mapped new ones. In training (and for the backward's weights_once) two blocks, which the
-  // backward's tensors reuse (one made a crnn step's backward 8% slower, its peak RSS 45 MiB
-  // higher).
-  const int64_t v_size = kPoints * g.C * plan.max_tiles, m_size = kPoints * g.Cout * plan.max_tiles;
-  const bool one_block = !grad_enabled() && !once;
-  Tensor V_mem = Tensor::empty({one_block ? v_size + m_size : v_size}), M_mem = one_block ? Tensor() : Tensor::empty({m_size});
-  float *V = V_mem.data<float>(), *M = one_block ? V + v_size : M_mem.data<float>();
+  // V and M in one block: every layer's pair comes to about kChunkBytes together, so one block
+  // of the allocator's cache serves every layer of every batch (apart, their sizes vary by 2x
+  // from layer to layer and the cache gave blocks back and mapped new ones).
+  Tensor VM_mem = Tensor::empty({kPoints * (g.C + g.Cout) * plan.max_tiles});
+  float *V = VM_mem.data<float>(), *M = V + kPoints * g.C * plan.max_tiles;
   for (int64_t r0 = 0; r0 < plan.tile_rows; r0 += plan.rows_per_chunk) {
     const int64_t rows = std::min(plan.rows_per_chunk, plan.tile_rows - r0), P = rows * g.tw;
     input_tiles(x, g, r0, rows, V);
@@ -675,7 +670,7 @@ bool winograd_pool_fits(const Pool2dParams& p) {
 
 void winograd_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
                      int64_t W, int64_t Cout, int64_t pad_h, int64_t pad_w, int64_t chunk_tiles,
-                     const WinogradReluPool* pool, bool weights_once) {
+                     const WinogradReluPool* pool) {
   const Plan plan = make_plan(N, C, H, W, Cout, pad_h, pad_w, chunk_tiles);
   if (pool)
     OCRT_CHECK(pool->Hp >= 1 && pool->Wp >= 1 && 2 * (pool->Hp - 1) < plan.g.Ho && pool->kw >= 1 && pool->sw >= 1 &&
@@ -685,30 +680,16 @@ void winograd_conv2d(const float* x, const float* w, const float* bias, float* y
   // A call outside autograd (inference) reads the weights kept transformed, from their second
   // such call on: as the B of turned-around products where it has few tiles (a line or two),
   // else as the A of the usual ones.
-  if (chunk_tiles <= 0 && !grad_enabled() && !weights_once) {
+  if (chunk_tiles <= 0 && !grad_enabled()) {
     const bool small = plan.tile_rows * plan.g.tw <= kSmallTiles;
     if (const auto kept = kept_weights(w, C, Cout, !small))
       return small ? small_forward(x, *kept, bias, y, plan, pool) : kept_forward(x, *kept, bias, y, plan, pool);
   }
-  if (grad_enabled() || weights_once) {  // training: U whole, made once per call and used for every chunk
-    Tensor U_mem = Tensor::empty({kPoints * Cout * C});
-    float* U = U_mem.data<float>();
-    transform_weights(w, Cout, C, U);
-    chunked_forward(
-        x, plan, bias, y, pool,
-        [&](int64_t xi, int64_t P, const float* V, float* M) {
-          sgemm(Cout, P, C, U + xi * Cout * C, C, 1, V, P, 1, M, P, false);
-        },
-        nullptr, weights_once);
-    return;
-  }
-  // Inference, a first call (or explicit chunks): U a row of the tile at a time (6 of its 36
-  // planes), made again for each chunk. Whole, it was held beside V and M (37.7 MB for a
-  // 512 x 512 layer), the largest tensor of a float32 batch of lines, whose block the
-  // allocator's cache then kept for the rest of the run (peak RSS on bench/peers_cpu.sh's 300
-  // lines 225 -> 190 MiB). Six rounds of products instead of one and the transform made again
-  // per chunk cost a training step's forward 20% (crnn), so training and weights_once keep U
-  // whole. The same U values, the same products.
+  // U a row of the tile at a time (6 of its 36 planes), made again for each chunk: whole, it
+  // was held beside V and M (37.7 MB for a 512 x 512 layer), the largest tensor of a float32
+  // batch of lines, whose block the allocator's cache then kept for the rest of the run (peak
+  // RSS on bench/peers_cpu.sh's 300 lines 221 -> 190 MiB). A row's transform is a few percent
+  // of its products' work. The same U values, the same products.
   Tensor U_mem = Tensor::empty({kIn * Cout * C});
   float* U = U_mem.data<float>();
   chunked_forward(
