@@ -43,7 +43,6 @@
 #include <list>
 #include <memory>
 #include <mutex>
-#include <type_traits>
 #include <vector>
 
 #include "runtime/error.h"
@@ -81,10 +80,8 @@ constexpr size_t kKeptBytes = size_t(256) << 20;
 //       [  0      0     1  ]
 // One output channel k at a time: its C filters are transposed to nine rows of C taps, so that
 // every step below is a loop over c that the compiler vectorizes, and each of U's 36 planes gets
-// one contiguous row of C values. Only the planes of rows [i0, i1) of the 6 x 6 tile are made
-// (plane i * 6 + j at U's plane (i - i0) * 6 + j): the kept forms are made a row at a time, so
-// that the whole of U (37.7 MB for a 512 x 512 layer) is never held beside them.
-void transform_weights(const float* w, int64_t Cout, int64_t C, float* U, int64_t i0 = 0, int64_t i1 = kIn) {
+// one contiguous row of C values.
+void transform_weights(const float* w, int64_t Cout, int64_t C, float* U) {
   // u[0..5] = G (g0, g1, g2)^T, for n values of each at once.
   auto filter_1d = [](int64_t n, const float* g0, const float* g1, const float* g2, float* const* u) {
     constexpr float sixth = 1.0f / 6, twelfth = 1.0f / 12, twenty_fourth = 1.0f / 24;
@@ -112,9 +109,9 @@ void transform_weights(const float* w, int64_t Cout, int64_t C, float* U, int64_
         for (int i = 0; i < kIn; ++i) out[i] = cols.data() + (j * kIn + i) * C;
         filter_1d(C, taps.data() + j * C, taps.data() + (3 + j) * C, taps.data() + (6 + j) * C, out);
       }
-      for (int64_t i = i0; i < i1; ++i) {  // row i of (G g), times G^T, into U[i*6 + j] row k
+      for (int i = 0; i < kIn; ++i) {  // row i of (G g), times G^T, into U[i*6 + j] row k
         float* out[kIn];
-        for (int j = 0; j < kIn; ++j) out[j] = U + (((i - i0) * kIn + j) * Cout + k) * C;
+        for (int j = 0; j < kIn; ++j) out[j] = U + ((i * kIn + j) * Cout + k) * C;
         filter_1d(C, cols.data() + (0 * kIn + i) * C, cols.data() + (1 * kIn + i) * C, cols.data() + (2 * kIn + i) * C,
                   out);
       }
@@ -569,24 +566,22 @@ std::shared_ptr<const KeptWeights> kept_weights(const float* w, int64_t C, int64
   }
   auto k = std::make_shared<KeptWeights>();
   k->key = key;
-  // A row of the tile's planes at a time (6 of the 36), each packed as soon as it is made: the
-  // unpacked transforms held at once are a sixth of U (as in winograd_conv2d's usual path).
-  Tensor U_mem = Tensor::empty({kIn * Cout * C});
+  Tensor U_mem = Tensor::empty({kPoints * Cout * C});
   float* U = U_mem.data<float>();
-  if (as_a) k->a_planes.resize((size_t)kPoints);
-  else k->planes.resize((size_t)kPoints);
-  for (int64_t i = 0; i < kIn; ++i) {
-    transform_weights(w, Cout, C, U, i, i + 1);
+  transform_weights(w, Cout, C, U);
+  if (as_a) {
+    k->a_planes.resize((size_t)kPoints);
 #pragma omp parallel for schedule(static)
-    for (int64_t j = 0; j < kIn; ++j) {
-      const int64_t xi = i * kIn + j;
-      const float* plane = U + j * Cout * C;
-      if (as_a) k->a_planes[(size_t)xi] = std::make_unique<SgemmPackedA>(Cout, C, plane, C, 1);
-      else k->planes[(size_t)xi] = std::make_unique<SgemmPackedB>(C, Cout, plane, 1, C);  // U[xi]^T: strides (1, C)
-    }
+    for (int64_t xi = 0; xi < kPoints; ++xi)
+      k->a_planes[(size_t)xi] = std::make_unique<SgemmPackedA>(Cout, C, U + xi * Cout * C, C, 1);
+    for (const auto& plane : k->a_planes) k->bytes += plane->bytes();
+  } else {
+    k->planes.resize((size_t)kPoints);
+#pragma omp parallel for schedule(static)
+    for (int64_t xi = 0; xi < kPoints; ++xi)  // U[xi] is (Cout x C): its transpose is read with strides (1, C)
+      k->planes[(size_t)xi] = std::make_unique<SgemmPackedB>(C, Cout, U + xi * Cout * C, 1, C);
+    for (const auto& plane : k->planes) k->bytes += plane->bytes();
   }
-  for (const auto& plane : k->a_planes) k->bytes += plane->bytes();
-  for (const auto& plane : k->planes) k->bytes += plane->bytes();
   std::lock_guard<std::mutex> lock(g_kept_mu);
   // Another thread may have kept the same weights meanwhile: either copy serves.
   g_kept.push_back(k);
@@ -623,30 +618,17 @@ void small_forward(const float* x, const KeptWeights& kept, const float* bias, f
 // product(xi, P, V[xi], M[xi]) giving M[xi] (Cout x P) = U[xi] (Cout x C) @ V[xi] (C x P), one
 // thread each (the GEMM runs on the calling thread inside a parallel region), the output tiles.
 // V and M are scratch from the caching allocator (runtime/cpu_allocator.h), reused call to call.
-// With prepare_row, the products go a row of the tile at a time (xi = 6 i .. 6 i + 5), each row
-// after prepare_row(i): the caller makes U's planes of that row only.
-template <class Product, class PrepareRow = std::nullptr_t>
+template <class Product>
 void chunked_forward(const float* x, const Plan& plan, const float* bias, float* y, const WinogradReluPool* pool,
-                     const Product& product, const PrepareRow& prepare_row = nullptr) {
+                     const Product& product) {
   const Geometry& g = plan.g;
-  // V and M in one block: every layer's pair comes to about kChunkBytes together, so one block
-  // of the allocator's cache serves every layer of every batch (apart, their sizes vary by 2x
-  // from layer to layer and the cache gave blocks back and mapped new ones).
-  Tensor VM_mem = Tensor::empty({kPoints * (g.C + g.Cout) * plan.max_tiles});
-  float *V = VM_mem.data<float>(), *M = V + kPoints * g.C * plan.max_tiles;
+  Tensor V_mem = Tensor::empty({kPoints * g.C * plan.max_tiles}), M_mem = Tensor::empty({kPoints * g.Cout * plan.max_tiles});
+  float *V = V_mem.data<float>(), *M = M_mem.data<float>();
   for (int64_t r0 = 0; r0 < plan.tile_rows; r0 += plan.rows_per_chunk) {
     const int64_t rows = std::min(plan.rows_per_chunk, plan.tile_rows - r0), P = rows * g.tw;
     input_tiles(x, g, r0, rows, V);
-    if constexpr (std::is_same_v<PrepareRow, std::nullptr_t>) {
 #pragma omp parallel for schedule(static)
-      for (int64_t xi = 0; xi < kPoints; ++xi) product(xi, P, V + xi * g.C * P, M + xi * g.Cout * P);
-    } else {
-      for (int64_t i = 0; i < kIn; ++i) {
-        prepare_row(i);
-#pragma omp parallel for schedule(static)
-        for (int64_t xi = i * kIn; xi < (i + 1) * kIn; ++xi) product(xi, P, V + xi * g.C * P, M + xi * g.Cout * P);
-      }
-    }
+    for (int64_t xi = 0; xi < kPoints; ++xi) product(xi, P, V + xi * g.C * P, M + xi * g.Cout * P);
     output_tiles(M, g, r0, rows, bias, y, false, pool);
   }
 }
@@ -685,19 +667,12 @@ void winograd_conv2d(const float* x, const float* w, const float* bias, float* y
     if (const auto kept = kept_weights(w, C, Cout, !small))
       return small ? small_forward(x, *kept, bias, y, plan, pool) : kept_forward(x, *kept, bias, y, plan, pool);
   }
-  // U a row of the tile at a time (6 of its 36 planes), made again for each chunk: whole, it
-  // was held beside V and M (37.7 MB for a 512 x 512 layer), the largest tensor of a float32
-  // batch of lines, whose block the allocator's cache then kept for the rest of the run (peak
-  // RSS on bench/peers_cpu.sh's 300 lines 221 -> 190 MiB). A row's transform is a few percent
-  // of its products' work. The same U values, the same products.
-  Tensor U_mem = Tensor::empty({kIn * Cout * C});
+  Tensor U_mem = Tensor::empty({kPoints * Cout * C});
   float* U = U_mem.data<float>();
-  chunked_forward(
-      x, plan, bias, y, pool,
-      [&](int64_t xi, int64_t P, const float* V, float* M) {
-        sgemm(Cout, P, C, U + (xi % kIn) * Cout * C, C, 1, V, P, 1, M, P, false);
-      },
-      [&](int64_t i) { transform_weights(w, Cout, C, U, i, i + 1); });
+  transform_weights(w, Cout, C, U);
+  chunked_forward(x, plan, bias, y, pool, [&](int64_t xi, int64_t P, const float* V, float* M) {
+    sgemm(Cout, P, C, U + xi * Cout * C, C, 1, V, P, 1, M, P, false);
+  });
 }
 
 void winograd_conv2d_weight_grad(const float* x, const float* dy, float* dw, int64_t N, int64_t C, int64_t H,
