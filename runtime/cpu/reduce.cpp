@@ -74,8 +74,8 @@ void fold_range(const T* x, int64_t base, const ReduceGeometry& g, int64_t k0, i
 // (it took 9% of svtr-lite's training step). Threads split (outer, column block) pairs, or,
 // when there are too few of those, the n rows, each thread into its own accumulators, added
 // in thread order at the end.
-template <class T>
-void sum_rows(const T* x, T* out, int64_t outer, int64_t n, int64_t inner, bool mean) {
+template <class T, class Out>
+void sum_rows(const T* x, Out* out, int64_t outer, int64_t n, int64_t inner, bool mean) {
   constexpr int64_t kBlock = 1024;  // columns per task: 8 KiB of accumulators
   const int64_t blocks = (inner + kBlock - 1) / kBlock;
   const int threads = omp_get_max_threads();
@@ -92,7 +92,7 @@ void sum_rows(const T* x, T* out, int64_t outer, int64_t n, int64_t inner, bool 
       const int64_t o = task / blocks, k0 = task % blocks * kBlock, cols = std::min(kBlock, inner - k0);
       double acc[kBlock] = {};
       add_rows(acc, x + o * n * inner + k0, n, cols);
-      for (int64_t k = 0; k < cols; ++k) out[o * inner + k0 + k] = (T)(mean ? acc[k] / (double)n : acc[k]);
+      for (int64_t k = 0; k < cols; ++k) out[o * inner + k0 + k] = (Out)(mean ? acc[k] / (double)n : acc[k]);
     }
     return;
   }
@@ -108,7 +108,7 @@ void sum_rows(const T* x, T* out, int64_t outer, int64_t n, int64_t inner, bool 
   for (int64_t i = 0; i < outer * inner; ++i) {
     double acc = 0;
     for (int t = 0; t < threads; ++t) acc += partial[(size_t)t * outer * inner + i];
-    out[i] = (T)(mean ? acc / (double)n : acc);
+    out[i] = (Out)(mean ? acc / (double)n : acc);
   }
 }
 
@@ -137,6 +137,22 @@ void reduce_typed(ReduceKind op, const Tensor& x, const Tensor& out) {
     int64_t outer, n, inner;
     if ((op == ReduceKind::sum || op == ReduceKind::mean) && rows_then_columns(x, out, outer, n, inner))
       return sum_rows(xd, od, outer, n, inner, op == ReduceKind::mean);
+    // A sum of a whole large contiguous tensor (a gradient's norm): its rows of kLanes values go
+    // through sum_rows into kLanes independent sums, which vectorise, where one running sum
+    // waits for each addition before the next (4 cycles a value).
+    constexpr int64_t kLanes = 64;
+    const int64_t total = x.numel();
+    if ((op == ReduceKind::sum || op == ReduceKind::mean) && out.numel() == 1 && x.is_contiguous() &&
+        total >= 4 * kLanes) {
+      const int64_t rows = total / kLanes;
+      std::vector<double> lanes((size_t)kLanes);
+      sum_rows(xd, lanes.data(), 1, rows, kLanes, false);
+      double acc = 0;
+      for (double v : lanes) acc += v;
+      for (int64_t i = rows * kLanes; i < total; ++i) acc += (double)xd[i];
+      od[0] = (T)(op == ReduceKind::mean ? acc / (double)total : acc);
+      return;
+    }
   }
   ReduceGeometry g = geometry(x, out);
   using A = Acc<T>;

@@ -119,11 +119,12 @@ TEST_CASE("max, min, argmax, amax", "[reduce]") {
   REQUIRE_THROWS_WITH(max(Tensor::zeros({0, 2}), 0), Catch::Contains("size 0"));
 }
 
-TEST_CASE("sums over leading or middle dims of large float32 tensors equal the reference, each thread split", "[reduce]") {
+TEST_CASE("sums over leading, middle or all dims of large float32 tensors equal the reference, each thread split", "[reduce]") {
   // runtime/cpu/reduce.cpp's row sums: x as (outer, n, inner), whole rows added into double
   // accumulators, threads over (outer, column block) pairs or, with too few of those, over the
-  // rows. Each output is a sum of n float32 values in double (error about n 2^-53 of the
-  // absolute sum): 1e-12 relative to the absolute sum bounds it.
+  // rows; a sum of everything as rows of 64 values into 64 double sums. Each output is a sum of
+  // n float32 values in double (error about n 2^-53 of the absolute sum): 1e-12 relative to the
+  // absolute sum bounds it.
   const TensorBackend& cpu = tensor_backend(Device::cpu());
   struct Case {
     Shape shape;
@@ -134,6 +135,8 @@ TEST_CASE("sums over leading or middle dims of large float32 tensors equal the r
       {{3, 100, 2500}, {false, true, false}},   // middle dim, 3 x 3 column blocks of 1024
       {{40, 30, 70}, {true, true, false}},      // two leading dims
       {{2, 7, 9, 300}, {false, true, true, false}},
+      {{300, 71}, {true, true}},  // everything: 64 lane sums, then the 52 values left over
+      {{100003}, {true}},
   };
   for (const Case& c : cases)
     for (ReduceKind kind : {ReduceKind::sum, ReduceKind::mean}) {
