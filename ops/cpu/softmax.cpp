@@ -32,11 +32,10 @@ OCRT_TARGET_AVX2 void softmax_row_lanes(bool log, const float* p, float* q, int6
   for (; k < n; ++k) m = p[k] != p[k] ? p[k] : std::max(m, p[k]);
   const __m256 mv = _mm256_set1_ps(m), floor = _mm256_set1_ps(-87.3f);
   __m256 s8 = _mm256_setzero_ps();
-  auto exp_lanes = [&](__m256 d) {  // exp(d) for d <= 0, exactly 0 below -87.3
-    return _mm256_and_ps(simd::exp8(d), _mm256_cmp_ps(d, floor, _CMP_GE_OQ));
-  };
   for (k = 0; k + 8 <= n; k += 8) {
-    const __m256 e = exp_lanes(_mm256_sub_ps(_mm256_loadu_ps(p + k), mv));
+    // exp(d) for d <= 0, exactly 0 below -87.3 (not a lambda: it would not be compiled for AVX2)
+    const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(p + k), mv);
+    const __m256 e = _mm256_and_ps(simd::exp8(d), _mm256_cmp_ps(d, floor, _CMP_GE_OQ));
     s8 = _mm256_add_ps(s8, e);
     if (!log) _mm256_storeu_ps(q + k, e);
   }
