@@ -312,7 +312,6 @@ TEST_CASE("an int8 model file: calibrated, written, read back with its layers in
 }
 
 TEST_CASE("an int8 model loaded for inference only keeps no float32 weights, reads the same, and refuses gradients", "[int8]") {
-  TempDir dir("int8-inference");
   auto model = small_crnn();
   const Tensor x = random_tensor({2, 1, 32, 40}, -1, 1, 23);
   StateDict sd;
