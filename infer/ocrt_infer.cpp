@@ -830,6 +830,9 @@ InferRun::InferRun(Args args) : args_(std::move(args)) {
   }
   resolve_decoder(args_);
   predictor_ = std::make_unique<Predictor>(args_.weights, args_.options);
+  // Loading held the file's tensors beside the model's: that transient is no working set of the
+  // reading, so the trimming cache's bound starts again from here (runtime/cpu_allocator.h).
+  cpu_reset_peak();
   detector_options_ = {args_.options.devices[0], args_.max_side, args_.det_threshold, args_.box_threshold};
   detector_options_.small_lines = args_.small_lines;
   detector_ = std::make_unique<DetectorSlot>(args_.det_weights, detector_options_);

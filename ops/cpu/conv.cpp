@@ -267,7 +267,8 @@ void winograd_backward(const float* xp, const float* wp, const float* dyp, const
     for (int64_t k = 0; k < g.Cout; ++k)
       for (int64_t c = 0; c < g.C; ++c)
         for (int64_t i = 0; i < 9; ++i) turned[(c * g.Cout + k) * 9 + i] = wp[(k * g.C + c) * 9 + (8 - i)];
-    cpu::winograd_conv2d(dyp, turned, nullptr, dxp, g.N, g.Cout, g.Ho, g.Wo, g.C, 2 - p.pad_h, 2 - p.pad_w);
+    cpu::winograd_conv2d(dyp, turned, nullptr, dxp, g.N, g.Cout, g.Ho, g.Wo, g.C, 2 - p.pad_h, 2 - p.pad_w, 0, nullptr,
+                         /*weights_once=*/true);
     dxp = nullptr;  // done
   }
 }

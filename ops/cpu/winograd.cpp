@@ -38,11 +38,13 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <list>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/error.h"
@@ -60,6 +62,13 @@ constexpr int64_t kPoints = 36;  // kIn * kIn products per tile and channel pair
 // kChunkBytes of V and M together.
 constexpr int64_t kMinChunkTiles = 256;
 constexpr int64_t kChunkBytes = int64_t(32) << 20;
+// Inference calls' chunks are smaller: their V and M stay in a buffer for the whole run
+// (inference_scratch), so the chunk is memory held, and on 2 Zen 5 threads crnn-en read as fast
+// with these (bench/peers_cpu.sh's 300 lines, 8 alternating runs: median 99.0 lines/s against
+// 99.6 with the old 32 MB chunks in the allocator's cache; 103.1 with 32 MB in the buffer, at
+// 201 MiB peak RSS against 192).
+constexpr int64_t kInferenceMinChunkTiles = 192;
+constexpr int64_t kInferenceChunkBytes = int64_t(24) << 20;
 
 // Forward passes of at most this many tiles take the small-tile path (small_forward). Outside
 // autograd every forward pass keeps its weights transformed and packed between calls, at most
@@ -80,8 +89,10 @@ constexpr size_t kKeptBytes = size_t(256) << 20;
 //       [  0      0     1  ]
 // One output channel k at a time: its C filters are transposed to nine rows of C taps, so that
 // every step below is a loop over c that the compiler vectorizes, and each of U's 36 planes gets
-// one contiguous row of C values.
-void transform_weights(const float* w, int64_t Cout, int64_t C, float* U) {
+// one contiguous row of C values. Only the planes of rows [i0, i1) of the 6 x 6 tile are made
+// (plane i * 6 + j at U's plane (i - i0) * 6 + j): the kept forms are made a row at a time, so
+// that the whole of U (37.7 MB for a 512 x 512 layer) is never held beside them.
+void transform_weights(const float* w, int64_t Cout, int64_t C, float* U, int64_t i0 = 0, int64_t i1 = kIn) {
   // u[0..5] = G (g0, g1, g2)^T, for n values of each at once.
   auto filter_1d = [](int64_t n, const float* g0, const float* g1, const float* g2, float* const* u) {
     constexpr float sixth = 1.0f / 6, twelfth = 1.0f / 12, twenty_fourth = 1.0f / 24;
@@ -109,9 +120,9 @@ void transform_weights(const float* w, int64_t Cout, int64_t C, float* U) {
         for (int i = 0; i < kIn; ++i) out[i] = cols.data() + (j * kIn + i) * C;
         filter_1d(C, taps.data() + j * C, taps.data() + (3 + j) * C, taps.data() + (6 + j) * C, out);
       }
-      for (int i = 0; i < kIn; ++i) {  // row i of (G g), times G^T, into U[i*6 + j] row k
+      for (int64_t i = i0; i < i1; ++i) {  // row i of (G g), times G^T, into U[i*6 + j] row k
         float* out[kIn];
-        for (int j = 0; j < kIn; ++j) out[j] = U + ((i * kIn + j) * Cout + k) * C;
+        for (int j = 0; j < kIn; ++j) out[j] = U + (((i - i0) * kIn + j) * Cout + k) * C;
         filter_1d(C, cols.data() + (0 * kIn + i) * C, cols.data() + (1 * kIn + i) * C, cols.data() + (2 * kIn + i) * C,
                   out);
       }
@@ -385,7 +396,7 @@ struct Plan {
 };
 
 Plan make_plan(int64_t N, int64_t C, int64_t H, int64_t W, int64_t Cout, int64_t pad_h, int64_t pad_w,
-               int64_t chunk_tiles) {
+               int64_t chunk_tiles, bool inference = false) {
   Plan p;
   Geometry& g = p.g;
   g = Geometry{N, C, H, W, Cout, pad_h, pad_w, 0, 0, 0, 0, 0};
@@ -394,7 +405,9 @@ Plan make_plan(int64_t N, int64_t C, int64_t H, int64_t W, int64_t Cout, int64_t
   g.Wp = kOut * g.tw + 2;  // >= Wo + 2 = W + 2 pad_w: every input column fits
   p.tile_rows = N * g.th;
   const int64_t bytes_per_tile = kPoints * (C + Cout) * (int64_t)sizeof(float);
-  if (chunk_tiles <= 0) chunk_tiles = std::max(kMinChunkTiles, kChunkBytes / bytes_per_tile);
+  if (chunk_tiles <= 0)
+    chunk_tiles = inference ? std::max(kInferenceMinChunkTiles, kInferenceChunkBytes / bytes_per_tile)
+                            : std::max(kMinChunkTiles, kChunkBytes / bytes_per_tile);
   p.rows_per_chunk = std::clamp<int64_t>(chunk_tiles / g.tw, 1, p.tile_rows);
   p.max_tiles = p.rows_per_chunk * g.tw;
   return p;
@@ -566,22 +579,24 @@ std::shared_ptr<const KeptWeights> kept_weights(const float* w, int64_t C, int64
   }
   auto k = std::make_shared<KeptWeights>();
   k->key = key;
-  Tensor U_mem = Tensor::empty({kPoints * Cout * C});
+  // A row of the tile's planes at a time (6 of the 36), each packed as soon as it is made: the
+  // unpacked transforms held at once are a sixth of U (as in winograd_conv2d's usual path).
+  Tensor U_mem = Tensor::empty({kIn * Cout * C});
   float* U = U_mem.data<float>();
-  transform_weights(w, Cout, C, U);
-  if (as_a) {
-    k->a_planes.resize((size_t)kPoints);
+  if (as_a) k->a_planes.resize((size_t)kPoints);
+  else k->planes.resize((size_t)kPoints);
+  for (int64_t i = 0; i < kIn; ++i) {
+    transform_weights(w, Cout, C, U, i, i + 1);
 #pragma omp parallel for schedule(static)
-    for (int64_t xi = 0; xi < kPoints; ++xi)
-      k->a_planes[(size_t)xi] = std::make_unique<SgemmPackedA>(Cout, C, U + xi * Cout * C, C, 1);
-    for (const auto& plane : k->a_planes) k->bytes += plane->bytes();
-  } else {
-    k->planes.resize((size_t)kPoints);
-#pragma omp parallel for schedule(static)
-    for (int64_t xi = 0; xi < kPoints; ++xi)  // U[xi] is (Cout x C): its transpose is read with strides (1, C)
-      k->planes[(size_t)xi] = std::make_unique<SgemmPackedB>(C, Cout, U + xi * Cout * C, 1, C);
-    for (const auto& plane : k->planes) k->bytes += plane->bytes();
+    for (int64_t j = 0; j < kIn; ++j) {
+      const int64_t xi = i * kIn + j;
+      const float* plane = U + j * Cout * C;
+      if (as_a) k->a_planes[(size_t)xi] = std::make_unique<SgemmPackedA>(Cout, C, plane, C, 1);
+      else k->planes[(size_t)xi] = std::make_unique<SgemmPackedB>(C, Cout, plane, 1, C);  // U[xi]^T: strides (1, C)
+    }
   }
+  for (const auto& plane : k->a_planes) k->bytes += plane->bytes();
+  for (const auto& plane : k->planes) k->bytes += plane->bytes();
   std::lock_guard<std::mutex> lock(g_kept_mu);
   // Another thread may have kept the same weights meanwhile: either copy serves.
   g_kept.push_back(k);
@@ -614,21 +629,62 @@ void small_forward(const float* x, const KeptWeights& kept, const float* bias, f
   output_tiles(M, g, 0, plan.tile_rows, bias, y, true, pool);
 }
 
+// A buffer of at least `floats` floats for this thread's inference calls, 64-byte aligned, kept
+// (and grown when asked for more) until the thread ends. The predictor's workers are long-lived
+// threads, one per device lane.
+float* inference_scratch(int64_t floats) {
+  struct Buffer {
+    float* data = nullptr;
+    int64_t size = 0;
+    ~Buffer() { std::free(data); }
+  };
+  thread_local Buffer b;
+  if (floats > b.size) {
+    std::free(b.data);
+    b.data = nullptr, b.size = 0;
+    const size_t bytes = ((size_t)floats * sizeof(float) + 63) / 64 * 64;
+    b.data = static_cast<float*>(std::aligned_alloc(64, bytes));
+    OCRT_CHECK(b.data, "out of memory on cpu: Winograd's scratch of ", bytes, " bytes");
+    b.size = floats;
+  }
+  return b.data;
+}
+
 // The usual forward pass, chunk by chunk of tile rows: the input tiles V, the 36 products
 // product(xi, P, V[xi], M[xi]) giving M[xi] (Cout x P) = U[xi] (Cout x C) @ V[xi] (C x P), one
 // thread each (the GEMM runs on the calling thread inside a parallel region), the output tiles.
 // V and M are scratch from the caching allocator (runtime/cpu_allocator.h), reused call to call.
-template <class Product>
+// With prepare_row, the products go a row of the tile at a time (xi = 6 i .. 6 i + 5), each row
+// after prepare_row(i): the caller makes U's planes of that row only.
+template <class Product, class PrepareRow = std::nullptr_t>
 void chunked_forward(const float* x, const Plan& plan, const float* bias, float* y, const WinogradReluPool* pool,
-                     const Product& product) {
+                     const Product& product, const PrepareRow& prepare_row = nullptr, bool once = false) {
   const Geometry& g = plan.g;
-  Tensor V_mem = Tensor::empty({kPoints * g.C * plan.max_tiles}), M_mem = Tensor::empty({kPoints * g.Cout * plan.max_tiles});
-  float *V = V_mem.data<float>(), *M = M_mem.data<float>();
+  // In inference V and M live in one buffer per thread that only grows (inference_scratch), not
+  // in the tensor allocator: every layer's pair comes to about kChunkBytes, so one buffer serves
+  // every layer of every batch. From the allocator's cache, which ocrt-infer trims to the largest
+  // working set, their blocks were given back and mapped again at every layer once the whole U
+  // no longer counted in that working set (3.8 GB mapped over 300 lines against 1.1 GB: 4% of
+  // the time). In training (and for the backward's weights_once) two tensors, which the
+  // backward's tensors reuse (one block made a crnn step's backward 8% slower).
+  const int64_t v_size = kPoints * g.C * plan.max_tiles, m_size = kPoints * g.Cout * plan.max_tiles;
+  const bool scratch = !grad_enabled() && !once;
+  Tensor V_mem = scratch ? Tensor() : Tensor::empty({v_size}), M_mem = scratch ? Tensor() : Tensor::empty({m_size});
+  float* V = scratch ? inference_scratch(v_size + m_size) : V_mem.data<float>();
+  float* M = scratch ? V + v_size : M_mem.data<float>();
   for (int64_t r0 = 0; r0 < plan.tile_rows; r0 += plan.rows_per_chunk) {
     const int64_t rows = std::min(plan.rows_per_chunk, plan.tile_rows - r0), P = rows * g.tw;
     input_tiles(x, g, r0, rows, V);
+    if constexpr (std::is_same_v<PrepareRow, std::nullptr_t>) {
 #pragma omp parallel for schedule(static)
-    for (int64_t xi = 0; xi < kPoints; ++xi) product(xi, P, V + xi * g.C * P, M + xi * g.Cout * P);
+      for (int64_t xi = 0; xi < kPoints; ++xi) product(xi, P, V + xi * g.C * P, M + xi * g.Cout * P);
+    } else {
+      for (int64_t i = 0; i < kIn; ++i) {
+        prepare_row(i);
+#pragma omp parallel for schedule(static)
+        for (int64_t xi = i * kIn; xi < (i + 1) * kIn; ++xi) product(xi, P, V + xi * g.C * P, M + xi * g.Cout * P);
+      }
+    }
     output_tiles(M, g, r0, rows, bias, y, false, pool);
   }
 }
@@ -652,8 +708,9 @@ bool winograd_pool_fits(const Pool2dParams& p) {
 
 void winograd_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
                      int64_t W, int64_t Cout, int64_t pad_h, int64_t pad_w, int64_t chunk_tiles,
-                     const WinogradReluPool* pool) {
-  const Plan plan = make_plan(N, C, H, W, Cout, pad_h, pad_w, chunk_tiles);
+                     const WinogradReluPool* pool, bool weights_once) {
+  const bool inference = chunk_tiles <= 0 && !grad_enabled() && !weights_once;
+  const Plan plan = make_plan(N, C, H, W, Cout, pad_h, pad_w, chunk_tiles, inference);
   if (pool)
     OCRT_CHECK(pool->Hp >= 1 && pool->Wp >= 1 && 2 * (pool->Hp - 1) < plan.g.Ho && pool->kw >= 1 && pool->sw >= 1 &&
                    pool->pw >= 0,
@@ -662,17 +719,38 @@ void winograd_conv2d(const float* x, const float* w, const float* bias, float* y
   // A call outside autograd (inference) reads the weights kept transformed, from their second
   // such call on: as the B of turned-around products where it has few tiles (a line or two),
   // else as the A of the usual ones.
-  if (chunk_tiles <= 0 && !grad_enabled()) {
+  if (inference) {
     const bool small = plan.tile_rows * plan.g.tw <= kSmallTiles;
     if (const auto kept = kept_weights(w, C, Cout, !small))
       return small ? small_forward(x, *kept, bias, y, plan, pool) : kept_forward(x, *kept, bias, y, plan, pool);
   }
-  Tensor U_mem = Tensor::empty({kPoints * Cout * C});
+  if (grad_enabled() || weights_once) {  // training: U whole, made once per call and used for every chunk
+    Tensor U_mem = Tensor::empty({kPoints * Cout * C});
+    float* U = U_mem.data<float>();
+    transform_weights(w, Cout, C, U);
+    chunked_forward(
+        x, plan, bias, y, pool,
+        [&](int64_t xi, int64_t P, const float* V, float* M) {
+          sgemm(Cout, P, C, U + xi * Cout * C, C, 1, V, P, 1, M, P, false);
+        },
+        nullptr, weights_once);
+    return;
+  }
+  // Inference, a first call (or explicit chunks): U a row of the tile at a time (6 of its 36
+  // planes), made again for each chunk. Whole, it was held beside V and M (37.7 MB for a
+  // 512 x 512 layer), the largest tensor of a float32 batch of lines, whose block the
+  // allocator's cache then kept for the rest of the run (peak RSS on bench/peers_cpu.sh's 300
+  // lines 225 -> 190 MiB). Six rounds of products instead of one and the transform made again
+  // per chunk cost a training step's forward 20% (crnn), so training and weights_once keep U
+  // whole. The same U values, the same products.
+  Tensor U_mem = Tensor::empty({kIn * Cout * C});
   float* U = U_mem.data<float>();
-  transform_weights(w, Cout, C, U);
-  chunked_forward(x, plan, bias, y, pool, [&](int64_t xi, int64_t P, const float* V, float* M) {
-    sgemm(Cout, P, C, U + xi * Cout * C, C, 1, V, P, 1, M, P, false);
-  });
+  chunked_forward(
+      x, plan, bias, y, pool,
+      [&](int64_t xi, int64_t P, const float* V, float* M) {
+        sgemm(Cout, P, C, U + (xi % kIn) * Cout * C, C, 1, V, P, 1, M, P, false);
+      },
+      [&](int64_t i) { transform_weights(w, Cout, C, U, i, i + 1); });
 }
 
 void winograd_conv2d_weight_grad(const float* x, const float* dy, float* dw, int64_t N, int64_t C, int64_t H,

@@ -40,9 +40,12 @@ struct WinogradReluPool {
 // Whether a pool (ops/backend.h's checked parameters) is of that kind.
 bool winograd_pool_fits(const Pool2dParams& p);
 
+// weights_once: w serves this call only (the backward's turned weights, made anew at every
+// step): the transforms are neither kept between calls nor made a row at a time, which saves
+// memory only for weights that are kept later (inference) and costs time.
 void winograd_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
                      int64_t W, int64_t Cout, int64_t pad_h, int64_t pad_w, int64_t chunk_tiles = 0,
-                     const WinogradReluPool* pool = nullptr);
+                     const WinogradReluPool* pool = nullptr, bool weights_once = false);
 
 // dw (Cout, C, 3, 3) = the weight gradient of that convolution for output gradient dy (N,
 // Cout, Ho, Wo): dw[k, c, i, j] = sum over n, h, w of dy[n, k, h, w] x[n, c, h - pad_h + i,
