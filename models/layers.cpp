@@ -27,8 +27,8 @@ namespace {
 // Whether a layer with an int8 form computes x in it: on the CPU, without gradients.
 bool runs_int8(const Tensor& x) { return x.device().is_cpu() && x.dtype() == DType::f32 && !grad_enabled(); }
 
-// A layer whose float32 weights were released (release_int8_float_weights) computes in int8 or
-// not at all: never with its placeholder.
+// A layer loaded without its float32 weights (load_model_weights' inference_only, models/int8.h)
+// computes in int8 or not at all: never with its placeholder.
 void check_not_int8_only(bool int8_only, const char* layer) {
   OCRT_CHECK(!int8_only, layer, ": this int8 model was loaded for inference only (float32 CPU inputs, no gradients) ",
              "and keeps no float32 weights: load the file again, without releasing them, to run it otherwise");

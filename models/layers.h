@@ -27,8 +27,8 @@ class Linear : public Module {
   // Set by models/int8.h's attach_int8 (an int8 model file): CPU forward passes without
   // gradients then run in int8; anything else still uses weight.
   std::shared_ptr<const Int8Linear> int8;
-  // Set by release_int8_float_weights (models/int8.h): weight is a placeholder without values,
-  // and a forward pass that int8 cannot take fails.
+  // Set by load_model_weights with inference_only (models/int8.h): weight is a placeholder
+  // without values, and a forward pass that int8 cannot take fails.
   bool int8_only = false;
 
  protected:

@@ -89,23 +89,21 @@ void max_pool_plane_2x2(const T* in, int64_t H, int64_t W, const Pool2dParams& p
         for (int64_t ow = lo; ow < hi; ++ow)
           o[ow] = first_max(first_max(first_max(r0[2 * ow], r0[2 * ow + 1]), r1[2 * ow]), r1[2 * ow + 1]);
     }
-    max_pool_columns(in, H, W, p, Ho, Wo, 0, lo, out, idx);
-    max_pool_columns(in, H, W, p, Ho, Wo, hi, Wo, out, idx);
-    return;
-  }
-  for (int64_t oh = 0; oh < Ho; ++oh) {
-    const T* r0 = in + 2 * oh * W;
-    const T* r1 = r0 + W;
-    T* o = out + oh * Wo;
-    for (int64_t ow = lo; ow < hi; ++ow) {
-      const int64_t c = ow * sw - pw;
-      T best = r0[c];
-      int64_t at = 0;
-      if (beats(r0[c + 1], best)) best = r0[c + 1], at = 1;
-      if (beats(r1[c], best)) best = r1[c], at = 2;
-      if (beats(r1[c + 1], best)) best = r1[c + 1], at = 3;
-      o[ow] = best;
-      if (idx) idx[oh * Wo + ow] = (2 * oh + (at >> 1)) * W + c + (at & 1);
+  } else {
+    for (int64_t oh = 0; oh < Ho; ++oh) {
+      const T* r0 = in + 2 * oh * W;
+      const T* r1 = r0 + W;
+      T* o = out + oh * Wo;
+      for (int64_t ow = lo; ow < hi; ++ow) {
+        const int64_t c = ow * sw - pw;
+        T best = r0[c];
+        int64_t at = 0;
+        if (beats(r0[c + 1], best)) best = r0[c + 1], at = 1;
+        if (beats(r1[c], best)) best = r1[c], at = 2;
+        if (beats(r1[c + 1], best)) best = r1[c + 1], at = 3;
+        o[ow] = best;
+        if (idx) idx[oh * Wo + ow] = (2 * oh + (at >> 1)) * W + c + (at & 1);
+      }
     }
   }
   max_pool_columns(in, H, W, p, Ho, Wo, 0, lo, out, idx);

@@ -653,22 +653,22 @@ float* inference_scratch(int64_t floats) {
 // The usual forward pass, chunk by chunk of tile rows: the input tiles V, the 36 products
 // product(xi, P, V[xi], M[xi]) giving M[xi] (Cout x P) = U[xi] (Cout x C) @ V[xi] (C x P), one
 // thread each (the GEMM runs on the calling thread inside a parallel region), the output tiles.
-// V and M are scratch from the caching allocator (runtime/cpu_allocator.h), reused call to call.
 // With prepare_row, the products go a row of the tile at a time (xi = 6 i .. 6 i + 5), each row
 // after prepare_row(i): the caller makes U's planes of that row only.
+//
+// Where V and M live, the caller says (`scratch`). In inference, in one buffer per thread that
+// only grows (inference_scratch), not in the tensor allocator: every layer's pair comes to about
+// kInferenceChunkBytes, so one buffer serves every layer of every batch. From the allocator's
+// cache, which ocrt-infer trims to the largest working set, their blocks were given back and
+// mapped again at every layer once the whole U no longer counted in that working set (3.8 GB
+// mapped over 300 lines against 1.1 GB: 4% of the time). In training (and for the backward's
+// weights_once) two tensors from the caching allocator (runtime/cpu_allocator.h), which the
+// backward's tensors reuse (one block made a crnn step's backward 8% slower).
 template <class Product, class PrepareRow = std::nullptr_t>
 void chunked_forward(const float* x, const Plan& plan, const float* bias, float* y, const WinogradReluPool* pool,
-                     const Product& product, const PrepareRow& prepare_row = nullptr, bool once = false) {
+                     bool scratch, const Product& product, const PrepareRow& prepare_row = nullptr) {
   const Geometry& g = plan.g;
-  // In inference V and M live in one buffer per thread that only grows (inference_scratch), not
-  // in the tensor allocator: every layer's pair comes to about kChunkBytes, so one buffer serves
-  // every layer of every batch. From the allocator's cache, which ocrt-infer trims to the largest
-  // working set, their blocks were given back and mapped again at every layer once the whole U
-  // no longer counted in that working set (3.8 GB mapped over 300 lines against 1.1 GB: 4% of
-  // the time). In training (and for the backward's weights_once) two tensors, which the
-  // backward's tensors reuse (one block made a crnn step's backward 8% slower).
   const int64_t v_size = kPoints * g.C * plan.max_tiles, m_size = kPoints * g.Cout * plan.max_tiles;
-  const bool scratch = !grad_enabled() && !once;
   Tensor V_mem = scratch ? Tensor() : Tensor::empty({v_size}), M_mem = scratch ? Tensor() : Tensor::empty({m_size});
   float* V = scratch ? inference_scratch(v_size + m_size) : V_mem.data<float>();
   float* M = scratch ? V + v_size : M_mem.data<float>();
@@ -694,7 +694,7 @@ void chunked_forward(const float* x, const Plan& plan, const float* bias, float*
 // ocrt-infer on 32-line batches). The same products as the usual path, bit for bit.
 void kept_forward(const float* x, const KeptWeights& kept, const float* bias, float* y, const Plan& plan,
                   const WinogradReluPool* pool) {
-  chunked_forward(x, plan, bias, y, pool, [&](int64_t xi, int64_t P, const float* V, float* M) {
+  chunked_forward(x, plan, bias, y, pool, /*scratch=*/true, [&](int64_t xi, int64_t P, const float* V, float* M) {
     sgemm_packed_a(*kept.a_planes[(size_t)xi], P, V, P, 1, M, P);
   });
 }
@@ -728,25 +728,22 @@ void winograd_conv2d(const float* x, const float* w, const float* bias, float* y
     Tensor U_mem = Tensor::empty({kPoints * Cout * C});
     float* U = U_mem.data<float>();
     transform_weights(w, Cout, C, U);
-    chunked_forward(
-        x, plan, bias, y, pool,
-        [&](int64_t xi, int64_t P, const float* V, float* M) {
-          sgemm(Cout, P, C, U + xi * Cout * C, C, 1, V, P, 1, M, P, false);
-        },
-        nullptr, weights_once);
+    chunked_forward(x, plan, bias, y, pool, /*scratch=*/false, [&](int64_t xi, int64_t P, const float* V, float* M) {
+      sgemm(Cout, P, C, U + xi * Cout * C, C, 1, V, P, 1, M, P, false);
+    });
     return;
   }
   // Inference, a first call (or explicit chunks): U a row of the tile at a time (6 of its 36
   // planes), made again for each chunk. Whole, it was held beside V and M (37.7 MB for a
   // 512 x 512 layer), the largest tensor of a float32 batch of lines, whose block the
   // allocator's cache then kept for the rest of the run (peak RSS on bench/peers_cpu.sh's 300
-  // lines 225 -> 190 MiB). Six rounds of products instead of one and the transform made again
+  // lines 225 -> 192 MiB, with V and M in inference_scratch). Six rounds of products instead of one and the transform made again
   // per chunk cost a training step's forward 20% (crnn), so training and weights_once keep U
   // whole. The same U values, the same products.
   Tensor U_mem = Tensor::empty({kIn * Cout * C});
   float* U = U_mem.data<float>();
   chunked_forward(
-      x, plan, bias, y, pool,
+      x, plan, bias, y, pool, /*scratch=*/true,
       [&](int64_t xi, int64_t P, const float* V, float* M) {
         sgemm(Cout, P, C, U + (xi % kIn) * Cout * C, C, 1, V, P, 1, M, P, false);
       },

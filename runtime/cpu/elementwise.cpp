@@ -116,13 +116,13 @@ OCRT_TARGET_AVX2 void gelu_erf_backward_lanes(float* d, const float* a, const fl
 }
 #endif
 
-// Whether the op has an 8-lane path for T on this CPU.
-template <class T, UnaryOp op>
-bool unary_lanes() {
+// Whether this CPU takes the 8-lane paths (which ops and types have one, the kernels say).
+bool simd_lanes() {
 #if defined(OCRT_SIMD_MATH)
-  if constexpr (std::is_same_v<T, float> && op == UnaryOp::gelu_erf) return cpu_isa() >= CpuIsa::avx2;
-#endif
+  return cpu_isa() >= CpuIsa::avx2;
+#else
   return false;
+#endif
 }
 
 // ---- kernels
@@ -132,7 +132,7 @@ void cpu_unary(UnaryOp op, UnaryParams p, const Tensor& x, const Tensor& out) {
     using T = decltype(zero);
     with_unary_op(op, [&](auto op_tag) {
       using OpT = decltype(op_tag);
-      const bool lanes = unary_lanes<T, OpT::value>();
+      const bool lanes = simd_lanes();
       cpu::for_each_run<2>({out, x}, [p, lanes](std::array<char*, 2> ptr, std::array<int64_t, 2> s, int64_t n) {
         T* o = reinterpret_cast<T*>(ptr[0]);
         const T* a = reinterpret_cast<const T*>(ptr[1]);
@@ -157,7 +157,7 @@ void cpu_unary_backward(UnaryOp op, UnaryParams p, const Tensor& x, const Tensor
     using T = decltype(zero);
     with_unary_op(op, [&](auto op_tag) {
       using OpT = decltype(op_tag);
-      const bool lanes = unary_lanes<T, OpT::value>();
+      const bool lanes = simd_lanes();
       cpu::for_each_run<4>({dx, x, y, dy}, [p, lanes](std::array<char*, 4> ptr, std::array<int64_t, 4> s, int64_t n) {
         T* d = reinterpret_cast<T*>(ptr[0]);
         const T* a = reinterpret_cast<const T*>(ptr[1]);

@@ -133,17 +133,17 @@ template <class T>
 void reduce_typed(ReduceKind op, const Tensor& x, const Tensor& out) {
   const T* xd = x.data<T>();
   T* od = out.data<T>();
+  const bool is_sum = op == ReduceKind::sum || op == ReduceKind::mean;
   if constexpr (std::is_floating_point_v<T>) {
     int64_t outer, n, inner;
-    if ((op == ReduceKind::sum || op == ReduceKind::mean) && rows_then_columns(x, out, outer, n, inner))
+    if (is_sum && rows_then_columns(x, out, outer, n, inner))
       return sum_rows(xd, od, outer, n, inner, op == ReduceKind::mean);
     // A sum of a whole large contiguous tensor (a gradient's norm): its rows of kLanes values go
     // through sum_rows into kLanes independent sums, which vectorise, where one running sum
     // waits for each addition before the next (4 cycles a value).
     constexpr int64_t kLanes = 64;
     const int64_t total = x.numel();
-    if ((op == ReduceKind::sum || op == ReduceKind::mean) && out.numel() == 1 && x.is_contiguous() &&
-        total >= 4 * kLanes) {
+    if (is_sum && out.numel() == 1 && x.is_contiguous() && total >= 4 * kLanes) {
       const int64_t rows = total / kLanes;
       std::vector<double> lanes((size_t)kLanes);
       sum_rows(xd, lanes.data(), 1, rows, kLanes, false);
@@ -156,7 +156,6 @@ void reduce_typed(ReduceKind op, const Tensor& x, const Tensor& out) {
   }
   ReduceGeometry g = geometry(x, out);
   using A = Acc<T>;
-  const bool is_sum = op == ReduceKind::sum || op == ReduceKind::mean;
   const bool is_max = op == ReduceKind::max;
 
   auto reduce_part = [&](int64_t base, int64_t k0, int64_t k1) -> A {

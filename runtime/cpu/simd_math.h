@@ -3,7 +3,8 @@
 // by kernel files. Compiled for AVX2 and FMA inside these functions only (OCRT_TARGET_AVX2,
 // runtime/cpu_isa.h), in any x86-64 build, so that a build for the baseline x86-64
 // (OCRT_NATIVE=OFF) has them too: callers mark their own functions OCRT_TARGET_AVX2 and call them
-// only where cpu_isa() is avx2 or better. OCRT_SIMD_MATH says they exist.
+// only where cpu_isa() is avx2 or better. OCRT_SIMD_MATH says they exist. The normal CDF (GELU)
+// also has scalar float functions, in every build, which compute what its 8 lanes compute.
 #pragma once
 
 #include <cmath>
