@@ -6,7 +6,7 @@
 # left (--max-minutes, so the last checkpoint is saved). Logs and the training run's files go
 # to $OUT (at most 8 files come back: the logs are bundled, models split into 15 MB parts).
 #
-#   scripts/gpu-session.sh SECONDS [--train crnn|crnn-s|dbnet|none] [--init FILE] [--quick]
+#   scripts/gpu-session.sh SECONDS [--train crnn|crnn-s|dbnet|none] [--init FILE] [--quick] [--profile]
 #
 # SECONDS is the whole budget of the call. --train picks what trains in the time left:
 #   crnn   the shipped recogniser's recipe (scripts/train-en.sh) in gpu-run/crnn, resuming
@@ -16,17 +16,20 @@
 #          else from scratch (resuming there as crnn does)
 #   dbnet  the page detector on 800 freshly rendered pages (from --init when given)
 # --quick skips the checks and the pages (a second call on a machine already checked).
+# --profile times every kernel of a few crnn training steps in bf16, ocrt's and PyTorch AMP's,
+# with Nsight Compute, before the training (scripts/gpu-profile.sh; the CSVs come back in the logs).
 # OCRT_CRNN_FLAGS adds ocrt-train flags to the crnn run (e.g. "--lr 3e-4 --steps 7000").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 budget="${1:?usage: scripts/gpu-session.sh SECONDS [--train crnn|crnn-s|dbnet|none] [--init FILE] [--quick]}"
 shift
-train=dbnet init="" quick=0
+train=dbnet init="" quick=0 profile=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --train) train="$2"; shift 2 ;;
     --init) init="$2"; shift 2 ;;
     --quick) quick=1; shift ;;
+    --profile) profile=1; shift ;;
     *) init="$1"; shift ;;  # the older form: SECONDS DET_INIT
   esac
 done
@@ -78,6 +81,11 @@ if [ $quick -eq 0 ]; then
     t1=$(date +%s.%N)
     log "pages300 on cpu ($jobs threads): rc $rc, $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") s; $(grep -m1 -iE 'words' "$out/logs/pages300-cpu.txt")"
   fi
+fi
+
+if [ $profile -eq 1 ]; then
+  scripts/gpu-profile.sh "$out/logs/profile" bf16 > "$out/logs/profile.txt" 2>&1
+  log "gpu-profile: rc $?; $(tr '\n' ';' < "$out/logs/profile.txt")"
 fi
 
 # Training on the GPU for the time left, keeping 40 s for the end.
