@@ -26,7 +26,8 @@ for p in "${precisions[@]}"; do
     > "$out/ncu-ocrt-crnn-$p.csv" 2> "$out/ncu-ocrt-crnn-$p.log"
   echo "gpu-profile: ocrt crnn $p: rc $? ($(grep -c '"' "$out/ncu-ocrt-crnn-$p.csv") rows)"
 done
-if python3 -c "import torch; assert torch.cuda.is_available()" > /dev/null 2>&1; then
+# OCRT_PROFILE_TORCH=0 leaves PyTorch's side out (a second look at ocrt's own kernels).
+if [ "${OCRT_PROFILE_TORCH:-1}" != 0 ] && python3 -c "import torch; assert torch.cuda.is_available()" > /dev/null 2>&1; then
   for p in "${precisions[@]}"; do
     mode=(); [ "$p" = bf16 ] && mode=(--amp bf16); [ "$p" = tf32 ] && mode=(--tf32)
     timeout 90 "${ncu[@]}" python3 bench/torch_train.py --device cuda:0 --arch crnn "${steps[@]}" "${mode[@]}" \

@@ -113,11 +113,18 @@ TEST_CASE("cuda precision: matmul within each format's error bound", "[cuda][pre
 
 TEST_CASE("cuda precision: conv2d forward and both gradients within each format's error bound", "[cuda][precision]") {
   ParityEnv env;
-  const Shape xs{4, 16, 12, 40}, ws{32, 16, 3, 3};
+  // Four samples (one chunk of several: dy is rearranged) and one (dy's own planes; under bf16
+  // rounded by a kernel of its own), and a stride of 2 (col2im's general path).
+  const int64_t n = GENERATE(4, 1);
+  const int64_t stride = GENERATE(1, 2);
+  INFO(n << " samples, stride " << stride);
+  const Shape xs{n, 16, 12, 40}, ws{32, 16, 3, 3};
   Conv2dOptions o;
   o.padding = {1, 1};
+  o.stride = {stride, stride};
+  const int64_t ho = (12 + 2 - 3) / stride + 1, wo = (40 + 2 - 3) / stride + 1;
   const Tensor x = env.uniform(xs), w = env.uniform(ws), bias = env.uniform({32});
-  const Tensor r = env.uniform({4, 32, 12, 40});  // the output's gradient
+  const Tensor r = env.uniform({n, 32, ho, wo});  // the output's gradient
   // Exact results and magnitudes in float64 on the CPU: the forward on (x, w) and (|x|, |w|),
   // the gradients of sum(y * r) and of sum(y(|x|, |w|) * |r|).
   auto run = [&](const Tensor& xi, const Tensor& wi, const Tensor& bi, const Tensor& ri) {
@@ -132,7 +139,7 @@ TEST_CASE("cuda precision: conv2d forward and both gradients within each format'
   const auto magnitude = run(abs(f64(x)), abs(f64(w)), Tensor::zeros({32}, DType::f64), abs(f64(r)));
   // Terms per sum: the forward C*kh*kw, the input gradient Cout*kh*kw, the weight gradient N*Ho*Wo
   // (the bias adds one more term).
-  const int64_t terms[] = {16 * 9 + 1, 32 * 9, 4 * 12 * 40};
+  const int64_t terms[] = {16 * 9 + 1, 32 * 9, n * ho * wo};
   const char* names[] = {"output", "gradient of x", "gradient of w"};
   for (Precision p : kAll) {
     const PrecisionScope scope(p);
