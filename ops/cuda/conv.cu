@@ -300,7 +300,7 @@ Tensor scratch_of(int64_t n, const Device& device) {
 }
 template <class V>
 V* scratch_ptr(const Tensor& t) {
-  return reinterpret_cast<V*>(t.data<uint8_t>());
+  return t.dtype() == DType::f32 ? reinterpret_cast<V*>(t.data<float>()) : reinterpret_cast<V*>(t.data<uint8_t>());
 }
 
 // w (float32) rounded to bf16 once per call: the GEMMs' A operand.
