@@ -9,9 +9,11 @@
 //   tf32  GPUs: tensor cores round each operand to TF32 (10-bit mantissa) and accumulate in
 //         float32 (cuBLAS's CUBLAS_COMPUTE_32F_FAST_TF32). CPUs have no TF32: their products
 //         stay float32
-//   bf16  GPUs: tensor cores round each operand to bfloat16 (7-bit mantissa) and accumulate in
-//         float32 (CUBLAS_COMPUTE_32F_FAST_16BF). CPUs: the bf16 GEMM of runtime/cpu/gemm.h
-//         (operands rounded to nearest even, float32 accumulation)
+//   bf16  GPUs: tensor cores multiply bfloat16 operands (7-bit mantissa) and accumulate in
+//         float32: the convolutions write their operands in bf16 (ops/cuda/conv.cu), other
+//         GEMMs ask cuBLAS for CUBLAS_COMPUTE_32F_FAST_16BF on float32 operands (which cuBLAS
+//         may run as TF32). CPUs: the bf16 GEMM of runtime/cpu/gemm.h (operands rounded to
+//         nearest even, float32 accumulation)
 //
 // The CPU's and the GPUs' settings are separate, process-wide and default to fp32; set them
 // before ops run, from one thread (ocrt-train's and ocrt-infer's --precision do).

@@ -14,6 +14,8 @@ shift
 precisions=("$@")
 [ ${#precisions[@]} -eq 0 ] && precisions=(bf16 fp32)
 mkdir -p "$out"
+# libtiff and the libraries it needs where the machine has none (scripts/gpu-deps.sh's pack).
+[ -d .gpu-deps/usr ] && export LD_LIBRARY_PATH="$PWD/.gpu-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 ncu_bin="$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
 if [ -z "$ncu_bin" ]; then echo "gpu-profile: no ncu on this machine"; exit 1; fi
 cmake --build build-gpu -j "$(nproc)" --target bench_train > "$out/build.log" 2>&1 ||
