@@ -27,6 +27,16 @@ struct Pool2dParams {
   bool count_include_pad = true;           // avg_pool2d only
 };
 
+// The constants of one Adam / AdamW step (train/optim.cpp computes them from the options and
+// the step count t).
+struct AdamStepParams {
+  double decay = 1;         // AdamW's decoupled weight decay: p *= 1 - lr wd first (1: none)
+  double weight_decay = 0;  // Adam's weight decay, added to the gradient: g + wd p (0: none)
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double step_size = 0;   // lr / (1 - beta1^t)
+  double sqrt_bias2 = 1;  // sqrt(1 - beta2^t)
+};
+
 struct LayerBackend {
   const char* name;
 
@@ -115,6 +125,12 @@ struct LayerBackend {
                             const std::vector<int64_t>& input_lengths, const std::vector<int64_t>& target_lengths,
                             int64_t blank, const Tensor& losses, const Tensor& alpha,
                             const std::vector<double>& scale, const Tensor& grad);
+  // ---- optimizers (train/optim.cpp)
+  // One Adam / AdamW step on one parameter, elementwise and in place, in p's dtype, in this
+  // order (torch.optim's): p *= decay; g' = g + weight_decay p; m = beta1 m + (1 - beta1) g';
+  // v = beta2 v + (1 - beta2) g'^2; p -= step_size m / (sqrt(v) / sqrt_bias2 + eps).
+  // p, g, m, v contiguous, of one shape and floating dtype; g is not written.
+  void (*adam_step)(const AdamStepParams& a, const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v);
 };
 
 // The layer table for a device's kind (validating the device); throws when the build lacks it.
@@ -136,6 +152,7 @@ void register_cpu_pool(LayerBackend& b);
 void register_cpu_norm(LayerBackend& b);
 void register_cpu_lstm(LayerBackend& b);
 void register_cpu_ctc(LayerBackend& b);
+void register_cpu_optim(LayerBackend& b);
 
 void register_cuda_softmax(LayerBackend& b);
 void register_cuda_conv(LayerBackend& b);
@@ -143,5 +160,6 @@ void register_cuda_pool(LayerBackend& b);
 void register_cuda_norm(LayerBackend& b);
 void register_cuda_lstm(LayerBackend& b);
 void register_cuda_ctc(LayerBackend& b);
+void register_cuda_optim(LayerBackend& b);
 
 }  // namespace ocrt

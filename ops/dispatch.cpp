@@ -14,6 +14,7 @@ LayerBackend make_cpu_layer_backend() {
   register_cpu_norm(b);
   register_cpu_lstm(b);
   register_cpu_ctc(b);
+  register_cpu_optim(b);
   return b;
 }
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "ops/backend.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 
@@ -100,6 +101,20 @@ void SGD::step() {
   ++steps_;
 }
 
+namespace {
+
+// Whether a parameter's Adam step can run as one kernel: p, its gradient and its moments
+// contiguous, of one shape, floating dtype and device (else the composite of elementwise ops,
+// which takes any strides).
+bool fusable(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v) {
+  for (const Tensor* t : {&g, &m, &v})
+    if (t->shape() != p.shape() || t->dtype() != p.dtype() || t->device() != p.device() || !t->is_contiguous())
+      return false;
+  return p.is_contiguous() && (p.dtype() == DType::f32 || p.dtype() == DType::f64);
+}
+
+}  // namespace
+
 Adam::Adam(std::vector<Tensor> params, AdamOptions opt, bool decoupled)
     : Optimizer(std::move(params), opt.lr), opt_(opt), decoupled_(decoupled) {
   OCRT_CHECK(opt.beta1 >= 0 && opt.beta1 < 1 && opt.beta2 >= 0 && opt.beta2 < 1, name(),
@@ -117,12 +132,24 @@ void Adam::step() {
     Tensor& p = params_[i];
     if (!p.grad().defined()) continue;
     Tensor g = p.grad();
+    Tensor& m = buffer(i, "exp_avg");
+    Tensor& v = buffer(i, "exp_avg_sq");
+    if (fusable(p, g, m, v)) {
+      // One kernel for the whole update (ops/backend.h's adam_step), the same roundings as below.
+      AdamStepParams a;
+      if (opt_.weight_decay != 0) {
+        if (decoupled_) a.decay = 1 - lr_ * opt_.weight_decay;
+        else a.weight_decay = opt_.weight_decay;
+      }
+      a.beta1 = opt_.beta1, a.beta2 = opt_.beta2, a.eps = opt_.eps;
+      a.step_size = step_size, a.sqrt_bias2 = sqrt_bias2;
+      kernel(p.device(), &LayerBackend::adam_step, "adam_step")(a, p, g, m, v);
+      continue;
+    }
     if (opt_.weight_decay != 0) {
       if (decoupled_) mul_(p, 1 - lr_ * opt_.weight_decay);
       else g = add(g, mul(p, opt_.weight_decay));
     }
-    Tensor& m = buffer(i, "exp_avg");
-    Tensor& v = buffer(i, "exp_avg_sq");
     mul_(m, opt_.beta1);
     add_(m, g, 1 - opt_.beta1);
     mul_(v, opt_.beta2);

@@ -15,6 +15,7 @@ LayerBackend make_cuda_layer_backend() {
   register_cuda_norm(b);
   register_cuda_lstm(b);
   register_cuda_ctc(b);
+  register_cuda_optim(b);
   return b;
 }
 }  // namespace
