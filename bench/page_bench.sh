@@ -280,7 +280,7 @@ bench/page_bench.sh --pages $PAGES --det $DET --weights $WEIGHTS --threads $THRE
   (wall s: ocrt $(spread "$OUT"/round*/ocrt.seconds), Tesseract $(spread "$OUT"/round*/tesseract.seconds)).
   Peak RSS: ocrt's process; Tesseract's largest process (median process: $(awk -v k="$TESS_RSS_MED" 'BEGIN {printf "%.0f", k / 1024}') MiB).
 - Score: both sides' hOCR files (round 1) read by \`bench_page_score\` (infer/page_eval.h, the code of
-  \`ocrt-infer --eval\`): words matched by position, right when equal without ASCII punctuation;
+  \`ocrt-infer --eval\`): words matched by position, right when equal without punctuation (ASCII and typographic);
   CER of the reading-order text. "folded": typographic quotes, dashes and ligatures mapped to
   ASCII in the output first (Tesseract prints straight quotes as curly ones). ocrt's totals are
   $CROSS.

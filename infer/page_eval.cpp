@@ -10,6 +10,7 @@
 #include "infer/report.h"
 #include "runtime/error.h"
 #include "runtime/page_truth.h"
+#include "runtime/text.h"
 
 namespace ocrt::infer {
 
@@ -185,10 +186,31 @@ void walk_page_xml(const XmlElement& e, TruthBuilder& b, const std::string& name
 
 }  // namespace
 
+namespace {
+
+// Whether a code point is punctuation: ASCII's by std::ispunct (which also counts the ASCII
+// symbols, $ + < = > ^ ` | ~), and beyond ASCII the characters of Unicode's punctuation
+// categories (Pc, Pd, Ps, Pe, Pi, Pf, Po) in the blocks print uses: Latin-1's (inverted marks,
+// section and pilcrow signs, guillemets, middle dot), General Punctuation (dashes, curly
+// quotes, bullets, daggers, ellipsis, primes; not U+2044 FRACTION SLASH or U+2052 COMMERCIAL
+// MINUS SIGN, which are math symbols) and Supplemental Punctuation.
+bool is_punctuation(uint32_t cp) {
+  if (cp < 0x80) return std::ispunct((int)cp) != 0;
+  switch (cp) {
+    case 0xA1: case 0xA7: case 0xAB: case 0xB6: case 0xB7: case 0xBB: case 0xBF: return true;
+    default: break;
+  }
+  if (cp >= 0x2010 && cp <= 0x2027) return true;
+  if (cp >= 0x2030 && cp <= 0x205E) return cp != 0x2044 && cp != 0x2052;
+  return cp >= 0x2E00 && cp <= 0x2E4F;
+}
+
+}  // namespace
+
 std::string without_punctuation(const std::string& word) {
   std::string out;
-  for (char c : word)
-    if (!std::ispunct((unsigned char)c)) out += c;
+  for (uint32_t cp : utf8_code_points(word))
+    if (!is_punctuation(cp)) append_utf8(out, cp);
   return out;
 }
 

@@ -5,7 +5,8 @@
 //     overlap: missed). Several truth words may match one output word (two words read as one):
 //     each is then judged against it, so at most one of them can be right.
 //   - A matched truth word is right when both texts agree once punctuation is removed
-//     (ASCII punctuation; "end." and "end" agree, "end" and "End" do not). A truth word that is
+//     (ASCII's and typographic punctuation: without_punctuation below; "end." and "end" agree,
+//     "Plaintiff’s" and "Plaintiff's" agree, "end" and "End" do not). A truth word that is
 //     only punctuation is right when it is matched at all.
 //   - An output word that no truth word matched is extra.
 //   - The CER of the reading-order text: the edit distance, in code points, between the output
@@ -76,7 +77,10 @@ std::vector<TruthWord> page_words(const Page& page);
 
 PageScore score_page(const Page& output, const PageTruth& truth);
 
-// The text with punctuation removed, for comparing words.
+// The text with punctuation removed, for comparing words: ASCII punctuation and symbols, and the
+// punctuation of Latin-1, General Punctuation and Supplemental Punctuation (curly quotes and
+// apostrophes, dashes, bullets, the pilcrow...), so that "Plaintiff’s" as printed and
+// "Plaintiff's" as read are the same word.
 std::string without_punctuation(const std::string& word);
 
 }  // namespace ocrt::infer

@@ -87,6 +87,28 @@ TEST_CASE("score_page: two words read as one, punctuation-only words, white spac
   CHECK(score_page(two_blocks, truth_of(truth)).distance == 0);
 }
 
+TEST_CASE("without_punctuation removes typographic punctuation as well as ASCII's", "[page]") {
+  // Print's curly quotes and apostrophes, dashes, pilcrow, section sign, bullet and ellipsis
+  // against the ASCII a reader writes for them.
+  CHECK(without_punctuation("Plaintiff\u2019s") == without_punctuation("Plaintiff's"));
+  CHECK(without_punctuation("3:13\u2013cv\u2013899") == "313cv899");
+  CHECK(without_punctuation("\u201c\u2018allegedly") == "allegedly");
+  CHECK(without_punctuation("recur.\u201d\u2019") == "recur");
+  CHECK(without_punctuation("\u00b65.") == "5");
+  CHECK(without_punctuation("\u00a7\u00a012") == "\u00a012");  // the no-break space is not punctuation
+  CHECK(without_punctuation("\u2022item\u2026") == "item");
+  CHECK(without_punctuation("\u00abnon\u00bb") == "non");
+  // Letters, digits and symbols that are not punctuation stay: accents, degrees, the fraction
+  // slash (a math symbol), the euro sign.
+  CHECK(without_punctuation("caf\u00e9") == "caf\u00e9");
+  CHECK(without_punctuation("20\u00b0C") == "20\u00b0C");
+  CHECK(without_punctuation("1\u20442") == "1\u20442");
+  CHECK(without_punctuation("\u20ac5") == "\u20ac5");
+  // In a page's score: the curly apostrophe of the truth against the straight one read.
+  const PageScore s = score_page(page_of({word("don't", 0, 0, 40, 10)}), truth_of({word("don\u2019t", 0, 0, 40, 10)}));
+  CHECK(s.right == 1);
+}
+
 TEST_CASE("score_page: empty pages and totals", "[page]") {
   const PageScore nothing = score_page(Page{}, PageTruth{});
   CHECK(nothing.word_accuracy() == 1.0);
