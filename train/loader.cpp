@@ -81,6 +81,12 @@ SynthDataset::SynthDataset(std::vector<std::shared_ptr<Font>> fonts, std::shared
              "SynthDataset: need 4 <= min_pixel_height <= max_pixel_height <= 512, got ", opt_.min_pixel_height,
              " and ", opt_.max_pixel_height);
   OCRT_CHECK(opt_.size >= 1, "SynthDataset: size must be >= 1, got ", opt_.size);
+  OCRT_CHECK(opt_.min_word_spacing >= 0 && opt_.min_word_spacing <= opt_.max_word_spacing && opt_.max_word_spacing <= 4,
+             "SynthDataset: need 0 <= min_word_spacing <= max_word_spacing <= 4, got ", opt_.min_word_spacing, " and ",
+             opt_.max_word_spacing);
+  OCRT_CHECK(opt_.min_tracking >= -0.5 && opt_.min_tracking <= opt_.max_tracking && opt_.max_tracking <= 0.5,
+             "SynthDataset: need -0.5 <= min_tracking <= max_tracking <= 0.5, got ", opt_.min_tracking, " and ",
+             opt_.max_tracking);
   if (opt_.scan) opt_.scan_options.validate();
   OCRT_CHECK(height_ >= 1, "SynthDataset: height must be >= 1, got ", height_);
 }
@@ -117,7 +123,13 @@ LineSample SynthDataset::get(int64_t index, uint64_t seed) const {
     const double pixel_height = rng.uniform(opt_.min_pixel_height, opt_.max_pixel_height);
     const int64_t margin = rng.integer(1, 4);
     const uint8_t ink = (uint8_t)rng.integer(0, 90), paper = (uint8_t)rng.integer(165, 255);
-    GrayImage image = font->render(text, pixel_height, margin, ink, paper);
+    // A range is drawn from only when its ends differ, so that the default draws nothing and
+    // every other draw of a seed stays where it was.
+    TextSpacing spacing{opt_.min_word_spacing, opt_.min_tracking};
+    if (opt_.min_word_spacing < opt_.max_word_spacing)
+      spacing.word = rng.uniform(opt_.min_word_spacing, opt_.max_word_spacing);
+    if (opt_.min_tracking < opt_.max_tracking) spacing.tracking = rng.uniform(opt_.min_tracking, opt_.max_tracking);
+    GrayImage image = font->render(text, pixel_height, margin, ink, paper, spacing);
     if (opt_.scan) image = degrade(image, opt_.scan_options, rng);
     image = resize_to_height(image, height_);
     if (!ctc_feasible(image, classes, opt_.frames)) {

@@ -65,6 +65,13 @@ struct SynthOptions {
   // Scan simulation (train/scan.h) at the rendered size, before the resize: off by default.
   bool scan = false;
   ScanOptions scan_options;
+  // Spacing of the type (Font::Spacing), drawn per line uniformly from each range: the word
+  // space's width as a factor of the font's, and tracking in glyph heights between letters.
+  // Print set tight (many PDFs: word spaces half the font's) is read as one word by a model
+  // that only saw the fonts' own spacing. Equal ends: that value, no draw (the default: 1 and 0,
+  // the font's own).
+  double min_word_spacing = 1, max_word_spacing = 1;
+  double min_tracking = 0, max_tracking = 0;
   int64_t size = 100000;  // samples per "epoch" (the sequence is endless; this sets epoch length)
   FrameRule frames;       // the model's frames for a width, for the CTC check (empty: CRNN's)
 };

@@ -38,6 +38,27 @@ cli::Flag synth_height(SynthOptions& s) {
           }};
 }
 
+// "--synth-spacing 0.5:1.6", "--synth-tracking -0.02:0.05": the type's spacing (SynthOptions).
+cli::Flag synth_spacing(SynthOptions& s) {
+  return {"--synth-spacing", "LO:HI",
+          "word space's width as a factor of the font's, drawn per line (1:1: the font's own;\n"
+          "0 <= LO <= HI <= 4)",
+          [&s](const std::string& v) {
+            const auto [lo, hi] = cli::split_pair("--synth-spacing", v, "LO:HI");
+            s.min_word_spacing = cli::parse_double("--synth-spacing", lo, {0, 4});
+            s.max_word_spacing = cli::parse_double("--synth-spacing", hi, {0, 4});
+          }};
+}
+cli::Flag synth_tracking(SynthOptions& s) {
+  return {"--synth-tracking", "LO:HI",
+          "extra space between letters in glyph heights, drawn per line (0:0;\n-0.5 <= LO <= HI <= 0.5)",
+          [&s](const std::string& v) {
+            const auto [lo, hi] = cli::split_pair("--synth-tracking", v, "LO:HI");
+            s.min_tracking = cli::parse_double("--synth-tracking", lo, {-0.5, 0.5});
+            s.max_tracking = cli::parse_double("--synth-tracking", hi, {-0.5, 0.5});
+          }};
+}
+
 // ocrt-train's flags: every one of them, with where its value goes in `c` and its range.
 cli::Parser train_flags(TrainConfig& c) {
   cli::Parser p("ocrt-train", "usage: ocrt-train --train SOURCES [options]");
@@ -63,6 +84,8 @@ cli::Parser train_flags(TrainConfig& c) {
                   "jpeg, speckle, warped, paper, ink, crop"));
   p.add(synth_chars(c.synth));
   p.add(synth_height(c.synth));
+  p.add(synth_spacing(c.synth));
+  p.add(synth_tracking(c.synth));
   p.add(cli::integer("--synth-epoch", "N", c.synth.size, 1, kMaxLines, "synthetic lines per epoch (100000)"));
   p.add(cli::toggle("--augment", c.augment, true,
                     "blur, noise, contrast, rotation, morphology, padding (on; --no-augment: off)"));

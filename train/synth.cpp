@@ -113,11 +113,16 @@ bool Font::covers(const std::string& text) const {
   return true;
 }
 
-GrayImage Font::render(const std::string& text, double pixel_height, int64_t margin, uint8_t ink, uint8_t paper) const {
+GrayImage Font::render(const std::string& text, double pixel_height, int64_t margin, uint8_t ink, uint8_t paper,
+                       TextSpacing spacing) const {
   OCRT_CHECK(pixel_height >= 4 && pixel_height <= 512, "render: pixel height must be in [4, 512], got ", pixel_height);
   OCRT_CHECK(margin >= 0 && margin <= 1024, "render: margin must be in [0, 1024], got ", margin);
   const auto chars = nn::utf8_chars(text, "render");
   OCRT_CHECK(!chars.empty(), "render: empty text");
+  OCRT_CHECK(std::isfinite(spacing.word) && spacing.word >= 0 && std::isfinite(spacing.tracking) &&
+                 std::abs(spacing.tracking) <= 1,
+             "render: spacing must have a word factor >= 0 and a tracking within [-1, 1] heights, got ", spacing.word,
+             " and ", spacing.tracking);
   const stbtt_fontinfo* info = info_of(info_);
   const float scale = stbtt_ScaleForPixelHeight(info, (float)pixel_height);
   int ascent, descent, gap;
@@ -149,10 +154,12 @@ GrayImage Font::render(const std::string& text, double pixel_height, int64_t mar
     }
     int advance, lsb;
     stbtt_GetGlyphHMetrics(info, g, &advance, &lsb);
-    pen += advance * scale;
+    // A space's advance scaled by spacing.word (x 1 is exact: the font's own spacing).
+    pen += chars[i] == " " ? advance * scale * (float)spacing.word : advance * scale;
     if (i + 1 < chars.size()) {
       const int next = stbtt_FindGlyphIndex(info, (int)codepoint(chars[i + 1]));
       pen += scale * stbtt_GetGlyphKernAdvance(info, g, next);
+      if (spacing.tracking != 0) pen += (float)(spacing.tracking * pixel_height);
     }
   }
   right = std::max(right, (int64_t)std::ceil(pen));

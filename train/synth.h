@@ -13,6 +13,14 @@
 
 namespace ocrt::train {
 
+// The spacing of rendered type: `word` scales the space's advance (1: the font's own; print set
+// tight, as many PDFs are, has word spaces half the font's), and `tracking` adds that many pixel
+// heights between every two neighbouring characters (negative: closer).
+struct TextSpacing {
+  double word = 1;
+  double tracking = 0;
+};
+
 // A loaded font (the file's bytes and stb_truetype's view of them).
 //
 // stb_truetype trusts the file it is given: load fonts you trust (the system's). load() checks
@@ -32,8 +40,10 @@ class Font {
   // about pixel_height + 2 * margin high; glyphs reaching beyond the ascent, the descent or
   // their advance (accents, italic overhangs) widen the canvas rather than being cut. Throws
   // when the font lacks a character.
+  // `spacing` sets the type's spacing (TextSpacing above); the default renders exactly as the
+  // font says.
   GrayImage render(const std::string& text, double pixel_height, int64_t margin = 2, uint8_t ink = 0,
-                   uint8_t paper = 255) const;
+                   uint8_t paper = 255, TextSpacing spacing = TextSpacing()) const;
   ~Font();
   Font(const Font&) = delete;  // stb's view points into data_: a copy would share and free it twice
   Font& operator=(const Font&) = delete;

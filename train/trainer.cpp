@@ -184,6 +184,11 @@ void TrainConfig::validate() const {
   OCRT_CHECK(synth.min_pixel_height >= 4 && synth.min_pixel_height <= synth.max_pixel_height &&
                  synth.max_pixel_height <= 512,
              "--synth-height: need 4 <= LO <= HI <= 512, got ", synth.min_pixel_height, ":", synth.max_pixel_height);
+  OCRT_CHECK(synth.min_word_spacing >= 0 && synth.min_word_spacing <= synth.max_word_spacing &&
+                 synth.max_word_spacing <= 4,
+             "--synth-spacing: need 0 <= LO <= HI <= 4, got ", synth.min_word_spacing, ":", synth.max_word_spacing);
+  OCRT_CHECK(synth.min_tracking >= -0.5 && synth.min_tracking <= synth.max_tracking && synth.max_tracking <= 0.5,
+             "--synth-tracking: need -0.5 <= LO <= HI <= 0.5, got ", synth.min_tracking, ":", synth.max_tracking);
   // The same ranges as ocrt-train's flags (ocrt_train.cpp), for callers that fill a TrainConfig
   // themselves. 1e6 epochs is far beyond any real run and keeps epochs * samples / batch exact.
   auto in = [](auto x, auto lo, auto hi) { return x >= lo && x <= hi; };
@@ -251,6 +256,8 @@ Json TrainConfig::to_json() const {
   j.set("synth_chars", pair(synth.min_chars, synth.max_chars));
   j.set("synth_height", pair(synth.min_pixel_height, synth.max_pixel_height));
   j.set("synth_epoch", synth.size);
+  j.set("synth_spacing", pair(synth.min_word_spacing, synth.max_word_spacing));
+  j.set("synth_tracking", pair(synth.min_tracking, synth.max_tracking));
   j.set("device", device.str());
   j.set("batch", batch);
   j.set("steps", steps);
@@ -305,6 +312,8 @@ const KeptSetting kKeptOnResume[] = {
     {"--synth-chars", "synth_chars", synthetic},
     {"--synth-height", "synth_height", synthetic},
     {"--synth-epoch", "synth_epoch", synthetic},
+    {"--synth-spacing", "synth_spacing", synthetic},  // a checkpoint from before them lacks both:
+    {"--synth-tracking", "synth_tracking", synthetic},  // not compared
     {"--augment/--no-augment", "augment", always},
     {"--no-shuffle", "shuffle", always},
     {"--bucket-window", "bucket_window", always},

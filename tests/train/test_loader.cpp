@@ -285,6 +285,40 @@ TEST_CASE("loader: every synthetic label fits its padded width for CTC", "[loade
   CHECK(chars[8] < chars[32]);
 }
 
+TEST_CASE("synth: the type's spacing comes from its ranges, and the default draws nothing", "[loader]") {
+  auto plain = synth_dataset();
+  if (!plain) return;
+  SynthOptions tight_opt, tracked_opt, drawn_opt;
+  tight_opt.min_word_spacing = tight_opt.max_word_spacing = 0.3;  // equal ends: that value, no draw
+  tracked_opt.min_tracking = tracked_opt.max_tracking = 0.08;
+  drawn_opt.min_word_spacing = 0.5, drawn_opt.max_word_spacing = 1.6;
+  auto tight = synth_dataset(32, tight_opt), tracked = synth_dataset(32, tracked_opt), drawn = synth_dataset(32, drawn_opt);
+  int64_t with_space = 0, narrower = 0, wider = 0, drawn_differs = 0;
+  for (int64_t i = 0; i < 24; ++i) {
+    const LineSample a = plain->get(i, 1000 + (uint64_t)i), b = tight->get(i, 1000 + (uint64_t)i);
+    const LineSample c = tracked->get(i, 1000 + (uint64_t)i), d = drawn->get(i, 1000 + (uint64_t)i);
+    // Fixed spacing draws nothing: the same text, font and size as the default.
+    REQUIRE(b.text == a.text);
+    REQUIRE(c.text == a.text);
+    if (a.text.find(' ') != std::string::npos) {
+      ++with_space;
+      narrower += b.image.width < a.image.width;
+    }
+    wider += a.text.size() > 1 && c.image.width > a.image.width;
+    drawn_differs += d.text != a.text || d.image.width != a.image.width;
+  }
+  REQUIRE(with_space > 0);
+  CHECK(narrower == with_space);  // every line with a space is narrower with spaces at 0.3
+  CHECK(wider >= 20);             // tracked letters widen (nearly) every line of two or more
+  CHECK(drawn_differs > 0);       // a drawn range changes lines
+  SynthOptions bad;
+  bad.min_word_spacing = 1.2, bad.max_word_spacing = 0.8;
+  CHECK_THROWS_WITH(synth_dataset(32, bad), Catch::Contains("min_word_spacing"));
+  bad = SynthOptions{};
+  bad.min_tracking = -0.1, bad.max_tracking = 0.9;
+  CHECK_THROWS_WITH(synth_dataset(32, bad), Catch::Contains("tracking"));
+}
+
 TEST_CASE("synth: a charset no font covers fails with a clear message", "[loader]") {
   if (default_font_dirs().empty()) {
     WARN("no Debian font installed: synthetic checks skipped");

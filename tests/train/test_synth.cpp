@@ -119,6 +119,36 @@ TEST_CASE("rendered size scales with the pixel height", "[synth]") {
   }
 }
 
+TEST_CASE("render's spacing: word spaces scaled, letters tracked, the default the font's own", "[synth]") {
+  const std::string path = find_font();
+  if (path.empty()) {
+    WARN("no Debian font installed (scripts/install-deps.sh); skipping");
+    return;
+  }
+  const auto font = Font::load(path);
+  // The default and an explicit {1, 0} are the same pixels.
+  const GrayImage plain = font->render("tight type", 40, 0);
+  const GrayImage same = font->render("tight type", 40, 0, 0, 255, TextSpacing{1, 0});
+  CHECK(same.width == plain.width);
+  CHECK(same.pixels == plain.pixels);
+  // The space's advance S: 0, 1 and 2 spaces' worth between the words (pen positions are
+  // fractional, the canvas whole pixels: within a pixel).
+  auto width = [&](double word, double tracking, const std::string& text) {
+    return (double)font->render(text, 40, 0, 0, 255, TextSpacing{word, tracking}).width;
+  };
+  const double s1 = width(1, 0, "a b") - width(0, 0, "a b"), s2 = width(2, 0, "a b") - width(1, 0, "a b");
+  CHECK(s1 > 0.15 * 40);
+  CHECK(std::abs(s2 - s1) <= 1.5);
+  CHECK(width(0.5, 0, "a b") < width(1, 0, "a b") - 0.5 * s1 + 1.5);
+  // Tracking 0.1 heights: 4 px between each of the three pairs of "abcd"; negative closes them.
+  CHECK(std::abs(width(1, 0.1, "abcd") - width(1, 0, "abcd") - 12) <= 1.5);
+  CHECK(std::abs(width(1, -0.05, "abcd") - width(1, 0, "abcd") + 6) <= 1.5);
+  // Nonsense is refused.
+  CHECK_THROWS_WITH(font->render("a b", 40, 0, 0, 255, TextSpacing{-1, 0}), Catch::Contains("spacing"));
+  CHECK_THROWS_WITH(font->render("a b", 40, 0, 0, 255, TextSpacing{1, 2}), Catch::Contains("spacing"));
+  CHECK_THROWS_WITH(font->render("a b", 40, 0, 0, 255, TextSpacing{std::nan(""), 0}), Catch::Contains("spacing"));
+}
+
 TEST_CASE("render and covers: missing glyphs, bad sizes and bad text are errors", "[synth]") {
   const std::string path = find_font();
   if (path.empty()) {
