@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # The recipe of the shipped English models: synthetic lines of real prose (60%), structured
 # items (dates, prices, addresses: 20%) and mixed words and symbols (20%), rendered from the
-# fonts of train/fonts/en-train.txt at glyph heights 16-80 px, word spaces 0.45 to 1.5 times
-# the font's and letters tracked by -0.02 to 0.05 heights (since 2026-11-27: print set tight, as
-# in many PDFs, was read as one word), through the scan simulation
+# fonts of train/fonts/en-train.txt at glyph heights 16-80 px, through the scan simulation
 # (train/scan.h), validated on other font designs (train/fonts/en-val.txt) with the same
 # degradation. docs/data.md describes the data; weights/README.md the runs behind each model.
 #
@@ -28,8 +26,7 @@ fi
 [ -x "$bin" ] || { echo "train-en: $bin missing (scripts/build.sh builds it)" >&2; exit 1; }
 exec "$bin" --train synth --val synth \
   --fonts "$data/train" --val-fonts "$data/val" --words "$data/words" --prose "$data/prose.txt" \
-  --scan scan --synth-chars 2:48 --synth-height 16:80 --synth-spacing 0.45:1.5 --synth-tracking -0.02:0.05 \
-  --synth-epoch 1000000 \
+  --scan scan --synth-chars 2:48 --synth-height 16:80 --synth-epoch 1000000 \
   --arch crnn --batch 128 --lr 1e-3 --warmup 300 --schedule cosine --steps 20000 --seed 1 \
   --val-size 1024 --eval-every 500 --save-every 500 --log-every 100 --keep 2 \
   --workers "$(nproc)" --out "$out" "$@"
