@@ -47,6 +47,9 @@ struct SynthConfig {
   uint64_t seed = 1;
   int64_t min_chars = 3, max_chars = 28;
   double min_height = 22, max_height = 40;
+  // --spacing, --tracking: the type's spacing drawn per line (TextSpacing; train/loader.h's
+  // SynthOptions draws the same way): equal ends are that value, with no draw.
+  double min_spacing = 1, max_spacing = 1, min_tracking = 0, max_tracking = 0;
   bool augment = false, list_fonts = false;
   std::string texts;  // --texts FILE: render these lines (one a line) instead of random text
   std::vector<std::string> prose;
@@ -66,6 +69,16 @@ cli::Flag height_flag(SynthConfig& c) {
             c.min_height = cli::parse_double("--height", v.substr(0, colon), {4, 512});
             c.max_height = colon == std::string::npos ? c.min_height
                                                       : cli::parse_double("--height", v.substr(colon + 1), {4, 512});
+          }};
+}
+
+// "--spacing 0.5:1.5" / "--tracking -0.02:0.05", or one number for a fixed value.
+cli::Flag range_flag(const char* name, const char* help, double lo_limit, double hi_limit, double& lo, double& hi) {
+  return {name, "LO:HI", help, [name, lo_limit, hi_limit, &lo, &hi](const std::string& v) {
+            const size_t colon = v.find(':');
+            lo = cli::parse_double(name, v.substr(0, colon), {lo_limit, hi_limit});
+            hi = colon == std::string::npos ? lo : cli::parse_double(name, v.substr(colon + 1), {lo_limit, hi_limit});
+            OCRT_CHECK(lo <= hi, name, ": LO must be <= HI, got ", v);
           }};
 }
 
@@ -91,6 +104,12 @@ cli::Parser synth_flags(SynthConfig& c) {
   p.add(cli::integer("--min-chars", "N", c.min_chars, 1, 1000, "shortest line in characters (3; 1..1000)"));
   p.add(cli::integer("--max-chars", "N", c.max_chars, 1, 1000, "longest line in characters (28; 1..1000)"));
   p.add(height_flag(c));
+  p.add(range_flag("--spacing",
+                   "lines: the word space's width as a factor of the font's, drawn per\nline (1: the font's own; 0 <= LO <= HI <= 4)",
+                   0, 4, c.min_spacing, c.max_spacing));
+  p.add(range_flag("--tracking",
+                   "lines: extra space between letters in glyph heights, drawn per line\n(0; -0.5 <= LO <= HI <= 0.5)",
+                   -0.5, 0.5, c.min_tracking, c.max_tracking));
   p.add(cli::toggle("--augment", c.augment, true,
                     "apply the training augmentations (blur, noise, contrast, rotation,\n"
                     "morphology, padding) with their default settings"));
@@ -260,7 +279,10 @@ Sample make_sample(const SynthConfig& c, const TextSource& text_source, const st
     const double height = rng.uniform(c.min_height, c.max_height);
     const int64_t margin = rng.integer(1, 6);
     const auto ink = (uint8_t)rng.integer(0, 70), paper = (uint8_t)rng.integer(180, 255);
-    GrayImage image = font->render(text, height, margin, ink, paper);
+    TextSpacing spacing{c.min_spacing, c.min_tracking};
+    if (c.min_spacing < c.max_spacing) spacing.word = rng.uniform(c.min_spacing, c.max_spacing);
+    if (c.min_tracking < c.max_tracking) spacing.tracking = rng.uniform(c.min_tracking, c.max_tracking);
+    GrayImage image = font->render(text, height, margin, ink, paper, spacing);
     if (c.degrade != "none") image = degrade(image, scan, rng);
     if (c.augment) image = augment(image, AugmentOptions{}, rng);
     if (image.height < kMinLineHeight) image = pad_to_height(image, kMinLineHeight, paper);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "run_command.h"
+#include "runtime/image.h"
 #include "runtime/json.h"
 #include "temp_dir.h"
 
@@ -30,6 +31,9 @@ TEST_CASE("ocrt-synth refuses bad numbers by their flag before any work", "[cli]
       {"--height 3", "--height: must be in [4, 512], got 3"},
       {"--height 22:1e999", "--height: expected a finite number"},
       {"--height 22:600", "--height: must be in [4, 512], got 600"},
+      {"--spacing 2:1", "--spacing: LO must be <= HI, got 2:1"},
+      {"--spacing 5", "--spacing: must be in [0, 4], got 5"},
+      {"--tracking 0:0.6", "--tracking: must be in"},
       {"--fonts ,", "--fonts: expected one or more items separated by commas"},
       {"--count", "--count: expects a value (N)"},
       {"--frobnicate", "unknown option '--frobnicate' (see ocrt-synth --help)"},
@@ -98,4 +102,46 @@ TEST_CASE("ocrt-synth --height 4 writes lines ocrt-infer reads (at least 8 pixel
   // Every line is read (none refused as too small): ocrt-infer's exit status is 0 only then.
   CHECK(run_command(program("ocrt-infer") + " --threads 1 " + out.string(), &output) == 0);
   CHECK_THAT(output, Catch::Contains("12 lines (0 failed)"));
+}
+
+TEST_CASE("ocrt-synth --spacing and --tracking set the type's spacing and leave the lines' other draws alone", "[cli]") {
+  TempDir dir("synth-spacing");
+  std::string output;
+  auto synth = [&](const std::string& name, const std::string& flags) {
+    const fs::path out = dir.path / name;
+    const int rc = run_command(program("ocrt-synth") + " --out " + out.string() + " --count 10 --seed 9 " + flags, &output);
+    INFO(output);
+    return rc == 0 ? out : fs::path();
+  };
+  const fs::path plain = synth("plain", ""), tight = synth("tight", "--spacing 0.3"), wide = synth("wide", "--tracking 0.1");
+  if (plain.empty() && output.find("font") != std::string::npos) {
+    WARN("no Debian font installed: skipped");
+    return;
+  }
+  REQUIRE_FALSE(plain.empty());
+  REQUIRE_FALSE(tight.empty());
+  REQUIRE_FALSE(wide.empty());
+  auto read = [](const fs::path& p) {
+    std::stringstream s;
+    s << std::ifstream(p).rdbuf();
+    return s.str();
+  };
+  // A fixed value draws nothing: the same texts (and fonts and heights) as without the flag.
+  REQUIRE(read(tight / "labels.txt") == read(plain / "labels.txt"));
+  REQUIRE(read(wide / "labels.txt") == read(plain / "labels.txt"));
+  std::istringstream labels(read(plain / "labels.txt"));
+  std::string line;
+  int64_t spaced = 0, narrower = 0, lines = 0, wider = 0;
+  while (std::getline(labels, line)) {
+    const std::string name = line.substr(0, line.find('\t')), text = line.substr(line.find('\t') + 1);
+    const int64_t w = ocrt::load_gray_image((plain / name).string()).width;
+    ++lines;
+    wider += ocrt::load_gray_image((wide / name).string()).width > w;
+    if (text.find(' ') == std::string::npos) continue;
+    ++spaced;
+    narrower += ocrt::load_gray_image((tight / name).string()).width < w;
+  }
+  REQUIRE(spaced > 0);
+  CHECK(narrower == spaced);
+  CHECK(wider == lines);
 }
