@@ -22,7 +22,7 @@
 // leading dimension, so gemm() below issues each row-major product C = A @ B as C^T = B^T A^T.
 // Float32 GEMMs run in the GPU precision of runtime/precision.h: fp32 and tf32 through
 // cuda::sgemm_strided_batched (runtime/cuda/cublas_loader.h); under bf16 the columns, dy' and
-// the weights are written in bf16 and gemm_bf16() multiplies them on the tensor cores with
+// the weights are written in bf16 and gemm() multiplies them on the tensor cores with
 // float32 accumulation and results (col2im, the bias and dW's accumulation stay float32).
 #include <cuda_bf16.h>
 
@@ -72,6 +72,19 @@ cublasStatus_t gemm_strided_batched(cublasHandle_t h, cublasOperation_t ta, cubl
   return cuda::cublas_api().dgemm_strided_batched(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
 }
 
+// bf16 operands, float32 result and scalars: cublasGemmStridedBatchedEx computing in float32 on
+// the tensor cores. This is what Precision::bf16 means for a convolution: its operands are
+// rounded to bf16 where they are written (im2col, dy's rearrangement, the weights once per call),
+// so the GEMM reads half the bytes. (Given float32 operands and CUBLAS_COMPUTE_32F_FAST_16BF
+// instead, cuBLAS 13 on the H100 ran its TF32 kernels: Nsight Compute named them, 2026-11-27.)
+cublasStatus_t gemm_strided_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                    const float* alpha, const bf16* A, int lda, long long sa, const bf16* B, int ldb,
+                                    long long sb, const float* beta, float* C, int ldc, long long sc, int batch) {
+  return cuda::cublas_api().gemm_strided_batched_ex(h, ta, tb, m, n, k, alpha, A, CUDA_R_16BF, lda, sa, B, CUDA_R_16BF,
+                                                    ldb, sb, beta, C, CUDA_R_32F, ldc, sc, batch, CUBLAS_COMPUTE_32F,
+                                                    CUBLAS_GEMM_DEFAULT);
+}
+
 int as_int(int64_t v, const char* what) {
   OCRT_CHECK(v >= 0 && v <= INT_MAX, "conv2d: ", what, " (", v, ") is too large for a cuBLAS GEMM");
   return (int)v;
@@ -82,36 +95,20 @@ int as_int(int64_t v, const char* what) {
 // or stored (N,K) when trans_b. Batch b's matrices start stride_* elements after batch b-1's.
 // cuBLAS computes the column-major C^T (N,M) = B^T A^T: a row-major (K,N) B is already the
 // column-major B^T with ld N; a stored (N,K) B is the column-major B with ld K, so it is transposed.
-template <class T>
-void gemm(int device, int64_t batch, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const T* A,
-          int64_t stride_a, const T* B, int64_t stride_b, T beta, T* C, int64_t stride_c) {
-  const T alpha = 1;
+// O is the operands' type, R the result's: both T, or bf16 operands and a float32 result.
+template <class O, class R>
+void gemm(int device, int64_t batch, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const O* A,
+          int64_t stride_a, const O* B, int64_t stride_b, R beta, R* C, int64_t stride_c) {
+  const R alpha = 1;
   const int lda = as_int(trans_a ? M : K, "a leading dimension"), ldb = as_int(trans_b ? K : N, "a leading dimension");
   cuda::check_cublas(gemm_strided_batched(cuda::cublas(device), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                                           trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, as_int(N, "a GEMM size"),
                                           as_int(M, "a GEMM size"), as_int(K, "a GEMM size"), &alpha, B, ldb,
                                           stride_b, A, lda, stride_a, &beta, C, as_int(N, "a GEMM size"), stride_c,
                                           as_int(batch, "the group count")),
-                     "cublasGemmStridedBatched (conv2d)", device);
-}
-
-// Row-major as gemm() above, with bf16 operands and a float32 result (beta scales C's old
-// values): cublasGemmStridedBatchedEx computing in float32 on the tensor cores. This is what
-// Precision::bf16 means for a convolution: its operands are rounded to bf16 where they are
-// written (im2col, dy's rearrangement, the weights once per call), so the GEMM reads half the
-// bytes. (Given float32 operands and CUBLAS_COMPUTE_32F_FAST_16BF instead, cuBLAS 13 on the
-// H100 ran its TF32 kernels: Nsight Compute named them, 2026-11-27.)
-void gemm_bf16(int device, int64_t batch, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const bf16* A,
-               int64_t stride_a, const bf16* B, int64_t stride_b, float beta, float* C, int64_t stride_c) {
-  const float alpha = 1;
-  const int lda = as_int(trans_a ? M : K, "a leading dimension"), ldb = as_int(trans_b ? K : N, "a leading dimension");
-  cuda::check_cublas(cuda::cublas_api().gemm_strided_batched_ex(
-                         cuda::cublas(device), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                         as_int(N, "a GEMM size"), as_int(M, "a GEMM size"), as_int(K, "a GEMM size"), &alpha, B,
-                         CUDA_R_16BF, ldb, stride_b, A, CUDA_R_16BF, lda, stride_a, &beta, C, CUDA_R_32F,
-                         as_int(N, "a GEMM size"), stride_c, as_int(batch, "the group count"), CUBLAS_COMPUTE_32F,
-                         CUBLAS_GEMM_DEFAULT),
-                     "cublasGemmStridedBatchedEx (conv2d, bf16)", device);
+                     std::is_same_v<O, bf16> ? "cublasGemmStridedBatchedEx (conv2d, bf16)"
+                                             : "cublasGemmStridedBatched (conv2d)",
+                     device);
 }
 
 // A value as a GEMM column operand of type C: bf16 rounds to nearest even.
@@ -176,6 +173,15 @@ __global__ void im2col_kernel(const T* __restrict__ x, Geometry geo, I L, C* __r
 // and ow*sw = iw + pw - j*dw; each tap has at most one such output. The sum runs over (i, j) in
 // order, as the CPU's col2im adds them. dx is overwritten. kUnit: stride and dilation 1 (most
 // convolutions), where a tap's output is found without dividing.
+// The output o along one axis whose window's tap lands on an input pixel, given t = o * stride
+// (the pixel's position plus padding minus the tap's offset), or -1 when none does: t must be a
+// whole multiple of the stride and o inside [0, n). kUnit: stride 1, no division.
+template <class I, bool kUnit>
+__device__ __forceinline__ I tap_output(I t, I stride, I n) {
+  if constexpr (kUnit) return t >= 0 && t < n ? t : I(-1);
+  else return t >= 0 && t % stride == 0 && t / stride < n ? t / stride : I(-1);
+}
+
 template <class T, class I, bool kUnit>
 __global__ void col2im_kernel(const T* __restrict__ dcol, Geometry geo, I L, I S, T* __restrict__ dx) {
   const Dims<I> g(geo);
@@ -187,26 +193,11 @@ __global__ void col2im_kernel(const T* __restrict__ dcol, Geometry geo, I L, I S
     const T* rows = dcol + cin * g.kh * g.kw * L + s * g.HoWo;
     T acc = 0;
     for (I i = 0; i < g.kh; ++i) {
-      const I th = ih + g.ph - i * g.dh;  // oh * sh
-      I oh;
-      if constexpr (kUnit) {
-        if (th < 0 || th >= g.Ho) continue;
-        oh = th;
-      } else {
-        if (th < 0 || th % g.sh != 0 || th / g.sh >= g.Ho) continue;
-        oh = th / g.sh;
-      }
+      const I oh = tap_output<I, kUnit>(ih + g.ph - i * g.dh, g.sh, g.Ho);
+      if (oh < 0) continue;
       for (I j = 0; j < g.kw; ++j) {
-        const I tw = iw + g.pw - j * g.dw;  // ow * sw
-        I ow;
-        if constexpr (kUnit) {
-          if (tw < 0 || tw >= g.Wo) continue;
-          ow = tw;
-        } else {
-          if (tw < 0 || tw % g.sw != 0 || tw / g.sw >= g.Wo) continue;
-          ow = tw / g.sw;
-        }
-        acc += rows[(i * g.kw + j) * L + oh * g.Wo + ow];
+        const I ow = tap_output<I, kUnit>(iw + g.pw - j * g.dw, g.sw, g.Wo);
+        if (ow >= 0) acc += rows[(i * g.kw + j) * L + oh * g.Wo + ow];
       }
     }
     dx[t] = acc;
@@ -279,36 +270,43 @@ bool narrow_indices(const Geometry& g, int64_t S) {
   return S * g.C * g.H * g.W <= limit && S * g.Cout * g.HoWo <= limit && g.C * g.kh * g.kw * S * g.HoWo <= limit;
 }
 
-// Calls f with the index type of the call (int32_t or int64_t).
-template <class F>
-void with_index(bool narrow, F&& f) {
-  if (narrow) f(int32_t{});
-  else f(int64_t{});
+// Calls f with the GEMMs' operand type and the index type of the call: the operands are bf16
+// for float32 tensors under Precision::bf16, else T; the index int32_t where narrow_indices()
+// says every index fits, else int64_t.
+template <class T, class F>
+void with_types(bool narrow, F&& f) {
+  auto with_index = [&](auto operand) {
+    if (narrow) f(operand, int32_t{});
+    else f(operand, int64_t{});
+  };
+  if constexpr (std::is_same_v<T, float>)
+    if (gpu_precision() == Precision::bf16) return with_index(bf16{});
+  with_index(T{});
 }
 
-// Whether this call's GEMMs take bf16 operands: float32 tensors under Precision::bf16.
-template <class T>
-bool bf16_operands() {
-  if constexpr (std::is_same_v<T, float>) return gpu_precision() == Precision::bf16;
-  return false;
-}
-
-// Scratch for n values of type V (bf16 has no DType of its own: bytes).
+// Scratch for n values of type V (bf16 has no DType of its own: bytes), and a typed view of
+// any buffer (the columns' buffer holds T, or bf16 columns in its first half).
 template <class V>
 Tensor scratch_of(int64_t n, const Device& device) {
   return Tensor::empty({n * (int64_t)sizeof(V)}, DType::u8, device);
 }
 template <class V>
 V* scratch_ptr(const Tensor& t) {
-  return t.dtype() == DType::f32 ? reinterpret_cast<V*>(t.data<float>()) : reinterpret_cast<V*>(t.data<uint8_t>());
+  return static_cast<V*>(t.raw_data());
 }
 
-// w (float32) rounded to bf16 once per call: the GEMMs' A operand.
-Tensor weights_bf16(const Tensor& w, const DeviceScope& ds) {
-  Tensor wb = scratch_of<bf16>(w.numel(), w.device());
-  to_bf16_kernel<<<grid_for(w.numel()), kThreads, 0, ds.stream>>>(w.data<float>(), w.numel(), scratch_ptr<bf16>(wb));
-  OCRT_CUDA_LAUNCH_CHECK("conv2d (bf16 weights)", ds.device);
-  return wb;
+// The weights as the GEMMs' A operand of type O: w itself, or rounded to bf16 once per call
+// into `keep` (which must outlive the GEMMs).
+template <class O, class T>
+const O* weights_as(const Tensor& w, const DeviceScope& ds, Tensor& keep) {
+  if constexpr (std::is_same_v<O, T>) {
+    return w.data<T>();
+  } else {
+    keep = scratch_of<bf16>(w.numel(), w.device());
+    to_bf16_kernel<<<grid_for(w.numel()), kThreads, 0, ds.stream>>>(w.data<float>(), w.numel(), scratch_ptr<bf16>(keep));
+    OCRT_CUDA_LAUNCH_CHECK("conv2d (bf16 weights)", ds.device);
+    return scratch_ptr<bf16>(keep);
+  }
 }
 
 template <class T>
@@ -316,7 +314,6 @@ void conv2d_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Co
   const Geometry g(x, w, y.shape(), params);
   const DeviceScope ds(x);
   const T* xp = x.data<T>();
-  const T* wp = w.data<T>();
   const T* bp = bias.defined() ? bias.data<T>() : nullptr;
   T* yp = y.data<T>();
 
@@ -324,33 +321,22 @@ void conv2d_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Co
   // bf16 columns take the first half of the same buffer.
   Tensor col_mem = Tensor::empty({g.C * g.kh * g.kw * S * g.HoWo}, x.dtype(), x.device());
   Tensor out_mem = S > 1 ? Tensor::empty({g.Cout * S * g.HoWo}, x.dtype(), x.device()) : Tensor();
-  const bool half = bf16_operands<T>();
-  const Tensor wb = half ? weights_bf16(w, ds) : Tensor();
-  with_index(narrow_indices(g, S), [&](auto index) {
+  with_types<T>(narrow_indices(g, S), [&](auto operand, auto index) {
+    using O = decltype(operand);
     using I = decltype(index);
+    Tensor wb;
+    const O* wp = weights_as<O, T>(w, ds, wb);
+    O* col = scratch_ptr<O>(col_mem);
     for (int64_t n0 = 0; n0 < g.N; n0 += S) {
       const int64_t s_count = std::min(S, g.N - n0), L = s_count * g.HoWo;
-      const T* x_chunk = xp + n0 * g.C * g.H * g.W;
       T* y_chunk = yp + n0 * g.Cout * g.HoWo;
+      im2col_kernel<T, O, I><<<grid_for(g.C * L), kThreads, 0, ds.stream>>>(xp + n0 * g.C * g.H * g.W, g, (I)L, col);
+      OCRT_CUDA_LAUNCH_CHECK("conv2d", ds.device);
       // A one-sample chunk's (Cout, HoWo) is that sample's y planes: the GEMM writes y directly.
       T* out = s_count == 1 ? y_chunk : out_mem.data<T>();
       // out_g (Coutg, L) = W_g (Coutg, CK) @ col_g (CK, L), for every group g
-      if constexpr (std::is_same_v<T, float>) {
-        if (half) {
-          bf16* col = scratch_ptr<bf16>(col_mem);
-          im2col_kernel<T, bf16, I><<<grid_for(g.C * L), kThreads, 0, ds.stream>>>(x_chunk, g, (I)L, col);
-          OCRT_CUDA_LAUNCH_CHECK("conv2d", ds.device);
-          gemm_bf16(ds.device, g.p.groups, false, false, g.Coutg, L, g.CK, scratch_ptr<bf16>(wb), g.Coutg * g.CK, col,
-                    g.CK * L, 0.f, out, g.Coutg * L);
-        }
-      }
-      if (!half) {
-        T* col = col_mem.data<T>();
-        im2col_kernel<T, T, I><<<grid_for(g.C * L), kThreads, 0, ds.stream>>>(x_chunk, g, (I)L, col);
-        OCRT_CUDA_LAUNCH_CHECK("conv2d", ds.device);
-        gemm<T>(ds.device, g.p.groups, false, false, g.Coutg, L, g.CK, wp, g.Coutg * g.CK, col, g.CK * L, T(0), out,
-                g.Coutg * L);
-      }
+      gemm(ds.device, g.p.groups, false, false, g.Coutg, L, g.CK, wp, g.Coutg * g.CK, col, g.CK * L, T(0), out,
+           g.Coutg * L);
       if (s_count > 1 || bp) {
         const int64_t count = s_count * g.Cout * g.HoWo;
         chunk_to_nchw_kernel<T, I><<<grid_for(count), kThreads, 0, ds.stream>>>(out, bp, g, (I)s_count, y_chunk);
@@ -366,7 +352,6 @@ void conv2d_backward_typed(const Tensor& x, const Tensor& w, const Tensor& dy, c
   const Geometry g(x, w, dy.shape(), params);
   const DeviceScope ds(x);
   const T* xp = x.data<T>();
-  const T* wp = w.data<T>();
   const T* dyp = dy.data<T>();
   T* dxp = dx.defined() ? dx.data<T>() : nullptr;
   T* dwp = dw.defined() ? dw.data<T>() : nullptr;
@@ -393,68 +378,51 @@ void conv2d_backward_typed(const Tensor& x, const Tensor& w, const Tensor& dy, c
   }
 
   const int64_t S = chunk_samples(g, sizeof(T));
-  const bool half = bf16_operands<T>();
   // col holds the unfolded chunk for dW, then (stream order makes the reuse safe) dcol for dx;
   // bf16 columns take its first half, dcol is always T.
   Tensor col_mem = Tensor::empty({g.C * g.kh * g.kw * S * g.HoWo}, x.dtype(), x.device());
-  // dy of a chunk as (Cout, L), when it is not dy's own planes: several samples, or bf16.
-  Tensor dyc_mem = S > 1 || half ? Tensor::empty({g.Cout * S * g.HoWo}, x.dtype(), x.device()) : Tensor();
-  const Tensor wb = half ? weights_bf16(w, ds) : Tensor();
   T* dcol = col_mem.data<T>();
-  with_index(narrow_indices(g, S), [&](auto index) {
+  const bool unit = g.p.stride_h == 1 && g.p.stride_w == 1 && g.p.dilation_h == 1 && g.p.dilation_w == 1;
+  with_types<T>(narrow_indices(g, S), [&](auto operand, auto index) {
+    using O = decltype(operand);
     using I = decltype(index);
+    constexpr bool kSame = std::is_same_v<O, T>;
+    Tensor wb;
+    const O* wp = weights_as<O, T>(w, ds, wb);
+    O* col = scratch_ptr<O>(col_mem);
+    // dy of a chunk as (Cout, L), when it is not dy's own planes: several samples, or bf16.
+    Tensor dyc_mem = S > 1 || !kSame ? Tensor::empty({g.Cout * S * g.HoWo}, x.dtype(), x.device()) : Tensor();
     for (int64_t n0 = 0; n0 < g.N; n0 += S) {
       const int64_t s_count = std::min(S, g.N - n0), L = s_count * g.HoWo;
-      const T* x_chunk = xp + n0 * g.C * g.H * g.W;
       const T* dy_planes = dyp + n0 * g.Cout * g.HoWo;
-      if constexpr (std::is_same_v<T, float>) {
-        if (half) {
-          bf16* dyc = scratch_ptr<bf16>(dyc_mem);
-          if (s_count > 1)
-            nchw_to_chunk_kernel<T, bf16, I><<<grid_for(g.Cout * L), kThreads, 0, ds.stream>>>(dy_planes, g,
-                                                                                               (I)s_count, dyc);
-          else
-            to_bf16_kernel<<<grid_for(g.Cout * L), kThreads, 0, ds.stream>>>(dy_planes, g.Cout * L, dyc);
-          OCRT_CUDA_LAUNCH_CHECK("conv2d backward", ds.device);
-          if (dwp) {
-            bf16* col = scratch_ptr<bf16>(col_mem);
-            im2col_kernel<T, bf16, I><<<grid_for(g.C * L), kThreads, 0, ds.stream>>>(x_chunk, g, (I)L, col);
-            OCRT_CUDA_LAUNCH_CHECK("conv2d backward", ds.device);
-            gemm_bf16(ds.device, g.p.groups, false, true, g.Coutg, g.CK, L, dyc, g.Coutg * L, col, g.CK * L,
-                      n0 == 0 ? 0.f : 1.f, dwp, g.Coutg * g.CK);
-          }
-          if (dxp)
-            gemm_bf16(ds.device, g.p.groups, true, false, g.CK, L, g.Coutg, scratch_ptr<bf16>(wb), g.Coutg * g.CK,
-                      dyc, g.Coutg * L, 0.f, dcol, g.CK * L);
-        }
+      // dy of the chunk as (Cout, L) in the operand type; a one-sample chunk of T is dy's own planes.
+      const O* dy_chunk;
+      if (s_count > 1) {
+        nchw_to_chunk_kernel<T, O, I><<<grid_for(g.Cout * L), kThreads, 0, ds.stream>>>(dy_planes, g, (I)s_count,
+                                                                                        scratch_ptr<O>(dyc_mem));
+        OCRT_CUDA_LAUNCH_CHECK("conv2d backward", ds.device);
+        dy_chunk = scratch_ptr<O>(dyc_mem);
+      } else if constexpr (kSame) {
+        dy_chunk = dy_planes;
+      } else {
+        to_bf16_kernel<<<grid_for(g.Cout * L), kThreads, 0, ds.stream>>>(dy_planes, g.Cout * L, scratch_ptr<O>(dyc_mem));
+        OCRT_CUDA_LAUNCH_CHECK("conv2d backward", ds.device);
+        dy_chunk = scratch_ptr<O>(dyc_mem);
       }
-      if (!half) {
-        // dy of the chunk as (Cout, L); a one-sample chunk is dy's own planes.
-        const T* dy_chunk = dy_planes;
-        if (s_count > 1) {
-          nchw_to_chunk_kernel<T, T, I><<<grid_for(g.Cout * L), kThreads, 0, ds.stream>>>(dy_planes, g, (I)s_count,
-                                                                                          dyc_mem.data<T>());
-          OCRT_CUDA_LAUNCH_CHECK("conv2d backward", ds.device);
-          dy_chunk = dyc_mem.data<T>();
-        }
-        if (dwp) {
-          T* col = col_mem.data<T>();
-          im2col_kernel<T, T, I><<<grid_for(g.C * L), kThreads, 0, ds.stream>>>(x_chunk, g, (I)L, col);
-          OCRT_CUDA_LAUNCH_CHECK("conv2d backward", ds.device);
-          // dW_g (Coutg, CK) (+)= dy'_g (Coutg, L) @ col_g^T, col_g stored (CK, L). beta = 0 on the
-          // first chunk: cuBLAS does not read C then, so dw's old contents do not matter.
-          gemm<T>(ds.device, g.p.groups, false, true, g.Coutg, g.CK, L, dy_chunk, g.Coutg * L, col, g.CK * L,
-                  T(n0 == 0 ? 0 : 1), dwp, g.Coutg * g.CK);
-        }
-        // dcol_g (CK, L) = W_g^T (CK, Coutg) @ dy'_g (Coutg, L), W_g stored (Coutg, CK).
-        if (dxp)
-          gemm<T>(ds.device, g.p.groups, true, false, g.CK, L, g.Coutg, wp, g.Coutg * g.CK, dy_chunk, g.Coutg * L,
-                  T(0), dcol, g.CK * L);
+      if (dwp) {
+        im2col_kernel<T, O, I><<<grid_for(g.C * L), kThreads, 0, ds.stream>>>(xp + n0 * g.C * g.H * g.W, g, (I)L, col);
+        OCRT_CUDA_LAUNCH_CHECK("conv2d backward", ds.device);
+        // dW_g (Coutg, CK) (+)= dy'_g (Coutg, L) @ col_g^T, col_g stored (CK, L). beta = 0 on the
+        // first chunk: cuBLAS does not read C then, so dw's old contents do not matter.
+        gemm(ds.device, g.p.groups, false, true, g.Coutg, g.CK, L, dy_chunk, g.Coutg * L, col, g.CK * L,
+             T(n0 == 0 ? 0 : 1), dwp, g.Coutg * g.CK);
       }
       if (dxp) {
+        // dcol_g (CK, L) = W_g^T (CK, Coutg) @ dy'_g (Coutg, L), W_g stored (Coutg, CK).
+        gemm(ds.device, g.p.groups, true, false, g.CK, L, g.Coutg, wp, g.Coutg * g.CK, dy_chunk, g.Coutg * L, T(0),
+             dcol, g.CK * L);
         const int64_t count = s_count * g.C * g.H * g.W;
         T* dx_chunk = dxp + n0 * g.C * g.H * g.W;
-        const bool unit = g.p.stride_h == 1 && g.p.stride_w == 1 && g.p.dilation_h == 1 && g.p.dilation_w == 1;
         if (unit)
           col2im_kernel<T, I, true><<<grid_for(count), kThreads, 0, ds.stream>>>(dcol, g, (I)L, (I)s_count, dx_chunk);
         else
