@@ -6,9 +6,7 @@
 // this file is compiled with -ffp-contract=off (CMakeLists.txt), so no product is fused into a
 // following sum and the fused step takes the composite's steps bit for bit (tests/train/
 // test_optim.cpp checks it). The CUDA kernel (ops/cuda/optim.cu) rounds the same way.
-#include <omp.h>
-
-#include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "ops/backend.h"
@@ -18,40 +16,39 @@ namespace ocrt {
 
 namespace {
 
+// One run of n values (the loop driver's split of the parameter over threads).
 template <class T>
-void adam_typed(const AdamStepParams& a, T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v,
-                int64_t n) {
+void adam_run(const AdamStepParams& a, T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v,
+              int64_t n) {
   const T decay = (T)a.decay, wd = (T)a.weight_decay, beta1 = (T)a.beta1, beta2 = (T)a.beta2;
   const T rest1 = (T)(1 - a.beta1), rest2 = (T)(1 - a.beta2), sqrt_bias2 = (T)a.sqrt_bias2, eps = (T)a.eps;
   const T neg_step = (T)(-a.step_size);
   const bool decoupled = a.decay != 1, coupled = a.weight_decay != 0;
-  auto run = [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      T pi = p[i];
-      if (decoupled) pi = pi * decay;
-      T gi = g[i];
-      if (coupled) gi = gi + pi * wd;
-      T mi = m[i] * beta1;
-      mi = mi + gi * rest1;
-      T vi = v[i] * beta2;
-      vi = vi + (gi * gi) * rest2;
-      const T denom = std::sqrt(vi) / sqrt_bias2 + eps;
-      p[i] = pi + (mi / denom) * neg_step;
-      m[i] = mi;
-      v[i] = vi;
-    }
-  };
-  const int threads = omp_get_max_threads();
-  if (n < cpu::kParallelGrain || threads == 1 || omp_in_parallel()) return run(0, n);
-  const int64_t chunk = std::max<int64_t>(cpu::kParallelGrain / 2, (n + threads - 1) / threads);
-#pragma omp parallel for schedule(static)
-  for (int64_t lo = 0; lo < n; lo += chunk) run(lo, std::min(n, lo + chunk));
+  for (int64_t i = 0; i < n; ++i) {
+    T pi = p[i];
+    if (decoupled) pi = pi * decay;
+    T gi = g[i];
+    if (coupled) gi = gi + pi * wd;
+    T mi = m[i] * beta1;
+    mi = mi + gi * rest1;
+    T vi = v[i] * beta2;
+    vi = vi + (gi * gi) * rest2;
+    const T denom = std::sqrt(vi) / sqrt_bias2 + eps;
+    p[i] = pi + (mi / denom) * neg_step;
+    m[i] = mi;
+    v[i] = vi;
+  }
 }
 
+// The four tensors are contiguous and of one shape (the entry's contract), so the loop driver
+// sees one run of stride 1, which it splits over the threads when it is long enough.
 void cpu_adam_step(const AdamStepParams& a, const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v) {
   dispatch_float(p.dtype(), "adam_step", [&](auto zero) {
     using T = decltype(zero);
-    adam_typed<T>(a, p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>(), p.numel());
+    cpu::for_each_run<4>({p, g, m, v}, [&](std::array<char*, 4> at, std::array<int64_t, 4>, int64_t n) {
+      adam_run<T>(a, reinterpret_cast<T*>(at[0]), reinterpret_cast<const T*>(at[1]), reinterpret_cast<T*>(at[2]),
+                  reinterpret_cast<T*>(at[3]), n);
+    });
   });
 }
 
