@@ -123,12 +123,8 @@ LineSample SynthDataset::get(int64_t index, uint64_t seed) const {
     const double pixel_height = rng.uniform(opt_.min_pixel_height, opt_.max_pixel_height);
     const int64_t margin = rng.integer(1, 4);
     const uint8_t ink = (uint8_t)rng.integer(0, 90), paper = (uint8_t)rng.integer(165, 255);
-    // A range is drawn from only when its ends differ, so that the default draws nothing and
-    // every other draw of a seed stays where it was.
-    TextSpacing spacing{opt_.min_word_spacing, opt_.min_tracking};
-    if (opt_.min_word_spacing < opt_.max_word_spacing)
-      spacing.word = rng.uniform(opt_.min_word_spacing, opt_.max_word_spacing);
-    if (opt_.min_tracking < opt_.max_tracking) spacing.tracking = rng.uniform(opt_.min_tracking, opt_.max_tracking);
+    const TextSpacing spacing =
+        draw_spacing(rng, opt_.min_word_spacing, opt_.max_word_spacing, opt_.min_tracking, opt_.max_tracking);
     GrayImage image = font->render(text, pixel_height, margin, ink, paper, spacing);
     if (opt_.scan) image = degrade(image, opt_.scan_options, rng);
     image = resize_to_height(image, height_);

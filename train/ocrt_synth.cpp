@@ -47,8 +47,7 @@ struct SynthConfig {
   uint64_t seed = 1;
   int64_t min_chars = 3, max_chars = 28;
   double min_height = 22, max_height = 40;
-  // --spacing, --tracking: the type's spacing drawn per line (TextSpacing; train/loader.h's
-  // SynthOptions draws the same way): equal ends are that value, with no draw.
+  // --spacing, --tracking: the type's spacing drawn per line (draw_spacing, train/synth.h).
   double min_spacing = 1, max_spacing = 1, min_tracking = 0, max_tracking = 0;
   bool augment = false, list_fonts = false;
   std::string texts;  // --texts FILE: render these lines (one a line) instead of random text
@@ -279,9 +278,7 @@ Sample make_sample(const SynthConfig& c, const TextSource& text_source, const st
     const double height = rng.uniform(c.min_height, c.max_height);
     const int64_t margin = rng.integer(1, 6);
     const auto ink = (uint8_t)rng.integer(0, 70), paper = (uint8_t)rng.integer(180, 255);
-    TextSpacing spacing{c.min_spacing, c.min_tracking};
-    if (c.min_spacing < c.max_spacing) spacing.word = rng.uniform(c.min_spacing, c.max_spacing);
-    if (c.min_tracking < c.max_tracking) spacing.tracking = rng.uniform(c.min_tracking, c.max_tracking);
+    const TextSpacing spacing = draw_spacing(rng, c.min_spacing, c.max_spacing, c.min_tracking, c.max_tracking);
     GrayImage image = font->render(text, height, margin, ink, paper, spacing);
     if (c.degrade != "none") image = degrade(image, scan, rng);
     if (c.augment) image = augment(image, AugmentOptions{}, rng);

@@ -20,7 +20,7 @@ namespace {
 using cli::Range;
 constexpr double kInf = HUGE_VAL;
 
-// "--synth-chars 3:28", "--synth-height 22:40": two numbers, each checked like a flag's.
+// "--synth-chars 3:28": two integers, each checked like a flag's.
 cli::Flag synth_chars(SynthOptions& s) {
   return {"--synth-chars", "MIN:MAX", "characters per synthetic line (3:28; each in [1, 1000])",
           [&s](const std::string& v) {
@@ -29,34 +29,29 @@ cli::Flag synth_chars(SynthOptions& s) {
             s.max_chars = cli::parse_int("--synth-chars", hi, 1, 1000);
           }};
 }
-cli::Flag synth_height(SynthOptions& s) {
-  return {"--synth-height", "LO:HI", "glyph height in pixels before the resize to 32 (22:40; 4 <= LO <= HI <= 512)",
-          [&s](const std::string& v) {
-            const auto [lo, hi] = cli::split_pair("--synth-height", v, "LO:HI");
-            s.min_pixel_height = cli::parse_double("--synth-height", lo, {4, 512});
-            s.max_pixel_height = cli::parse_double("--synth-height", hi, {4, 512});
+// "--synth-height 22:40" and the other LO:HI pairs of real numbers, each checked like a flag's.
+cli::Flag real_pair(const char* name, const char* help, Range range, double& lo, double& hi) {
+  return {name, "LO:HI", help, [name, range, &lo, &hi](const std::string& v) {
+            const auto [a, b] = cli::split_pair(name, v, "LO:HI");
+            lo = cli::parse_double(name, a, range);
+            hi = cli::parse_double(name, b, range);
           }};
 }
-
-// "--synth-spacing 0.5:1.6", "--synth-tracking -0.02:0.05": the type's spacing (SynthOptions).
+cli::Flag synth_height(SynthOptions& s) {
+  return real_pair("--synth-height", "glyph height in pixels before the resize to 32 (22:40; 4 <= LO <= HI <= 512)",
+                   {4, 512}, s.min_pixel_height, s.max_pixel_height);
+}
+// The type's spacing (SynthOptions): "--synth-spacing 0.5:1.6", "--synth-tracking -0.02:0.05".
 cli::Flag synth_spacing(SynthOptions& s) {
-  return {"--synth-spacing", "LO:HI",
-          "word space's width as a factor of the font's, drawn per line (1:1: the font's own;\n"
-          "0 <= LO <= HI <= 4)",
-          [&s](const std::string& v) {
-            const auto [lo, hi] = cli::split_pair("--synth-spacing", v, "LO:HI");
-            s.min_word_spacing = cli::parse_double("--synth-spacing", lo, {0, 4});
-            s.max_word_spacing = cli::parse_double("--synth-spacing", hi, {0, 4});
-          }};
+  return real_pair("--synth-spacing",
+                   "word space's width as a factor of the font's, drawn per line (1:1: the font's own;\n"
+                   "0 <= LO <= HI <= 4)",
+                   {0, 4}, s.min_word_spacing, s.max_word_spacing);
 }
 cli::Flag synth_tracking(SynthOptions& s) {
-  return {"--synth-tracking", "LO:HI",
-          "extra space between letters in glyph heights, drawn per line (0:0;\n-0.5 <= LO <= HI <= 0.5)",
-          [&s](const std::string& v) {
-            const auto [lo, hi] = cli::split_pair("--synth-tracking", v, "LO:HI");
-            s.min_tracking = cli::parse_double("--synth-tracking", lo, {-0.5, 0.5});
-            s.max_tracking = cli::parse_double("--synth-tracking", hi, {-0.5, 0.5});
-          }};
+  return real_pair("--synth-tracking",
+                   "extra space between letters in glyph heights, drawn per line (0:0;\n-0.5 <= LO <= HI <= 0.5)",
+                   {-0.5, 0.5}, s.min_tracking, s.max_tracking);
 }
 
 // ocrt-train's flags: every one of them, with where its value goes in `c` and its range.

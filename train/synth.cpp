@@ -598,6 +598,13 @@ void SampleRng::normals(double* out, size_t n) {
   }
 }
 
+TextSpacing draw_spacing(SampleRng& rng, double word_lo, double word_hi, double tracking_lo, double tracking_hi) {
+  TextSpacing spacing{word_lo, tracking_lo};
+  if (word_lo < word_hi) spacing.word = rng.uniform(word_lo, word_hi);
+  if (tracking_lo < tracking_hi) spacing.tracking = rng.uniform(tracking_lo, tracking_hi);
+  return spacing;
+}
+
 double SampleRng::normal() {
   const double u1 = 1 - uniform();  // (0, 1]: log never sees 0
   return std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * uniform());

@@ -145,4 +145,10 @@ class SampleRng {
   uint64_t seed_, counter_ = 0;
 };
 
+// The type's spacing of one line drawn uniformly from [word_lo, word_hi] and [tracking_lo,
+// tracking_hi] (ocrt-train's --synth-spacing / --synth-tracking, ocrt-synth's --spacing /
+// --tracking). A range with equal ends is that value and draws nothing, so that the default
+// (1:1, 0:0) leaves every other draw of a seed where it was.
+TextSpacing draw_spacing(SampleRng& rng, double word_lo, double word_hi, double tracking_lo, double tracking_hi);
+
 }  // namespace ocrt::train
