@@ -36,7 +36,7 @@ def main():
     p.add_argument("--steps", type=float, default=1.0)
     p.add_argument("--group", action="store_true")
     a = p.parse_args()
-    rows = [r for r in csv.reader(open(a.csv, errors="replace")) if r and r[0].startswith(("ID", "", )) or True]
+    rows = list(csv.reader(open(a.csv, errors="replace")))
     header_at = next(i for i, r in enumerate(rows) if r and r[0] == "ID")
     header = rows[header_at]
     units = rows[header_at + 1]
