@@ -21,6 +21,13 @@ def short_name(name, group):
     name = re.sub(r"^void ", "", name)
     name = re.sub(r"\(.*$", "", name)  # the parameter list
     if group:
+        # cuBLASLt's nvjet kernels name their types in three letters after the architecture,
+        # operands, accumulation, result: nvjet_sm90_tss is bf16 operands (t) with float32
+        # accumulation and result (ocrt's bf16 convolutions), tst PyTorch AMP's bf16 -> bf16.
+        jet = re.match(r"nvjet_(?:sm\d+_)?([a-z])[a-z]{2}_", name)
+        if jet:
+            kind = {"t": "bf16", "h": "fp16", "s": "fp32/tf32"}.get(jet.group(1), jet.group(1))
+            return f"GEMM ({kind}, cuBLAS/CUTLASS)"
         if re.search(r"gemm|cutlass|sm90_|sm80_|ampere_|cublas", name, re.I):
             kind = "bf16" if re.search(r"bf16", name) else ("h" if re.search(r"_h\d|f16", name) else "fp32/tf32")
             return f"GEMM ({kind}, cuBLAS/CUTLASS)"
