@@ -57,7 +57,10 @@ void TextDetector::use_model(std::shared_ptr<nn::DBNet> model) {
              nn::DBNet::kSizeMultiple, ", got ", options_.max_side);
   validate(options_.device);
   model->eval();
-  model->to(options_.device);
+  {
+    const DeviceTurn turn(options_.device);  // other detectors may share the GPU (page lanes)
+    model->to(options_.device);
+  }
   model_ = std::move(model);
   boxes_ = model_->box_options();  // what the map is read with: the model's, and the caller's thresholds
   for (const double v : {options_.threshold, options_.box_threshold})

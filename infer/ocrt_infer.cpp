@@ -218,10 +218,12 @@ with --format tsv (a table of lines) every image is a line.)");
   p.add(cli::integer("--threads", "N", o.threads, 1, 4096,
                      "CPU threads for decoding images and for CPU workers (default: all)"));
   p.add(cli::integer("--page-jobs", "N", a.page_jobs, 1, 256,
-                     "pages read at once on the CPU, each with its own detector and\n"
-                     "recogniser and threads / N of the threads (default: 2 where every\n"
-                     "device is a CPU, there are 2 threads or more and the recogniser has\n"
-                     "at most 4M values, as crnn-s; else 1)"));
+                     "pages read at once, each with its own detector and recogniser\n"
+                     "and threads / N of the threads, on the CPU or taking turns on the\n"
+                     "GPUs of --devices (lane i on the i-th, round robin; not on a list\n"
+                     "mixing cpu and GPUs). Default: 4 a GPU (at most threads / 2);\n"
+                     "on the CPU 2 where there are 2 threads or more and the recogniser\n"
+                     "has at most 4M values, as crnn-s; else 1"));
   p.add(cli::integer("--batch", "N", o.batch, 1, 65536, "lines per batch, grouped by width (32)"));
   p.add(cli::integer("--batch-columns", "N", o.max_batch_columns, 64, int64_t(1) << 30,
                      "at most N columns in a batch (its lines x their padded width), which bounds its\n"
@@ -999,7 +1001,8 @@ bool InferRun::use_lanes() {
       return false;  // no detector: each page gets the error, one at a time
     }
     lanes_ = std::make_unique<PageLanes>(
-        page_jobs_, threads_, PageLaneSetup{args_.weights, args_.options, detector_->path(), detector_options_});
+        page_jobs_, threads_,
+        PageLaneSetup{args_.weights, args_.options, detector_->path(), detector_options_, args_.options.devices});
   }
   return lanes_ != nullptr;
 }

@@ -12,14 +12,20 @@ namespace ocrt::infer {
 PageLanes::PageLanes(int lanes, int threads, const PageLaneSetup& setup) {
   OCRT_CHECK(lanes >= 1, "page lanes: at least one lane, got ", lanes);
   OCRT_CHECK(threads >= 1, "page lanes: at least one thread, got ", threads);
-  OCRT_CHECK(setup.detector.device.is_cpu(), "page lanes: the detector must run on the CPU (a GPU is driven by one thread)");
+  OCRT_CHECK(!setup.devices.empty(), "page lanes: no device");
+  const bool cpu = setup.devices[0].is_cpu();
+  for (const Device& d : setup.devices)
+    OCRT_CHECK(d.is_cpu() == cpu, "page lanes: the devices must be the CPU alone or GPUs alone");
   share_ = std::max(1, threads / lanes);
-  PredictorOptions options = setup.predictor;
-  options.devices = {Device::cpu()};
-  options.threads = share_;
   for (int i = 0; i < lanes; ++i) {
     auto s = std::make_unique<LaneState>();
-    s->detector = std::make_unique<TextDetector>(setup.detector_path, setup.detector);
+    s->device = setup.devices[(size_t)i % setup.devices.size()];
+    DetectorOptions detector = setup.detector;
+    detector.device = s->device;
+    PredictorOptions options = setup.predictor;
+    options.devices = {s->device};
+    options.threads = share_;
+    s->detector = std::make_unique<TextDetector>(setup.detector_path, detector);
     s->predictor = std::make_unique<Predictor>(setup.model_path, options);
     lanes_.push_back(std::move(s));
   }
@@ -60,7 +66,7 @@ void PageLanes::wait_idle() {
 
 void PageLanes::lane_main(LaneState& s) {
   limit_this_thread(share_);
-  Lane lane{*s.detector, *s.predictor, share_};
+  Lane lane{*s.detector, *s.predictor, share_, s.device};
   for (;;) {
     Job job;
     {
@@ -88,11 +94,15 @@ void PageLanes::lane_main(LaneState& s) {
 
 int page_lanes_for(int asked, const std::vector<Device>& devices, int threads, int64_t recogniser_values) {
   const bool cpu_only = std::all_of(devices.begin(), devices.end(), [](const Device& d) { return d.is_cpu(); });
+  const bool gpu_only = std::all_of(devices.begin(), devices.end(), [](const Device& d) { return d.is_cuda(); });
   if (asked > 0) {
-    OCRT_CHECK(asked == 1 || cpu_only, "--page-jobs ", asked,
-               ": pages are read one at a time when a GPU is among the devices (one thread drives a GPU)");
+    OCRT_CHECK(asked == 1 || cpu_only || gpu_only, "--page-jobs ", asked,
+               ": the lanes run on the CPU alone or on GPUs alone, not on a list that mixes them (",
+               devices.size(), " devices given)");
     return asked;
   }
+  if (gpu_only && !devices.empty())
+    return std::max(1, std::min(kLanesPerGpu * (int)devices.size(), threads / 2));
   return cpu_only && threads >= 2 && recogniser_values <= kSmallRecogniserValues ? 2 : 1;
 }
 

@@ -1,29 +1,38 @@
-// Pages read several at a time on the CPU (ocrt-infer --page-jobs; docs/pages.md, "Several
-// pages at once").
+// Pages read several at a time (ocrt-infer --page-jobs; docs/pages.md, "Several pages at
+// once"), on the CPU or on GPUs.
 //
-//   PageLanes lanes(2, 2, {model_path, predictor_options, detector_path, detector_options});
+//   PageLanes lanes(2, 2, {model_path, predictor_options, detector_path, detector_options, {Device::cpu()}});
 //   lanes.post([&](PageLanes::Lane& lane) { read_page(image, name, lane.detector, lane.predictor); });
 //
-// Why: one page read with all the threads leaves cores idle. Its steps take turns (detect, cut
-// the lines out, recognise them, place the words), and the small ones (the detector's outlines,
-// LSTM steps of a short batch, placing words) use one thread, while OpenMP's teams wait at each
-// barrier for their slowest thread. Two pages read side by side on one thread each keep both
-// cores busy: 11 real scanned pages on 2 cores took 2.65 s as two processes of one thread
-// against 3.1-3.3 s as one process of two (docs/pages.md, "Several pages at once"). Tesseract
-// is benchmarked the same way, one process per core.
+// Why, on the CPU: one page read with all the threads leaves cores idle. Its steps take turns
+// (detect, cut the lines out, recognise them, place the words), and the small ones (the
+// detector's outlines, LSTM steps of a short batch, placing words) use one thread, while
+// OpenMP's teams wait at each barrier for their slowest thread. Two pages read side by side on
+// one thread each keep both cores busy: 11 real scanned pages on 2 cores took 2.65 s as two
+// processes of one thread against 3.1-3.3 s as one process of two (docs/pages.md, "Several
+// pages at once"). Tesseract is benchmarked the same way, one process per core.
 //
-// Each lane is a thread with its own text detector and its own predictor (one CPU worker with
-// the lane's share of the threads: threads / lanes, at least 1), so nothing is shared between
-// pages but the allocator and the model file on disk; each predictor keeps its own copy of the
-// recogniser (for crnn-en in float32 about 110 MB with its kept Winograd weights; what a lane
-// costs is measured in docs/pages.md, "Several pages at once"). A lane's thread limits its own OpenMP regions
-// to its share (limit_this_thread), so the detector and the line cutting of a page run on the
-// lane's threads only.
+// Why, on a GPU: a page read alone keeps its GPU waiting through every step that runs on the
+// host (decoding the image, scaling it for the detector, the detector's outlines, cutting the
+// lines, placing the words: more than half of a page's time on an H100, docs/gpu-status.md).
+// With several lanes on one GPU, one lane's host steps run while another lane's detector or
+// recogniser has the GPU. A GPU is still driven by one thread at a time: each lane takes the
+// GPU's turn (DeviceTurn, runtime/device.h) for its forward passes, and the predictor's and the
+// detector's GPU work is queued under it. With several GPUs, lane i uses the i-th of them
+// (round robin), so that pages spread over every GPU of --devices.
+//
+// Each lane is a thread with its own text detector and its own predictor (one worker, on the
+// lane's device, with the lane's share of the threads: threads / lanes, at least 1), so
+// nothing is shared between pages but the allocator, the GPU's turn and the model file on disk;
+// each predictor keeps its own copy of the recogniser (for crnn-en in float32 about 110 MB with
+// its kept Winograd weights on the CPU; what a lane costs is measured in docs/pages.md,
+// "Several pages at once"). A lane's thread limits its own OpenMP regions to its share
+// (limit_this_thread), so the detector and the line cutting of a page run on the lane's
+// threads only.
 //
 // Jobs run in the order they are posted, each on the first lane that is free; a job reports
 // its own result (a promise, a packaged_task) and must not throw (an exception that escapes a
-// job is kept and rethrown by the next post() or by wait_idle(), never lost). CPU only: a GPU
-// is driven by one thread (docs/cuda.md), so ocrt-infer reads pages one at a time on GPUs.
+// job is kept and rethrown by the next post() or by wait_idle(), never lost).
 #pragma once
 #include <condition_variable>
 #include <cstddef>
@@ -44,9 +53,12 @@ namespace ocrt::infer {
 
 struct PageLaneSetup {
   std::string model_path;         // the recogniser's model file
-  PredictorOptions predictor;     // its devices and threads are set per lane (one CPU worker)
+  PredictorOptions predictor;     // its devices and threads are set per lane (one worker)
   std::string detector_path;      // the text detector's model file
-  DetectorOptions detector;       // its device must be the CPU
+  DetectorOptions detector;       // its device is set per lane
+  // The lanes' devices: lane i runs on devices[i % size]. Either the CPU alone, or GPUs
+  // alone (a list mixing them is refused: page_lanes_for).
+  std::vector<Device> devices{Device::cpu()};
 };
 
 class PageLanes {
@@ -55,6 +67,7 @@ class PageLanes {
     TextDetector& detector;
     Predictor& predictor;
     int threads;  // this lane's share of the CPU threads
+    Device device;  // where its detector and recogniser run
   };
   using Job = std::function<void(Lane&)>;
 
@@ -73,6 +86,7 @@ class PageLanes {
 
  private:
   struct LaneState {
+    Device device;
     std::unique_ptr<TextDetector> detector;
     std::unique_ptr<Predictor> predictor;
     std::thread thread;
@@ -90,18 +104,21 @@ class PageLanes {
   std::exception_ptr escaped_;
 };
 
-// How many pages ocrt-infer reads at once: `asked` when it is positive; otherwise (auto) 2
-// where every device is a CPU, there are at least 2 threads and the recogniser is small (at
-// most kSmallRecogniserValues values in its file, Predictor::model_values), else 1. Asking for
-// more than 1 with a GPU among the devices is refused (a GPU is driven by one thread).
+// How many pages ocrt-infer reads at once: `asked` when it is positive; otherwise (auto), where
+// every device is a CPU, 2 when there are at least 2 threads and the recogniser is small (at
+// most kSmallRecogniserValues values in its file, Predictor::model_values), else 1; where every
+// device is a GPU, kLanesPerGpu lanes a GPU, as long as each lane keeps at least 2 threads.
+// Asking for more than 1 with a list that mixes the CPU and GPUs is refused (the lanes' devices
+// are either the CPU alone or GPUs alone).
 //
-// Why only small recognisers: a lane costs a copy of the recogniser and a second page's working
+// Why only small recognisers on the CPU: a lane costs a copy of the recogniser and a second page's working
 // set, and pays where the steps that use threads badly (the detector, the outlines, cutting the
 // lines) are a large share of a page. On 2 cores (docs/pages.md, 11 real scans):
 // crnn-s (2.2M values) in int8 read 12-16% faster with 2 lanes (peak RSS 216 -> 303 MiB), in
 // float32 9% (244 -> 350 MiB); crnn-en (8.75M), whose recogniser is most of a page and uses
 // both threads well, 3% faster in int8 (251 -> 392 MiB) and no faster in float32 (326 -> 525).
 constexpr int64_t kSmallRecogniserValues = 4'000'000;
+constexpr int kLanesPerGpu = 4;
 int page_lanes_for(int asked, const std::vector<Device>& devices, int threads, int64_t recogniser_values);
 
 }  // namespace ocrt::infer

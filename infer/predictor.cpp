@@ -410,6 +410,7 @@ void Predictor::Impl::worker_main(Worker& w) {
       set_num_threads(cpu_share);
     }
     model = w.model ? std::move(w.model) : build_model(p.arch_, p.config_, weights, /*inference_only=*/true);
+    const DeviceTurn turn(w.device);  // other predictors may share this GPU (page lanes)
     model->to(w.device);  // the first CUDA call for this GPU happens here, in its own thread
     if (w.device.is_cuda()) cuda_synchronize(w.device.index);
   } catch (const std::exception& e) {
@@ -490,10 +491,25 @@ void Predictor::Impl::run_batch(Worker& w, nn::Recognizer& model, Batch& b) {
     const double white = spec.pad_value * spec.scale + spec.offset;
     Tensor x = Tensor::full({N, 1, height, W + b.margin}, white);
     x.narrow(3, 0, W).copy_(packed);
-    const Tensor logits = model.forward(x.to(w.device), widths);  // (T, N, C)
     std::vector<int64_t> lengths;
     for (int64_t width : widths) lengths.push_back(model.frames_for_width(width));
-    const std::vector<nn::Decoded> decoded = decode(logits, lengths);
+    // The GPU's part under its turn (DeviceTurn: other predictors may share the GPU): the
+    // forward, and the greedy decoding's arithmetic, which runs on the logits where they are.
+    // A beam search is CPU work: the logits come to the host and it runs after the turn.
+    Tensor logits;
+    std::vector<nn::Decoded> decoded;
+    bool decoded_here = false;
+    {
+      const DeviceTurn turn(w.device);
+      logits = model.forward(x.to(w.device), widths);  // (T, N, C)
+      if (p.opt_.decoder == Decoder::beam || p.opt_.keep_logits) {
+        logits = logits.to(Device::cpu());
+      } else {
+        decoded = decode(logits, lengths);
+        decoded_here = true;
+      }
+    }
+    if (!decoded_here) decoded = decode(logits, lengths);
     for (int64_t n = 0; n < N; ++n) {
       const int64_t line = b.lines[(size_t)n];
       LineResult& r = chunk.results[(size_t)line];

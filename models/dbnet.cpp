@@ -377,6 +377,7 @@ DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_
   Tensor prob;
   {
     NoGradGuard no_grad;
+    const DeviceTurn turn(model.device());  // the GPU may be shared (runtime/device.h)
     prob = sigmoid(model.forward(x.to(model.device()))).to(Device::cpu()).contiguous();
   }
   model.train(was_training);

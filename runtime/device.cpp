@@ -61,4 +61,18 @@ std::vector<Device> parse_device_list(const std::string& text) {
   return out;
 }
 
+namespace {
+
+std::mutex& turn_lock(int index) {
+  static std::mutex locks[64];
+  OCRT_CHECK(index >= 0 && index < 64, "cuda:", index, ": GPU index out of range");
+  return locks[index];
+}
+
+}  // namespace
+
+DeviceTurn::DeviceTurn(const Device& d) {
+  if (d.is_cuda()) lock_ = std::unique_lock<std::mutex>(turn_lock(d.index));
+}
+
 }  // namespace ocrt

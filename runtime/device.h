@@ -2,6 +2,7 @@
 // tensor carries its device, and every op checks that its inputs agree.
 #pragma once
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -37,5 +38,23 @@ std::vector<Device> available_devices();
 
 // Parses a comma-separated list such as "cuda:0,cuda:1,cpu" and validates each entry.
 std::vector<Device> parse_device_list(const std::string& text);
+
+// A GPU's turn: while it is held, this thread alone queues work on that GPU. A GPU is driven by
+// one thread at a time (docs/cuda.md: its work goes to its one stream, and cuBLAS's handle and
+// math mode are set per call); where several threads share one GPU (ocrt-infer's page lanes,
+// infer/page_lanes.h), each holds the GPU's turn from the first op it queues there until it has
+// the results on the host, and does its CPU work (decoding images, the detector's outlines,
+// cutting lines, beam search) without it, while the others use the GPU. One lock per GPU index,
+// process-wide; a CPU device takes no lock (its ops share threads, not a queue). Not reentrant.
+class DeviceTurn {
+ public:
+  explicit DeviceTurn(const Device& d);
+  DeviceTurn(const DeviceTurn&) = delete;
+  DeviceTurn& operator=(const DeviceTurn&) = delete;
+  bool holds() const { return lock_.owns_lock(); }
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+};
 
 }  // namespace ocrt

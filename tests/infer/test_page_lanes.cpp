@@ -48,17 +48,27 @@ std::string quiet(const std::string& command) { return "(" + command + " 2>/dev/
 TEST_CASE("page lanes: how many by default, and what is refused", "[page_lanes]") {
   const std::vector<Device> cpu{Device::cpu()}, cpus{Device::cpu(), Device::cpu()};
   const std::vector<Device> gpu{Device::cuda(0)}, mixed{Device::cuda(0), Device::cpu()};
+  const std::vector<Device> gpus{Device::cuda(0), Device::cuda(1)};
   CHECK(page_lanes_for(0, cpu, 2, 2'200'000) == 2);  // crnn-s
   CHECK(page_lanes_for(0, cpu, 16, kSmallRecogniserValues) == 2);
   CHECK(page_lanes_for(0, cpu, 2, kSmallRecogniserValues + 1) == 1);  // crnn-en's 8.75M
   CHECK(page_lanes_for(0, cpu, 1, 2'200'000) == 1);                   // one thread: nothing to share
   CHECK(page_lanes_for(0, cpus, 4, 2'200'000) == 2);
-  CHECK(page_lanes_for(0, gpu, 16, 2'200'000) == 1);
+  // GPUs alone: kLanesPerGpu a GPU, whatever the model, while each lane keeps 2 threads.
+  CHECK(page_lanes_for(0, gpu, 16, 9'000'000) == kLanesPerGpu);
+  CHECK(page_lanes_for(0, gpus, 64, 9'000'000) == 2 * kLanesPerGpu);
+  CHECK(page_lanes_for(0, gpus, 4, 9'000'000) == 2);
+  CHECK(page_lanes_for(0, gpu, 1, 9'000'000) == 1);
   CHECK(page_lanes_for(0, mixed, 16, 2'200'000) == 1);
   CHECK(page_lanes_for(3, cpu, 2, 9'000'000) == 3);  // asked: as asked, whatever the model
   CHECK(page_lanes_for(1, gpu, 16, 2'200'000) == 1);
+  CHECK(page_lanes_for(6, gpus, 16, 2'200'000) == 6);
+  CHECK(page_lanes_for(1, mixed, 16, 2'200'000) == 1);
   CHECK_THROWS_WITH(page_lanes_for(2, mixed, 16, 2'200'000),
-                    Catch::Contains("--page-jobs 2: pages are read one at a time when a GPU is among the devices"));
+                    Catch::Contains("--page-jobs 2: the lanes run on the CPU alone or on GPUs alone"));
+  PageLaneSetup mixed_setup = small_setup();
+  mixed_setup.devices = mixed;
+  CHECK_THROWS_WITH(PageLanes(2, 2, mixed_setup), Catch::Contains("the CPU alone or GPUs alone"));
 }
 
 TEST_CASE("page lanes: each lane its own detector, predictor and share of the threads", "[page_lanes]") {
@@ -93,6 +103,7 @@ TEST_CASE("page lanes: each lane its own detector, predictor and share of the th
           threads.insert(std::this_thread::get_id());
           shares.push_back(num_threads());
           CHECK(lane.threads == 2);
+          CHECK(lane.device == Device::cpu());
         }
         --running;
         ++done;
