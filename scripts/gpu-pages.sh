@@ -2,7 +2,8 @@
 # Pages per second on a lent GPU with page lanes (ocrt-infer --page-jobs; infer/page_lanes.h):
 # scripts/gpu-check.sh --tests-only (build, every `cuda` test), then COUNT freshly rendered
 # 300 dpi pages (seed 77, the validation fonts) read on cuda:0 with 1, 2, 4 and 8 lanes and
-# once with the prefix beam on every line (its logits come to the host under the GPU's turn),
+# once with the prefix beam on every line (its logits come to the host under the GPU's turn)
+# and once in bf16,
 # each with ocrt-infer --eval (words right must not depend on the lanes). Logs to $OUT.
 #
 #   scripts/gpu-pages.sh SECONDS [COUNT]      (COUNT: 32 pages)
@@ -35,4 +36,5 @@ read_pages jobs4 --page-jobs 4
 read_pages jobs8 --page-jobs 8
 read_pages jobs2 --page-jobs 2
 read_pages beam4 --page-jobs 4 --decoder beam
+read_pages bf16x4 --page-jobs 4 --precision bf16
 log "done"
