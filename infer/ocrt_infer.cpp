@@ -221,7 +221,7 @@ with --format tsv (a table of lines) every image is a line.)");
                      "pages read at once, each with its own detector and recogniser\n"
                      "and threads / N of the threads, on the CPU or taking turns on the\n"
                      "GPUs of --devices (lane i on the i-th, round robin; not on a list\n"
-                     "mixing cpu and GPUs). Default: 4 a GPU (at most threads / 2);\n"
+                     "mixing cpu and GPUs). Default: 8 a GPU (at most threads / 2);\n"
                      "on the CPU 2 where there are 2 threads or more and the recogniser\n"
                      "has at most 4M values, as crnn-s; else 1"));
   p.add(cli::integer("--batch", "N", o.batch, 1, 65536, "lines per batch, grouped by width (32)"));

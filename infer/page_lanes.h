@@ -118,7 +118,10 @@ class PageLanes {
 // float32 9% (244 -> 350 MiB); crnn-en (8.75M), whose recogniser is most of a page and uses
 // both threads well, 3% faster in int8 (251 -> 392 MiB) and no faster in float32 (326 -> 525).
 constexpr int64_t kSmallRecogniserValues = 4'000'000;
-constexpr int kLanesPerGpu = 4;
+// On an H100 with 16 cores (scripts/gpu-pages.sh, 32 rendered 300 dpi pages, crnn-en and the
+// float detector in fp32), ocrt-infer's own count: 1 lane 5.08 s, 2 lanes 4.92 s, 4 lanes
+// 3.28 s, 8 lanes 2.82 s (1.8x), the same words read on every page.
+constexpr int kLanesPerGpu = 8;
 int page_lanes_for(int asked, const std::vector<Device>& devices, int threads, int64_t recogniser_values);
 
 }  // namespace ocrt::infer

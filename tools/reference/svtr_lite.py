@@ -164,8 +164,9 @@ class SVTRLite(nn.Module):
         N, C, H, Wt = f.shape
         pad_cols = None
         if widths is not None and bool((widths // 4 < Wt).any()):
-            pad_cols = torch.arange(Wt)[None] >= (widths // 4)[:, None]  # N x Wt, True = padding
-        t = f.flatten(2).permute(2, 0, 1) + position_table(H, Wt, C, f.dtype)[:, None]  # L x N x C
+            pad_cols = torch.arange(Wt, device=f.device)[None] >= (widths.to(f.device) // 4)[:, None]  # N x Wt, True = padding
+        # The tables are made on the CPU and moved to the input's device (a GPU in bench/torch_train.py).
+        t = f.flatten(2).permute(2, 0, 1) + position_table(H, Wt, C, f.dtype).to(f.device)[:, None]  # L x N x C
         first = 0
         for s in range(3):
             if s > 0:  # back to the grid, padding columns to 0, merge
@@ -181,7 +182,7 @@ class SVTRLite(nn.Module):
                 block = self.blocks[i]
                 mask = kp
                 if block.local:
-                    lm = local_mask(H, Wt, self.window)
+                    lm = local_mask(H, Wt, self.window).to(t.device)
                     mask = lm if kp is None else (lm | kp)
                 t = block(t, mask)
             first += self.depths[s]
