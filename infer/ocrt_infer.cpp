@@ -98,6 +98,7 @@ struct Args {
   double end_reach = PageReaderOptions().end_reach, side_reach = PageReaderOptions().side_reach;
   double erase_rules = PageReaderOptions().erase_rules, sideways_check = PageReaderOptions().sideways_check;
   double min_confidence = PageReaderOptions().min_confidence;
+  double space_gap = PageReaderOptions().space_gap;
   int rotation = -1;
   int page_jobs = 0;  // 0: page_lanes_for's default
   // --decoder auto (the default): resolve_decoder() picks it; beam_doubt_given: --beam-doubt was.
@@ -197,6 +198,10 @@ with --format tsv (a table of lines) every image is a line.)");
   p.add(cli::real("--erase-rules", "L", a.erase_rules, Range{0, 1000},
                   "underlines and rules are erased from each cut-out line: runs of ink along a\n"
                   "row at least L times the cut's height long (default 2.5; 0: kept)"));
+  p.add(cli::real("--space-gap", "G", a.space_gap, Range{0, 4},
+                  "a space is put in where a page's line was read run together over a blank\n"
+                  "gap in its ink at least G line heights wide and 2.5 times its median gap\n"
+                  "between characters (tightly set tables and columns; default 0.15; 0: never)"));
   p.add(cli::real("--min-confidence", "C", a.min_confidence, Range{0, 1},
                   "a page's line read with a mean confidence per character below C is left out\n"
                   "(junk read from charts, photos, rows of dots; default 0.5; 0: every line)"));
@@ -856,6 +861,7 @@ InferRun::InferRun(Args args) : args_(std::move(args)) {
   reader_options.erase_rules = args_.erase_rules;
   reader_options.sideways_check = args_.sideways_check;
   reader_options.min_confidence = args_.min_confidence;
+  reader_options.space_gap = args_.space_gap;
   page_reading_ = std::make_unique<PageReading>(*detector_, *predictor_, reader_options, args_.options.max_image_pixels,
                                                 args_.kind == InputKind::page);
 }

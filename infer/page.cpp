@@ -447,6 +447,102 @@ int64_t erase_rules(GrayImage& line, double min_run) {
   return (int64_t)runs.size();
 }
 
+namespace {
+
+// Characters that sit tight against digits in numbers, dates and amounts set in tabular figures
+// ("2015", "08/13", "4.61"), whose narrow glyphs ("1") leave wide blanks beside them.
+bool numeric_pair(const std::string& a, const std::string& b) {
+  auto digit = [](const std::string& c) { return c.size() == 1 && c[0] >= '0' && c[0] <= '9'; };
+  auto joins = [&](const std::string& c) { return digit(c) || c == "." || c == "," || c == ":" || c == "/" || c == "-"; };
+  return (digit(a) && joins(b)) || (joins(a) && digit(b));
+}
+
+// Marks that hold on to the word before them (", . ; : ! ? ) ] } %") or the one after them
+// ("( [ { $ #"), and marks that may do either (quotes, and what typewritten quotes read as,
+// "* < > `"; hyphens and dashes, "proce-" at a line's end, "Purpose.--The"): no space is put
+// between them and their neighbour.
+bool either_way(const std::string& c) {
+  return c == "'" || c == "\"" || c == "`" || c == "*" || c == "<" || c == ">" || c == "-" || c == "\u2010" ||
+         c == "\u2013" || c == "\u2014" || c == "\u2018" || c == "\u2019" || c == "\u201c" || c == "\u201d";
+}
+bool holds_left(const std::string& c) {
+  return c == "," || c == "." || c == ";" || c == ":" || c == "!" || c == "?" || c == ")" || c == "]" || c == "}" ||
+         c == "%" || either_way(c);
+}
+bool holds_right(const std::string& c) {
+  return c == "(" || c == "[" || c == "{" || c == "$" || c == "#" || either_way(c);
+}
+
+// Glyphs a stem wide ("i l I 1 j f t r |"), whose side bearings are wide beside their ink: a gap
+// next to one must be half as wide again to count.
+bool thin(const std::string& c) {
+  return c == "i" || c == "l" || c == "I" || c == "1" || c == "j" || c == "f" || c == "t" || c == "r" || c == "|" ||
+         c == "!";
+}
+
+}  // namespace
+
+int64_t split_at_ink_gaps(LineResult& r, const GrayImage& line, double min_gap, double ratio) {
+  const size_t n = r.chars.size();
+  if (!r.ok() || n < 4 || !(min_gap > 0) || line.width < 2 || line.height < 2) return 0;
+  const int64_t W = line.width, h = line.height;
+  const int64_t edge = std::max<int64_t>(1, (int64_t)(0.1 * (double)h));
+  const std::optional<InkRule> rule = ink_rule(line, 0, W, edge, h - edge, edge, h - edge);
+  if (!rule) return 0;
+  std::vector<bool> ink((size_t)W, false);
+  for (int64_t y = edge; y < h - edge; ++y)
+    for (int64_t x = 0; x < W; ++x)
+      if (rule->ink(line.at(x, y))) ink[(size_t)x] = true;
+  // The gap between characters i and i + 1: the widest run of blank columns with ink on both
+  // sides that starts between their CTC positions. A position may lie in the blank before its
+  // glyph (the first character of a line, a narrow glyph), so the run must start after ink seen
+  // from character i's position, and may end past character i + 1's, up to the next one's.
+  auto gap_after = [&](size_t i, double& centre) {
+    const int64_t from = std::clamp<int64_t>((int64_t)std::ceil(r.chars[i].x), 0, W);
+    const int64_t start_by = std::clamp<int64_t>((int64_t)r.chars[i + 1].x, 0, W);
+    const int64_t to = std::clamp<int64_t>(i + 2 < n ? (int64_t)r.chars[i + 2].x : W, start_by, W);
+    int64_t best = 0, run = 0, x = from;
+    while (x < to && !ink[(size_t)x]) ++x;  // to the first ink
+    for (; x < to; ++x) {
+      if (!ink[(size_t)x]) {
+        ++run;
+        continue;
+      }
+      if (run > best && x - run < start_by) best = run, centre = (double)x - 0.5 * (double)(run + 1);
+      run = 0;
+    }
+    return best;
+  };
+  std::vector<int64_t> gaps(n, -1);  // gaps[i]: between characters i and i + 1 (-1: not measured)
+  std::vector<double> centres(n, 0);
+  std::vector<double> letter_gaps;
+  for (size_t i = 0; i + 1 < n; ++i) {
+    if (r.chars[i].ch == " " || r.chars[i + 1].ch == " ") continue;
+    gaps[i] = gap_after(i, centres[i]);
+    letter_gaps.push_back((double)gaps[i]);
+    const std::string &a = r.chars[i].ch, &b = r.chars[i + 1].ch;
+    if (numeric_pair(a, b) || holds_left(b) || holds_right(a)) gaps[i] = -1;  // measured, never split
+  }
+  if (letter_gaps.size() < 3) return 0;
+  const double typical = median(letter_gaps);
+  const double least = std::max(min_gap * (double)h, ratio * std::max(1.0, typical));
+  std::vector<CharPosition> chars;
+  int64_t added = 0;
+  for (size_t i = 0; i < n; ++i) {
+    chars.push_back(r.chars[i]);
+    if (gaps[i] >= 0 && (double)gaps[i] >= least * (thin(r.chars[i].ch) || thin(r.chars[i + 1].ch) ? 1.5 : 1.0)) {
+      const CharPosition &a = r.chars[i], &b = r.chars[i + 1];
+      chars.push_back({" ", (a.frame + b.frame) / 2, centres[i], std::min(a.confidence, b.confidence)});
+      ++added;
+    }
+  }
+  if (added == 0) return 0;
+  r.chars = std::move(chars);
+  r.text.clear();
+  for (const CharPosition& c : r.chars) r.text += c.ch;
+  return added;
+}
+
 GrayImage crop_line(const GrayImage& page, const Quad& outline, int64_t height, uint8_t outside, int64_t max_width) {
   const auto& c = outline.corners;
   const double along = distance(c[0], c[1]), across = distance(c[0], c[3]);

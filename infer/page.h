@@ -158,6 +158,24 @@ GrayImage crop_line(const GrayImage& page, const Quad& outline, int64_t height =
 // and ink is left as it is. Returns the runs erased.
 int64_t erase_rules(GrayImage& line, double min_run = 2.5);
 
+// Spaces the recogniser left out where the ink shows a word gap, put into its reading of a
+// line image (the image it read: r.chars' x are in its pixels). Tightly set print (tables and
+// narrow columns of PDFs, word spaces of a fifth of an em) reads run together ("KeryxBiopharma-
+// ceuticals", "Inc(PFE.N)"): the model saw wider spaces in training. Between each two
+// neighbouring characters with no space between them, the widest run of blank columns from one's
+// CTC position to the other's (ink as in erase_rules' sense: the side of the midpoint between the
+// 5th and 95th percentiles, over the rows of the image's middle 80%) is that pair's gap; a space
+// goes in where a gap is at least `min_gap` times the image's height and at least `ratio` times
+// the line's median gap between neighbouring characters (so that a line of wide letter-spacing
+// keeps its words); half as wide again next to a glyph a stem wide ("i l I 1 j f t r"), whose
+// side bearings are wide beside its ink. Never between digits and the marks of numbers
+// ("2015", "4.61", "08/13"), before a mark that holds on to the word before it (", . ; : ) %"),
+// after one that holds on to the next ("( $ #"), nor beside quotes, hyphens and dashes. The
+// space gets the gap's centre as its position, the frame midway, and the lower of its
+// neighbours' confidences. Lines of fewer than 4 characters, failed lines and faint images are
+// left as they are. Returns the spaces put in.
+int64_t split_at_ink_gaps(LineResult& r, const GrayImage& line, double min_gap, double ratio);
+
 // The text of a page in reading order: lines joined by '\n', a blank line between blocks.
 std::string page_text(const Page& page);
 

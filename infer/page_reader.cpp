@@ -237,12 +237,20 @@ struct PageWork {
     std::vector<LineInput> lines;
     for (size_t j = 0; j < which.size(); ++j) {
       image_widths.push_back((double)images[j].width);
-      lines.push_back({line_name(which[j]), std::move(images[j])});
+      // Kept for the word gaps after the reading when they are looked for.
+      lines.push_back({line_name(which[j]), o.space_gap > 0 ? images[j] : std::move(images[j])});
     }
     lap(t, info.cut_s);
     std::vector<LineResult> read =
         lines.empty() ? std::vector<LineResult>() : recognise(predictor, std::move(lines), o.max_batch_columns);
     lap(t, info.recognise_s);
+    if (o.space_gap > 0) {
+      int64_t added = 0;
+#pragma omp parallel for schedule(dynamic, 4) reduction(+ : added)
+      for (size_t j = 0; j < read.size(); ++j) added += split_at_ink_gaps(read[j], images[j], o.space_gap, o.space_gap_ratio);
+      info.gap_spaces += added;
+      lap(t, info.cut_s);
+    }
     return read;
   }
 

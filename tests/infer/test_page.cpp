@@ -1,5 +1,5 @@
 // Pages without a model (infer/page.h): recognised characters placed back on the page and split
-// into words, and the reading order of lines laid out by hand (an article with a heading,
+// into words, spaces put in at word gaps read run together, and the reading order of lines laid out by hand (an article with a heading,
 // two columns and a footer; a table; a form; lines side by side), given in shuffled order; and
 // lines cut out of a page along their outlines.
 #include <catch2/catch.hpp>
@@ -755,4 +755,117 @@ TEST_CASE("erase_rules: glyphs, short strokes, faint or tiny images are left alo
   CHECK_THROWS_WITH(erase_rules(broken), Catch::Contains("inconsistent"));
   CHECK_THROWS_WITH(erase_rules(glyphs, 0), Catch::Contains("min_run"));
   CHECK_THROWS_WITH(erase_rules(glyphs, std::nan("")), Catch::Contains("min_run"));
+}
+
+namespace {
+
+// A line image 40 pixels high, white, with each glyph a dark block of its width over rows 8 to
+// 31 after a left margin, and a gap after it; the reading puts each character at its block's
+// centre, or where `at` says (an x of its own).
+struct InkLine {
+  GrayImage image;
+  LineResult reading;
+};
+
+InkLine ink_line(const std::string& text, const std::vector<int>& widths, const std::vector<int>& gaps, int margin = 10,
+                 uint8_t ink = 0, const std::vector<double>& at = {}) {
+  REQUIRE(text.size() == widths.size());
+  REQUIRE(text.size() == gaps.size());
+  InkLine l;
+  int64_t W = margin;
+  for (size_t i = 0; i < text.size(); ++i) W += widths[i] + gaps[i];
+  l.image.width = W + margin, l.image.height = 40;
+  l.image.pixels.assign((size_t)(l.image.width * 40), 255);
+  l.reading.name = "line";
+  l.reading.text = text;
+  l.reading.confidence = 0.9;
+  int64_t x = margin;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != ' ')
+      for (int64_t y = 8; y < 32; ++y)
+        for (int64_t c = x; c < x + widths[i]; ++c) l.image.pixels[(size_t)(y * l.image.width + c)] = ink;
+    const double centre = at.empty() || at[i] < 0 ? (double)x + 0.5 * widths[i] : at[i];
+    l.reading.chars.push_back({std::string(1, text[i]), (int64_t)(2 * i), centre, 0.6 + 0.01 * (double)i});
+    x += widths[i] + gaps[i];
+  }
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("split_at_ink_gaps: a word gap read run together gets its space", "[page]") {
+  // "abcdefgh": gaps of 2 pixels, and one of 10 (a quarter of the height) after "d".
+  InkLine l = ink_line("abcdefgh", {6, 6, 6, 6, 6, 6, 6, 6}, {2, 2, 2, 10, 2, 2, 2, 0});
+  CHECK(split_at_ink_gaps(l.reading, l.image, 0.15, 2.5) == 1);
+  CHECK(l.reading.text == "abcd efgh");
+  REQUIRE(l.reading.chars.size() == 9);
+  const CharPosition& space = l.reading.chars[4];
+  CHECK(space.ch == " ");
+  CHECK(space.x == Approx(10 + 4 * 6 + 3 * 2 + 4.5));  // the middle of the 10 blank columns
+  CHECK(space.frame == (6 + 8) / 2);
+  CHECK(space.confidence == Approx(0.63));  // the lower of "d" (0.63) and "e" (0.64)
+  CHECK(l.reading.chars[5].ch == "e");
+  CHECK(l.reading.confidence == 0.9);  // the line's own confidence stays
+  // Once in, nothing more: the gaps beside the space are not measured again.
+  CHECK(split_at_ink_gaps(l.reading, l.image, 0.15, 2.5) == 0);
+  CHECK(l.reading.text == "abcd efgh");
+
+  // Two word gaps, one already read as a space.
+  InkLine two = ink_line("ab cdefg", {6, 6, 6, 6, 6, 6, 6, 6}, {2, 0, 12, 2, 2, 12, 2, 0});
+  CHECK(split_at_ink_gaps(two.reading, two.image, 0.15, 2.5) == 1);
+  CHECK(two.reading.text == "ab cde fg");
+}
+
+TEST_CASE("split_at_ink_gaps: narrow gaps, wide letter-spacing and the marks that hold on stay as read", "[page]") {
+  const std::vector<int> six(8, 6);
+  auto split = [&](const std::string& text, const std::vector<int>& widths, const std::vector<int>& gaps) {
+    InkLine l = ink_line(text, widths, gaps);
+    const int64_t added = split_at_ink_gaps(l.reading, l.image, 0.15, 2.5);
+    CHECK(l.reading.text.size() == text.size() + (size_t)added);
+    return l.reading.text;
+  };
+  // 5 columns are under 0.15 of 40 (6).
+  CHECK(split("abcdefgh", six, {2, 2, 2, 5, 2, 2, 2, 0}) == "abcdefgh");
+  // Letters spaced 5 apart: a gap of 10 is under 2.5 times their median.
+  CHECK(split("abcdefgh", six, {5, 5, 5, 10, 5, 5, 5, 0}) == "abcdefgh");
+  CHECK(split("abcdefgh", six, {5, 5, 5, 13, 5, 5, 5, 0}) == "abcd efgh");
+  // Digits and the marks of numbers never part; a comma holds on to the word before it, a
+  // bracket to the word after it; quotes and hyphens to both.
+  CHECK(split("20151999", six, {2, 2, 2, 10, 2, 2, 2, 0}) == "20151999");
+  CHECK(split("2015/999", six, {2, 2, 2, 10, 2, 2, 2, 0}) == "2015/999");
+  CHECK(split("abcd,efg", six, {2, 2, 2, 10, 2, 2, 2, 0}) == "abcd,efg");
+  CHECK(split("abcd,efg", six, {2, 2, 2, 2, 10, 2, 2, 0}) == "abcd, efg");
+  CHECK(split("Inc(PFEN", six, {2, 2, 10, 2, 2, 2, 2, 0}) == "Inc (PFEN");
+  CHECK(split("Inc(PFEN", six, {2, 2, 2, 10, 2, 2, 2, 0}) == "Inc(PFEN");
+  CHECK(split("proc-ess", six, {2, 2, 2, 10, 2, 2, 2, 0}) == "proc-ess");
+  CHECK(split("say'that", six, {2, 2, 10, 2, 2, 2, 2, 0}) == "say'that");
+  // Beside a glyph a stem wide the gap must be half as wide again: 9 columns and more.
+  const std::vector<int> stem{6, 6, 6, 2, 6, 6, 6, 6};
+  CHECK(split("abcilmno", stem, {2, 2, 2, 8, 2, 2, 2, 0}) == "abcilmno");
+  CHECK(split("abcilmno", stem, {2, 2, 2, 9, 2, 2, 2, 0}) == "abci lmno");
+}
+
+TEST_CASE("split_at_ink_gaps: a position in the blank before its glyph, and lines it leaves alone", "[page]") {
+  // The first character's position lies in the margin, 8 columns before its glyph (CTC often
+  // emits a line's first character early): the margin is no gap between characters.
+  InkLine early = ink_line("Stock is", {6, 6, 6, 6, 6, 0, 6, 6}, {2, 2, 2, 2, 2, 10, 2, 0}, 20, 0, {12, -1, -1, -1, -1, -1, -1, -1});
+  CHECK(split_at_ink_gaps(early.reading, early.image, 0.15, 2.5) == 0);
+  CHECK(early.reading.text == "Stock is");
+  // The same with a gap inside the first word: the margin does not hide it.
+  InkLine inside = ink_line("Stock is", {6, 6, 6, 6, 6, 0, 6, 6}, {10, 2, 2, 2, 2, 10, 2, 0}, 20, 0, {12, -1, -1, -1, -1, -1, -1, -1});
+  CHECK(split_at_ink_gaps(inside.reading, inside.image, 0.15, 2.5) == 1);
+  CHECK(inside.reading.text == "S tock is");
+
+  // Faint print (under 48 grey levels from the paper), a failed line, fewer than 4 characters,
+  // no threshold: nothing is touched.
+  InkLine faint = ink_line("abcdefgh", {6, 6, 6, 6, 6, 6, 6, 6}, {2, 2, 2, 10, 2, 2, 2, 0}, 10, 220);
+  CHECK(split_at_ink_gaps(faint.reading, faint.image, 0.15, 2.5) == 0);
+  InkLine failed = ink_line("abcdefgh", {6, 6, 6, 6, 6, 6, 6, 6}, {2, 2, 2, 10, 2, 2, 2, 0});
+  failed.reading.error = "line: recognition failed";
+  CHECK(split_at_ink_gaps(failed.reading, failed.image, 0.15, 2.5) == 0);
+  InkLine short_line = ink_line("abc", {6, 6, 6}, {10, 10, 0});
+  CHECK(split_at_ink_gaps(short_line.reading, short_line.image, 0.15, 2.5) == 0);
+  InkLine off = ink_line("abcdefgh", {6, 6, 6, 6, 6, 6, 6, 6}, {2, 2, 2, 10, 2, 2, 2, 0});
+  CHECK(split_at_ink_gaps(off.reading, off.image, 0, 2.5) == 0);
+  CHECK(off.reading.text == "abcdefgh");
 }
