@@ -100,14 +100,17 @@ struct LayerBackend {
   // others. h_prev, c_prev, act, h, c are contiguous; out may have any row stride.
   void (*lstm_cell)(const Tensor& gates_x, const Tensor& gates_h, const Tensor& h_prev, const Tensor& c_prev,
                     const Tensor& active, const Tensor& act, const Tensor& h, const Tensor& c, const Tensor& out);
-  // Its backward. dh and dc: the gradients reaching this step's state h and c from later steps;
-  // dout: the gradient of this step's output (any row stride; ignored for inactive rows, whose
-  // output was a constant 0). Writes dgates (N,4H) (0 for inactive rows), dc_prev (N,H), and
-  // dh_carry (N,H): dh for inactive rows (the state passed through), 0 for active ones (their
-  // dh_prev is dgates @ W_hh, added by the caller). Everything else contiguous.
+  // Its backward. dh + dh_more and dc: the gradients reaching this step's state h and c from
+  // later steps (dh_more may be undefined: then dh alone; the caller passes the later step's
+  // product dgates @ W_hh as dh and that step's dh_carry as dh_more, so that no launch adds
+  // them); dout: the gradient of this step's output (any row stride; ignored for inactive rows,
+  // whose output was a constant 0). Writes dgates (N,4H) (0 for inactive rows), dc_prev (N,H),
+  // and dh_carry (N,H): dh + dh_more for inactive rows (the state passed through), 0 for active
+  // ones (their dh_prev is dgates @ W_hh). Everything else contiguous. The sum is taken as
+  // (dh + dh_more) + dout, in that order.
   void (*lstm_cell_backward)(const Tensor& act, const Tensor& c_prev, const Tensor& c, const Tensor& dh,
-                             const Tensor& dout, const Tensor& dc, const Tensor& active, const Tensor& dgates,
-                             const Tensor& dc_prev, const Tensor& dh_carry);
+                             const Tensor& dh_more, const Tensor& dout, const Tensor& dc, const Tensor& active,
+                             const Tensor& dgates, const Tensor& dc_prev, const Tensor& dh_carry);
 
   // ---- CTC loss (ops/ctc.cpp)
   // CTC loss, log-space forward-backward. log_probs (T,N,C) contiguous; targets: all samples'

@@ -210,16 +210,25 @@ DirGrads backward_direction(const Tensor& x, const DirSaved& s, const DirWeights
   auto cell_back = kernel(dev, &LayerBackend::lstm_cell_backward, "lstm backward");
   Tensor dgates = Tensor::empty({T, N, 4 * H}, dt, dev);
   const MatmulRhsReuse reuse(w.w_hh, N);  // dgates_t W_hh at every step: packed once
+  // The gradient reaching the state h before step t is carry_t + dgates_t W_hh (carry_t: dh
+  // passed through the rows inactive at t); the cell of the next step adds the two itself (as
+  // dh and dh_more), so no step launches an addition. Two buffers each for the carries and
+  // dc_prev, used in turn: a step reads the previous step's and writes the other.
+  Tensor carry[2] = {Tensor::empty({N, H}, dt, dev), Tensor::empty({N, H}, dt, dev)};
+  Tensor dcs[2] = {Tensor::empty({N, H}, dt, dev), Tensor::empty({N, H}, dt, dev)};
+  Tensor dh_more;  // undefined at the first step: dh alone
   for (int64_t step = 0; step < T; ++step) {
     const int64_t t = d == 0 ? T - 1 - step : step;  // reverse of the processing order
-    Tensor dc_prev = Tensor::empty({N, H}, dt, dev), carry = Tensor::empty({N, H}, dt, dev);
-    cell_back(s.act.select(0, t), state_before(s.cs, c_first, t, d, T), s.cs.select(0, t), dh,
-              dout.select(0, t).narrow(1, d * H, H), dc, active.select(0, t), dgates.select(0, t), dc_prev, carry);
-    dh = add(carry, matmul(dgates.select(0, t), w.w_hh));
+    const Tensor& carry_out = carry[step % 2];
+    const Tensor& dc_prev = dcs[step % 2];
+    cell_back(s.act.select(0, t), state_before(s.cs, c_first, t, d, T), s.cs.select(0, t), dh, dh_more,
+              dout.select(0, t).narrow(1, d * H, H), dc, active.select(0, t), dgates.select(0, t), dc_prev, carry_out);
+    dh = matmul(dgates.select(0, t), w.w_hh);
+    dh_more = carry_out;
     dc = dc_prev;
   }
   DirGrads g;
-  g.dh0 = dh;
+  g.dh0 = add(dh_more, dh);  // carry + dgates W_hh, as the cell would have summed them
   g.dc0 = dc;
   // H_prev (T, N, H): the state before each step, in time order.
   Tensor h_prev_all = d == 0 ? concat({h_first.unsqueeze(0), s.hs.narrow(0, 0, T - 1)}, 0)

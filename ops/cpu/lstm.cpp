@@ -63,15 +63,18 @@ OCRT_TARGET_AVX2 int64_t cell_forward_lanes(const float* x, const float* r, cons
 }
 
 // The backward of those lanes (tanh(c) recomputed by the same tanh8 as the forward).
-OCRT_TARGET_AVX2 int64_t cell_backward_lanes(const float* a, const float* cp, const float* cn, const float* dh, const float* dout,
-                                   const float* dc, int64_t H, float* d, float* dcprev, float* carry) {
+OCRT_TARGET_AVX2 int64_t cell_backward_lanes(const float* a, const float* cp, const float* cn, const float* dh,
+                                              const float* dhm, const float* dout, const float* dc, int64_t H, float* d,
+                                              float* dcprev, float* carry) {
   const __m256 one = _mm256_set1_ps(1.0f);
   int64_t j = 0;
   for (; j + kLanes <= H; j += kLanes) {
     const __m256 i = _mm256_loadu_ps(a + j), f = _mm256_loadu_ps(a + H + j);
     const __m256 g = _mm256_loadu_ps(a + 2 * H + j), o = _mm256_loadu_ps(a + 3 * H + j);
     const __m256 tc = tanh8(_mm256_loadu_ps(cn + j));
-    const __m256 dh_total = _mm256_add_ps(_mm256_loadu_ps(dh + j), _mm256_loadu_ps(dout + j));
+    __m256 dh_sum = _mm256_loadu_ps(dh + j);
+    if (dhm) dh_sum = _mm256_add_ps(dh_sum, _mm256_loadu_ps(dhm + j));
+    const __m256 dh_total = _mm256_add_ps(dh_sum, _mm256_loadu_ps(dout + j));
     const __m256 dct = _mm256_fmadd_ps(_mm256_mul_ps(dh_total, o), _mm256_fnmadd_ps(tc, tc, one), _mm256_loadu_ps(dc + j));
     _mm256_storeu_ps(d + j, _mm256_mul_ps(_mm256_mul_ps(dct, g), _mm256_mul_ps(i, _mm256_sub_ps(one, i))));
     _mm256_storeu_ps(d + H + j,
@@ -130,12 +133,13 @@ void cell_forward(const Tensor& gates_x, const Tensor& gates_h, const Tensor& h_
 }
 
 template <class T>
-void cell_backward(const Tensor& act, const Tensor& c_prev, const Tensor& c, const Tensor& dh, const Tensor& dout,
-                   const Tensor& dc, const Tensor& active, const Tensor& dgates, const Tensor& dc_prev,
-                   const Tensor& dh_carry) {
+void cell_backward(const Tensor& act, const Tensor& c_prev, const Tensor& c, const Tensor& dh, const Tensor& dh_more,
+                   const Tensor& dout, const Tensor& dc, const Tensor& active, const Tensor& dgates,
+                   const Tensor& dc_prev, const Tensor& dh_carry) {
   const int64_t N = c.size(0), H = c.size(1), dout_rs = dout.stride(0);
   const T *ap = act.data<T>(), *cp = c_prev.data<T>(), *cn = c.data<T>(), *dhp = dh.data<T>(), *dop = dout.data<T>(),
           *dcp = dc.data<T>();
+  const T* dhm = dh_more.defined() ? dh_more.data<T>() : nullptr;
   const uint8_t* on = active.data<uint8_t>();
   T *dg = dgates.data<T>(), *dcprev = dc_prev.data<T>(), *carry = dh_carry.data<T>();
   // The 8-lane functions where the path has AVX2 (the build may be for the baseline x86-64).
@@ -147,7 +151,7 @@ void cell_backward(const Tensor& act, const Tensor& c_prev, const Tensor& c, con
       for (int64_t j = 0; j < 4 * H; ++j) d[j] = 0;
       for (int64_t j = 0; j < H; ++j) {
         dcprev[n * H + j] = dcp[n * H + j];
-        carry[n * H + j] = dhp[n * H + j];
+        carry[n * H + j] = dhm ? dhp[n * H + j] + dhm[n * H + j] : dhp[n * H + j];
       }
       continue;
     }
@@ -155,13 +159,15 @@ void cell_backward(const Tensor& act, const Tensor& c_prev, const Tensor& c, con
     int64_t j0 = 0;
 #if defined(OCRT_SIMD_MATH)
     if constexpr (std::is_same_v<T, float>)
-      if (lanes) j0 = cell_backward_lanes(a, cp + n * H, cn + n * H, dhp + n * H, dop + n * dout_rs, dcp + n * H, H, d,
-                               dcprev + n * H, carry + n * H);
+      if (lanes)
+        j0 = cell_backward_lanes(a, cp + n * H, cn + n * H, dhp + n * H, dhm ? dhm + n * H : nullptr, dop + n * dout_rs,
+                                 dcp + n * H, H, d, dcprev + n * H, carry + n * H);
 #endif
     for (int64_t j = j0; j < H; ++j) {
       const T i = a[j], f = a[H + j], g = a[2 * H + j], o = a[3 * H + j];
       const T tc = std::tanh(cn[n * H + j]);
-      const T dh_total = dhp[n * H + j] + dop[n * dout_rs + j];
+      const T dh_sum = dhm ? dhp[n * H + j] + dhm[n * H + j] : dhp[n * H + j];
+      const T dh_total = dh_sum + dop[n * dout_rs + j];
       const T dct = dcp[n * H + j] + dh_total * o * (T(1) - tc * tc);
       d[j] = dct * g * i * (T(1) - i);
       d[H + j] = dct * cp[n * H + j] * f * (T(1) - f);
@@ -181,11 +187,11 @@ void register_cpu_lstm(LayerBackend& b) {
     dispatch_float(h.dtype(), "lstm",
         [&](auto zero) { cell_forward<decltype(zero)>(gx, gh, hp, cp, active, act, h, c, out); });
   };
-  b.lstm_cell_backward = [](const Tensor& act, const Tensor& cp, const Tensor& c, const Tensor& dh, const Tensor& dout,
-                            const Tensor& dc, const Tensor& active, const Tensor& dg, const Tensor& dcp,
-                            const Tensor& carry) {
+  b.lstm_cell_backward = [](const Tensor& act, const Tensor& cp, const Tensor& c, const Tensor& dh, const Tensor& dhm,
+                            const Tensor& dout, const Tensor& dc, const Tensor& active, const Tensor& dg,
+                            const Tensor& dcp, const Tensor& carry) {
     dispatch_float(c.dtype(), "lstm backward",
-        [&](auto zero) { cell_backward<decltype(zero)>(act, cp, c, dh, dout, dc, active, dg, dcp, carry); });
+        [&](auto zero) { cell_backward<decltype(zero)>(act, cp, c, dh, dhm, dout, dc, active, dg, dcp, carry); });
   };
 }
 

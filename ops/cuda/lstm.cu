@@ -82,23 +82,25 @@ __global__ void lstm_cell_kernel(Strided<const T> gx, Strided<const T> gh, const
 // contiguous; dout (N,H) any strides, not read for inactive rows.
 template <class T>
 __global__ void lstm_cell_backward_kernel(const T* __restrict__ act, const T* __restrict__ c_prev,
-                                          const T* __restrict__ c, const T* __restrict__ dh, Strided<const T> dout,
+                                          const T* __restrict__ c, const T* __restrict__ dh,
+                                          const T* __restrict__ dh_more, Strided<const T> dout,
                                           const T* __restrict__ dc, const uint8_t* __restrict__ active,
                                           int64_t active_stride, int64_t N, int64_t H, T* __restrict__ dgates,
                                           T* __restrict__ dc_prev, T* __restrict__ dh_carry) {
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < N * H; e += (int64_t)gridDim.x * blockDim.x) {
     const int64_t n = e / H, j = e - n * H;
     T* d = dgates + n * 4 * H;
+    const T dh_sum = dh_more ? dh[e] + dh_more[e] : dh[e];
     if (!active[n * active_stride]) {  // the state passed through this step untouched
       d[j] = d[H + j] = d[2 * H + j] = d[3 * H + j] = T(0);
       dc_prev[e] = dc[e];
-      dh_carry[e] = dh[e];
+      dh_carry[e] = dh_sum;
       continue;
     }
     const T* a = act + n * 4 * H;
     const T i = a[j], f = a[H + j], g = a[2 * H + j], o = a[3 * H + j];
     const T tc = dev_tanh(c[e]);
-    const T dh_total = dh[e] + dout.at(n, j);
+    const T dh_total = dh_sum + dout.at(n, j);
     const T dct = dc[e] + dh_total * o * (T(1) - tc * tc);
     d[j] = dct * g * i * (T(1) - i);
     d[H + j] = dct * c_prev[e] * f * (T(1) - f);
@@ -122,14 +124,15 @@ void cell_forward(const Tensor& gates_x, const Tensor& gates_h, const Tensor& h_
 }
 
 template <class T>
-void cell_backward(const Tensor& act, const Tensor& c_prev, const Tensor& c, const Tensor& dh, const Tensor& dout,
-                   const Tensor& dc, const Tensor& active, const Tensor& dgates, const Tensor& dc_prev,
-                   const Tensor& dh_carry) {
+void cell_backward(const Tensor& act, const Tensor& c_prev, const Tensor& c, const Tensor& dh, const Tensor& dh_more,
+                   const Tensor& dout, const Tensor& dc, const Tensor& active, const Tensor& dgates,
+                   const Tensor& dc_prev, const Tensor& dh_carry) {
   const int64_t N = c.size(0), H = c.size(1);
   if (N * H == 0) return;
   cuda::DeviceScope scope(c);
   lstm_cell_backward_kernel<T><<<cuda::grid_for(N * H), cuda::kThreads, 0, scope.stream>>>(
-      act.data<T>(), c_prev.data<T>(), c.data<T>(), dh.data<T>(), strided_in<T>(dout), dc.data<T>(),
+      act.data<T>(), c_prev.data<T>(), c.data<T>(), dh.data<T>(), dh_more.defined() ? dh_more.data<T>() : nullptr,
+      strided_in<T>(dout), dc.data<T>(),
       active.data<uint8_t>(), active.stride(0), N, H, dgates.data<T>(), dc_prev.data<T>(), dh_carry.data<T>());
   OCRT_CUDA_LAUNCH_CHECK("lstm backward", scope.device);
 }
@@ -142,11 +145,11 @@ void register_cuda_lstm(LayerBackend& b) {
     dispatch_float(h.dtype(), "lstm",
         [&](auto zero) { cell_forward<decltype(zero)>(gx, gh, hp, cp, active, act, h, c, out); });
   };
-  b.lstm_cell_backward = [](const Tensor& act, const Tensor& cp, const Tensor& c, const Tensor& dh, const Tensor& dout,
-                            const Tensor& dc, const Tensor& active, const Tensor& dg, const Tensor& dcp,
-                            const Tensor& carry) {
+  b.lstm_cell_backward = [](const Tensor& act, const Tensor& cp, const Tensor& c, const Tensor& dh, const Tensor& dhm,
+                            const Tensor& dout, const Tensor& dc, const Tensor& active, const Tensor& dg,
+                            const Tensor& dcp, const Tensor& carry) {
     dispatch_float(c.dtype(), "lstm backward",
-        [&](auto zero) { cell_backward<decltype(zero)>(act, cp, c, dh, dout, dc, active, dg, dcp, carry); });
+        [&](auto zero) { cell_backward<decltype(zero)>(act, cp, c, dh, dhm, dout, dc, active, dg, dcp, carry); });
   };
 }
 

@@ -239,16 +239,21 @@ TEST_CASE("cuda lstm_cell kernels match the CPU on every output, strided views a
   // Backward from the CPU forward's saved act and c, dout a column block of an (N, 2H) tensor.
   const std::vector<Tensor> saved = forward(Device::cpu());
   const Tensor dh = env.uniform({N, H}), dc = env.uniform({N, H}), dout_wide = env.uniform({N, 2 * H});
-  auto backward = [&](Device dev) {
-    std::vector<Tensor> r{Tensor::empty({N, 4 * H}, f32, dev), Tensor::empty({N, H}, f32, dev),
-                          Tensor::empty({N, H}, f32, dev)};
-    kernel(dev, &LayerBackend::lstm_cell_backward, "lstm backward")(
-        saved[0].to(dev), c_prev.to(dev), saved[2].to(dev), dh.to(dev), dout_wide.to(dev).narrow(1, H, H), dc.to(dev),
-        active.to(dev), r[0], r[1], r[2]);
-    return r;
-  };
-  compare_kernel_outputs(env, "lstm_cell_backward", {"dgates", "dc_prev", "dh_carry"}, backward,
-                         parity::kTolElementwise);
+  const Tensor dh_more = env.uniform({N, H});
+  // Without and with dh_more (the carry of the step before, added to dh in the kernel).
+  for (const bool more : {false, true}) {
+    INFO("dh_more " << (more ? "given" : "undefined"));
+    auto backward = [&](Device dev) {
+      std::vector<Tensor> r{Tensor::empty({N, 4 * H}, f32, dev), Tensor::empty({N, H}, f32, dev),
+                            Tensor::empty({N, H}, f32, dev)};
+      kernel(dev, &LayerBackend::lstm_cell_backward, "lstm backward")(
+          saved[0].to(dev), c_prev.to(dev), saved[2].to(dev), dh.to(dev), more ? dh_more.to(dev) : Tensor(),
+          dout_wide.to(dev).narrow(1, H, H), dc.to(dev), active.to(dev), r[0], r[1], r[2]);
+      return r;
+    };
+    compare_kernel_outputs(env, "lstm_cell_backward", {"dgates", "dc_prev", "dh_carry"}, backward,
+                           parity::kTolElementwise);
+  }
 }
 
 TEST_CASE("cuda norm backward kernels write exactly the gradients asked for", "[cuda]") {

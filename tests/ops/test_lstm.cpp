@@ -213,7 +213,7 @@ TEST_CASE("the cell kernels equal the plain-loop reference, inactive rows includ
   const Tensor dh = det_uniform({N, H}, 65), dout = det_uniform({N, H}, 66), dc = det_uniform({N, H}, 67);
   Tensor dg = Tensor::empty({N, 4 * H}, DType::f64), dcp = Tensor::empty({N, H}, DType::f64),
          carry = Tensor::empty({N, H}, DType::f64);
-  cpu.lstm_cell_backward(act, cp, c, dh, dout, dc, active, dg, dcp, carry);
+  cpu.lstm_cell_backward(act, cp, c, dh, Tensor(), dout, dc, active, dg, dcp, carry);
   const auto dhv = dh.to_vector<double>(), doutv = dout.to_vector<double>(), dcv = dc.to_vector<double>();
   std::vector<double> dg_ref((size_t)(N * 4 * H)), dcp_ref((size_t)(N * H)), carry_ref((size_t)(N * H));
   reference::lstm_cell_backward(act_ref.data(), cpv.data(), c_ref.data(), dhv.data(), doutv.data(), dcv.data(),
@@ -221,6 +221,19 @@ TEST_CASE("the cell kernels equal the plain-loop reference, inactive rows includ
   require_close(dg, Tensor::from_vector(dg_ref, {N, 4 * H}), 1e-13, 1e-15, "dgates");
   require_close(dcp, Tensor::from_vector(dcp_ref, {N, H}), 1e-13, 1e-15, "dc_prev");
   require_close(carry, Tensor::from_vector(carry_ref, {N, H}), 1e-13, 1e-15, "dh_carry");
+
+  // With dh_more the gradient reaching h is dh + dh_more: the reference is given their sum, and
+  // inactive rows carry the sum.
+  const Tensor dh_more = det_uniform({N, H}, 68);
+  cpu.lstm_cell_backward(act, cp, c, dh, dh_more, dout, dc, active, dg, dcp, carry);
+  const auto dhmv = dh_more.to_vector<double>();
+  std::vector<double> dh_sum(dhv.size());
+  for (size_t k = 0; k < dhv.size(); ++k) dh_sum[k] = dhv[k] + dhmv[k];
+  reference::lstm_cell_backward(act_ref.data(), cpv.data(), c_ref.data(), dh_sum.data(), doutv.data(), dcv.data(),
+                                on.data(), dg_ref.data(), dcp_ref.data(), carry_ref.data(), N, H);
+  require_close(dg, Tensor::from_vector(dg_ref, {N, 4 * H}), 1e-13, 1e-15, "dgates (dh_more)");
+  require_close(dcp, Tensor::from_vector(dcp_ref, {N, H}), 1e-13, 1e-15, "dc_prev (dh_more)");
+  require_close(carry, Tensor::from_vector(carry_ref, {N, H}), 1e-13, 1e-15, "dh_carry (dh_more)");
 }
 
 TEST_CASE("the float32 cell kernels agree with float64 across the activations' range, NaN included", "[lstm]") {
@@ -262,7 +275,8 @@ TEST_CASE("the float32 cell kernels agree with float64 across the activations' r
   const Tensor dh = det_uniform({N, H}, 56), dout = det_uniform({N, H}, 57), dc = det_uniform({N, H}, 58);
   auto backward = [&](DType dt, const std::vector<Tensor>& fw) {
     std::vector<Tensor> out = {Tensor::empty({N, 4 * H}, dt), Tensor::empty({N, H}, dt), Tensor::empty({N, H}, dt)};
-    cpu.lstm_cell_backward(fw[0], cp.to(dt), fw[2], dh.to(dt), dout.to(dt), dc.to(dt), active, out[0], out[1], out[2]);
+    cpu.lstm_cell_backward(fw[0], cp.to(dt), fw[2], dh.to(dt), Tensor(), dout.to(dt), dc.to(dt), active, out[0], out[1],
+                           out[2]);
     return out;
   };
   const auto b32 = backward(DType::f32, f32), b64 = backward(DType::f64, f64);
@@ -272,6 +286,18 @@ TEST_CASE("the float32 cell kernels agree with float64 across the activations' r
     // forward's errors above, relative to the largest |gradient|.
     CHECK(max_rel_diff(b32[k], b64[k], 1.0) < 1e-5);
   }
+  // dh_more is added to dh first, in float32, in the vectorised lanes and the tail alike: the same
+  // bits as the sum handed over as dh.
+  const Tensor dh_more = det_uniform({N, H}, 59).to(DType::f32), dh32 = dh.to(DType::f32);
+  std::vector<Tensor> split = {Tensor::empty({N, 4 * H}, DType::f32), Tensor::empty({N, H}, DType::f32),
+                               Tensor::empty({N, H}, DType::f32)};
+  cpu.lstm_cell_backward(f32[0], cp.to(DType::f32), f32[2], dh32, dh_more, dout.to(DType::f32), dc.to(DType::f32), active,
+                         split[0], split[1], split[2]);
+  std::vector<Tensor> summed = {Tensor::empty({N, 4 * H}, DType::f32), Tensor::empty({N, H}, DType::f32),
+                                Tensor::empty({N, H}, DType::f32)};
+  cpu.lstm_cell_backward(f32[0], cp.to(DType::f32), f32[2], add(dh32, dh_more), Tensor(), dout.to(DType::f32),
+                         dc.to(DType::f32), active, summed[0], summed[1], summed[2]);
+  for (size_t k = 0; k < 3; ++k) CHECK(split[k].to_vector<float>() == summed[k].to_vector<float>());
 
   // A NaN pre-activation gives NaN in that unit's state, in the vectorised lanes and the tail.
   Tensor gnan = gx.clone();
