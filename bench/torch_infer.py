@@ -4,7 +4,7 @@ module of tools/reference/crnn.py, loading the same safetensors file ocrt-infer 
 working the way ocrt's predictor does, so that the two can be compared line for line.
 
     /usr/bin/python3 bench/torch_infer.py --weights FILE --labels LABELS [--out TEXTS]
-        [--arch crnn|crnn-s] [--charset FILE] [--batch 32] [--threads 2] [--unpacked] [--json FILE]
+        [--arch crnn|crnn-s] [--charset FILE] [--batch 32] [--threads 2] [--workers 1] [--unpacked] [--json FILE]
         [--device cpu|cuda:N] [--amp off|bf16] [--compile]
     /usr/bin/python3 bench/torch_infer.py --write-untrained FILE --arch crnn-s --charset-out FILE [--seed 1]
     /usr/bin/python3 bench/torch_infer.py --score TEXTS --labels LABELS [--json FILE]
@@ -24,8 +24,10 @@ Recognising (the first form), as infer/predictor.cpp does:
     dropped.
 The time reported covers the same work as ocrt-infer's "lines/s" (reading and resizing the
 images, batching, the forward passes, decoding), not importing torch or loading the weights;
-PIL and the resizing run on one thread here where ocrt spreads them over its threads (they take
-a few percent of the run). Peak RSS is getrusage's ru_maxrss of this process.
+PIL and the resizing run on one thread here unless --workers N asks for N (a thread pool: PIL's
+decoding and numpy's products release the GIL), where ocrt spreads them over its threads (on a
+CPU they take a few percent of the run; beside a GPU they are most of it: give both sides the
+machine's cores, as scripts/gpu-bench.sh does). Peak RSS is getrusage's ru_maxrss of this process.
 
 A model file may be ocrt's self-contained kind (its metadata gives arch, config and charset) or
 weights only (then --arch and --charset are needed, as for ocrt-infer). --write-untrained
@@ -226,7 +228,12 @@ def recognise(args):
     lines = read_labels(args.labels)
     texts = [""] * len(lines)
     t0 = time.perf_counter()
-    images = [load_line(p) for p, _ in lines]
+    if args.workers > 1:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(args.workers) as pool:
+            images = list(pool.map(load_line, [p for p, _ in lines]))
+    else:
+        images = [load_line(p) for p, _ in lines]
     padded = [max(4, (im.shape[1] + 3) // 4 * 4) for im in images]
     order = sorted(range(len(lines)), key=lambda i: padded[i])  # stable: ties keep input order
     forward_seconds = 0.0
@@ -255,6 +262,7 @@ def recognise(args):
     seconds = time.perf_counter() - t0
 
     result = {"program": "torch", "weights": args.weights, "batch": args.batch, "threads": args.threads,
+              "workers": args.workers,
               "device": args.device, "amp": args.amp, "compile": args.compile,
               "packed": not args.unpacked, "torch": torch.__version__, "lines": len(lines), "seconds": seconds,
               "lines_per_second": len(lines) / seconds, "forward_seconds": forward_seconds,
@@ -296,6 +304,7 @@ def main():
     ap.add_argument("--charset")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=1, help="threads that read and resize the images (1)")
     ap.add_argument("--unpacked", action="store_true")
     ap.add_argument("--out")
     ap.add_argument("--json")
