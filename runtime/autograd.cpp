@@ -113,11 +113,24 @@ struct GradSlot {
   }
 };
 
-// A leaf's .grad: a fresh tensor each time, never one that a backward closure or another leaf
-// may hold (optimizers change .grad in place), and never the .grad a caller may still hold from
-// before this pass.
-void accumulate_into_leaf(TensorImpl* leaf, const Tensor& g) {
-  leaf->grad = (leaf->grad ? add_kernel(Tensor(leaf->grad), g) : g.clone()).impl_ptr();
+// Whether nothing but this Tensor object reaches g's elements: no other Tensor shares its impl
+// or its storage (another leaf's slot, a closure's saved tensors, a view), and it is a plain
+// contiguous tensor over the whole of its storage, outside any graph.
+bool sole_owner(const Tensor& g) {
+  return g.impl_ptr().use_count() == 1 && g.storage().use_count() == 1 && g.is_contiguous() && g.offset() == 0 &&
+         g.storage()->nbytes() == (size_t)g.numel() * g.itemsize() && !g.requires_grad() && !g.grad_fn();
+}
+
+// A leaf's .grad: never a tensor that a backward closure or another leaf may hold (optimizers
+// change .grad in place), and never the .grad a caller may still hold from before this pass.
+// The first gradient is copied, unless `may_take` says the caller hands over its only
+// reference and sole_owner finds nothing else reaching it (a backward's fresh result, the usual
+// case for a parameter): then it becomes the .grad as it is, which saves a copy of every
+// parameter's gradient per step (on a GPU, a launch each).
+void accumulate_into_leaf(TensorImpl* leaf, Tensor&& g, bool may_take) {
+  if (leaf->grad) leaf->grad = add_kernel(Tensor(leaf->grad), g).impl_ptr();
+  else if (may_take && sole_owner(g)) leaf->grad = g.impl_ptr();
+  else leaf->grad = g.clone().impl_ptr();
 }
 
 void check_grad_matches(const Tensor& g, const OutputMeta& m, const std::string& where) {
@@ -172,7 +185,7 @@ struct BackwardPass {
                  ") does not require grad and has no grad_fn");
       check_grad_matches(grads[i], {r.shape(), r.dtype(), r.device()}, "backward");
       if (!r.grad_fn()) {
-        accumulate_into_leaf(r.impl(), grads[i]);
+        accumulate_into_leaf(r.impl(), Tensor(grads[i]), /*may_take=*/false);  // the caller's seed
         leaf_roots.push_back(r.impl());
         continue;
       }
@@ -233,7 +246,7 @@ struct BackwardPass {
     for (auto& g : grad_out) any |= g.defined();
 
     if (n->leaf) {
-      if (grad_out[0].defined()) accumulate_into_leaf(n->leaf.get(), grad_out[0]);
+      if (grad_out[0].defined()) accumulate_into_leaf(n->leaf.get(), std::move(grad_out[0]), /*may_take=*/true);
       if (leaf_done && --leaf_uses[n->leaf.get()] == 0) (*leaf_done)(n->leaf.get());
       return;
     }

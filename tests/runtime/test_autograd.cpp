@@ -177,3 +177,46 @@ TEST_CASE("gradients flow through views", "[autograd][views]") {
   check_gradients("dtype round trip", [](auto& in) { return in[0].to(DType::f32).to(DType::f64); }, {x},
                   {1e-3, 1e-3, 1e-6});
 }
+
+TEST_CASE("a leaf's first gradient is its own: taken when nothing else holds it, else copied", "[autograd]") {
+  // Two leaves handed the same tensor (add's backward gives one gradient to both inputs), the
+  // seed the caller passes, and a node whose backward returns a tensor its closure and the
+  // caller also hold: every .grad must be a tensor of its own, which the optimizers may change
+  // in place without touching anything else.
+  Tensor a = Tensor::from_vector(std::vector<float>{1, 2, 3}).set_requires_grad();
+  Tensor b = Tensor::from_vector(std::vector<float>{4, 5, 6}).set_requires_grad();
+  Tensor seed = Tensor::from_vector(std::vector<float>{1, 1, 1});
+  add(a, b).backward(seed);
+  REQUIRE(a.grad().defined());
+  REQUIRE(b.grad().defined());
+  CHECK(a.grad().storage() != b.grad().storage());
+  CHECK(a.grad().storage() != seed.storage());
+  CHECK(b.grad().storage() != seed.storage());
+  a.grad().fill_(7);
+  CHECK(b.grad().to_vector<float>() == std::vector<float>{1, 1, 1});
+  CHECK(seed.to_vector<float>() == std::vector<float>{1, 1, 1});
+
+  // A leaf as a root: its gradient is the seed, copied.
+  Tensor c = Tensor::from_vector(std::vector<float>{1, 2}).set_requires_grad();
+  Tensor c_seed = Tensor::from_vector(std::vector<float>{3, 4});
+  c.backward(c_seed);
+  CHECK(c.grad().storage() != c_seed.storage());
+
+  // A backward that hands back a tensor its closure keeps and the caller holds.
+  Tensor x = Tensor::from_vector(std::vector<float>{1, 2}).set_requires_grad();
+  Tensor held = Tensor::from_vector(std::vector<float>{5, 6});
+  Tensor y = Tensor::from_vector(std::vector<float>{0, 0});
+  record("hands back a held tensor", {x}, {y}, [held](const TensorList&) { return TensorList{held}; });
+  sum(y).backward();
+  REQUIRE(x.grad().defined());
+  CHECK(x.grad().storage() != held.storage());
+  x.grad().fill_(0);
+  CHECK(held.to_vector<float>() == std::vector<float>{5, 6});
+
+  // A fresh result that nothing else holds becomes the .grad itself, contiguous, with the
+  // right values (mul's backward: 2 * the incoming gradient).
+  Tensor w = Tensor::from_vector(std::vector<float>{1, 2, 3}).set_requires_grad();
+  sum(mul(w, 2.0)).backward();
+  CHECK(w.grad().is_contiguous());
+  CHECK(w.grad().to_vector<float>() == std::vector<float>{2, 2, 2});
+}
