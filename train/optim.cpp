@@ -162,16 +162,43 @@ void Adam::step() {
 
 double grad_norm(const std::vector<Tensor>& params) {
   NoGradGuard no_grad;
-  // The per-parameter sums are added on the parameters' device, in float64 and in parameter
-  // order, and read back once: on a GPU one host read per step instead of one per parameter.
-  Tensor total;
-  for (const Tensor& p : params) {
-    if (!p.grad().defined()) continue;
-    const Tensor g = p.grad().to(DType::f64);
-    const Tensor s = sum(mul(g, g));
-    total = total.defined() ? add(total, s) : s;
+  // In float64. On the CPU each gradient's sum of squares is taken on its own and added up in
+  // parameter order (one float64 copy of a gradient at a time). On a GPU every gradient there is
+  // copied into one float64 vector (a conversion each, in parameter order), squared and summed
+  // at once, and read back once: two launches and one host read for the sum, where a copy, a
+  // product, a sum and an addition per parameter were four launches each. (On the CPU that
+  // vector cost more than it saved: crnn's clipping took 11.3 ms instead of 4.2, in 100 MiB
+  // more.) Gradients on several devices (a model split over them) add up on the host.
+  std::vector<Tensor> left;
+  for (const Tensor& p : params)
+    if (p.grad().defined()) left.push_back(p.grad());
+  double total = 0;
+  while (!left.empty()) {
+    const Device dev = left[0].device();
+    std::vector<Tensor> here, elsewhere;
+    for (const Tensor& g : left) (g.device() == dev ? here : elsewhere).push_back(g);
+    if (dev.is_cpu()) {
+      Tensor sum_here;
+      for (const Tensor& g : here) {
+        const Tensor g64 = g.to(DType::f64);
+        const Tensor s = sum(mul(g64, g64));
+        sum_here = sum_here.defined() ? add(sum_here, s) : s;
+      }
+      total += sum_here.item();
+    } else {
+      int64_t n = 0;
+      for (const Tensor& g : here) n += g.numel();
+      Tensor all = Tensor::empty({n}, DType::f64, dev);
+      int64_t at = 0;
+      for (const Tensor& g : here) {
+        all.narrow(0, at, g.numel()).copy_(g.reshape({g.numel()}));
+        at += g.numel();
+      }
+      total += sum(mul(all, all)).item();
+    }
+    left = std::move(elsewhere);
   }
-  return total.defined() ? std::sqrt(total.item()) : 0.0;
+  return std::sqrt(total);
 }
 
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
