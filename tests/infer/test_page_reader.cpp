@@ -823,6 +823,7 @@ TEST_CASE("ocrt-infer: pages and lines, --line and --page, TIFF pages, documents
          {"--rotation 45 " + page, "--rotation: expected auto, 0, 90, 180 or 270, got '45'"},
          {"--box-threshold 1.5 " + page, "--box-threshold: must be in [0, 1], got 1.5"},
          {"--det-threshold -0.1 " + page, "--det-threshold: must be in [0, 1], got -0.1"},
+         {"--space-gap 5 " + page, "--space-gap: must be in [0, 4], got 5"},
          {"--det-weights " + (dir.path / "none.safetensors").string() + " " + page,
           "cannot load the text detector's model file"}});
   }
