@@ -104,7 +104,7 @@ cli::Parser synth_flags(SynthConfig& c) {
   p.add(cli::integer("--max-chars", "N", c.max_chars, 1, 1000, "longest line in characters (28; 1..1000)"));
   p.add(height_flag(c));
   p.add(range_flag("--spacing",
-                   "lines: the word space's width as a factor of the font's, drawn per\nline (1: the font's own; 0 <= LO <= HI <= 4)",
+                   "lines: the word space's width as a factor of the font's, drawn per\nline (1: the font's own; 0 <= LO <= HI <= 4); --pages: as a factor\nof the pages' 0.28 em, drawn per page",
                    0, 4, c.min_spacing, c.max_spacing));
   p.add(range_flag("--tracking",
                    "lines: extra space between letters in glyph heights, drawn per line\n(0; -0.5 <= LO <= HI <= 0.5)",
@@ -163,6 +163,7 @@ void check_no_stale_files(const SynthConfig& c) {
 PageSynthOptions page_options(const SynthConfig& c) {
   PageSynthOptions o;
   o.min_dpi = c.min_dpi, o.max_dpi = c.max_dpi;
+  o.min_word_space = 0.28 * c.min_spacing, o.max_word_space = 0.28 * c.max_spacing;
   o.p_scan = c.degrade == "scan" ? 1 : 0;
   if (c.degrade == "none") o.p_bleed = o.p_light = 0;  // a clean page is clean
   if (!c.layouts.empty()) {
@@ -209,6 +210,8 @@ void validate(const SynthConfig& c) {
     OCRT_CHECK(c.min_dpi <= c.max_dpi, "--dpi: LO (", c.min_dpi, ") must not exceed HI (", c.max_dpi, ")");
     OCRT_CHECK(c.degrade == "none" || c.degrade == "scan", "--degrade: pages take none or scan, got ", c.degrade);
     OCRT_CHECK(c.texts.empty() && !c.augment, "--pages: --texts and --augment are for lines");
+    OCRT_CHECK(c.min_tracking == 0 && c.max_tracking == 0, "--pages: --tracking is for lines");
+    OCRT_CHECK(c.max_spacing <= 2 / 0.28, "--pages: --spacing at most ", 2 / 0.28, " (2 ems), got ", c.max_spacing);
     page_options(c);  // the layout names
   } else {
     OCRT_CHECK(c.layouts.empty() && c.min_dpi == 150 && c.max_dpi == 300, "--dpi and --layouts: only with --pages");

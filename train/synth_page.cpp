@@ -44,6 +44,8 @@ void PageSynthOptions::validate() const {
   in(min_pt, 4, 72, "min_pt");
   in(max_pt, min_pt, 72, "max_pt");
   in(max_skew_deg, 0, 10, "max_skew_deg");
+  in(min_word_space, 0, 2, "min_word_space");
+  in(max_word_space, min_word_space, 2, "max_word_space");
   in(p_scan, 0, 1, "p_scan");
   in(p_light, 0, 1, "p_light");
   in(max_light, 0, 0.8, "max_light");
@@ -144,8 +146,8 @@ struct Rendered {
 class Composer {
  public:
   Composer(const TextSource& text, const std::vector<std::shared_ptr<Font>>& fonts, SampleRng& rng, double dpi,
-           double body_pt)
-      : text_(text), fonts_(fonts), rng_(rng), dpi_(dpi), body_pt_(body_pt) {
+           double body_pt, double word_space)
+      : text_(text), fonts_(fonts), rng_(rng), dpi_(dpi), body_pt_(body_pt), space_em_(word_space) {
     body_ = pick_font();
     heading_ = rng_.uniform() < 0.5 ? body_ : pick_font();
   }
@@ -212,7 +214,7 @@ class Composer {
   // Returns the words drawn (none when even one does not fit).
   size_t text_line(const Font& font, double size_px, double x, double y, double width, bool justify,
                    const std::string& prefix = "", bool heading = false) {
-    const double space = 0.28 * size_px;
+    const double space = space_em_ * size_px;
     std::vector<Rendered> words;
     double used = 0;
     if (!prefix.empty() && font.covers(prefix)) {
@@ -252,7 +254,7 @@ class Composer {
       start = end + 1;
     }
     if (words.empty()) return 0;
-    const SynthLine& l = draw_line(words, x, y, 0.28 * size_px, size_px, heading);
+    const SynthLine& l = draw_line(words, x, y, space_em_ * size_px, size_px, heading);
     return l.outline.box().width();
   }
   double measure(const Font& font, const std::string& text, double size_px) {
@@ -264,7 +266,7 @@ class Composer {
       if (end > start) w += (double)render(font, text.substr(start, end - start), size_px).glyphs.width, ++n;
       start = end + 1;
     }
-    return w + (n > 1 ? (double)(n - 1) * 0.28 * size_px : 0);
+    return w + (n > 1 ? (double)(n - 1) * space_em_ * size_px : 0);
   }
 
   Canvas& canvas() { return *canvas_; }
@@ -288,6 +290,7 @@ class Composer {
   const std::vector<std::shared_ptr<Font>>& fonts_;
   SampleRng& rng_;
   double dpi_, body_pt_;
+  double space_em_;  // the space between words, in ems
   std::shared_ptr<Font> body_, heading_;
   std::deque<std::string> queue_;
   std::vector<SynthLine> lines_;
@@ -824,7 +827,10 @@ SynthPage render_page(const TextSource& text, const std::vector<std::shared_ptr<
     paper = (uint8_t)rng.integer(10, 90), ink = (uint8_t)rng.integer(200, 255);
   Canvas canvas(W, H, paper);
   const double body_pt = rng.uniform(o.min_pt, o.max_pt);
-  Composer k(text, fonts, rng, dpi, page.layout == PageLayout::receipt ? std::min(body_pt, 10.0) : body_pt);
+  const double word_space =
+      o.min_word_space == o.max_word_space ? o.min_word_space : rng.uniform(o.min_word_space, o.max_word_space);
+  Composer k(text, fonts, rng, dpi, page.layout == PageLayout::receipt ? std::min(body_pt, 10.0) : body_pt,
+             word_space);
   k.start(&canvas, ink);
   switch (page.layout) {
     case PageLayout::article: layout_article(k, canvas); break;

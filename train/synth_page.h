@@ -41,6 +41,9 @@ struct PageSynthOptions {
   double min_dpi = 150, max_dpi = 300;  // scan resolution, in [50, 600]
   double min_pt = 8, max_pt = 14;       // body text size in points, in [4, 72]; headings and slides larger
   double max_skew_deg = 3;              // the page turned by up to this, in [0, 10]
+  // The space between words in ems, drawn per page from [min, max] (no draw when they are equal,
+  // so that a seed gives the pages it gave before); in [0, 2]. PDFs set tight text at 0.15-0.2.
+  double min_word_space = 0.28, max_word_space = 0.28;
   double p_scan = 0.7;                  // the scan simulation applied (probability)
   double p_light = 0.25;                // uneven light (a photo's vignette and a gradient across the sheet)
   double max_light = 0.35;              //   darkening by up to this share of a pixel's value, in [0, 0.8]

@@ -189,6 +189,12 @@ TEST_CASE("synthetic pages: options are checked", "[synth_page]") {
   o = {};
   o.scan.p_skew = 0.5;
   CHECK_THROWS_WITH(o.validate(), Catch::Contains("cannot crop, pad, skew"));
+  o = {};
+  o.min_word_space = 0.3, o.max_word_space = 0.2;
+  CHECK_THROWS_WITH(o.validate(), Catch::Contains("max_word_space"));
+  o = {};
+  o.max_word_space = 3;
+  CHECK_THROWS_WITH(o.validate(), Catch::Contains("max_word_space"));
   CHECK_THROWS_WITH(parse_page_layout("poster"), Catch::Contains("article, table, form, receipt, slide or chart"));
   CHECK(parse_page_layout("chart") == PageLayout::chart);
   CHECK(parse_page_layout("receipt") == PageLayout::receipt);
@@ -238,4 +244,30 @@ TEST_CASE("synthetic pages: bleed-through and uneven light darken the page, not 
     CHECK(darker > (int64_t)page.image.pixels.size() / 100);
     check_page(page, 15);
   }
+}
+
+TEST_CASE("synthetic pages: the space between words is the options' share of an em", "[synth_page]") {
+  const auto fonts = test_fonts();
+  if (fonts.empty()) return;
+  // An article's running text: the gaps between a line's words, over the body size in pixels,
+  // against the default 0.28 em and a tight 0.14 (justified lines widen theirs: the narrowest
+  // gap of each page is compared). The same seed draws the same words and lines.
+  auto narrowest_gap = [&](double em) {
+    PageSynthOptions o = quick(0);
+    o.min_word_space = o.max_word_space = em;
+    const SynthPage page = render_page(test_text(), fonts, 5, o);
+    double least = 1e9;
+    for (const SynthLine& l : page.lines)
+      for (size_t i = 1; i < l.words.size(); ++i)
+        least = std::min(least, l.words[i].outline.box().x0 - l.words[i - 1].outline.box().x1);
+    return least;
+  };
+  const double wide = narrowest_gap(0.28), tight = narrowest_gap(0.14);
+  CHECK(tight > 0);
+  CHECK(tight == Approx(wide / 2).margin(1.0));  // outlines are whole words; rounding to pixels
+  // The default draws nothing for the word space: pages of a seed are the same as before the
+  // option (a range draws one number per page, after the body size).
+  PageSynthOptions d = quick(0), same = quick(0);
+  same.min_word_space = same.max_word_space = 0.28;
+  CHECK(render_page(test_text(), fonts, 9, d).image.pixels == render_page(test_text(), fonts, 9, same).image.pixels);
 }
