@@ -82,6 +82,15 @@ std::optional<InkRule> ink_rule(const GrayImage& line, int64_t x0, int64_t x1, i
   return r;
 }
 
+// Which columns of a line image hold ink (by `rule`) in any of its rows [y0, y1).
+std::vector<bool> inked_columns(const GrayImage& line, const InkRule& rule, int64_t y0, int64_t y1) {
+  std::vector<bool> ink((size_t)line.width, false);
+  for (int64_t y = y0; y < y1; ++y)
+    for (int64_t x = 0; x < line.width; ++x)
+      if (rule.ink(line.at(x, y))) ink[(size_t)x] = true;
+  return ink;
+}
+
 // How far past one end of a line its glyphs' ink goes, in columns of `ink` (one flag per column
 // of the line cut out at its own scale), walking from column `from` by `step` (+1 or -1): the
 // inked columns reached through gaps narrower than `gap`, or -1 when there are none, or when the
@@ -115,10 +124,8 @@ Quad fit_ends_to_ink(const GrayImage& page, const Quad& outline, double pad, dou
   const int64_t edge = std::max<int64_t>(1, (int64_t)(0.15 * (double)h));
   const std::optional<InkRule> rule = ink_rule(line, x0, x1, 0, h, edge, h - edge);
   if (!rule) return plain;
-  std::vector<bool> ink((size_t)line.width, false);
-  for (int64_t y = (int64_t)(0.2 * (double)h); y < (int64_t)std::ceil(0.8 * (double)h); ++y)
-    for (int64_t x = 0; x < line.width; ++x)
-      if (rule->ink(line.at(x, y))) ink[(size_t)x] = true;
+  const std::vector<bool> ink =
+      inked_columns(line, *rule, (int64_t)(0.2 * (double)h), (int64_t)std::ceil(0.8 * (double)h));
   const int64_t gap = std::max<int64_t>(2, std::llround(pad * (double)h));
   const int64_t first = ink_past_end(ink, x0 - 1, -1, gap), last = ink_past_end(ink, x1, +1, gap);
   // An end moves out to `pad` heights past its last inked column, never in from the plain pad.
@@ -489,10 +496,7 @@ int64_t split_at_ink_gaps(LineResult& r, const GrayImage& line, double min_gap, 
   const int64_t edge = std::max<int64_t>(1, (int64_t)(0.1 * (double)h));
   const std::optional<InkRule> rule = ink_rule(line, 0, W, edge, h - edge, edge, h - edge);
   if (!rule) return 0;
-  std::vector<bool> ink((size_t)W, false);
-  for (int64_t y = edge; y < h - edge; ++y)
-    for (int64_t x = 0; x < W; ++x)
-      if (rule->ink(line.at(x, y))) ink[(size_t)x] = true;
+  const std::vector<bool> ink = inked_columns(line, *rule, edge, h - edge);
   // The gap between characters i and i + 1: the widest run of blank columns with ink on both
   // sides that starts between their CTC positions. A position may lie in the blank before its
   // glyph (the first character of a line, a narrow glyph), so the run must start after ink seen

@@ -496,20 +496,16 @@ void Predictor::Impl::run_batch(Worker& w, nn::Recognizer& model, Batch& b) {
     // The GPU's part under its turn (DeviceTurn: other predictors may share the GPU): the
     // forward, and the greedy decoding's arithmetic, which runs on the logits where they are.
     // A beam search is CPU work: the logits come to the host and it runs after the turn.
+    const bool on_host = p.opt_.decoder == Decoder::beam || p.opt_.keep_logits;
     Tensor logits;
     std::vector<nn::Decoded> decoded;
-    bool decoded_here = false;
     {
       const DeviceTurn turn(w.device);
       logits = model.forward(x.to(w.device), widths);  // (T, N, C)
-      if (p.opt_.decoder == Decoder::beam || p.opt_.keep_logits) {
-        logits = logits.to(Device::cpu());
-      } else {
-        decoded = decode(logits, lengths);
-        decoded_here = true;
-      }
+      if (on_host) logits = logits.to(Device::cpu());
+      else decoded = decode(logits, lengths);
     }
-    if (!decoded_here) decoded = decode(logits, lengths);
+    if (on_host) decoded = decode(logits, lengths);
     for (int64_t n = 0; n < N; ++n) {
       const int64_t line = b.lines[(size_t)n];
       LineResult& r = chunk.results[(size_t)line];

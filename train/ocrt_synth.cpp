@@ -163,7 +163,8 @@ void check_no_stale_files(const SynthConfig& c) {
 PageSynthOptions page_options(const SynthConfig& c) {
   PageSynthOptions o;
   o.min_dpi = c.min_dpi, o.max_dpi = c.max_dpi;
-  o.min_word_space = 0.28 * c.min_spacing, o.max_word_space = 0.28 * c.max_spacing;
+  const double em = o.min_word_space;  // the pages' own word space, which --spacing scales
+  o.min_word_space = em * c.min_spacing, o.max_word_space = em * c.max_spacing;
   o.p_scan = c.degrade == "scan" ? 1 : 0;
   if (c.degrade == "none") o.p_bleed = o.p_light = 0;  // a clean page is clean
   if (!c.layouts.empty()) {
@@ -211,7 +212,8 @@ void validate(const SynthConfig& c) {
     OCRT_CHECK(c.degrade == "none" || c.degrade == "scan", "--degrade: pages take none or scan, got ", c.degrade);
     OCRT_CHECK(c.texts.empty() && !c.augment, "--pages: --texts and --augment are for lines");
     OCRT_CHECK(c.min_tracking == 0 && c.max_tracking == 0, "--pages: --tracking is for lines");
-    OCRT_CHECK(c.max_spacing <= 2 / 0.28, "--pages: --spacing at most ", 2 / 0.28, " (2 ems), got ", c.max_spacing);
+    const double most = 2 / PageSynthOptions().max_word_space;  // 2 ems, PageSynthOptions::validate's bound
+    OCRT_CHECK(c.max_spacing <= most, "--pages: --spacing at most ", most, " (2 ems), got ", c.max_spacing);
     page_options(c);  // the layout names
   } else {
     OCRT_CHECK(c.layouts.empty() && c.min_dpi == 150 && c.max_dpi == 300, "--dpi and --layouts: only with --pages");

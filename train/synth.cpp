@@ -598,11 +598,11 @@ void SampleRng::normals(double* out, size_t n) {
   }
 }
 
+double draw_in(SampleRng& rng, double lo, double hi) { return lo < hi ? rng.uniform(lo, hi) : lo; }
+
 TextSpacing draw_spacing(SampleRng& rng, double word_lo, double word_hi, double tracking_lo, double tracking_hi) {
-  TextSpacing spacing{word_lo, tracking_lo};
-  if (word_lo < word_hi) spacing.word = rng.uniform(word_lo, word_hi);
-  if (tracking_lo < tracking_hi) spacing.tracking = rng.uniform(tracking_lo, tracking_hi);
-  return spacing;
+  const double word = draw_in(rng, word_lo, word_hi);  // in this order: the word space first
+  return {word, draw_in(rng, tracking_lo, tracking_hi)};
 }
 
 double SampleRng::normal() {

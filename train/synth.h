@@ -145,6 +145,10 @@ class SampleRng {
   uint64_t seed_, counter_ = 0;
 };
 
+// A value drawn uniformly from [lo, hi], or lo itself without a draw when the ends are equal, so
+// that a range left at a single value moves no other draw of the seed.
+double draw_in(SampleRng& rng, double lo, double hi);
+
 // The type's spacing of one line drawn uniformly from [word_lo, word_hi] and [tracking_lo,
 // tracking_hi] (ocrt-train's --synth-spacing / --synth-tracking, ocrt-synth's --spacing /
 // --tracking). A range with equal ends is that value and draws nothing, so that the default

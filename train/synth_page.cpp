@@ -827,8 +827,7 @@ SynthPage render_page(const TextSource& text, const std::vector<std::shared_ptr<
     paper = (uint8_t)rng.integer(10, 90), ink = (uint8_t)rng.integer(200, 255);
   Canvas canvas(W, H, paper);
   const double body_pt = rng.uniform(o.min_pt, o.max_pt);
-  const double word_space =
-      o.min_word_space == o.max_word_space ? o.min_word_space : rng.uniform(o.min_word_space, o.max_word_space);
+  const double word_space = draw_in(rng, o.min_word_space, o.max_word_space);
   Composer k(text, fonts, rng, dpi, page.layout == PageLayout::receipt ? std::min(body_pt, 10.0) : body_pt,
              word_space);
   k.start(&canvas, ink);

@@ -168,11 +168,6 @@ __global__ void im2col_kernel(const T* __restrict__ x, Geometry geo, I L, C* __r
   }
 }
 
-// The adjoint of im2col, as a gather: dx of a chunk (S, C, H, W) from dcol (C*kh*kw, L). Input
-// pixel (ih, iw) was copied to kernel tap (i, j) of output (oh, ow) when oh*sh = ih + ph - i*dh
-// and ow*sw = iw + pw - j*dw; each tap has at most one such output. The sum runs over (i, j) in
-// order, as the CPU's col2im adds them. dx is overwritten. kUnit: stride and dilation 1 (most
-// convolutions), where a tap's output is found without dividing.
 // The output o along one axis whose window's tap lands on an input pixel, given t = o * stride
 // (the pixel's position plus padding minus the tap's offset), or -1 when none does: t must be a
 // whole multiple of the stride and o inside [0, n). kUnit: stride 1, no division.
@@ -182,6 +177,11 @@ __device__ __forceinline__ I tap_output(I t, I stride, I n) {
   else return t >= 0 && t % stride == 0 && t / stride < n ? t / stride : I(-1);
 }
 
+// The adjoint of im2col, as a gather: dx of a chunk (S, C, H, W) from dcol (C*kh*kw, L). Input
+// pixel (ih, iw) was copied to kernel tap (i, j) of output (oh, ow) when oh*sh = ih + ph - i*dh
+// and ow*sw = iw + pw - j*dw; each tap has at most one such output. The sum runs over (i, j) in
+// order, as the CPU's col2im adds them. dx is overwritten. kUnit: stride and dilation 1 (most
+// convolutions), where a tap's output is found without dividing.
 template <class T, class I, bool kUnit>
 __global__ void col2im_kernel(const T* __restrict__ dcol, Geometry geo, I L, I S, T* __restrict__ dx) {
   const Dims<I> g(geo);
