@@ -134,6 +134,8 @@ bool cpu_has_avx512_vnni() {
   return cpu_isa() >= CpuIsa::avx512 && f.avx512vnni && f.os_avx512;
 }
 
+bool cpu_has_amx_int8() { return cpu_isa() == CpuIsa::amx && features().amx_int8; }
+
 bool cpu_isa_supported(CpuIsa isa) { return (int)isa <= (int)best_cpu_isa(); }
 
 CpuIsa cpu_isa() {

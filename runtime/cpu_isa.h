@@ -61,6 +61,10 @@ bool cpu_avx512_fma_is_split();
 // avx512 path, Cascade Lake and later do, Skylake-X does not.
 bool cpu_has_avx512_vnni();
 
+// Whether the int8 kernels may use AMX-INT8 tiles (tdpbusd): the chosen path is amx and the CPU
+// has AMX-INT8 (every AMX CPU so far does; the amx path itself asks only for AMX-BF16).
+bool cpu_has_amx_int8();
+
 // The CPU's model name and the instruction-set extensions ocrt cares about, for summaries and
 // benchmark records (e.g. "AMD EPYC 9B45: avx2 fma avx512f avx512bw avx512_bf16").
 std::string cpu_description();

@@ -22,14 +22,15 @@
 //
 // The micro-kernel keeps an MR x NR tile of C in vector registers. Per step of k it loads the
 // NR values of B's row (NV vectors), broadcasts the MR values of A's column one at a time, and
-// does MR x NV FMAs (the bf16 kernel: two values of k per step, runtime/cpu/gemm_avx512bf16.cpp).
+// does MR x NV FMAs (the bf16 kernel: two values of k per step, runtime/cpu/gemm_avx512bf16.cpp;
+// the AMX kernel keeps its tile in tile registers instead, runtime/cpu/gemm_amx.cpp).
 //
 // Threads split the rows of C (whole MR panels), and each packs its own A blocks; the packed B
 // block is packed by all threads together and then read by all, so B is packed once per product,
 // not once per thread. Two barriers per (jc, pc) block are the only synchronisation.
 //
 // Files: the loops above are runtime/cpu/gemm_loops.inc, compiled once per instruction set by
-// runtime/cpu/gemm_avx2.cpp, gemm_avx512.cpp and gemm_avx512bf16.cpp, each of which sets its tile,
+// runtime/cpu/gemm_avx2.cpp, gemm_avx512.cpp, gemm_avx512bf16.cpp and gemm_amx.cpp, each of which sets its tile,
 // blocks and micro-kernel. This file picks one at run time: the path cpu_isa() chose at start-up
 // (runtime/cpu_isa.h) and the precision set by set_matmul_precision().
 #include "runtime/cpu/gemm.h"
@@ -79,15 +80,16 @@ MatmulPrecision matmul_precision() { return g_precision.load(std::memory_order_r
 namespace {
 
 // The kernel for a path and precision. Paths above avx512 use the avx512 float32 kernel; bf16
-// uses vdpbf16ps where the CPU has it and rounded operands in the float32 kernel elsewhere.
+// uses AMX tiles or vdpbf16ps where the CPU has them and rounded operands in the float32 kernel
+// elsewhere.
 detail::GemmKernel kernel_for(CpuIsa isa, MatmulPrecision p) {
   const bool bf16 = p == MatmulPrecision::bf16;
   switch (isa) {
     case CpuIsa::generic: break;
     case CpuIsa::avx2: return bf16 ? detail::avx2_bf16_rounded() : detail::avx2_f32();
     case CpuIsa::avx512: return bf16 ? detail::avx512_bf16_rounded() : detail::avx512_f32();
-    case CpuIsa::avx512bf16:
-    case CpuIsa::amx: return bf16 ? detail::avx512bf16_bf16() : detail::avx512_f32();
+    case CpuIsa::avx512bf16: return bf16 ? detail::avx512bf16_bf16() : detail::avx512_f32();
+    case CpuIsa::amx: return bf16 ? detail::amx_bf16() : detail::avx512_f32();
   }
   throw Error("ocrt's GEMM needs AVX2 and FMA at least: this CPU runs the 'generic' path (Eigen)");
 }

@@ -7,7 +7,7 @@
 //                                                   the float32 kernel (the same numbers, no faster)
 //   avx512       14 x 32 tile, FMA                  the same, with the avx512 float32 kernel
 //   avx512bf16   avx512's                           14 x 32 tile, vdpbf16ps on bf16 pairs
-//   amx          avx512's                           avx512bf16's (AMX tiles: not yet)
+//   amx          avx512's                           32 x 32 tile in four AMX tiles, tdpbf16ps
 //
 // Where the CPU has no AVX2 (path `generic`) or the build is not for x86-64 (OCRT_CPU_SGEMM not
 // defined), runtime/cpu/linalg.cpp and ops/cpu/conv.cpp use Eigen, in float32 only.

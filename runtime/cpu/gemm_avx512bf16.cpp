@@ -1,5 +1,4 @@
-// ocrt's bf16 GEMM kernel for the avx512bf16 path (and, until AMX tiles have a kernel of their
-// own, the amx path): vdpbf16ps, which multiplies 16 pairs of bf16 values by 16 other pairs and
+// ocrt's bf16 GEMM kernel for the avx512bf16 path: vdpbf16ps, which multiplies 16 pairs of bf16 values by 16 other pairs and
 // adds each pair's two products to a float32 lane, twice the multiply-adds of a float32 FMA per
 // instruction. Compiled for AVX512_BF16 inside this file only (the pragma below), so any x86-64
 // build has it; runtime/cpu/gemm.cpp calls it only on CPUs that have the instructions.
@@ -38,53 +37,7 @@ namespace avx512bf16 {
 
 #include "runtime/cpu/gemm_loops.inc"
 
-// 32 float32 values at `src` (contiguous) as 16 bf16 pairs in a zmm register.
-inline __m512i pairs_of_32(const float* src) {
-  return (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + 16), _mm512_loadu_ps(src));
-}
-
-// n <= 32 contiguous values (zeros after them) as bf16 pairs, stored at out[0 .. (n + 1) / 2).
-inline void convert_pairs(const float* src, int64_t n, uint32_t* out) {
-  if (n == 32) {
-    _mm512_storeu_si512(out, pairs_of_32(src));
-    return;
-  }
-  for (int64_t p = 0; p < (n + 1) / 2; ++p) out[p] = bf16_pair(src[2 * p], 2 * p + 1 < n ? src[2 * p + 1] : 0.f);
-}
-
-// Transposes 16 rows of 16 32-bit elements in registers: afterwards r[j] holds what was column j
-// (r[j][i] = old r[i][j]). Four rounds: 32-bit and 64-bit interleaves inside each 128-bit lane
-// leave u[4b + c], lane L = rows 4b..4b+3 of column 4L + c; two rounds of 128-bit lane shuffles
-// then gather each column's four row groups into one register.
-inline void transpose16(__m512i r[16]) {
-  __m512i t[16], u[16];
-  for (int a = 0; a < 8; ++a) {
-    t[2 * a] = _mm512_unpacklo_epi32(r[2 * a], r[2 * a + 1]);
-    t[2 * a + 1] = _mm512_unpackhi_epi32(r[2 * a], r[2 * a + 1]);
-  }
-  for (int b = 0; b < 4; ++b) {
-    u[4 * b + 0] = _mm512_unpacklo_epi64(t[4 * b], t[4 * b + 2]);
-    u[4 * b + 1] = _mm512_unpackhi_epi64(t[4 * b], t[4 * b + 2]);
-    u[4 * b + 2] = _mm512_unpacklo_epi64(t[4 * b + 1], t[4 * b + 3]);
-    u[4 * b + 3] = _mm512_unpackhi_epi64(t[4 * b + 1], t[4 * b + 3]);
-  }
-  for (int c = 0; c < 4; ++c) {
-    // Lanes 0, 1 of the row groups b = 0..3 (columns c and 4 + c), then lanes 2, 3 (8 + c, 12 + c).
-    const __m512i v01 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44), w01 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
-    const __m512i v23 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xee), w23 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xee);
-    r[c] = _mm512_shuffle_i32x4(v01, w01, 0x88);
-    r[4 + c] = _mm512_shuffle_i32x4(v01, w01, 0xdd);
-    r[8 + c] = _mm512_shuffle_i32x4(v23, w23, 0x88);
-    r[12 + c] = _mm512_shuffle_i32x4(v23, w23, 0xdd);
-  }
-}
-
-// 16 vectors along K (row i: 32 contiguous values at src + i * stride, as 16 pairs; rows at
-// and past `rows` are zero), transposed: r[p] = pair p of each of the 16 vectors.
-inline void load_pairs_transposed(const float* src, int64_t stride, int rows, __m512i r[16]) {
-  for (int i = 0; i < 16; ++i) r[i] = i < rows ? pairs_of_32(src + i * stride) : _mm512_setzero_si512();
-  transpose16(r);
-}
+#include "runtime/cpu/gemm_bf16_pairs.inc"
 
 struct Bf16PairKernel {
   using Packed = uint32_t;
@@ -201,56 +154,8 @@ struct Bf16PairKernel {
   // rows of NR pairs; columns past nc are zero.
   static void pack_b_panel(int64_t p, int64_t kc, int64_t nc, const float* b, int64_t rs, int64_t cs,
                            uint32_t* out) {
-    const int64_t j0 = p * NR, nr = std::min(NR, nc - j0), d = depth(kc);
-    out += p * NR * d;
-    b += j0 * cs;
-    if (cs == 1 && nr == NR) {
-      // Rows 2kp and 2kp+1, 16 columns at a time: convert both (vcvtne2ps2bf16 puts row 2kp's
-      // 16 values in the low 16 words, row 2kp+1's in the high ones), then interleave the words.
-      const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7,
-                                                  22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-      for (int64_t kp = 0; kp < d; ++kp, out += NR) {
-        const float* even = b + 2 * kp * rs;
-        const bool has_odd = 2 * kp + 1 < kc;
-        for (int v = 0; v < NV; ++v) {
-          const __m512 lo = _mm512_loadu_ps(even + v * 16);
-          const __m512 hi = has_odd ? _mm512_loadu_ps(even + rs + v * 16) : _mm512_setzero_ps();
-          const __m512i words = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
-          _mm512_store_si512(out + v * 16, _mm512_permutexvar_epi16(interleave, words));
-        }
-      }
-      return;
-    }
-    if (rs == 1) {
-      // B stored transposed (a weight W (N, K) read as W^T): each column is contiguous along K,
-      // so its pairs come out of one conversion and are spread NR apart.
-      // Whole blocks of 16 columns by 32 values of K: 16 columns' pairs transposed in registers,
-      // so that each register is one row of the panel; the rest one column at a time.
-      int64_t k_done = 0;
-      if (nr == NR) {
-        __m512i r[16];
-        for (; k_done + 32 <= kc; k_done += 32)
-          for (int64_t j16 = 0; j16 < NR; j16 += 16) {
-            load_pairs_transposed(b + j16 * cs + k_done, cs, 16, r);
-            for (int q = 0; q < 16; ++q) _mm512_store_si512(out + (k_done / 2 + q) * NR + j16, r[q]);
-          }
-      }
-      alignas(64) uint32_t col_pairs[16];
-      for (int64_t j = 0; j < nr && k_done < kc; ++j) {
-        const float* src = b + j * cs;
-        for (int64_t k0 = k_done; k0 < kc; k0 += 32) {
-          const int64_t n = std::min<int64_t>(32, kc - k0);
-          convert_pairs(src + k0, n, col_pairs);
-          for (int64_t q = 0; q < (n + 1) / 2; ++q) out[(k0 / 2 + q) * NR + j] = col_pairs[q];
-        }
-      }
-    } else {
-      for (int64_t kp = 0; kp < d; ++kp)
-        for (int64_t j = 0; j < nr; ++j)
-          out[kp * NR + j] = bf16_pair(b[2 * kp * rs + j * cs], 2 * kp + 1 < kc ? b[(2 * kp + 1) * rs + j * cs] : 0.f);
-    }
-    for (int64_t kp = 0; kp < d; ++kp)
-      for (int64_t j = nr; j < NR; ++j) out[kp * NR + j] = 0;
+    const int64_t j0 = p * NR;
+    pack_b_pairs<NR>(kc, depth(kc), std::min(NR, nc - j0), b + j0 * cs, rs, cs, out + p * NR * depth(kc));
   }
 };
 

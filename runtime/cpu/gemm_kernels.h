@@ -46,6 +46,17 @@ GemmKernel avx2_bf16_rounded();  // operands rounded to bf16 while packing, floa
 GemmKernel avx512_f32();
 GemmKernel avx512_bf16_rounded();
 GemmKernel avx512bf16_bf16();  // vdpbf16ps on bf16 pairs
+GemmKernel amx_bf16();         // AMX tdpbf16ps on 16 x 16 tiles
+
+// Loads the tile configuration every AMX kernel uses (eight tiles of 16 rows x 64 bytes) on the
+// calling thread, once; the amx path only (runtime/cpu/gemm_amx.cpp).
+void amx_configure_tiles();
+
+// The AMX int8 tiles (runtime/cpu/int8_gemm.cpp): 32 rows of A (unsigned codes, row r at
+// a + r * lda, kq codes each, kq a multiple of 64) times two 16-column panels of packed weights
+// (b0, b1; b1 null: b0 alone), each read for kq / 4 rows of 64 bytes. The int32 sums go to c as
+// four 16 x 16 tiles, row-major: rows 0-15 x b0, rows 0-15 x b1, rows 16-31 x b0, rows 16-31 x b1.
+void amx_int8_tiles(const uint8_t* a, int64_t lda, const int8_t* b0, const int8_t* b1, int64_t kq, int32_t* c);
 
 // out[i] = the bf16 bits of src[i] by the instruction the bf16 kernel packs with (vcvtne2ps2bf16),
 // for n a multiple of 32; tests compare it with runtime/bf16.h on every exponent.

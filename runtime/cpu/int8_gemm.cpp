@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "runtime/cpu/gemm_kernels.h"
 #include "runtime/cpu_isa.h"
 #include "runtime/error.h"
 
@@ -343,15 +344,19 @@ struct Kernels {
   RowKernel row = nullptr;
   Store store = store_tile_reference;
   bool quantize_avx2 = false;
+  bool amx = false;  // products of kInt8MR rows or more on AMX tiles (run_amx)
   const char* name = "plain loops";
 };
 
 Kernels choose_kernels() {
   Kernels k;
 #if defined(OCRT_INT8_AVX2)
-  if (cpu_isa() >= CpuIsa::avx2) k = {kernel_avx2, nullptr, row_kernel_avx2, store_tile_avx2, true, "avx2 vpmaddubsw"};
+  if (cpu_isa() >= CpuIsa::avx2) k = {kernel_avx2, nullptr, row_kernel_avx2, store_tile_avx2, true, false, "avx2 vpmaddubsw"};
   if (cpu_has_avx512_vnni())
     k.tile = kernel_vnni, k.pair = pair_kernel_vnni, k.row = row_kernel_vnni, k.name = "avx512-vnni vpdpbusd";
+#if defined(OCRT_CPU_SGEMM)
+  if (cpu_has_amx_int8()) k.amx = true, k.name = "amx tdpbusd";
+#endif
 #endif
   return k;
 }
@@ -427,13 +432,87 @@ void run(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Epilog
   }
 }
 
+#if defined(OCRT_CPU_SGEMM)
+// The product on AMX tiles (runtime/cpu/gemm_amx.cpp, amx_int8_tiles): 32 rows of A at a time,
+// gathered once from Int8A's pointers into rows of kq codes (Kp rounded up to 64, the rest zero:
+// a tile row is 64 codes), then every pair of B's 16-column panels in turn, each 32 x 32 tile of
+// int32 sums through the same epilogue (store) as the other kernels, 6 rows at a time. The tail
+// of K reads up to 15 quads past a panel's end (the next panel, or the zeros Int8PackedWeights
+// allocates after the last): A's zero codes there add nothing. Work is shared out by row blocks
+// and, where there are fewer blocks than threads (an LSTM step, a small line batch), by groups of
+// panel pairs as well; every sum is exact, so the result is the same for any split.
+void run_amx(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y, int64_t y_row,
+             int64_t y_col, bool parallel, Store store) {
+  constexpr int64_t kRows = 32;
+  const int64_t Kp = B.padded_rows(), N = B.cols(), S = a.segments, seg = Kp / S;
+  const int64_t kq = round_up(Kp, 64);
+  const int64_t blocks = (M + kRows - 1) / kRows, panels_b = (N + kInt8NR - 1) / kInt8NR, pairs = (panels_b + 1) / 2;
+  const int threads = parallel && !omp_in_parallel() ? omp_get_max_threads() : 1;
+  const int64_t groups = blocks >= threads ? 1 : std::min<int64_t>(pairs, (threads + blocks - 1) / blocks);
+  const int64_t items = blocks * groups;
+  auto item = [&](int64_t it, std::vector<const uint8_t*>& ptrs, uint8_t* rows_buf, int64_t& gathered) {
+    const int64_t blk = it / groups, g = it % groups, i0 = blk * kRows, rows = std::min(kRows, M - i0);
+    if (gathered != blk) {  // this thread's copy of the block's rows
+      for (int64_t r0 = 0; r0 < kRows; r0 += kInt8MR) {
+        const int64_t have = std::min(kInt8MR, rows - r0);
+        if (have <= 0) {  // rows past M: copies of the last, never stored
+          for (int64_t r = r0; r < kRows; ++r) std::memcpy(rows_buf + r * kq, rows_buf + (rows - 1) * kq, (size_t)kq);
+          break;
+        }
+        a.rows(i0 + r0, have, ptrs.data());
+        for (int64_t r = 0; r < kInt8MR && r0 + r < kRows; ++r) {
+          uint8_t* dst = rows_buf + (r0 + r) * kq;
+          for (int64_t sg = 0; sg < S; ++sg) std::memcpy(dst + sg * seg, ptrs[sg * kInt8MR + r], (size_t)seg);
+          std::memset(dst + Kp, 0, (size_t)(kq - Kp));
+        }
+      }
+      gathered = blk;
+    }
+    alignas(64) int32_t acc[4 * 256];
+    const int64_t q0 = g * pairs / groups, q1 = (g + 1) * pairs / groups;
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t pb = 2 * q, j0 = pb * kInt8NR;
+      const bool second = pb + 1 < panels_b;
+      detail::amx_int8_tiles(rows_buf, kq, B.panel(pb), second ? B.panel(pb + 1) : nullptr, kq, acc);
+      for (int h = 0; h < (second ? 2 : 1); ++h) {
+        const int64_t jh = j0 + h * kInt8NR, cols = std::min(kInt8NR, N - jh);
+        for (int half = 0; half < 2; ++half) {
+          const int32_t* tile = acc + (2 * half + h) * 256;
+          const int64_t r_lo = half * 16, r_hi = std::min<int64_t>(rows, r_lo + 16);
+          for (int64_t r = r_lo; r < r_hi; r += kInt8MR)
+            store(tile + (r - r_lo) * kInt8NR, i0 + r, std::min(kInt8MR, r_hi - r), jh, cols, e, y, y_row, y_col);
+        }
+      }
+    }
+  };
+  auto worker = [&](int64_t lo, int64_t hi) {
+    thread_local std::vector<uint8_t> rows_buf;
+    rows_buf.resize((size_t)(kRows * kq));
+    std::vector<const uint8_t*> ptrs((size_t)(kInt8MR * S));
+    int64_t gathered = -1;
+    for (int64_t it = lo; it < hi; ++it) item(it, ptrs, rows_buf.data(), gathered);
+  };
+  if (threads <= 1 || items <= 1) {
+    worker(0, items);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    worker(t * items / nt, (t + 1) * items / nt);
+  }
+}
+#endif
+
 }  // namespace
 
 Int8PackedWeights::Int8PackedWeights(int64_t K, int64_t N, const int8_t* w, int64_t w_col, int64_t w_k)
     : K_(K), N_(N), Kp_(round_up(std::max<int64_t>(K, 1), 4)), Np_(round_up(std::max<int64_t>(N, 1), kInt8NR)) {
   OCRT_CHECK(K >= 0 && N >= 0, "int8 weights: negative size ", K, " x ", N);
   OCRT_CHECK(K <= kMaxK, "int8 weights: K = ", K, " exceeds ", kMaxK, ", where int32 sums could overflow");
-  const size_t bytes = (size_t)(Kp_ * Np_);  // a multiple of 64
+  // A multiple of 64, and 1 KB of zeros after the last panel: the AMX kernel reads K in steps of
+  // 64 codes, up to 15 quads past a panel's end (run_amx).
+  const size_t bytes = (size_t)(Kp_ * Np_) + 1024;
   data_.reset((int8_t*)std::aligned_alloc(64, bytes));
   OCRT_CHECK(data_ != nullptr, "int8 weights: out of memory for ", bytes, " bytes");
   std::memset(data_.get(), 0, bytes);
@@ -462,6 +541,13 @@ Int8A int8_rows(const uint8_t* a, int64_t lda) {
 void int8_gemm(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y,
                int64_t y_row, int64_t y_col, bool parallel) {
   const Kernels& k = kernels();
+#if defined(OCRT_CPU_SGEMM)
+  if (k.amx && M >= kInt8MR && e.scale != nullptr && B.cols() > 0) {
+    OCRT_CHECK(a.segments >= 1 && B.padded_rows() % (4 * a.segments) == 0, "int8_gemm: ", a.segments,
+               " segments do not split ", B.padded_rows(), " codes into steps of 4");
+    return run_amx(M, a, B, e, y, y_row, y_col, parallel, k.store);
+  }
+#endif
   run(M, a, B, e, y, y_row, y_col, parallel, k.tile, k.pair, k.row, k.store);
 }
 

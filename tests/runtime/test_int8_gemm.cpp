@@ -9,9 +9,12 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "runtime/cpu/int8_gemm.h"
+#include "runtime/cpu_isa.h"
+#include "runtime/threading.h"
 
 using namespace ocrt;
 using namespace ocrt::cpu;
@@ -141,6 +144,29 @@ TEST_CASE("int8_gemm's largest products do not saturate, and the transposed stor
       for (int64_t j = 0; j < c.N; ++j) transposed_ok &= yt[(size_t)(j * c.M + i)] == want[(size_t)(i * c.N + j)];
     CHECK(transposed_ok);
   }
+}
+
+TEST_CASE("int8_gemm's work split over row blocks and column groups gives the same bits on 1-3 threads", "[int8]") {
+  // The AMX loop (amx path) gathers 32 rows at a time and, with fewer row blocks than threads,
+  // splits the columns too; the other kernels split rows. Either way every sum is exact.
+  INFO("kernel: " << int8_gemm_kernel_name());
+  if (ocrt::cpu_has_amx_int8()) CHECK(std::string(int8_gemm_kernel_name()) == "amx tdpbusd");
+  const int saved = ocrt::num_threads();
+  for (int64_t M : {6, 31, 32, 33, 70})
+    for (int64_t N : {16, 48, 100}) {
+      INFO("M " << M << " N " << N);
+      const Case c = make_case(M, N, 300, 7 + (uint32_t)(M * N));
+      const Int8PackedWeights B(c.K, N, c.w.data(), c.K, 1);
+      const Int8Epilogue e{c.scale.data(), c.offset.data(), c.bias.data()};
+      const std::vector<float> want = expected(c);
+      for (int threads : {1, 2, 3}) {
+        ocrt::set_num_threads(threads);
+        std::vector<float> y((size_t)(M * N));
+        int8_gemm(M, int8_rows(c.a.data(), c.Kp()), B, e, y.data(), N, 1);
+        CHECK(y == want);
+      }
+    }
+  ocrt::set_num_threads(saved);
 }
 
 TEST_CASE("int8_gemm: null offset and bias are zeros, and packed weights refuse -128 and a K that could overflow", "[int8]") {

@@ -1,0 +1,229 @@
+// ocrt's bf16 GEMM kernel for the amx path, and the tiles of its int8 product (at the end):
+// Intel's Advanced Matrix Extensions (Sapphire Rapids and later Xeons). Compiled for AMX inside this file only (the pragma below), so any x86-64
+// build has it; runtime/cpu/gemm.cpp calls it only where cpu_isa() is `amx`, which the OS has
+// granted the tile state for (runtime/cpu_isa.cpp).
+//
+// The machine: eight tile registers tmm0..tmm7 of up to 16 rows x 64 bytes, configured once per
+// thread (ldtilecfg; here every tile is 16 x 64 bytes), and one instruction that matters:
+//   tdpbf16ps tC, tA, tB    tC (16 x 16 float32) += tA (16 rows x 16 bf16 pairs) . tB (16 pair rows x 16 columns)
+// where element (i, j) of tC gains sum over p of A[i][2p] B[2p][j] + A[i][2p+1] B[2p+1][j]: 8192
+// multiply-adds, 16 times a vdpbf16ps's. tA's row i is 16 pairs of row i of A along K; tB's row p
+// is the pairs (B[2p][j], B[2p+1][j]) of 16 columns, the same pair layout as the avx512bf16
+// kernel's B panels (runtime/cpu/gemm_bf16_pairs.inc). Tiles load from memory with any row stride.
+//
+// The register tile of C is 32 x 32 in four tiles (tmm0..3); each step of 32 values of K loads
+// two A tiles (rows 0-15 and 16-31, tmm4, tmm5) and two B tiles (columns 0-15 and 16-31, tmm6,
+// tmm7) and issues four tdpbf16ps, each A tile used against both B tiles and each B tile against
+// both A tiles. Packed panels (the loops are gemm_loops.inc's, as every path's):
+//   A panel: MR = 32 rows, each d pairs along K (row-major: a tile load of 16 rows reads 64 bytes
+//            of each, d * 4 bytes apart)
+//   B panel: d rows of NR = 32 pairs (a tile load of 16 columns reads 64 bytes of each row,
+//            128 bytes apart)
+// with d, the packed depth, rounded up to a multiple of 16 pairs (zeros past K): a tile step
+// consumes 16 pairs. Edges of M and N are zero rows and columns of the panels; the full tile is
+// computed and its valid part copied out (gemm_loops.inc's edge_tile).
+//
+// Numbers: tdpbf16ps treats bf16 denormals as zero (so does the packing's rounding,
+// runtime/bf16.h) and sums in float32 with round-to-nearest-even; each product of two bf16
+// values is exact in float32. So the result obeys the bound every bf16 path is tested against
+// (runtime/cpu/gemm.h), and a tile's elements are computed alike wherever the tile falls.
+#include "runtime/cpu/gemm_kernels.h"
+
+#if defined(OCRT_CPU_SGEMM)
+
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <utility>
+
+#include "runtime/bf16.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx2,fma,amx-tile,amx-bf16,amx-int8")
+
+namespace ocrt::cpu::detail {
+namespace amx {
+
+#include "runtime/cpu/gemm_loops.inc"
+#include "runtime/cpu/gemm_bf16_pairs.inc"
+
+// The tile configuration ldtilecfg reads: palette 1, and each tile's rows and bytes per row.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
+};
+static_assert(sizeof(TileConfig) == 64, "ldtilecfg reads 64 bytes");
+
+}  // namespace amx
+
+// Every tile 16 rows x 64 bytes, once per thread (the configuration is per thread, saved and
+// restored by the OS with the tiles' contents).
+void amx_configure_tiles() {
+  thread_local bool configured = false;
+  if (configured) return;
+  amx::TileConfig config;
+  for (int t = 0; t < 8; ++t) {
+    config.bytes_per_row[t] = 64;
+    config.rows[t] = 16;
+  }
+  _tile_loadconfig(&config);
+  configured = true;
+}
+
+namespace amx {
+
+struct AmxBf16Kernel {
+  using Packed = uint32_t;
+  static constexpr int64_t MR = 32, NR = 32;
+  // Blocks in values of K: an A block (MC x KC bf16 = 512 KiB) stays in the L2 (2 MiB on
+  // Sapphire Rapids), a B block (KC x NC = 4 MiB) in the L3.
+  static constexpr int64_t KC = 1024, MC = 8 * MR, NC = 2048;
+  static constexpr int64_t kStep = 16;  // pairs of K per tile step
+
+  static int64_t depth(int64_t kc) { return ((kc + 1) / 2 + kStep - 1) / kStep * kStep; }
+
+  // C tile (MR x NR) = (accumulate ? C : 0) + a @ b over d pairs of K.
+  static void micro_kernel(int64_t d, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc, bool accumulate) {
+    amx_configure_tiles();
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    const int64_t a_stride = d * (int64_t)sizeof(uint32_t), b_stride = NR * (int64_t)sizeof(uint32_t);
+    for (int64_t p = 0; p < d; p += kStep) {
+      _tile_loadd(4, a + p, a_stride);
+      _tile_loadd(5, a + 16 * d + p, a_stride);
+      _tile_loadd(6, b + p * NR, b_stride);
+      _tile_loadd(7, b + p * NR + 16, b_stride);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+    if (!accumulate) {
+      const int64_t c_stride = ldc * (int64_t)sizeof(float);
+      _tile_stored(0, c, c_stride);
+      _tile_stored(1, c + 16, c_stride);
+      _tile_stored(2, c + 16 * ldc, c_stride);
+      _tile_stored(3, c + 16 * ldc + 16, c_stride);
+      return;
+    }
+    alignas(64) float tile[MR * NR];
+    const int64_t t_stride = NR * (int64_t)sizeof(float);
+    _tile_stored(0, tile, t_stride);
+    _tile_stored(1, tile + 16, t_stride);
+    _tile_stored(2, tile + 16 * NR, t_stride);
+    _tile_stored(3, tile + 16 * NR + 16, t_stride);
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t v = 0; v < NR; v += 16)
+        _mm512_storeu_ps(c + i * ldc + v,
+                         _mm512_add_ps(_mm512_loadu_ps(c + i * ldc + v), _mm512_load_ps(tile + i * NR + v)));
+  }
+
+  // The mc x kc block of A (element (i,k) at a[i * rs + k * cs]) into MR-row panels, each row d
+  // pairs along K; rows past mc and pairs past K are zero.
+  static void pack_a(int64_t mc, int64_t kc, const float* a, int64_t rs, int64_t cs, uint32_t* out) {
+    const int64_t d = depth(kc), pairs = (kc + 1) / 2;
+    for (int64_t i0 = 0; i0 < mc; i0 += MR, out += MR * d) {
+      const int64_t mr = std::min(MR, mc - i0);
+      int64_t k_done = 0;
+      if (rs == 1 && cs != 1) {
+        // A's columns are contiguous (a transposed operand: dY^T of a weight gradient). 16 rows by
+        // 32 values of K at a time: each pair of columns converted and interleaved into the pairs
+        // of 16 rows, the 16 registers then transposed so that each holds one row's 16 pairs.
+        const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23,
+                                                    7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+        for (; k_done + 32 <= kc; k_done += 32)
+          for (int64_t r0 = 0; r0 < mr; r0 += 16) {
+            const __mmask16 rows = (__mmask16)((1u << std::min<int64_t>(16, mr - r0)) - 1);
+            __m512i r[16];
+            for (int q = 0; q < 16; ++q) {
+              const float* col = a + i0 + r0 + (k_done + 2 * q) * cs;
+              const __m512 lo = _mm512_maskz_loadu_ps(rows, col), hi = _mm512_maskz_loadu_ps(rows, col + cs);
+              r[q] = _mm512_permutexvar_epi16(interleave, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+            }
+            transpose16(r);
+            for (int64_t i = 0; i < std::min<int64_t>(16, mr - r0); ++i)
+              _mm512_storeu_si512(out + (r0 + i) * d + k_done / 2, r[i]);
+          }
+      }
+      for (int64_t i = 0; i < mr; ++i) {
+        const float* src = a + (i0 + i) * rs;
+        uint32_t* row = out + i * d;
+        if (cs == 1) {  // a contiguous row: 32 values per conversion
+          for (int64_t k = k_done; k < kc; k += 32) {
+            if (k + 32 <= kc)
+              _mm512_storeu_si512(row + k / 2, pairs_of_32(src + k));
+            else
+              convert_pairs(src + k, kc - k, row + k / 2);
+          }
+        } else {
+          for (int64_t p = k_done / 2; p < pairs; ++p)
+            row[p] = bf16_pair(src[2 * p * cs], 2 * p + 1 < kc ? src[(2 * p + 1) * cs] : 0.f);
+        }
+        std::fill(row + pairs, row + d, 0u);
+      }
+      std::fill(out + mr * d, out + MR * d, 0u);
+    }
+  }
+
+  // NR-column panel `p` of the kc x nc block of B (element (k,j) at b[k * rs + j * cs]) as d
+  // rows of NR pairs; columns past nc and pairs past K are zero.
+  static void pack_b_panel(int64_t p, int64_t kc, int64_t nc, const float* b, int64_t rs, int64_t cs,
+                           uint32_t* out) {
+    const int64_t j0 = p * NR, d = depth(kc);
+    pack_b_pairs<NR>(kc, d, std::min(NR, nc - j0), b + j0 * cs, rs, cs, out + p * NR * d);
+  }
+};
+
+}  // namespace amx
+
+GemmKernel amx_bf16() { return amx::entry<amx::AmxBf16Kernel>(); }
+
+// The int8 product's AMX kernel (runtime/cpu/int8_gemm.cpp runs the loops): tdpbusd multiplies
+// 16 rows x 64 unsigned codes of A by 16 quads x 16 columns of signed codes of B (four codes of
+// each column per 64-byte row: Int8PackedWeights' panel layout as it is) and adds each group of
+// four products into an int32: exact, as every int8 path's sums are. The tile of C is 32 x 32
+// (tmm0..3), the same shape as the bf16 kernel's.
+void amx_int8_tiles(const uint8_t* a, int64_t lda, const int8_t* b0, const int8_t* b1, int64_t kq, int32_t* c) {
+  amx_configure_tiles();
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  constexpr int64_t kRow = 64;  // bytes per tile row, and per quad of B
+  if (b1 == nullptr) b1 = b0;   // the last panel alone: computed twice, stored once by the caller
+  for (int64_t k = 0; k < kq; k += 64) {
+    if (k + 64 < kq) {  // the next step's tile rows into L1: tile loads from L2 alone run at a fraction of the tiles' rate
+      for (int r = 0; r < 32; ++r) _mm_prefetch((const char*)(a + r * lda + k + 64), _MM_HINT_T0);
+      for (int r = 0; r < 16; ++r) {
+        _mm_prefetch((const char*)(b0 + (k / 4 + 16 + r) * kRow), _MM_HINT_T0);
+        _mm_prefetch((const char*)(b1 + (k / 4 + 16 + r) * kRow), _MM_HINT_T0);
+      }
+    }
+    _tile_loadd(4, a + k, lda);
+    _tile_loadd(5, a + 16 * lda + k, lda);
+    _tile_loadd(6, b0 + k / 4 * kRow, kRow);
+    _tile_loadd(7, b1 + k / 4 * kRow, kRow);
+    _tile_dpbusd(0, 4, 6);
+    _tile_dpbusd(1, 4, 7);
+    _tile_dpbusd(2, 5, 6);
+    _tile_dpbusd(3, 5, 7);
+  }
+  _tile_stored(0, c, kRow);
+  _tile_stored(1, c + 256, kRow);
+  _tile_stored(2, c + 512, kRow);
+  _tile_stored(3, c + 768, kRow);
+}
+
+}  // namespace ocrt::cpu::detail
+
+#pragma GCC pop_options
+
+#endif  // OCRT_CPU_SGEMM
