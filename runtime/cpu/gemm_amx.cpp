@@ -15,10 +15,10 @@
 // two A tiles (rows 0-15 and 16-31, tmm4, tmm5) and two B tiles (columns 0-15 and 16-31, tmm6,
 // tmm7) and issues four tdpbf16ps, each A tile used against both B tiles and each B tile against
 // both A tiles. Packed panels (the loops are gemm_loops.inc's, as every path's):
-//   A panel: MR = 32 rows, each d pairs along K (row-major: a tile load of 16 rows reads 64 bytes
-//            of each, d * 4 bytes apart)
+//   A panel: MR = 32 rows of d pairs along K, step by step: for each 16 pairs of K, the 32 rows'
+//            64 bytes one after another (a tile load reads 1 KB in one piece)
 //   B panel: d rows of NR = 32 pairs (a tile load of 16 columns reads 64 bytes of each row,
-//            128 bytes apart)
+//            128 bytes apart: 2 KB, of which the other half is the other tile's)
 // with d, the packed depth, rounded up to a multiple of 16 pairs (zeros past K): a tile step
 // consumes 16 pairs. Edges of M and N are zero rows and columns of the panels; the full tile is
 // computed and its valid part copied out (gemm_loops.inc's edge_tile).
@@ -88,17 +88,17 @@ struct AmxBf16Kernel {
 
   static int64_t depth(int64_t kc) { return ((kc + 1) / 2 + kStep - 1) / kStep * kStep; }
 
-  // C tile (MR x NR) = (accumulate ? C : 0) + a @ b over d pairs of K.
-  static void micro_kernel(int64_t d, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc, bool accumulate) {
+  // The four tiles of C (MR x NR) = a @ b over d pairs of K, left in tmm0..3.
+  static void tile_product(int64_t d, const uint32_t* a, const uint32_t* b) {
     amx_configure_tiles();
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
     _tile_zero(3);
-    const int64_t a_stride = d * (int64_t)sizeof(uint32_t), b_stride = NR * (int64_t)sizeof(uint32_t);
+    const int64_t a_stride = kStep * (int64_t)sizeof(uint32_t), b_stride = NR * (int64_t)sizeof(uint32_t);
     for (int64_t p = 0; p < d; p += kStep) {
-      _tile_loadd(4, a + p, a_stride);
-      _tile_loadd(5, a + 16 * d + p, a_stride);
+      _tile_loadd(4, a + p * MR, a_stride);
+      _tile_loadd(5, a + p * MR + 16 * kStep, a_stride);
       _tile_loadd(6, b + p * NR, b_stride);
       _tile_loadd(7, b + p * NR + 16, b_stride);
       _tile_dpbf16ps(0, 4, 6);
@@ -106,6 +106,20 @@ struct AmxBf16Kernel {
       _tile_dpbf16ps(2, 5, 6);
       _tile_dpbf16ps(3, 5, 7);
     }
+  }
+
+  // The tiles into `tile` (MR x NR, row-major).
+  static void store_tiles(float* tile) {
+    const int64_t stride = NR * (int64_t)sizeof(float);
+    _tile_stored(0, tile, stride);
+    _tile_stored(1, tile + 16, stride);
+    _tile_stored(2, tile + 16 * NR, stride);
+    _tile_stored(3, tile + 16 * NR + 16, stride);
+  }
+
+  // C tile (MR x NR) = (accumulate ? C : 0) + a @ b over d pairs of K.
+  static void micro_kernel(int64_t d, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc, bool accumulate) {
+    tile_product(d, a, b);
     if (!accumulate) {
       const int64_t c_stride = ldc * (int64_t)sizeof(float);
       _tile_stored(0, c, c_stride);
@@ -114,20 +128,41 @@ struct AmxBf16Kernel {
       _tile_stored(3, c + 16 * ldc + 16, c_stride);
       return;
     }
-    alignas(64) float tile[MR * NR];
-    const int64_t t_stride = NR * (int64_t)sizeof(float);
-    _tile_stored(0, tile, t_stride);
-    _tile_stored(1, tile + 16, t_stride);
-    _tile_stored(2, tile + 16 * NR, t_stride);
-    _tile_stored(3, tile + 16 * NR + 16, t_stride);
-    for (int64_t i = 0; i < MR; ++i)
-      for (int64_t v = 0; v < NR; v += 16)
-        _mm512_storeu_ps(c + i * ldc + v,
-                         _mm512_add_ps(_mm512_loadu_ps(c + i * ldc + v), _mm512_load_ps(tile + i * NR + v)));
+    partial_tile_out(c, ldc, true, MR, NR);
   }
 
-  // The mc x kc block of A (element (i,k) at a[i * rs + k * cs]) into MR-row panels, each row d
-  // pairs along K; rows past mc and pairs past K are zero.
+  // A tile at C's bottom or right edge (mr <= MR rows, nr <= NR columns): the full product (the
+  // panels' padding is zeros), then its valid part stored or added with masked vectors, the same
+  // additions as micro_kernel's.
+  static void partial_tile(int64_t d, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc, bool accumulate,
+                           int64_t mr, int64_t nr) {
+    tile_product(d, a, b);
+    partial_tile_out(c, ldc, accumulate, mr, nr);
+  }
+  static void partial_tile_out(float* c, int64_t ldc, bool accumulate, int64_t mr, int64_t nr) {
+    alignas(64) float tile[MR * NR];
+    store_tiles(tile);
+    const __mmask16 m0 = (__mmask16)((1u << std::min<int64_t>(nr, 16)) - 1);
+    const __mmask16 m1 = (__mmask16)((1u << std::clamp<int64_t>(nr - 16, 0, 16)) - 1);
+    for (int64_t i = 0; i < mr; ++i) {
+      float* row = c + i * ldc;
+      __m512 v0 = _mm512_load_ps(tile + i * NR), v1 = _mm512_load_ps(tile + i * NR + 16);
+      if (accumulate) {
+        v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, row), v0);
+        v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, row + 16), v1);
+      }
+      _mm512_mask_storeu_ps(row, m0, v0);
+      _mm512_mask_storeu_ps(row + 16, m1, v1);
+    }
+  }
+
+  // Where pair p of row i goes in an A panel: step by step (16 pairs of K), each step's MR rows
+  // of 64 bytes one after another, so that a tile load reads 1 KB in one piece (rows d * 4 bytes
+  // apart ran at a third of the rate: strides of 1 or 2 KB put a tile's rows in a few L1 sets).
+  static int64_t a_at(int64_t i, int64_t p) { return (p / kStep) * (MR * kStep) + i * kStep + p % kStep; }
+
+  // The mc x kc block of A (element (i,k) at a[i * rs + k * cs]) into MR-row panels of d pairs
+  // along K, laid out as a_at says; rows past mc and pairs past K are zero.
   static void pack_a(int64_t mc, int64_t kc, const float* a, int64_t rs, int64_t cs, uint32_t* out) {
     const int64_t d = depth(kc), pairs = (kc + 1) / 2;
     for (int64_t i0 = 0; i0 < mc; i0 += MR, out += MR * d) {
@@ -150,26 +185,26 @@ struct AmxBf16Kernel {
             }
             transpose16(r);
             for (int64_t i = 0; i < std::min<int64_t>(16, mr - r0); ++i)
-              _mm512_storeu_si512(out + (r0 + i) * d + k_done / 2, r[i]);
+              _mm512_store_si512(out + a_at(r0 + i, k_done / 2), r[i]);
           }
       }
       for (int64_t i = 0; i < mr; ++i) {
         const float* src = a + (i0 + i) * rs;
-        uint32_t* row = out + i * d;
-        if (cs == 1) {  // a contiguous row: 32 values per conversion
+        if (cs == 1) {  // a contiguous row: 32 values (one step) per conversion
           for (int64_t k = k_done; k < kc; k += 32) {
             if (k + 32 <= kc)
-              _mm512_storeu_si512(row + k / 2, pairs_of_32(src + k));
+              _mm512_store_si512(out + a_at(i, k / 2), pairs_of_32(src + k));
             else
-              convert_pairs(src + k, kc - k, row + k / 2);
+              convert_pairs(src + k, kc - k, out + a_at(i, k / 2));
           }
         } else {
           for (int64_t p = k_done / 2; p < pairs; ++p)
-            row[p] = bf16_pair(src[2 * p * cs], 2 * p + 1 < kc ? src[(2 * p + 1) * cs] : 0.f);
+            out[a_at(i, p)] = bf16_pair(src[2 * p * cs], 2 * p + 1 < kc ? src[(2 * p + 1) * cs] : 0.f);
         }
-        std::fill(row + pairs, row + d, 0u);
+        for (int64_t p = pairs; p < d; ++p) out[a_at(i, p)] = 0;
       }
-      std::fill(out + mr * d, out + MR * d, 0u);
+      for (int64_t i = mr; i < MR; ++i)
+        for (int64_t p = 0; p < d; p += kStep) std::fill(out + a_at(i, p), out + a_at(i, p) + kStep, 0u);
     }
   }
 
