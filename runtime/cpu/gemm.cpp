@@ -27,7 +27,9 @@
 //
 // Threads split the rows of C (whole MR panels), and each packs its own A blocks; the packed B
 // block is packed by all threads together and then read by all, so B is packed once per product,
-// not once per thread. Two barriers per (jc, pc) block are the only synchronisation.
+// not once per thread. A product with fewer row panels than threads (an LSTM step on a few
+// lines) is split by its columns instead (whole NR panels of each block), every thread packing
+// all of the few rows of A. Two barriers per (jc, pc) block are the only synchronisation.
 //
 // Files: the loops above are runtime/cpu/gemm_loops.inc, compiled once per instruction set by
 // runtime/cpu/gemm_avx2.cpp, gemm_avx512.cpp, gemm_avx512bf16.cpp and gemm_amx.cpp, each of which sets its tile,

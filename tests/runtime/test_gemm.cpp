@@ -432,6 +432,18 @@ TEST_CASE("sgemm results do not depend on the thread count at conv-like sizes", 
   check(path, {576, 264, 128, Layout::transposed, Layout::plain});          // dcol = w^T @ dy
 }
 
+TEST_CASE("sgemm with fewer row panels than threads splits the columns and gives the same bits", "[gemm]") {
+  if (!ocrt::cpu::sgemm_available()) return;
+  const Path path = path_for(GENERATE(MatmulPrecision::f32, MatmulPrecision::bf16));
+  // An LSTM step on a batch of a few lines: M rows in one or two panels of the kernel's tile,
+  // 4H = 1024 columns; check() runs it on 1, 2 and 3 threads (unequal shares of the panels).
+  for (int64_t M : {int64_t(5), int64_t(9), path.blk.mr + 3})
+    for (int64_t N : {int64_t(1024), 3 * path.blk.nr + 5}) {
+      check(path, {M, N, 256, Layout::plain, Layout::transposed});  // h @ W_hh^T
+      check(path, {M, N, 1030, Layout::plain, Layout::plain, true, true});
+    }
+}
+
 TEST_CASE("sgemm follows set_matmul_precision", "[gemm]") {
   if (!ocrt::cpu::sgemm_available()) return;
   // The dispatching sgemm() takes the precision set for the process: bf16 gives the rounded
