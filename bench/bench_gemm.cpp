@@ -16,6 +16,9 @@
 // the fraction there understates). int8: vpdpbusd makes 64 products and their sums per zmm
 // instruction, 256 OP/cycle at two a cycle; the AVX2 kernel needs vpmaddubsw + vpmaddwd + vpaddd
 // for 32 products, so 2 x 32 x 2 = 128 OP/cycle is its bound with two multiply pipes. The int8
+// AMX (Sapphire Rapids): a tdpbf16ps is 16 x 16 x 32 multiply-adds, a tdpbusd 16 x 16 x 64, each
+// issued every 16 cycles at best: 1024 FLOP/cycle in bf16 and 2048 OP/cycle in int8; the amx rows
+// are measured against the tiles' own rate on the machine instead (amx_tile_rate). The int8
 // rows time the product alone from packed weights and codes, with the epilogue into float32 (as
 // inference runs it: A's packing is the caller's, here from rows of codes). The clock is --ghz,
 // or measured (measured_ghz below).
@@ -28,6 +31,10 @@
 #include <functional>
 #include <string>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "runtime/cpu/gemm.h"
 #include "runtime/cpu/int8_gemm.h"
@@ -74,6 +81,50 @@ double measured_ghz() {
   return best;
 }
 
+#if defined(OCRT_TARGET_ATTRS)
+// The AMX tiles' own rate on this machine, every thread at once: four tile products on operands
+// already in tile registers, over and over (no memory, no packing). The amx rows' "of peak" is
+// against this: a VM's clock is not known, and the tile unit may run at its own.
+__attribute__((target("amx-tile,amx-bf16,amx-int8"))) double amx_tile_rate(bool int8, int threads) {
+  double total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+  {
+    struct alignas(64) {
+      uint8_t palette = 1, start_row = 0, reserved[14] = {};
+      uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+      uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+    } config;
+    _tile_loadconfig(&config);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_zero(4);
+    _tile_zero(5);
+    _tile_zero(6);
+    _tile_zero(7);
+    const int64_t n = 2000000;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < n; ++i) {
+      if (int8) {
+        _tile_dpbusd(0, 4, 6);
+        _tile_dpbusd(1, 4, 7);
+        _tile_dpbusd(2, 5, 6);
+        _tile_dpbusd(3, 5, 7);
+      } else {
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    total += 4.0 * n * 16 * 16 * (int8 ? 64 : 32) * 2 / s / 1e9;
+  }
+  return total;
+}
+#endif
+
 struct Shape {
   const char* name;
   int64_t M, N, K;
@@ -114,6 +165,15 @@ int main(int argc, char** argv) {
       {"classifier 512->97", 3232, 97, 512, true},
   };
   std::printf("# %s; %d threads, %.2f GHz\n", cpu_description().c_str(), threads, ghz);
+  double amx_bf16_peak = 0, amx_int8_peak = 0;  // measured; the amx rows' "of peak" is against these
+#if defined(OCRT_TARGET_ATTRS)
+  if (cpu_isa() == CpuIsa::amx) {
+    amx_bf16_peak = amx_tile_rate(false, threads);
+    if (cpu_has_amx_int8()) amx_int8_peak = amx_tile_rate(true, threads);
+    std::printf("# AMX tiles alone (operands in tile registers): %.0f GFLOP/s bf16, %.0f GOP/s int8\n", amx_bf16_peak,
+                amx_int8_peak);
+  }
+#endif
   std::printf("%-26s %-10s %-5s %10s %8s\n", "shape (M x N x K)", "path", "prec", "GFLOP/s", "of peak");
   Json rows = Json::array();
   // One result: printed (path as the table names it), and kept for --json (path as recorded).
@@ -142,14 +202,14 @@ int main(int argc, char** argv) {
         // Paths above avx512 share its float32 kernel; avx2/avx512's bf16 is the float32 kernel
         // on rounded operands: listed once each.
         if (p == cpu::MatmulPrecision::f32 && (int)isa > (int)CpuIsa::avx512) continue;
-        if (isa == CpuIsa::amx) continue;  // no AMX kernel yet: it runs avx512bf16's
+        if (isa == CpuIsa::amx && p == cpu::MatmulPrecision::f32) continue;  // avx512's float32 kernel
         const double flop = 2.0 * s.M * s.N * s.K;
         const double rate = median_rate(flop, reps, [&] {
           cpu::sgemm_on(isa, p, s.M, s.N, s.K, a.data(), s.K, 1, b.data(), b_row, b_col, c.data(), s.N);
         });
         const bool native_bf16 = p == cpu::MatmulPrecision::bf16 && (int)isa >= (int)CpuIsa::avx512bf16;
         const double per_cycle = isa == CpuIsa::avx2 ? 32 : native_bf16 ? 128 : 64;
-        const double peak = per_cycle * ghz * threads;
+        const double peak = isa == CpuIsa::amx ? amx_bf16_peak : per_cycle * ghz * threads;
         record(s, cpu_isa_name(isa), cpu_isa_name(isa), cpu::matmul_precision_name(p), rate, peak);
       }
     }
@@ -169,9 +229,9 @@ int main(int argc, char** argv) {
       const cpu::Int8A pack = cpu::int8_rows(qa.data(), Kp);
       const double ops = 2.0 * s.M * s.N * s.K;
       const double rate = median_rate(ops, reps, [&] { cpu::int8_gemm(M, pack, packed, e, c.data(), N, 1); });
-      const bool vnni = cpu_has_avx512_vnni();
-      const double peak = (vnni ? 256 : 128) * ghz * threads;
-      record(s, vnni ? "vnni" : "avx2", cpu::int8_gemm_kernel_name(), "int8", rate, peak);
+      const bool amx = cpu_has_amx_int8(), vnni = cpu_has_avx512_vnni();
+      const double peak = amx ? amx_int8_peak : (vnni ? 256 : 128) * ghz * threads;
+      record(s, amx ? "amx" : vnni ? "vnni" : "avx2", cpu::int8_gemm_kernel_name(), "int8", rate, peak);
     }
   }
   if (!json_path.empty()) {
