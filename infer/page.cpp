@@ -351,7 +351,11 @@ std::vector<PageLine> split_at_gutters(std::vector<PageLine> lines, const std::f
           v.height * 1.6 >= h)
         around.push_back(&v);
     }
-    for (size_t k = 0; u.usable && k + 1 < n; ++k) {
+    // Each piece keeps min_beside characters at least: CTC can place a line's first (or last)
+    // character apart from the rest as it does a paragraph's (below), and one character cut off
+    // a word is no column.
+    const size_t least = std::max<size_t>(o.min_beside, 1);
+    for (size_t k = least - 1; u.usable && k + least < n; ++k) {
       const double g0 = u.x1(k), g1 = u.x0(k + 1);
       if (g1 - g0 < o.min_gap * u.pitch) continue;
       std::vector<std::pair<double, double>> taken;

@@ -120,8 +120,9 @@ PageLine place_words(const LineResult& r, const Quad& outline, double line_width
 //     place apart from the rest, are no column), and at least `min_lines` of them have text that
 //     comes up to the band (within 2 of their pitches) on one side or the other (two spaces in
 //     two lines can line up; a gutter has a column's edge on each side).
-// The spaces of a paragraph do not line up from line to line; a gutter does. Pieces keep the
-// line's confidence; a word that straddles the split becomes two.
+// The spaces of a paragraph do not line up from line to line; a gutter does. Each piece keeps
+// `min_beside` characters at least (CTC can place a line's first character apart from the rest).
+// Pieces keep the line's confidence; a word that straddles the split becomes two.
 struct GutterOptions {
   double min_gap = 0.8;
   double min_gutter = 0.5;

@@ -415,6 +415,25 @@ TEST_CASE("split_at_gutters: two lines a row apart joined across the gutter are 
   CHECK(split_at_gutters(with_heading, same_place, any_pitch).size() == with_heading.size() + 1);
 }
 
+TEST_CASE("split_at_gutters: a line's first character placed apart by CTC is not cut off as a column", "[page]") {
+  // Two columns as above, apart, the right one's text from x = 540; in one of its lines CTC
+  // placed the first character 25 pixels early (at 515, the next at 550), a gap of 2.5 pitches
+  // between the left column's edge and the right column's starts, free in every line around.
+  // One character is no column: the line stays whole.
+  const std::string sentence = "the quick brown fox jumps over a lazy dog and runs far ";
+  std::vector<PageLine> lines;
+  for (int row = 0; row < 6; ++row) {
+    const double y = 100 + 24 * row;
+    const auto [left, lx] = run_of(sentence.substr(5 * (size_t)row) + sentence, 38, 105);
+    lines.push_back(placed(left, lx, 100, 480, y));
+    auto [right, rx] = run_of(row == 2 ? "paper " + sentence : sentence.substr(5 * (size_t)row + 2) + sentence, 35, 540);
+    if (row == 2) rx[0] -= 25;  // 'p' alone at 515, "aper..." from 550
+    lines.push_back(placed(right, rx, 510, 890, y));
+  }
+  const std::vector<PageLine> split = split_at_gutters(lines, same_place);
+  CHECK(texts(split) == texts(lines));
+}
+
 TEST_CASE("split_at_gutters: spaces that do not line up, or line up in two lines only, stay", "[page]") {
   // One column of six justified lines, each with a wide space (3 character places) somewhere
   // else: the lines above and below have characters there.
