@@ -10,11 +10,19 @@
 # Needs build-gpu/ (a call after scripts/gpu-check.sh or gpu-session.sh on the same warm
 # machine; else it runs gpu-check.sh --tests-only first) and python3 with torch for PyTorch's side.
 #
-#   scripts/gpu-bench.sh SECONDS
+#   scripts/gpu-bench.sh SECONDS [--only train|infer]
 #   DEVICE=cpu BUILD=build ROUNDS=1 STEPS=2 LINES=24 BATCH=8 scripts/gpu-bench.sh 300   (a dry run on the CPU)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-budget="${1:?usage: scripts/gpu-bench.sh SECONDS}"
+budget="${1:?usage: scripts/gpu-bench.sh SECONDS [--only train|infer]}"
+shift
+only=""
+case "${1:-}" in
+  --only) only="${2:?--only train or infer}"; [ "$only" = train ] || [ "$only" = infer ] ||
+    { echo "gpu-bench.sh: --only train or infer, not '$only'" >&2; exit 2; } ;;
+  "") ;;
+  *) echo "gpu-bench.sh: unknown argument '$1'" >&2; exit 2 ;;
+esac
 out_default=gpu-bench-out
 . scripts/gpu-call.sh  # start, left, out, log, jobs, the logs bundled at exit, libtiff
 
@@ -34,7 +42,10 @@ python3 -c "import torch" > /dev/null 2>&1 && torch_ok=1
 
 # 1. Training steps.
 step_args=(--device "$device" --batch "$batch" --width 100 --steps "$steps" --warmup 5)
-for round in $(seq "$rounds"); do
+train_rounds=$rounds infer_rounds=$rounds
+[ "$only" = infer ] && train_rounds=0
+[ "$only" = train ] && infer_rounds=0
+for round in $(seq "$train_rounds"); do
   for arch in crnn crnn-s svtr-lite; do
     [ "$(left)" -gt 60 ] || { log "training steps: no time left"; break 2; }
     timeout 90 "$build/bench_train" --arch "$arch" "${step_args[@]}" --precision bf16 > "$out/logs/train-ocrt-$arch-$round.log" 2>&1
@@ -53,6 +64,7 @@ done
 mkdir -p lines-bench
 : > lines-bench/labels.tsv
 i=0
+[ "$infer_rounds" -gt 0 ] || i=$lines  # nothing to read
 while [ $i -lt "$lines" ]; do
   while IFS=$'\t' read -r png text && [ $i -lt "$lines" ]; do
     cp "samples/lines/$png" "lines-bench/$i-$png"
@@ -61,7 +73,7 @@ while [ $i -lt "$lines" ]; do
   done < samples/lines/labels.txt
 done
 cut -f1 lines-bench/labels.tsv | sed 's|^|lines-bench/|' > lines-bench/list.txt
-for round in $(seq "$rounds"); do
+for round in $(seq "$infer_rounds"); do
   for p in fp32 bf16; do
     [ "$(left)" -gt 30 ] || { log "inference: no time left"; break 2; }
     /usr/bin/time -f "whole process %e s, peak RSS %M KB" timeout 120 "$build/ocrt-infer" --device "$device" --batch "$batch" \
