@@ -41,6 +41,7 @@
 #include <utility>
 
 #include "runtime/bf16.h"
+#include "runtime/cpu/int8_gemm.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx2,fma,amx-tile,amx-bf16,amx-int8")
@@ -255,6 +256,39 @@ void amx_int8_tiles(const uint8_t* a, int64_t lda, const int8_t* b0, const int8_
   _tile_stored(1, c + 256, kRow);
   _tile_stored(2, c + 512, kRow);
   _tile_stored(3, c + 768, kRow);
+}
+
+// One 16 x 16 tile of int32 sums (row-major, rows i0.., columns j0..) through the int8 epilogue
+// into y, `rows` x `cols` of it: fma(float(sum - offset), scale, bias), then ReLU, the same
+// operations in the same order as every int8 path's store (so the same bits). A convolution's
+// output (y_row == 1: a channel's pixels contiguous) is transposed in registers first, so that
+// each channel's pixels go out in one masked store.
+void amx_int8_store(const int32_t* tile, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
+                    const Int8Epilogue& e, float* y, int64_t y_row, int64_t y_col) {
+  const __mmask16 col_mask = (__mmask16)((1u << cols) - 1), row_mask = (__mmask16)((1u << rows) - 1);
+  const __m512 scale = _mm512_maskz_loadu_ps(col_mask, e.scale + j0);
+  const __m512 bias = e.bias ? _mm512_maskz_loadu_ps(col_mask, e.bias + j0) : _mm512_setzero_ps();
+  const __m512i offset = e.offset ? _mm512_maskz_loadu_epi32(col_mask, e.offset + j0) : _mm512_setzero_si512();
+  __m512i r[16];
+  for (int i = 0; i < 16; ++i) {
+    const __m512i sums = _mm512_sub_epi32(_mm512_load_si512(tile + i * 16), offset);
+    __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scale, bias);
+    if (e.relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
+    r[i] = _mm512_castps_si512(v);
+  }
+  if (y_col == 1) {
+    for (int64_t i = 0; i < rows; ++i) _mm512_mask_storeu_epi32(y + (i0 + i) * y_row + j0, col_mask, r[i]);
+    return;
+  }
+  if (y_row == 1) {
+    amx::transpose16(r);  // r[c] = column c: its 16 rows
+    for (int64_t c = 0; c < cols; ++c) _mm512_mask_storeu_epi32(y + i0 + (j0 + c) * y_col, row_mask, r[c]);
+    return;
+  }
+  alignas(64) float out[256];
+  for (int i = 0; i < 16; ++i) _mm512_store_si512(out + i * 16, r[i]);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t c = 0; c < cols; ++c) y[(i0 + i) * y_row + (j0 + c) * y_col] = out[i * 16 + c];
 }
 
 }  // namespace ocrt::cpu::detail

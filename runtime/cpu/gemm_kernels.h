@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "runtime/cpu/gemm.h"
+#include "runtime/cpu/int8_gemm.h"
 
 namespace ocrt::cpu::detail {
 
@@ -57,6 +58,11 @@ void amx_configure_tiles();
 // (b0, b1; b1 null: b0 alone), each read for kq / 4 rows of 64 bytes. The int32 sums go to c as
 // four 16 x 16 tiles, row-major: rows 0-15 x b0, rows 0-15 x b1, rows 16-31 x b0, rows 16-31 x b1.
 void amx_int8_tiles(const uint8_t* a, int64_t lda, const int8_t* b0, const int8_t* b1, int64_t kq, int32_t* c);
+
+// One of those 16 x 16 tiles (64-byte aligned) through the int8 epilogue into y, rows x cols of it
+// at (i0, j0), with AVX-512 (the amx path has it): the same bits as the other int8 stores.
+void amx_int8_store(const int32_t* tile, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
+                    const Int8Epilogue& e, float* y, int64_t y_row, int64_t y_col);
 
 // out[i] = the bf16 bits of src[i] by the instruction the bf16 kernel packs with (vcvtne2ps2bf16),
 // for n a multiple of 32; tests compare it with runtime/bf16.h on every exponent.

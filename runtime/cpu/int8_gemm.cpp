@@ -435,14 +435,15 @@ void run(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Epilog
 #if defined(OCRT_CPU_SGEMM)
 // The product on AMX tiles (runtime/cpu/gemm_amx.cpp, amx_int8_tiles): 32 rows of A at a time,
 // gathered once from Int8A's pointers into rows of kq codes (Kp rounded up to 64, the rest zero:
-// a tile row is 64 codes), then every pair of B's 16-column panels in turn, each 32 x 32 tile of
-// int32 sums through the same epilogue (store) as the other kernels, 6 rows at a time. The tail
+// a tile row is 64 codes), then every pair of B's 16-column panels in turn, each 16 x 16 tile of
+// int32 sums through the epilogue in AVX-512 (amx_int8_store: the other kernels' operations, a
+// convolution's output transposed in registers). The tail
 // of K reads up to 15 quads past a panel's end (the next panel, or the zeros Int8PackedWeights
 // allocates after the last): A's zero codes there add nothing. Work is shared out by row blocks
 // and, where there are fewer blocks than threads (an LSTM step, a small line batch), by groups of
 // panel pairs as well; every sum is exact, so the result is the same for any split.
 void run_amx(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y, int64_t y_row,
-             int64_t y_col, bool parallel, Store store) {
+             int64_t y_col, bool parallel) {
   constexpr int64_t kRows = 32;
   const int64_t Kp = B.padded_rows(), N = B.cols(), S = a.segments, seg = Kp / S;
   const int64_t kq = round_up(Kp, 64);
@@ -477,10 +478,9 @@ void run_amx(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Ep
       for (int h = 0; h < (second ? 2 : 1); ++h) {
         const int64_t jh = j0 + h * kInt8NR, cols = std::min(kInt8NR, N - jh);
         for (int half = 0; half < 2; ++half) {
-          const int32_t* tile = acc + (2 * half + h) * 256;
           const int64_t r_lo = half * 16, r_hi = std::min<int64_t>(rows, r_lo + 16);
-          for (int64_t r = r_lo; r < r_hi; r += kInt8MR)
-            store(tile + (r - r_lo) * kInt8NR, i0 + r, std::min(kInt8MR, r_hi - r), jh, cols, e, y, y_row, y_col);
+          if (r_hi > r_lo)
+            detail::amx_int8_store(acc + (2 * half + h) * 256, i0 + r_lo, r_hi - r_lo, jh, cols, e, y, y_row, y_col);
         }
       }
     }
@@ -545,7 +545,7 @@ void int8_gemm(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8
   if (k.amx && M >= kInt8MR && e.scale != nullptr && B.cols() > 0) {
     OCRT_CHECK(a.segments >= 1 && B.padded_rows() % (4 * a.segments) == 0, "int8_gemm: ", a.segments,
                " segments do not split ", B.padded_rows(), " codes into steps of 4");
-    return run_amx(M, a, B, e, y, y_row, y_col, parallel, k.store);
+    return run_amx(M, a, B, e, y, y_row, y_col, parallel);
   }
 #endif
   run(M, a, B, e, y, y_row, y_col, parallel, k.tile, k.pair, k.row, k.store);
