@@ -109,27 +109,22 @@ struct AmxBf16Kernel {
     }
   }
 
-  // The tiles into `tile` (MR x NR, row-major).
-  static void store_tiles(float* tile) {
-    const int64_t stride = NR * (int64_t)sizeof(float);
-    _tile_stored(0, tile, stride);
-    _tile_stored(1, tile + 16, stride);
-    _tile_stored(2, tile + 16 * NR, stride);
-    _tile_stored(3, tile + 16 * NR + 16, stride);
+  // The tiles into c (MR x NR, row stride ldc).
+  static void store_tiles(float* c, int64_t ldc) {
+    const int64_t stride = ldc * (int64_t)sizeof(float);
+    _tile_stored(0, c, stride);
+    _tile_stored(1, c + 16, stride);
+    _tile_stored(2, c + 16 * ldc, stride);
+    _tile_stored(3, c + 16 * ldc + 16, stride);
   }
 
   // C tile (MR x NR) = (accumulate ? C : 0) + a @ b over d pairs of K.
   static void micro_kernel(int64_t d, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc, bool accumulate) {
     tile_product(d, a, b);
-    if (!accumulate) {
-      const int64_t c_stride = ldc * (int64_t)sizeof(float);
-      _tile_stored(0, c, c_stride);
-      _tile_stored(1, c + 16, c_stride);
-      _tile_stored(2, c + 16 * ldc, c_stride);
-      _tile_stored(3, c + 16 * ldc + 16, c_stride);
-      return;
-    }
-    partial_tile_out(c, ldc, true, MR, NR);
+    if (accumulate)
+      partial_tile_out(c, ldc, true, MR, NR);
+    else
+      store_tiles(c, ldc);
   }
 
   // A tile at C's bottom or right edge (mr <= MR rows, nr <= NR columns): the full product (the
@@ -142,7 +137,7 @@ struct AmxBf16Kernel {
   }
   static void partial_tile_out(float* c, int64_t ldc, bool accumulate, int64_t mr, int64_t nr) {
     alignas(64) float tile[MR * NR];
-    store_tiles(tile);
+    store_tiles(tile, NR);
     const __mmask16 m0 = (__mmask16)((1u << std::min<int64_t>(nr, 16)) - 1);
     const __mmask16 m1 = (__mmask16)((1u << std::clamp<int64_t>(nr - 16, 0, 16)) - 1);
     for (int64_t i = 0; i < mr; ++i) {
@@ -173,16 +168,13 @@ struct AmxBf16Kernel {
         // A's columns are contiguous (a transposed operand: dY^T of a weight gradient). 16 rows by
         // 32 values of K at a time: each pair of columns converted and interleaved into the pairs
         // of 16 rows, the 16 registers then transposed so that each holds one row's 16 pairs.
-        const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23,
-                                                    7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
         for (; k_done + 32 <= kc; k_done += 32)
           for (int64_t r0 = 0; r0 < mr; r0 += 16) {
             const __mmask16 rows = (__mmask16)((1u << std::min<int64_t>(16, mr - r0)) - 1);
             __m512i r[16];
             for (int q = 0; q < 16; ++q) {
               const float* col = a + i0 + r0 + (k_done + 2 * q) * cs;
-              const __m512 lo = _mm512_maskz_loadu_ps(rows, col), hi = _mm512_maskz_loadu_ps(rows, col + cs);
-              r[q] = _mm512_permutexvar_epi16(interleave, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+              r[q] = pairs_of_two(_mm512_maskz_loadu_ps(rows, col), _mm512_maskz_loadu_ps(rows, col + cs));
             }
             transpose16(r);
             for (int64_t i = 0; i < std::min<int64_t>(16, mr - r0); ++i)

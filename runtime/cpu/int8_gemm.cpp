@@ -366,12 +366,18 @@ const Kernels& kernels() {
   return k;
 }
 
+// What every product needs of its arguments, whichever loop runs it.
+void check_product(const Int8A& a, const Int8PackedWeights& B, const Int8Epilogue& e) {
+  OCRT_CHECK(e.scale != nullptr, "int8_gemm: the epilogue needs a scale per column");
+  OCRT_CHECK(a.segments >= 1 && B.padded_rows() % (4 * a.segments) == 0, "int8_gemm: ", a.segments,
+             " segments do not split ", B.padded_rows(), " codes into steps of 4");
+}
+
 void run(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y, int64_t y_row,
          int64_t y_col, bool parallel, Kernel kernel, PairKernel pair, RowKernel row_kernel, Store store) {
-  OCRT_CHECK(e.scale != nullptr, "int8_gemm: the epilogue needs a scale per column");
+  check_product(a, B, e);
   if (M <= 0 || B.cols() == 0) return;
   const int64_t Kp = B.padded_rows(), N = B.cols(), S = a.segments;
-  OCRT_CHECK(S >= 1 && Kp % (4 * S) == 0, "int8_gemm: ", S, " segments do not split ", Kp, " codes into steps of 4");
   const int64_t steps = Kp / 4 / S;
   const size_t panel_ptrs = (size_t)(kInt8MR * S);
   if (row_kernel && M < kInt8MR) {
@@ -444,6 +450,8 @@ void run(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Epilog
 // panel pairs as well; every sum is exact, so the result is the same for any split.
 void run_amx(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y, int64_t y_row,
              int64_t y_col, bool parallel) {
+  check_product(a, B, e);
+  if (B.cols() == 0) return;
   constexpr int64_t kRows = 32;
   const int64_t Kp = B.padded_rows(), N = B.cols(), S = a.segments, seg = Kp / S;
   const int64_t kq = round_up(Kp, 64);
@@ -542,11 +550,7 @@ void int8_gemm(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8
                int64_t y_row, int64_t y_col, bool parallel) {
   const Kernels& k = kernels();
 #if defined(OCRT_CPU_SGEMM)
-  if (k.amx && M >= kInt8MR && e.scale != nullptr && B.cols() > 0) {
-    OCRT_CHECK(a.segments >= 1 && B.padded_rows() % (4 * a.segments) == 0, "int8_gemm: ", a.segments,
-               " segments do not split ", B.padded_rows(), " codes into steps of 4");
-    return run_amx(M, a, B, e, y, y_row, y_col, parallel);
-  }
+  if (k.amx && M >= kInt8MR) return run_amx(M, a, B, e, y, y_row, y_col, parallel);
 #endif
   run(M, a, B, e, y, y_row, y_col, parallel, k.tile, k.pair, k.row, k.store);
 }
