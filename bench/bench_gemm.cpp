@@ -94,7 +94,7 @@ __attribute__((target("amx-tile,amx-bf16,amx-int8"))) double amx_tile_rate(bool 
       uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
       uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
     } config;
-    _tile_loadconfig(&config);
+    __asm__ volatile("ldtilecfg %0" : : "m"(config));  // not _tile_loadconfig: runtime/cpu/gemm_amx.cpp says why
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);

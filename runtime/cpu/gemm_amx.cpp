@@ -65,6 +65,12 @@ static_assert(sizeof(TileConfig) == 64, "ldtilecfg reads 64 bytes");
 
 // Every tile 16 rows x 64 bytes, once per thread (the configuration is per thread, saved and
 // restored by the OS with the tiles' contents).
+//
+// Not through GCC 12's _tile_loadconfig: that macro hands the asm only the first 8 bytes of the
+// configuration as its memory operand, so the compiler may drop the stores of the rows and
+// bytes per row as dead. It did, in this function's out-of-line copy: ldtilecfg loaded a
+// configuration of empty tiles and the next tile instruction raised SIGILL (the inlined copies
+// kept their stores by luck). Here the operand is the whole 64-byte configuration.
 void amx_configure_tiles() {
   thread_local bool configured = false;
   if (configured) return;
@@ -73,7 +79,7 @@ void amx_configure_tiles() {
     config.bytes_per_row[t] = 64;
     config.rows[t] = 16;
   }
-  _tile_loadconfig(&config);
+  __asm__ volatile("ldtilecfg %0" : : "m"(config));
   configured = true;
 }
 

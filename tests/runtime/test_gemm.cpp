@@ -17,9 +17,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "runtime/bf16.h"
+#include "runtime/cpu/gemm_kernels.h"
 #include "runtime/threading.h"
 #include "tolerance.h"
 
@@ -217,7 +219,6 @@ TEST_CASE("sgemm of 1-4 rows with contiguous B rows: the packed kernel's bits, s
         const std::vector<float> a = values(6 * K, 11 + (uint32_t)K), b = values(K * N, 12 + (uint32_t)N);
         const std::vector<float> c0 = values(6 * ldc, 13);
         std::vector<float> big = c0;
-        ocrt::set_num_threads(1);
         ocrt::cpu::sgemm_on(path.isa, path.precision, 6, N, K, a.data(), K, 1, b.data(), N, 1, big.data(), ldc, accumulate);
         for (int64_t M = 1; M <= 4; ++M)
           for (int threads : {1, 2}) {
@@ -497,6 +498,26 @@ TEST_CASE("sgemm_on refuses a path this CPU cannot run", "[gemm]") {
   const float one = 1;
   REQUIRE_THROWS_WITH(ocrt::cpu::sgemm_on(above, MatmulPrecision::f32, 1, 1, 1, &one, 1, 1, &one, 1, 1, &c, 1),
                       Catch::Contains("cannot run"));
+}
+
+TEST_CASE("AMX tiles configured by the out-of-line amx_configure_tiles run a product", "[gemm]") {
+  // The configuration the out-of-line function loads is the one every tile kernel then relies
+  // on for the thread (it configures a thread once). GCC 12's _tile_loadconfig let the compiler
+  // drop its stores of rows and bytes per row: this function loaded empty tiles, and the next
+  // tile instruction on the thread raised SIGILL (the kernels' inlined copies happened to keep
+  // their stores). A fresh thread, so that this call is the thread's first.
+  if (ocrt::cpu_isa() != CpuIsa::amx) return;
+  ocrt::cpu::MatmulPrecisionScope scope(MatmulPrecision::bf16);
+  const int64_t M = 40, N = 40, K = 70;
+  const std::vector<float> a = values(M * K, 71), b = values(K * N, 72);
+  std::vector<float> got((size_t)(M * N)), want((size_t)(M * N));
+  ocrt::cpu::sgemm(M, N, K, a.data(), K, 1, b.data(), N, 1, want.data(), N);
+  std::thread t([&] {
+    ocrt::cpu::detail::amx_configure_tiles();
+    ocrt::cpu::sgemm(M, N, K, a.data(), K, 1, b.data(), N, 1, got.data(), N);
+  });
+  t.join();
+  REQUIRE(got == want);
 }
 
 #endif  // OCRT_CPU_SGEMM
