@@ -6,6 +6,7 @@
 #
 #   bench/accuracy.sh [--bin DIR] [--weights FILE] [--lines N] [--degrade "clean scan"]
 #                     [--threads N] [--rounds R] [--seed S] [--height LO:HI] [--out DIR]
+#                     [--render-only 1]
 #
 # The lines: the first N of bench/data/val-texts.txt (prose from /usr/share/common-licenses/,
 # never used for training; bench/val_texts.py), dealt round-robin to the validation fonts (the
@@ -26,6 +27,7 @@ SEED=20261124
 HEIGHT=22:40
 OUT=/tmp/ocrt-accuracy
 DECODE=""
+RENDER_ONLY=0
 FONT_DIR=/usr/share/fonts/opentype/urw-base35
 TEXTS=bench/data/val-texts.txt
 PPOCR=""
@@ -43,6 +45,7 @@ usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; cat <<EOF
   --seed S         rendering seed; font k uses S + k ($SEED)
   --height LO:HI   glyph height in pixels, ocrt-synth --height ($HEIGHT)
   --out DIR        work folder, emptied first ($OUT)
+  --render-only 1  render the lines (OUT/list.txt) and stop: no engine runs (bench/precision_cer.sh)
   --ppocr PYTHON   also PP-OCRv6 small's recogniser (bench/ppocr.py lines) with this python
                    (bench/peers.sh's venv, which has pip's rapidocr), timed like the others
 EOF
@@ -53,7 +56,7 @@ while (($#)); do
   case $1 in
     --bin) BIN=$2 ;; --weights) WEIGHTS=$2 ;; --lines) LINES=$2 ;; --degrade) DEGRADE=$2 ;;
     --threads) THREADS=$2 ;; --rounds) ROUNDS=$2 ;; --seed) SEED=$2 ;; --height) HEIGHT=$2 ;;
-    --out) OUT=$2 ;; --decode) DECODE=$2 ;; --ppocr) PPOCR=$2 ;;
+    --out) OUT=$2 ;; --decode) DECODE=$2 ;; --ppocr) PPOCR=$2 ;; --render-only) RENDER_ONLY=$2 ;;
     *) echo "accuracy.sh: unknown argument '$1' (--help lists them)" >&2; exit 2 ;;
   esac
   shift 2
@@ -72,7 +75,7 @@ if [[ -n $PPOCR ]]; then
 fi
 
 # ---- the peer, a benchmark-only dependency
-if ! command -v tesseract >/dev/null || ! tesseract --list-langs 2>/dev/null | grep -qx eng; then
+if [[ $RENDER_ONLY != 1 ]] && { ! command -v tesseract >/dev/null || ! tesseract --list-langs 2>/dev/null | grep -qx eng; }; then
   say "installing tesseract-ocr tesseract-ocr-eng (benchmark only)"
   SUDO=; (( EUID == 0 )) || SUDO=sudo
   $SUDO apt-get install -y tesseract-ocr tesseract-ocr-eng >&2 ||
@@ -124,6 +127,7 @@ done
 find "$OUT/render" -name '*.png' | sort > "$OUT/list.txt"
 find "$PWD/samples/lines" -name '*.png' | sort > "$OUT/samples-list.txt"
 N=$(wc -l < "$OUT/list.txt")
+if [[ $RENDER_ONLY == 1 ]]; then say "rendered $N lines: $OUT/list.txt"; exit 0; fi
 
 # ---- the engines; each writes path<TAB>text
 run_ocrt() {  # LIST TSV LOG

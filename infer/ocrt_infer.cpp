@@ -39,6 +39,7 @@
 #include "infer/page_reader.h"
 #include "infer/predictor.h"
 #include "infer/report.h"
+#include "models/model_file.h"
 #include "ops/conv.h"
 #include "runtime/cpu/int8_gemm.h"
 #include "runtime/cpu_allocator.h"
@@ -164,7 +165,7 @@ with --format tsv (a table of lines) every image is a line.)");
   p.note("\nModels");
   p.add(cli::text("--weights", "FILE", a.weights,
                   "recogniser model file (default: the shipped model, in int8 where every\n"
-                  "device is a CPU with an int8 kernel and no --precision is given,\n"
+                  "device is a CPU with an int8 kernel and no --precision, or auto, is given,\n"
                   "weights/crnn-en-int8.safetensors, else weights/crnn-en.safetensors)"));
   p.add(cli::text("--arch", "A", o.arch,
                   "crnn, crnn-s or svtr-lite: architecture of a weights-only file\n"
@@ -240,11 +241,14 @@ with --format tsv (a table of lines) every image is a line.)");
                            "(operands rounded to bf16, sums in float32; on CPUs products about twice\n"
                            "as fast with AVX512_BF16, whole lines about 1.3x, the same speed as fp32\n"
                            "elsewhere; on GPUs tensor cores); tf32: GPU tensor cores with TF32\n"
-                           "operands (CPU workers stay fp32); auto: bf16 on CPU workers where the\n"
-                           "CPU has bf16 instructions, else fp32. The summary says which\n"
-                           "path and precision ran. OCRT_CPU_ISA=avx2|avx512|avx512bf16|amx forces\n"
-                           "an instruction-set path (docs/ops/gemm.md). Given, it also makes the\n"
-                           "shipped recogniser the float32 file (see --weights)"),
+                           "operands (CPU workers stay fp32); auto: the fastest precision whose\n"
+                           "CER on the model's validation lines, as its file records them, is\n"
+                           "within 0.05 points of fp32's: int8 (the shipped int8 file) on CPUs\n"
+                           "with an int8 kernel, else bf16 on CPUs with bf16 instructions, else\n"
+                           "fp32 (GPU workers fp32). The summary says which path and precision\n"
+                           "ran, and why for auto. OCRT_CPU_ISA=avx2|avx512|avx512bf16|amx forces\n"
+                           "an instruction-set path (docs/ops/gemm.md). fp32, tf32 or bf16 given\n"
+                           "also makes the shipped recogniser the float32 file (see --weights)"),
                a.precision_given));
   p.add(cli::choice("--conv", "fast|exact", a.conv, parse_conv_mode,
                     "CPU 3x3 convolutions through Winograd (fast, the default: about 1e-5\n"
@@ -381,6 +385,13 @@ std::string default_weights(bool int8) {
     fail("no --weights given and the shipped model ", rel.string(), " was not found; looked in:", looked,
          "\npass --weights FILE");
   return found;
+}
+
+// Whether the shipped int8 file of NAME is there and its training record validates int8
+// (precision_validated, infer/predictor.h): --precision auto's choice of it on int8 CPUs.
+bool shipped_int8_validated(const std::string& name) {
+  const std::string f = find_shipped(fs::path("weights") / (name + "-int8.safetensors"));
+  return !f.empty() && precision_validated(nn::load_model_file(f, /*quiet=*/true).info.value_or(nn::ModelInfo{}).training, "int8");
 }
 
 // --decoder auto (use_auto_decoding, infer/predictor.h): the prefix beam with a language model
@@ -833,7 +844,9 @@ InferRun::InferRun(Args args) : args_(std::move(args)) {
   if (args_.weights.empty()) {
     bool cpus = true;
     for (const Device& d : args_.options.devices) cpus = cpus && d.is_cpu();
-    args_.weights = default_weights(cpus && !args_.precision_given && cpu::int8_gemm_simd());
+    const bool int8_cpus = cpus && cpu::int8_gemm_simd();
+    args_.weights = default_weights(int8_cpus && (!args_.precision_given || (args_.options.precision == "auto" &&
+                                                                              shipped_int8_validated("crnn-en"))));
   }
   resolve_decoder(args_);
   predictor_ = std::make_unique<Predictor>(args_.weights, args_.options);

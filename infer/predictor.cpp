@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <Eigen/Core>
@@ -251,15 +252,17 @@ struct WorkerPrecision {
   std::string name;
 };
 
-// "auto" is bf16 on CPU workers where the CPU has AVX512-BF16 (else fp32) and fp32 on GPU
-// workers; fp32, tf32 and bf16 apply to every worker, but tf32 is a GPU format (CPU workers
+// "auto" is auto_cpu_precision on CPU workers (the model file's training record says whether
+// bf16 reads its validation lines as well as fp32) and fp32 on GPU workers, and its name says
+// why; fp32, tf32 and bf16 apply to every worker, but tf32 is a GPU format (CPU workers
 // compute in fp32 beside GPU ones, and a run with CPU workers only refuses it) and bf16 on CPU
 // workers needs AVX2 and FMA at least.
-WorkerPrecision choose_precision(const PredictorOptions& o, CpuIsa cpu_path, int cpu_workers) {
+WorkerPrecision choose_precision(const PredictorOptions& o, CpuIsa cpu_path, int cpu_workers, const Json& training) {
   const int gpu_workers = (int)o.devices.size() - cpu_workers;
   WorkerPrecision w;
+  std::string why;
   if (o.precision == "auto") {
-    w.cpu = (int)cpu_path >= (int)CpuIsa::avx512bf16 ? Precision::bf16 : Precision::fp32;
+    w.cpu = parse_precision(auto_cpu_precision(cpu_path, training, &why));
   } else {
     w.cpu = w.gpu = parse_precision(o.precision);
     OCRT_CHECK(w.cpu != Precision::tf32 || gpu_workers > 0, "--precision tf32 is a GPU tensor-core format; CPU ",
@@ -272,8 +275,51 @@ WorkerPrecision choose_precision(const PredictorOptions& o, CpuIsa cpu_path, int
   if (gpu_workers == 0) w.name = precision_name(w.cpu);
   else if (cpu_workers == 0 || w.cpu == w.gpu) w.name = precision_name(w.gpu);
   else w.name = std::string("cpu ") + precision_name(w.cpu) + ", gpu " + precision_name(w.gpu);
+  if (o.precision == "auto" && cpu_workers > 0) w.name += " (auto: " + why + ")";
   return w;
 }
+
+// The CER of `precision` in a training record's precision_cer, if it has a finite one.
+std::optional<double> recorded_cer(const Json& training, const std::string& precision) {
+  const Json* record = training.is_object() ? training.find("precision_cer") : nullptr;
+  const Json* cer = record && record->is_object() ? record->find(precision) : nullptr;
+  if (!cer || !cer->is_number() || !std::isfinite(cer->as_number()) || cer->as_number() < 0) return std::nullopt;
+  return cer->as_number();
+}
+
+std::string percent(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f%%", 100 * v);
+  return b;
+}
+
+}  // namespace
+
+bool precision_validated(const Json& training, const std::string& precision, std::string* why) {
+  const std::optional<double> base = recorded_cer(training, "fp32"), cer = recorded_cer(training, precision);
+  std::string reason;
+  bool ok = false;
+  if (!training.is_object() || !training.contains("precision_cer"))
+    reason = "the model file has no precision_cer record";
+  else if (!base || !cer)
+    reason = "the model file's precision_cer has no " + std::string(!base ? "fp32" : precision) + " CER";
+  else {
+    ok = *cer <= *base + kAutoCerMargin;
+    reason = precision + " CER " + percent(*cer) + " against fp32's " + percent(*base) + (ok ? "" : ", over 0.05 points");
+  }
+  if (why) *why = reason;
+  return ok;
+}
+
+std::string auto_cpu_precision(CpuIsa path, const Json& training, std::string* why) {
+  if ((int)path < (int)CpuIsa::avx512bf16) {
+    if (why) *why = std::string("the ") + cpu_isa_name(path) + " path has no bf16 instructions";
+    return "fp32";
+  }
+  return precision_validated(training, "bf16", why) ? "bf16" : "fp32";
+}
+
+namespace {
 
 }  // namespace
 
@@ -351,14 +397,14 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
     : opt_(std::move(options)), model_path_(model_path) {
   const int cpu_workers = check_options(opt_);
   cpu_path_ = cpu_isa();  // OCRT_CPU_ISA is checked here, before any work
-  const WorkerPrecision precision = choose_precision(opt_, cpu_path_, cpu_workers);
-  precision_ = precision.name;
-  cpu::set_matmul_precision(cpu_precision_for(precision.cpu));
-  set_gpu_precision(precision.gpu);
 
   // The model file (read as ocrt-export reads it: infer/model_loader.h), built once here to
   // check it; the workers build their own copies from its weights.
   LoadedModel loaded = load_model(model_path, opt_.arch, opt_.charset_path);
+  const WorkerPrecision precision = choose_precision(opt_, cpu_path_, cpu_workers, loaded.training);
+  precision_ = precision.name;
+  cpu::set_matmul_precision(cpu_precision_for(precision.cpu));
+  set_gpu_precision(precision.gpu);
   if (nn::is_int8_state_dict(loaded.weights)) {
     // models/int8.h: the int8 kernels are the CPU's; a GPU would compute in float32 from the
     // dequantized weights, which is not what the file was made for.
@@ -368,6 +414,11 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
     OCRT_CHECK(opt_.precision == "fp32" || opt_.precision == "auto", model_path,
                " is an int8 model file: it computes in int8, and --precision ", opt_.precision, " does not apply");
     precision_ = std::string("int8 (") + cpu::int8_gemm_kernel_name() + " kernel)";
+    if (opt_.precision == "auto") {  // an int8 file computes in int8; auto says what its record says
+      std::string why;
+      precision_validated(loaded.training, "int8", &why);
+      precision_ += " (auto: " + why + ")";
+    }
   }
   for (const auto& [name, t] : loaded.weights) model_values_ += t.numel();
   arch_ = loaded.arch;

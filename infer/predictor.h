@@ -95,6 +95,19 @@ constexpr int64_t kCpuBatchColumnsMin = 2048, kCpuBatchColumnsMax = 12288;
 int64_t cpu_batch_columns(int64_t first_channels);
 int64_t lines_to_take(int64_t lines, double mine, double fastest);
 
+// --precision auto takes a reduced precision only where the model file says it was checked: its
+// training record's "precision_cer" holds the CER of a set of validation lines read in each
+// precision it was measured in, e.g. {"fp32": 0.0127, "bf16": 0.0127, "lines": "..."}
+// (bench/precision_cer.sh measures and writes it; the shipped files have it). A precision is
+// validated when its CER is at most kAutoCerMargin above fp32's on those lines.
+constexpr double kAutoCerMargin = 0.0005;  // 0.05 CER points
+// Whether `training` validates `precision` ("bf16", "int8"); `why` (optional) gets the reason in
+// a few words either way ("CER 1.27% against fp32's 1.26%", "no precision_cer record", ...).
+bool precision_validated(const Json& training, const std::string& precision, std::string* why = nullptr);
+// What auto computes in on CPU workers of a float model file: bf16 where the path multiplies bf16
+// natively (avx512bf16, amx: runtime/cpu/gemm.h) and the file validates it, else fp32.
+std::string auto_cpu_precision(CpuIsa path, const Json& training, std::string* why = nullptr);
+
 enum class Decoder { greedy, beam };
 Decoder parse_decoder(const std::string& name);  // "greedy" or "beam"; throws otherwise
 
@@ -115,9 +128,8 @@ struct PredictorOptions {
   // "fp32"; "bf16" (operands rounded to bf16, float32 sums; LSTM gates, softmax and decoding
   // stay float32; on CPU workers runtime/cpu/gemm.h's bf16 GEMM, on GPU workers tensor cores);
   // "tf32" (GPU workers' tensor cores; CPU workers beside them compute in fp32); or "auto":
-  // bf16 on CPU workers where the CPU has bf16 instructions (the avx512bf16 and amx paths,
-  // runtime/cpu_isa.h), where the shipped model reads its validation lines within 0.05 CER
-  // points of fp32 (bench/results/cpu-bf16.md), fp32 on other CPUs and on GPU workers.
+  // on CPU workers auto_cpu_precision (bf16 where the CPU has bf16 instructions and the model
+  // file validates bf16, else fp32), fp32 on GPU workers; an int8 model file computes in int8.
   // Process-wide: it applies to every op of the process from the constructor on.
   std::string precision = "fp32";
   Decoder decoder = Decoder::greedy;

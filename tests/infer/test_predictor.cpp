@@ -16,8 +16,10 @@
 #include "infer/inputs.h"
 #include "infer/predictor.h"
 #include "models/crnn.h"
+#include "models/model_file.h"
 #include "models/recognizer.h"
 #include "infer/report.h"
+#include "runtime/json.h"
 #include "runtime/precision.h"
 #include "runtime/safetensors.h"
 #include "temp_dir.h"
@@ -374,8 +376,8 @@ TEST_CASE("precision: tf32 is refused on CPU workers alone, and the summary name
   CHECK(Predictor(model_file(), o).precision() == "fp32");
   CHECK(cpu::matmul_precision() == cpu::MatmulPrecision::f32);
   o.precision = "auto";
-  const bool bf16_cpu = (int)cpu_isa() >= (int)CpuIsa::avx512bf16;
-  CHECK(Predictor(model_file(), o).precision() == (bf16_cpu ? "bf16" : "fp32"));
+  // model_file() records no validation CERs: auto keeps fp32 on every CPU, and says why.
+  CHECK_THAT(Predictor(model_file(), o).precision(), Catch::StartsWith("fp32 (auto: "));
   CHECK(gpu_precision() == Precision::fp32);  // auto leaves GPU workers in fp32
   if (cpu_isa() != CpuIsa::generic) {
     o.precision = "bf16";
@@ -394,6 +396,69 @@ TEST_CASE("precision: tf32 is refused on CPU workers alone, and the summary name
         [&](int64_t, LineResult&& r) { CHECK(r.ok()); });
     CHECK_THAT(stats.summary(), Catch::Contains(", bf16"));
   }
+}
+
+TEST_CASE("precision auto: bf16 only where the model file validates it and the CPU multiplies bf16", "[infer]") {
+  const auto record = [](const char* json) {
+    Json t = Json::object();
+    t.set("steps", 10.0);
+    if (json) t.set("precision_cer", parse_json(json));
+    return t;
+  };
+  std::string why;
+  // Validated: within 0.05 CER points of fp32's (the margin itself included), on its own record.
+  CHECK(precision_validated(record(R"({"fp32": 0.0127, "bf16": 0.0132})"), "bf16", &why));
+  CHECK(why == "bf16 CER 1.32% against fp32's 1.27%");
+  CHECK(precision_validated(record(R"({"fp32": 0.02, "int8": 0.0205})"), "int8"));
+  CHECK(precision_validated(record(R"({"fp32": 0.0127, "bf16": 0.0100})"), "bf16"));  // better is fine
+  CHECK_FALSE(precision_validated(record(R"({"fp32": 0.0127, "bf16": 0.0133})"), "bf16", &why));
+  CHECK(why == "bf16 CER 1.33% against fp32's 1.27%, over 0.05 points");
+  // Not validated: nothing recorded, one side missing, a value that is no CER.
+  CHECK_FALSE(precision_validated(record(nullptr), "bf16", &why));
+  CHECK(why == "the model file has no precision_cer record");
+  CHECK_FALSE(precision_validated(record(R"({"fp32": 0.0127})"), "bf16", &why));
+  CHECK(why == "the model file's precision_cer has no bf16 CER");
+  CHECK_FALSE(precision_validated(record(R"({"bf16": 0.0127})"), "bf16", &why));
+  CHECK(why == "the model file's precision_cer has no fp32 CER");
+  CHECK_FALSE(precision_validated(record(R"({"fp32": 0.0127, "bf16": "0.0127"})"), "bf16"));
+  CHECK_FALSE(precision_validated(record(R"({"fp32": 0.0127, "bf16": -1})"), "bf16"));
+  CHECK_FALSE(precision_validated(Json::array(), "bf16"));
+  // The path decides whether bf16 is a candidate at all.
+  const Json good = record(R"({"fp32": 0.0127, "bf16": 0.0127})"), bad = record(R"({"fp32": 0.0127, "bf16": 0.02})");
+  CHECK(auto_cpu_precision(CpuIsa::amx, good) == "bf16");
+  CHECK(auto_cpu_precision(CpuIsa::avx512bf16, good) == "bf16");
+  CHECK(auto_cpu_precision(CpuIsa::avx512, good, &why) == "fp32");
+  CHECK(why == "the avx512 path has no bf16 instructions");
+  CHECK(auto_cpu_precision(CpuIsa::avx2, good) == "fp32");
+  CHECK(auto_cpu_precision(CpuIsa::generic, good) == "fp32");
+  CHECK(auto_cpu_precision(CpuIsa::amx, bad) == "fp32");
+
+  // Through the predictor: a model file with a record, on this CPU's path.
+  struct Restore {
+    ~Restore() { cpu::set_matmul_precision(cpu::MatmulPrecision::f32); }
+  } restore;
+  const auto file_with = [&](const char* name, const char* json) {
+    nn::ModelFile m = nn::load_model_file(model_file());
+    nn::ModelInfo info = *m.info;
+    info.training = record(json);
+    const std::string p = temp(name);
+    nn::save_model_file(p, m.weights, info);
+    return p;
+  };
+  PredictorOptions o;
+  o.precision = "auto";
+  const bool bf16_cpu = (int)cpu_isa() >= (int)CpuIsa::avx512bf16;
+  const Predictor validated(file_with("validated.safetensors", R"({"fp32": 0.0127, "bf16": 0.0127})"), o);
+  if (bf16_cpu) {
+    CHECK(validated.precision() == "bf16 (auto: bf16 CER 1.27% against fp32's 1.27%)");
+    CHECK(cpu::matmul_precision() == cpu::MatmulPrecision::bf16);
+  } else {
+    CHECK_THAT(validated.precision(), Catch::StartsWith("fp32 (auto: the ") && Catch::EndsWith("path has no bf16 instructions)"));
+  }
+  const Predictor over(file_with("over.safetensors", R"({"fp32": 0.0127, "bf16": 0.02})"), o);
+  CHECK(over.precision() == (bf16_cpu ? "fp32 (auto: bf16 CER 2.00% against fp32's 1.27%, over 0.05 points)"
+                                      : validated.precision()));
+  CHECK(cpu::matmul_precision() == cpu::MatmulPrecision::f32);
 }
 
 TEST_CASE("beam decoding runs through the predictor", "[infer]") {
