@@ -124,8 +124,8 @@ std::vector<Device> parse_workers(const std::string& text) {
 }
 
 std::string parse_precision(const std::string& v) {
-  OCRT_CHECK(v == "fp32" || v == "tf32" || v == "bf16" || v == "auto", "expected fp32, tf32, bf16 or auto, got '", v,
-             "'");
+  OCRT_CHECK(v == "fp32" || v == "tf32" || v == "bf16" || v == "int8" || v == "auto",
+             "expected fp32, tf32, bf16, int8 or auto, got '", v, "'");
   return v;
 }
 
@@ -236,12 +236,14 @@ with --format tsv (a table of lines) every image is a line.)");
                      "memory; a batch of wide lines holds fewer lines (default when every device\n"
                      "is a CPU: 262144 / the model's first-layer channels, within 2048..12288:\n"
                      "4096 for crnn, 8192 for crnn-s; else --batch x 2048)"));
-  p.add(noting(cli::choice("--precision", "fp32|tf32|bf16|auto", o.precision, parse_precision,
+  p.add(noting(cli::choice("--precision", "fp32|tf32|bf16|int8|auto", o.precision, parse_precision,
                            "matrix products and convolutions in float32 (the default) or bf16\n"
                            "(operands rounded to bf16, sums in float32; on CPUs products about twice\n"
-                           "as fast with AVX512_BF16, whole lines about 1.3x, the same speed as fp32\n"
+                           "as fast with AVX512_BF16, 3-8x on AMX, the same speed as fp32\n"
                            "elsewhere; on GPUs tensor cores); tf32: GPU tensor cores with TF32\n"
-                           "operands (CPU workers stay fp32); auto: the fastest precision whose\n"
+                           "operands (CPU workers stay fp32); int8: an int8 model file (the shipped\n"
+                           "one without --weights; a float --weights file is refused: ocrt-quantize\n"
+                           "makes one), CPUs only; auto: the fastest precision whose\n"
                            "CER on the model's validation lines, as its file records them, is\n"
                            "within 0.05 points of fp32's: int8 (the shipped int8 file) on CPUs\n"
                            "with an int8 kernel, else bf16 on CPUs with bf16 instructions, else\n"
@@ -845,8 +847,12 @@ InferRun::InferRun(Args args) : args_(std::move(args)) {
     bool cpus = true;
     for (const Device& d : args_.options.devices) cpus = cpus && d.is_cpu();
     const bool int8_cpus = cpus && cpu::int8_gemm_simd();
-    args_.weights = default_weights(int8_cpus && (!args_.precision_given || (args_.options.precision == "auto" &&
-                                                                              shipped_int8_validated("crnn-en"))));
+    const std::string& asked = args_.options.precision;
+    if (asked == "int8" && !int8_cpus)
+      fail("--precision int8 runs on CPUs with an int8 kernel (AVX2 or better) only: ",
+           cpus ? "this CPU has none" : "a GPU is among --devices");
+    args_.weights = default_weights(asked == "int8" || (int8_cpus && (!args_.precision_given ||
+                                                                      (asked == "auto" && shipped_int8_validated("crnn-en")))));
   }
   resolve_decoder(args_);
   predictor_ = std::make_unique<Predictor>(args_.weights, args_.options);

@@ -241,8 +241,9 @@ int check_options(const PredictorOptions& o) {
              "line limits must satisfy min_source_height >= 1 and 1 <= min_width <= max_width");
   OCRT_CHECK(o.arch.empty() || nn::is_known_arch(o.arch), "unknown architecture '", o.arch, "' (expected one of ",
              nn::known_archs_str(), ")");
-  OCRT_CHECK(o.precision == "auto" || o.precision == "fp32" || o.precision == "tf32" || o.precision == "bf16",
-             "unknown precision '", o.precision, "' (expected fp32, tf32, bf16 or auto)");
+  OCRT_CHECK(o.precision == "auto" || o.precision == "fp32" || o.precision == "tf32" || o.precision == "bf16" ||
+                 o.precision == "int8",
+             "unknown precision '", o.precision, "' (expected fp32, tf32, bf16, int8 or auto)");
   return cpu_workers;
 }
 
@@ -263,6 +264,8 @@ WorkerPrecision choose_precision(const PredictorOptions& o, CpuIsa cpu_path, int
   std::string why;
   if (o.precision == "auto") {
     w.cpu = parse_precision(auto_cpu_precision(cpu_path, training, &why));
+  } else if (o.precision == "int8") {  // an int8 file (checked by the caller): its float ops in fp32
+    w.cpu = Precision::fp32;
   } else {
     w.cpu = w.gpu = parse_precision(o.precision);
     OCRT_CHECK(w.cpu != Precision::tf32 || gpu_workers > 0, "--precision tf32 is a GPU tensor-core format; CPU ",
@@ -401,17 +404,20 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
   // The model file (read as ocrt-export reads it: infer/model_loader.h), built once here to
   // check it; the workers build their own copies from its weights.
   LoadedModel loaded = load_model(model_path, opt_.arch, opt_.charset_path);
+  const bool int8_file = nn::is_int8_state_dict(loaded.weights);
+  OCRT_CHECK(opt_.precision != "int8" || int8_file, "--precision int8 reads an int8 model file, and ", model_path,
+             " is a float one: make an int8 file of it with ocrt-quantize (docs/int8.md)");
   const WorkerPrecision precision = choose_precision(opt_, cpu_path_, cpu_workers, loaded.training);
   precision_ = precision.name;
   cpu::set_matmul_precision(cpu_precision_for(precision.cpu));
   set_gpu_precision(precision.gpu);
-  if (nn::is_int8_state_dict(loaded.weights)) {
+  if (int8_file) {
     // models/int8.h: the int8 kernels are the CPU's; a GPU would compute in float32 from the
     // dequantized weights, which is not what the file was made for.
     for (const Device& d : opt_.devices)
       OCRT_CHECK(d.is_cpu(), model_path, " is an int8 model file, which runs on the CPU only (not on ", d.str(),
                  "): use the float model file on GPUs");
-    OCRT_CHECK(opt_.precision == "fp32" || opt_.precision == "auto", model_path,
+    OCRT_CHECK(opt_.precision == "fp32" || opt_.precision == "auto" || opt_.precision == "int8", model_path,
                " is an int8 model file: it computes in int8, and --precision ", opt_.precision, " does not apply");
     precision_ = std::string("int8 (") + cpu::int8_gemm_kernel_name() + " kernel)";
     if (opt_.precision == "auto") {  // an int8 file computes in int8; auto says what its record says

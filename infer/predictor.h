@@ -129,7 +129,8 @@ struct PredictorOptions {
   // stay float32; on CPU workers runtime/cpu/gemm.h's bf16 GEMM, on GPU workers tensor cores);
   // "tf32" (GPU workers' tensor cores; CPU workers beside them compute in fp32); or "auto":
   // on CPU workers auto_cpu_precision (bf16 where the CPU has bf16 instructions and the model
-  // file validates bf16, else fp32), fp32 on GPU workers; an int8 model file computes in int8.
+  // file validates bf16, else fp32), fp32 on GPU workers; an int8 model file computes in int8;
+  // "int8" asks for that (a float model file is then refused, naming ocrt-quantize).
   // Process-wide: it applies to every op of the process from the constructor on.
   std::string precision = "fp32";
   Decoder decoder = Decoder::greedy;

@@ -10,6 +10,7 @@
 
 #include "run_command.h"
 #include "runtime/cpu/int8_gemm.h"
+#include "runtime/cpu_isa.h"
 #include "temp_dir.h"
 
 using namespace ocrt::testing;
@@ -32,7 +33,7 @@ TEST_CASE("ocrt-infer refuses every bad number by its flag before any work", "[i
       {"--page-jobs 0 a.png", "--page-jobs: must be in [1, 256], got 0"},
       {"--max-image-pixels 0 a.png", "--max-image-pixels: must be in [1, 4294967296], got 0"},
       {"--max-image-pixels 1e9 a.png", "--max-image-pixels: expected an integer"},
-      {"--precision fp8 a.png", "--precision: expected fp32, tf32, bf16 or auto, got 'fp8'"},
+      {"--precision fp8 a.png", "--precision: expected fp32, tf32, bf16, int8 or auto, got 'fp8'"},
       {"--conv winograd a.png", "--conv: unknown convolution mode 'winograd'"},
       {"--decoder viterbi a.png", "--decoder: expected auto, greedy or beam, got 'viterbi'"},
       {"--beam-doubt 1.5 a.png", "--beam-doubt: must be in [0, 1], got 1.5"},
@@ -111,4 +112,39 @@ TEST_CASE("ocrt-infer reads with the shipped int8 recogniser on CPUs with an int
                           "/weights/crnn-en.safetensors " + line,
                       &out) == 0);
   CHECK_THAT(out, Catch::Contains(", fp32;"));
+}
+
+TEST_CASE("ocrt-infer --precision int8 reads int8 files only, and auto follows the shipped files' records",
+          "[infer][cli]") {
+  const std::string line = std::string(OCRT_SOURCE_DIR) + "/samples/lines/000000.png ";
+  const std::string weights = std::string(OCRT_SOURCE_DIR) + "/weights/";
+  std::string out;
+  // A float file asked to run in int8: refused, naming the tool that makes an int8 file.
+  CHECK(run_command(program("ocrt-infer") + " --threads 1 --precision int8 --weights " + weights +
+                        "crnn-en.safetensors " + line,
+                    &out) == 2);
+  CHECK_THAT(out, Catch::Contains("is a float one: make an int8 file of it with ocrt-quantize"));
+  if (!ocrt::cpu::int8_gemm_simd()) {
+    CHECK(run_command(program("ocrt-infer") + " --threads 1 --precision int8 " + line, &out) == 2);
+    CHECK_THAT(out, Catch::Contains("--precision int8 runs on CPUs with an int8 kernel"));
+    return;
+  }
+  REQUIRE(run_command(program("ocrt-infer") + " --threads 1 --precision int8 " + line, &out) == 0);
+  INFO(out);
+  CHECK_THAT(out, Catch::Contains("The quick brown fox jumps over the lazy dog."));
+  CHECK_THAT(out, Catch::Contains(", int8 ("));
+  REQUIRE(run_command(program("ocrt-infer") + " --threads 1 --precision int8 --weights " + weights +
+                          "crnn-s-en-int8.safetensors " + line,
+                      &out) == 0);
+  CHECK_THAT(out, Catch::Contains(", int8 ("));
+  // auto: the shipped int8 file's record validates int8 (weights/README.md), and says so.
+  REQUIRE(run_command(program("ocrt-infer") + " --threads 1 --precision auto " + line, &out) == 0);
+  CHECK_THAT(out, Catch::Contains(", int8 (") && Catch::Contains("(auto: int8 CER 1.28% against fp32's 1.27%)"));
+  // auto with the float file named: bf16 where the CPU has bf16 instructions, by its record.
+  const bool bf16_cpu = (int)ocrt::cpu_isa() >= (int)ocrt::CpuIsa::avx512bf16;
+  REQUIRE(run_command(program("ocrt-infer") + " --threads 1 --precision auto --weights " + weights +
+                          "crnn-en.safetensors " + line,
+                      &out) == 0);
+  CHECK_THAT(out, Catch::Contains(bf16_cpu ? ", bf16 (auto: bf16 CER 1.27% against fp32's 1.27%)"
+                                           : ", fp32 (auto: the "));
 }

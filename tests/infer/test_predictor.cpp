@@ -372,6 +372,8 @@ TEST_CASE("precision: tf32 is refused on CPU workers alone, and the summary name
   CHECK_THROWS_WITH(Predictor(model_file(), o), Catch::Contains("tf32 is a GPU tensor-core format"));
   o.precision = "fp16";
   CHECK_THROWS_WITH(Predictor(model_file(), o), Catch::Contains("unknown precision 'fp16'"));
+  o.precision = "int8";  // a float file
+  CHECK_THROWS_WITH(Predictor(model_file(), o), Catch::Contains("--precision int8 reads an int8 model file"));
   o.precision = "fp32";
   CHECK(Predictor(model_file(), o).precision() == "fp32");
   CHECK(cpu::matmul_precision() == cpu::MatmulPrecision::f32);
