@@ -26,6 +26,8 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define OCRT_TARGET_ATTRS 1
 #define OCRT_TARGET_AVX2 __attribute__((target("avx2,fma")))
+// An AVX-512 function (16 float lanes: the LSTM cell's activations on the avx512 paths and above).
+#define OCRT_TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma")))
 #endif
 
 namespace ocrt {

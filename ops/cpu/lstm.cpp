@@ -42,10 +42,11 @@ OCRT_TARGET_AVX2 inline __m256 pre_activation(const float* x, const float* r, in
   return _mm256_add_ps(_mm256_loadu_ps(x + at), _mm256_loadu_ps(r + at));
 }
 
-// One active row of the forward cell, lanes [0, H - H % 8); returns where the scalar tail starts.
+// One active row of the forward cell, 8 lanes at a time from unit j0 while 8 remain; returns
+// where the scalar tail starts.
 OCRT_TARGET_AVX2 int64_t cell_forward_lanes(const float* x, const float* r, const float* cp, int64_t H, float* a, float* cn,
-                                  float* hn, float* op) {
-  int64_t j = 0;
+                                  float* hn, float* op, int64_t j0) {
+  int64_t j = j0;
   for (; j + kLanes <= H; j += kLanes) {
     const __m256 i = sigmoid8(pre_activation(x, r, j)), f = sigmoid8(pre_activation(x, r, H + j));
     const __m256 g = tanh8(pre_activation(x, r, 2 * H + j)), o = sigmoid8(pre_activation(x, r, 3 * H + j));
@@ -62,12 +63,37 @@ OCRT_TARGET_AVX2 int64_t cell_forward_lanes(const float* x, const float* r, cons
   return j;
 }
 
-// The backward of those lanes (tanh(c) recomputed by the same tanh8 as the forward).
+// The same 16 lanes at a time (AVX-512: the avx512 paths and above), from unit 0: each lane gets
+// the 8-lane function's operations in its order (sigmoid16 and tanh16 are sigmoid8's and
+// tanh8's, runtime/cpu/simd_math.h), so the results do not depend on the lanes' width.
+// Returns where the 8-lane loop goes on.
+OCRT_TARGET_AVX512 int64_t cell_forward_lanes16(const float* x, const float* r, const float* cp, int64_t H, float* a,
+                                                float* cn, float* hn, float* op) {
+  auto pre = [&](int64_t at) { return _mm512_add_ps(_mm512_loadu_ps(x + at), _mm512_loadu_ps(r + at)); };
+  int64_t j = 0;
+  for (; j + 16 <= H; j += 16) {
+    const __m512 i = simd::sigmoid16(pre(j)), f = simd::sigmoid16(pre(H + j));
+    const __m512 g = simd::tanh16(pre(2 * H + j)), o = simd::sigmoid16(pre(3 * H + j));
+    const __m512 c = _mm512_fmadd_ps(f, _mm512_loadu_ps(cp + j), _mm512_mul_ps(i, g));
+    const __m512 h = _mm512_mul_ps(o, simd::tanh16(c));
+    _mm512_storeu_ps(a + j, i);
+    _mm512_storeu_ps(a + H + j, f);
+    _mm512_storeu_ps(a + 2 * H + j, g);
+    _mm512_storeu_ps(a + 3 * H + j, o);
+    _mm512_storeu_ps(cn + j, c);
+    _mm512_storeu_ps(hn + j, h);
+    _mm512_storeu_ps(op + j, h);
+  }
+  return j;
+}
+
+// The backward of the 8-lane forward's lanes, from unit j0 (tanh(c) recomputed by the same tanh8
+// as the forward).
 OCRT_TARGET_AVX2 int64_t cell_backward_lanes(const float* a, const float* cp, const float* cn, const float* dh,
                                               const float* dhm, const float* dout, const float* dc, int64_t H, float* d,
-                                              float* dcprev, float* carry) {
+                                              float* dcprev, float* carry, int64_t j0) {
   const __m256 one = _mm256_set1_ps(1.0f);
-  int64_t j = 0;
+  int64_t j = j0;
   for (; j + kLanes <= H; j += kLanes) {
     const __m256 i = _mm256_loadu_ps(a + j), f = _mm256_loadu_ps(a + H + j);
     const __m256 g = _mm256_loadu_ps(a + 2 * H + j), o = _mm256_loadu_ps(a + 3 * H + j);
@@ -87,6 +113,32 @@ OCRT_TARGET_AVX2 int64_t cell_backward_lanes(const float* a, const float* cp, co
   }
   return j;
 }
+
+// The backward, 16 lanes at a time from unit 0, as cell_forward_lanes16 is to the forward.
+OCRT_TARGET_AVX512 int64_t cell_backward_lanes16(const float* a, const float* cp, const float* cn, const float* dh,
+                                                 const float* dhm, const float* dout, const float* dc, int64_t H,
+                                                 float* d, float* dcprev, float* carry) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  int64_t j = 0;
+  for (; j + 16 <= H; j += 16) {
+    const __m512 i = _mm512_loadu_ps(a + j), f = _mm512_loadu_ps(a + H + j);
+    const __m512 g = _mm512_loadu_ps(a + 2 * H + j), o = _mm512_loadu_ps(a + 3 * H + j);
+    const __m512 tc = simd::tanh16(_mm512_loadu_ps(cn + j));
+    __m512 dh_sum = _mm512_loadu_ps(dh + j);
+    if (dhm) dh_sum = _mm512_add_ps(dh_sum, _mm512_loadu_ps(dhm + j));
+    const __m512 dh_total = _mm512_add_ps(dh_sum, _mm512_loadu_ps(dout + j));
+    const __m512 dct = _mm512_fmadd_ps(_mm512_mul_ps(dh_total, o), _mm512_fnmadd_ps(tc, tc, one), _mm512_loadu_ps(dc + j));
+    _mm512_storeu_ps(d + j, _mm512_mul_ps(_mm512_mul_ps(dct, g), _mm512_mul_ps(i, _mm512_sub_ps(one, i))));
+    _mm512_storeu_ps(d + H + j,
+                     _mm512_mul_ps(_mm512_mul_ps(dct, _mm512_loadu_ps(cp + j)), _mm512_mul_ps(f, _mm512_sub_ps(one, f))));
+    _mm512_storeu_ps(d + 2 * H + j, _mm512_mul_ps(_mm512_mul_ps(dct, i), _mm512_fnmadd_ps(g, g, one)));
+    _mm512_storeu_ps(d + 3 * H + j,
+                     _mm512_mul_ps(_mm512_mul_ps(dh_total, tc), _mm512_mul_ps(o, _mm512_sub_ps(one, o))));
+    _mm512_storeu_ps(dcprev + j, _mm512_mul_ps(dct, f));
+    _mm512_storeu_ps(carry + j, _mm512_setzero_ps());
+  }
+  return j;
+}
 #endif
 
 template <class T>
@@ -97,8 +149,9 @@ void cell_forward(const Tensor& gates_x, const Tensor& gates_h, const Tensor& h_
   const T *gx = gates_x.data<T>(), *gh = gates_h.data<T>(), *hp = h_prev.data<T>(), *cp = c_prev.data<T>();
   const uint8_t* on = active.data<uint8_t>();
   T *ap = act.data<T>(), *hn = h.data<T>(), *cn = c.data<T>(), *op = out.data<T>();
-  // The 8-lane functions where the path has AVX2 (the build may be for the baseline x86-64).
-  [[maybe_unused]] const bool lanes = cpu_isa() >= CpuIsa::avx2;
+  // The 8-lane functions where the path has AVX2 (the build may be for the baseline x86-64), after
+  // the 16-lane ones where it has AVX-512.
+  [[maybe_unused]] const bool lanes = cpu_isa() >= CpuIsa::avx2, wide = cpu_isa() >= CpuIsa::avx512;
 #pragma omp parallel for schedule(static) if (N * H > kCellParallelGrain)
   for (int64_t n = 0; n < N; ++n) {
     T* a = ap + n * 4 * H;
@@ -115,7 +168,10 @@ void cell_forward(const Tensor& gates_x, const Tensor& gates_h, const Tensor& h_
     int64_t j0 = 0;
 #if defined(OCRT_SIMD_MATH)
     if constexpr (std::is_same_v<T, float>)
-      if (lanes) j0 = cell_forward_lanes(x, r, cp + n * H, H, a, cn + n * H, hn + n * H, op + n * out_rs);
+      if (lanes) {
+        if (wide) j0 = cell_forward_lanes16(x, r, cp + n * H, H, a, cn + n * H, hn + n * H, op + n * out_rs);
+        j0 = cell_forward_lanes(x, r, cp + n * H, H, a, cn + n * H, hn + n * H, op + n * out_rs, j0);
+      }
 #endif
     for (int64_t j = j0; j < H; ++j) {
       const T i = sigmoid(x[j] + r[j]);
@@ -142,8 +198,8 @@ void cell_backward(const Tensor& act, const Tensor& c_prev, const Tensor& c, con
   const T* dhm = dh_more.defined() ? dh_more.data<T>() : nullptr;
   const uint8_t* on = active.data<uint8_t>();
   T *dg = dgates.data<T>(), *dcprev = dc_prev.data<T>(), *carry = dh_carry.data<T>();
-  // The 8-lane functions where the path has AVX2 (the build may be for the baseline x86-64).
-  [[maybe_unused]] const bool lanes = cpu_isa() >= CpuIsa::avx2;
+  // As the forward: 16 lanes, then 8, then the scalar tail.
+  [[maybe_unused]] const bool lanes = cpu_isa() >= CpuIsa::avx2, wide = cpu_isa() >= CpuIsa::avx512;
 #pragma omp parallel for schedule(static) if (N * H > kCellParallelGrain)
   for (int64_t n = 0; n < N; ++n) {
     T* d = dg + n * 4 * H;
@@ -159,9 +215,13 @@ void cell_backward(const Tensor& act, const Tensor& c_prev, const Tensor& c, con
     int64_t j0 = 0;
 #if defined(OCRT_SIMD_MATH)
     if constexpr (std::is_same_v<T, float>)
-      if (lanes)
+      if (lanes) {
+        if (wide)
+          j0 = cell_backward_lanes16(a, cp + n * H, cn + n * H, dhp + n * H, dhm ? dhm + n * H : nullptr,
+                                     dop + n * dout_rs, dcp + n * H, H, d, dcprev + n * H, carry + n * H);
         j0 = cell_backward_lanes(a, cp + n * H, cn + n * H, dhp + n * H, dhm ? dhm + n * H : nullptr, dop + n * dout_rs,
-                                 dcp + n * H, H, d, dcprev + n * H, carry + n * H);
+                                 dcp + n * H, H, d, dcprev + n * H, carry + n * H, j0);
+      }
 #endif
     for (int64_t j = j0; j < H; ++j) {
       const T i = a[j], f = a[H + j], g = a[2 * H + j], o = a[3 * H + j];

@@ -124,6 +124,49 @@ OCRT_TARGET_AVX2 inline __m256 gelu_erf_derivative8(__m256 x) {
   return _mm256_fmadd_ps(x, phi, cdf);
 }
 
+// The same three on 16 lanes (AVX-512), for the avx512 paths and above: every lane goes through
+// the operations of exp8, sigmoid8 and tanh8 in the same order (the same constants, the same
+// rounding to the nearest integer, the same clamps with the constant first, so NaN propagates
+// alike), so a lane's result is the 8-lane function's, bit for bit (tests/ops/test_lstm.cpp).
+OCRT_TARGET_AVX512 inline __m512 exp16(__m512 x) {
+  x = _mm512_max_ps(_mm512_set1_ps(-87.3f), _mm512_min_ps(_mm512_set1_ps(88.3f), x));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+}
+
+OCRT_TARGET_AVX512 inline __m512 sigmoid16(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  return _mm512_div_ps(one, _mm512_add_ps(one, exp16(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+}
+
+OCRT_TARGET_AVX512 inline __m512 tanh16(__m512 x) {
+  const __m512 sign = _mm512_and_ps(x, _mm512_set1_ps(-0.0f));
+  const __m512 ax = _mm512_andnot_ps(_mm512_set1_ps(-0.0f), x);
+  const __m512 z = _mm512_mul_ps(x, x);
+  __m512 p = _mm512_set1_ps(-0.00569194f);
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(0.02062625f));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-0.0537353f));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(0.1333138f));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-0.3333328f));
+  const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(x, z), p, x);
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 e = exp16(_mm512_add_ps(ax, ax));
+  const __m512 big = _mm512_or_ps(sign, _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one))));
+  // ax < 0.625 is false for NaN, which then keeps `big`: NaN as well.
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.625f), _CMP_LT_OQ), big, small);
+}
+
 }  // namespace ocrt::simd
 
 #endif

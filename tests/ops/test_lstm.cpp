@@ -237,9 +237,10 @@ TEST_CASE("the cell kernels equal the plain-loop reference, inactive rows includ
 }
 
 TEST_CASE("the float32 cell kernels agree with float64 across the activations' range, NaN included", "[lstm]") {
-  // H = 37: four 8-lane blocks of the vectorised path and a scalar tail of 5. Pre-activations
-  // from -40 to 40, plus a row of tiny ones (tanh's small-argument branch), one inactive row.
-  const int64_t N = 4, H = 37;
+  // H = 45: on AVX-512 CPUs two 16-lane blocks, one 8-lane block and a scalar tail of 5 (on AVX2
+  // ones five 8-lane blocks and the tail). Pre-activations from -40 to 40, plus a row of tiny
+  // ones (tanh's small-argument branch), one inactive row.
+  const int64_t N = 4, H = 45;
   const LayerBackend& cpu = layer_backend(Device::cpu());
   Tensor gx = det_uniform({N, 4 * H}, 51, -20, 20), gh = det_uniform({N, 4 * H}, 52, -20, 20);
   gx.narrow(0, 2, 1).copy_(det_uniform({1, 4 * H}, 53, -1e-3, 1e-3));
@@ -301,11 +302,52 @@ TEST_CASE("the float32 cell kernels agree with float64 across the activations' r
 
   // A NaN pre-activation gives NaN in that unit's state, in the vectorised lanes and the tail.
   Tensor gnan = gx.clone();
-  for (int64_t j : {3, 35}) gnan.narrow(0, 0, 1).narrow(1, 2 * H + j, 1).fill_(std::nan(""));
+  for (int64_t j : {3, 35, 42}) gnan.narrow(0, 0, 1).narrow(1, 2 * H + j, 1).fill_(std::nan(""));
   const auto h = forward(DType::f32, gnan)[1].to_vector<float>();
   CHECK(std::isnan(h[3]));
   CHECK(std::isnan(h[35]));
+  CHECK(std::isnan(h[42]));
   CHECK(std::isfinite(h[4]));
+}
+
+TEST_CASE("the cell's 16-lane and 8-lane blocks give the same bits", "[lstm]") {
+  // H = 24: units 0-15 go through the 16-lane functions on AVX-512 CPUs and units 16-23 through the
+  // 8-lane ones (on AVX2 CPUs 8 lanes throughout). Units 16-23 get the inputs of units 0-7 in
+  // every gate, so their results must equal those units' bit for bit, forward and backward.
+  const int64_t N = 3, H = 24;
+  const LayerBackend& cpu = layer_backend(Device::cpu());
+  auto repeat_first_8 = [&](Tensor t, int64_t blocks) {  // units 16..23 of each of `blocks` gates = units 0..7
+    for (int64_t b = 0; b < blocks; ++b) t.narrow(1, b * H + 16, 8).copy_(t.narrow(1, b * H, 8).clone());
+    return t;
+  };
+  const Tensor gx = repeat_first_8(det_uniform({N, 4 * H}, 61, -6, 6), 4).to(DType::f32);
+  const Tensor gh = repeat_first_8(det_uniform({N, 4 * H}, 62, -6, 6), 4).to(DType::f32);
+  const Tensor hp = repeat_first_8(det_uniform({N, H}, 63), 1).to(DType::f32);
+  const Tensor cp = repeat_first_8(det_uniform({N, H}, 64, -3, 3), 1).to(DType::f32);
+  const Tensor active = Tensor::from_vector(std::vector<double>{1, 1, 1}).to(DType::u8);
+  std::vector<Tensor> fw = {Tensor::empty({N, 4 * H}, DType::f32), Tensor::empty({N, H}, DType::f32),
+                            Tensor::empty({N, H}, DType::f32), Tensor::empty({N, H}, DType::f32)};
+  cpu.lstm_cell(gx, gh, hp, cp, active, fw[0], fw[1], fw[2], fw[3]);
+  const Tensor dh = repeat_first_8(det_uniform({N, H}, 65), 1).to(DType::f32);
+  const Tensor dhm = repeat_first_8(det_uniform({N, H}, 66), 1).to(DType::f32);
+  const Tensor dout = repeat_first_8(det_uniform({N, H}, 67), 1).to(DType::f32);
+  const Tensor dc = repeat_first_8(det_uniform({N, H}, 68), 1).to(DType::f32);
+  std::vector<Tensor> bw = {Tensor::empty({N, 4 * H}, DType::f32), Tensor::empty({N, H}, DType::f32),
+                            Tensor::empty({N, H}, DType::f32)};
+  cpu.lstm_cell_backward(fw[0], cp, fw[2], dh, dhm, dout, dc, active, bw[0], bw[1], bw[2]);
+  auto same_blocks = [&](const Tensor& t, int64_t blocks, const char* what) {
+    INFO(what);
+    for (int64_t b = 0; b < blocks; ++b)
+      CHECK(t.narrow(1, b * H + 16, 8).contiguous().to_vector<float>() ==
+            t.narrow(1, b * H, 8).contiguous().to_vector<float>());
+  };
+  same_blocks(fw[0], 4, "activated gates");
+  same_blocks(fw[1], 1, "h");
+  same_blocks(fw[2], 1, "c");
+  same_blocks(fw[3], 1, "out");
+  same_blocks(bw[0], 4, "dgates");
+  same_blocks(bw[1], 1, "dc_prev");
+  same_blocks(bw[2], 1, "dh_carry");
 }
 
 TEST_CASE("lstm rejects bad arguments", "[lstm]") {
