@@ -393,7 +393,9 @@ std::string default_weights(bool int8) {
 // (precision_validated, infer/predictor.h): --precision auto's choice of it on int8 CPUs.
 bool shipped_int8_validated(const std::string& name) {
   const std::string f = find_shipped(fs::path("weights") / (name + "-int8.safetensors"));
-  return !f.empty() && precision_validated(nn::load_model_file(f, /*quiet=*/true).info.value_or(nn::ModelInfo{}).training, "int8");
+  if (f.empty()) return false;
+  const nn::ModelFile m = nn::load_model_file(f, /*quiet=*/true);
+  return m.info && precision_validated(m.info->training, "int8");
 }
 
 // --decoder auto (use_auto_decoding, infer/predictor.h): the prefix beam with a language model
@@ -851,8 +853,8 @@ InferRun::InferRun(Args args) : args_(std::move(args)) {
     if (asked == "int8" && !int8_cpus)
       fail("--precision int8 runs on CPUs with an int8 kernel (AVX2 or better) only: ",
            cpus ? "this CPU has none" : "a GPU is among --devices");
-    args_.weights = default_weights(asked == "int8" || (int8_cpus && (!args_.precision_given ||
-                                                                      (asked == "auto" && shipped_int8_validated("crnn-en")))));
+    const bool auto_int8 = asked == "auto" && int8_cpus && shipped_int8_validated("crnn-en");
+    args_.weights = default_weights(asked == "int8" || (int8_cpus && !args_.precision_given) || auto_int8);
   }
   resolve_decoder(args_);
   predictor_ = std::make_unique<Predictor>(args_.weights, args_.options);

@@ -322,10 +322,6 @@ std::string auto_cpu_precision(CpuIsa path, const Json& training, std::string* w
   return precision_validated(training, "bf16", why) ? "bf16" : "fp32";
 }
 
-namespace {
-
-}  // namespace
-
 int64_t cpu_batch_columns(int64_t first_channels) {
   return std::clamp(kCpuBatchChannelColumns / std::max<int64_t>(1, first_channels), kCpuBatchColumnsMin,
                     kCpuBatchColumnsMax);
