@@ -67,13 +67,19 @@ OCRT_TARGET_AVX2 int64_t cell_forward_lanes(const float* x, const float* r, cons
 // the 8-lane function's operations in its order (sigmoid16 and tanh16 are sigmoid8's and
 // tanh8's, runtime/cpu/simd_math.h), so the results do not depend on the lanes' width.
 // Returns where the 8-lane loop goes on.
+// (A function, not a lambda: a lambda does not take its enclosing function's target attribute,
+// and a build for the baseline x86-64 then refuses its AVX-512 intrinsics.)
+OCRT_TARGET_AVX512 inline __m512 pre_activation16(const float* x, const float* r, int64_t at) {
+  return _mm512_add_ps(_mm512_loadu_ps(x + at), _mm512_loadu_ps(r + at));
+}
+
 OCRT_TARGET_AVX512 int64_t cell_forward_lanes16(const float* x, const float* r, const float* cp, int64_t H, float* a,
                                                 float* cn, float* hn, float* op) {
-  auto pre = [&](int64_t at) { return _mm512_add_ps(_mm512_loadu_ps(x + at), _mm512_loadu_ps(r + at)); };
   int64_t j = 0;
   for (; j + 16 <= H; j += 16) {
-    const __m512 i = simd::sigmoid16(pre(j)), f = simd::sigmoid16(pre(H + j));
-    const __m512 g = simd::tanh16(pre(2 * H + j)), o = simd::sigmoid16(pre(3 * H + j));
+    const __m512 i = simd::sigmoid16(pre_activation16(x, r, j)), f = simd::sigmoid16(pre_activation16(x, r, H + j));
+    const __m512 g = simd::tanh16(pre_activation16(x, r, 2 * H + j));
+    const __m512 o = simd::sigmoid16(pre_activation16(x, r, 3 * H + j));
     const __m512 c = _mm512_fmadd_ps(f, _mm512_loadu_ps(cp + j), _mm512_mul_ps(i, g));
     const __m512 h = _mm512_mul_ps(o, simd::tanh16(c));
     _mm512_storeu_ps(a + j, i);
