@@ -61,19 +61,30 @@ namespace ocrt::simd {
 
 // exp(x): x = n ln2 + r with |r| <= ln2/2 (ln2 split in two for an exact n ln2), exp(r) by a
 // degree-6 polynomial (the classic Cephes expf coefficients), 2^n built in the exponent bits.
-// x is clamped to [-87.3, 88.3], where 2^n stays a normal float.
+// x is clamped to [-87.3, 88.3], where 2^n stays a normal float. The constants, shared by the
+// 8- and 16-lane functions:
+struct ExpConstants {
+  static constexpr float lo = -87.3f, hi = 88.3f, log2e = 1.44269504088896341f;
+  static constexpr float ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
+  static constexpr float p[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+};
+// tanh: for |x| < small_limit, x + x^3 P(x^2) (a degree-4 P fitted here for relative error, 8e-8
+// on that interval); beyond, 1 - 2 / (exp(2|x|) + 1) with x's sign, where no cancellation hurts.
+struct TanhConstants {
+  static constexpr float small_limit = 0.625f;
+  static constexpr float p[5] = {-0.00569194f, 0.02062625f, -0.0537353f, 0.1333138f, -0.3333328f};
+};
+
 OCRT_TARGET_AVX2 inline __m256 exp8(__m256 x) {
-  x = _mm256_max_ps(_mm256_set1_ps(-87.3f), _mm256_min_ps(_mm256_set1_ps(88.3f), x));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+  using E = ExpConstants;
+  x = _mm256_max_ps(_mm256_set1_ps(E::lo), _mm256_min_ps(_mm256_set1_ps(E::hi), x));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(E::log2e)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(E::ln2_hi), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(E::ln2_lo), r);
+  __m256 p = _mm256_set1_ps(E::p[0]);
+  for (int k = 1; k < 6; ++k) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(E::p[k]));
   const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, r), r, r), _mm256_set1_ps(1.0f));
   const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
@@ -84,23 +95,18 @@ OCRT_TARGET_AVX2 inline __m256 sigmoid8(__m256 x) {
   return _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
 }
 
-// tanh: for |x| < 0.625, x + x^3 P(x^2) (a degree-4 P fitted here for relative error, 8e-8 on
-// that interval); beyond, 1 - 2 / (exp(2|x|) + 1) with x's sign, where no cancellation hurts.
 OCRT_TARGET_AVX2 inline __m256 tanh8(__m256 x) {
   const __m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.0f));
   const __m256 ax = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
   const __m256 z = _mm256_mul_ps(x, x);
-  __m256 p = _mm256_set1_ps(-0.00569194f);
-  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(0.02062625f));
-  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-0.0537353f));
-  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(0.1333138f));
-  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-0.3333328f));
+  __m256 p = _mm256_set1_ps(TanhConstants::p[0]);
+  for (int k = 1; k < 5; ++k) p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(TanhConstants::p[k]));
   const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(x, z), p, x);
   const __m256 one = _mm256_set1_ps(1.0f);
   const __m256 e = exp8(_mm256_add_ps(ax, ax));
   const __m256 big = _mm256_or_ps(sign, _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one))));
   // ax < 0.625 is false for NaN, which then takes `big`: NaN as well.
-  return _mm256_blendv_ps(big, small, _mm256_cmp_ps(ax, _mm256_set1_ps(0.625f), _CMP_LT_OQ));
+  return _mm256_blendv_ps(big, small, _mm256_cmp_ps(ax, _mm256_set1_ps(TanhConstants::small_limit), _CMP_LT_OQ));
 }
 
 OCRT_TARGET_AVX2 inline __m256 normal_cdf8(__m256 x, __m256* phi_out = nullptr) {
@@ -125,21 +131,18 @@ OCRT_TARGET_AVX2 inline __m256 gelu_erf_derivative8(__m256 x) {
 }
 
 // The same three on 16 lanes (AVX-512), for the avx512 paths and above: every lane goes through
-// the operations of exp8, sigmoid8 and tanh8 in the same order (the same constants, the same
+// the operations of exp8, sigmoid8 and tanh8 in the same order (the same constants above, the same
 // rounding to the nearest integer, the same clamps with the constant first, so NaN propagates
 // alike), so a lane's result is the 8-lane function's, bit for bit (tests/ops/test_lstm.cpp).
 OCRT_TARGET_AVX512 inline __m512 exp16(__m512 x) {
-  x = _mm512_max_ps(_mm512_set1_ps(-87.3f), _mm512_min_ps(_mm512_set1_ps(88.3f), x));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+  using E = ExpConstants;
+  x = _mm512_max_ps(_mm512_set1_ps(E::lo), _mm512_min_ps(_mm512_set1_ps(E::hi), x));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(E::log2e)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(E::ln2_hi), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(E::ln2_lo), r);
+  __m512 p = _mm512_set1_ps(E::p[0]);
+  for (int k = 1; k < 6; ++k) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(E::p[k]));
   const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
   const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
   return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
@@ -154,17 +157,15 @@ OCRT_TARGET_AVX512 inline __m512 tanh16(__m512 x) {
   const __m512 sign = _mm512_and_ps(x, _mm512_set1_ps(-0.0f));
   const __m512 ax = _mm512_andnot_ps(_mm512_set1_ps(-0.0f), x);
   const __m512 z = _mm512_mul_ps(x, x);
-  __m512 p = _mm512_set1_ps(-0.00569194f);
-  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(0.02062625f));
-  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-0.0537353f));
-  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(0.1333138f));
-  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-0.3333328f));
+  __m512 p = _mm512_set1_ps(TanhConstants::p[0]);
+  for (int k = 1; k < 5; ++k) p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(TanhConstants::p[k]));
   const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(x, z), p, x);
   const __m512 one = _mm512_set1_ps(1.0f);
   const __m512 e = exp16(_mm512_add_ps(ax, ax));
   const __m512 big = _mm512_or_ps(sign, _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one))));
   // ax < 0.625 is false for NaN, which then keeps `big`: NaN as well.
-  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.625f), _CMP_LT_OQ), big, small);
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(TanhConstants::small_limit), _CMP_LT_OQ), big,
+                              small);
 }
 
 }  // namespace ocrt::simd
