@@ -439,6 +439,9 @@ void run(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Epilog
 }
 
 #if defined(OCRT_CPU_SGEMM)
+// The most gathered rows of A an AMX thread holds at once (a run of row blocks, run_amx).
+constexpr int64_t kAmxRunBytes = int64_t(1) << 20;
+
 // The product on AMX tiles (runtime/cpu/gemm_amx.cpp, amx_int8_tiles): 32 rows of A at a time,
 // gathered once from Int8A's pointers into rows of kq codes (Kp rounded up to 64, the rest zero:
 // a tile row is 64 codes), then every pair of B's 16-column panels in turn, each 16 x 16 tile of
@@ -458,44 +461,61 @@ void run_amx(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Ep
   const int64_t blocks = (M + kRows - 1) / kRows, panels_b = (N + kInt8NR - 1) / kInt8NR, pairs = (panels_b + 1) / 2;
   const int threads = parallel && !omp_in_parallel() ? omp_get_max_threads() : 1;
   const int64_t groups = blocks >= threads ? 1 : std::min<int64_t>(pairs, (threads + blocks - 1) / blocks);
-  const int64_t items = blocks * groups;
-  auto item = [&](int64_t it, std::vector<const uint8_t*>& ptrs, uint8_t* rows_buf, int64_t& gathered) {
-    const int64_t blk = it / groups, g = it % groups, i0 = blk * kRows, rows = std::min(kRows, M - i0);
-    if (gathered != blk) {  // this thread's copy of the block's rows
-      for (int64_t r0 = 0; r0 < kRows; r0 += kInt8MR) {
-        const int64_t have = std::min(kInt8MR, rows - r0);
-        if (have <= 0) {  // rows past M: copies of the last, never stored
-          for (int64_t r = r0; r < kRows; ++r) std::memcpy(rows_buf + r * kq, rows_buf + (rows - 1) * kq, (size_t)kq);
-          break;
-        }
-        a.rows(i0 + r0, have, ptrs.data());
-        for (int64_t r = 0; r < kInt8MR && r0 + r < kRows; ++r) {
-          uint8_t* dst = rows_buf + (r0 + r) * kq;
-          for (int64_t sg = 0; sg < S; ++sg) std::memcpy(dst + sg * seg, ptrs[sg * kInt8MR + r], (size_t)seg);
-          std::memset(dst + Kp, 0, (size_t)(kq - Kp));
-        }
+  // Row blocks go in runs whose gathered rows stay in the L2 together (kAmxRunBytes): each panel
+  // pair of B is read once per run, then held in the L2 for the run's blocks, instead of coming
+  // from memory again for every block (a 512 x 4608 layer's B, 2.4 MB, is more than the L2). At
+  // least four runs a thread, so that the threads' shares stay even.
+  const int64_t run_blocks =
+      groups > 1 ? 1 : std::clamp<int64_t>(std::min(kAmxRunBytes / (kRows * kq), blocks / (4 * threads)), 1, 8);
+  const int64_t runs = (blocks + run_blocks - 1) / run_blocks, items = runs * groups;
+  // Gathers the rows of block blk into buf (kRows rows of kq codes).
+  auto gather = [&](int64_t blk, std::vector<const uint8_t*>& ptrs, uint8_t* buf) {
+    const int64_t i0 = blk * kRows, rows = std::min(kRows, M - i0);
+    for (int64_t r0 = 0; r0 < kRows; r0 += kInt8MR) {
+      const int64_t have = std::min(kInt8MR, rows - r0);
+      if (have <= 0) {  // rows past M: copies of the last, never stored
+        for (int64_t r = r0; r < kRows; ++r) std::memcpy(buf + r * kq, buf + (rows - 1) * kq, (size_t)kq);
+        break;
       }
-      gathered = blk;
+      a.rows(i0 + r0, have, ptrs.data());
+      for (int64_t r = 0; r < kInt8MR && r0 + r < kRows; ++r) {
+        uint8_t* dst = buf + (r0 + r) * kq;
+        for (int64_t sg = 0; sg < S; ++sg) std::memcpy(dst + sg * seg, ptrs[sg * kInt8MR + r], (size_t)seg);
+        std::memset(dst + Kp, 0, (size_t)(kq - Kp));
+      }
+    }
+  };
+  // Item it: run it / groups (blocks b0 .. b1), panel pairs of group it % groups.
+  auto item = [&](int64_t it, std::vector<const uint8_t*>& ptrs, uint8_t* rows_buf, int64_t& gathered) {
+    const int64_t run = it / groups, g = it % groups;
+    const int64_t b0 = run * run_blocks, b1 = std::min(blocks, b0 + run_blocks);
+    if (gathered != run) {  // this thread's copy of the run's rows
+      for (int64_t blk = b0; blk < b1; ++blk) gather(blk, ptrs, rows_buf + (blk - b0) * kRows * kq);
+      gathered = run;
     }
     alignas(64) int32_t acc[4 * 256];
     const int64_t q0 = g * pairs / groups, q1 = (g + 1) * pairs / groups;
     for (int64_t q = q0; q < q1; ++q) {
       const int64_t pb = 2 * q, j0 = pb * kInt8NR;
       const bool second = pb + 1 < panels_b;
-      detail::amx_int8_tiles(rows_buf, kq, B.panel(pb), second ? B.panel(pb + 1) : nullptr, kq, acc);
-      for (int h = 0; h < (second ? 2 : 1); ++h) {
-        const int64_t jh = j0 + h * kInt8NR, cols = std::min(kInt8NR, N - jh);
-        for (int half = 0; half < 2; ++half) {
-          const int64_t r_lo = half * 16, r_hi = std::min<int64_t>(rows, r_lo + 16);
-          if (r_hi > r_lo)
-            detail::amx_int8_store(acc + (2 * half + h) * 256, i0 + r_lo, r_hi - r_lo, jh, cols, e, y, y_row, y_col);
+      for (int64_t blk = b0; blk < b1; ++blk) {
+        const int64_t i0 = blk * kRows, rows = std::min(kRows, M - i0);
+        detail::amx_int8_tiles(rows_buf + (blk - b0) * kRows * kq, kq, B.panel(pb), second ? B.panel(pb + 1) : nullptr,
+                               kq, acc);
+        for (int h = 0; h < (second ? 2 : 1); ++h) {
+          const int64_t jh = j0 + h * kInt8NR, cols = std::min(kInt8NR, N - jh);
+          for (int half = 0; half < 2; ++half) {
+            const int64_t r_lo = half * 16, r_hi = std::min<int64_t>(rows, r_lo + 16);
+            if (r_hi > r_lo)
+              detail::amx_int8_store(acc + (2 * half + h) * 256, i0 + r_lo, r_hi - r_lo, jh, cols, e, y, y_row, y_col);
+          }
         }
       }
     }
   };
   auto worker = [&](int64_t lo, int64_t hi) {
     thread_local std::vector<uint8_t> rows_buf;
-    rows_buf.resize((size_t)(kRows * kq));
+    rows_buf.resize((size_t)(run_blocks * kRows * kq));
     std::vector<const uint8_t*> ptrs((size_t)(kInt8MR * S));
     int64_t gathered = -1;
     for (int64_t it = lo; it < hi; ++it) item(it, ptrs, rows_buf.data(), gathered);
