@@ -1,5 +1,6 @@
 // Fuzz builds only (fuzz/CMakeLists.txt, -DOCRT_FUZZ=ON): stand-ins for the GEMM kernels of
-// runtime/cpu/gemm_avx2.cpp, gemm_avx512.cpp and gemm_avx512bf16.cpp.
+// runtime/cpu/gemm_avx2.cpp, gemm_avx512.cpp, gemm_avx512bf16.cpp and gemm_amx.cpp (the AMX
+// tiles of the int8 product too).
 //
 // Those files compile their kernels for an instruction set with `#pragma GCC target`, which
 // clang does not honour, so clang cannot build them; compiling them with -mavx512f instead would
@@ -27,5 +28,14 @@ GemmKernel avx512_f32() { return stub(); }
 GemmKernel avx512_bf16_rounded() { return stub(); }
 GemmKernel avx512bf16_bf16() { return stub(); }
 void avx512bf16_convert(const float*, int64_t, uint16_t*) { not_in_fuzz_builds(GemmArgs{}); }
+GemmKernel amx_bf16() { return stub(); }
+void amx_configure_tiles() { not_in_fuzz_builds(GemmArgs{}); }
+void amx_int8_tiles(const uint8_t*, int64_t, const int8_t*, const int8_t*, int64_t, int32_t*) {
+  not_in_fuzz_builds(GemmArgs{});
+}
+void amx_int8_store(const int32_t*, int64_t, int64_t, int64_t, int64_t, const Int8Epilogue&, float*, int64_t,
+                    int64_t) {
+  not_in_fuzz_builds(GemmArgs{});
+}
 
 }  // namespace ocrt::cpu::detail

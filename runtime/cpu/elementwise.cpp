@@ -138,8 +138,11 @@ void cpu_unary(UnaryOp op, UnaryParams p, const Tensor& x, const Tensor& out) {
         const T* a = reinterpret_cast<const T*>(ptr[1]);
         (void)lanes;
 #if defined(OCRT_SIMD_MATH)
+        // The casts only restate T (float here): clang checks this call for every T, the
+        // lambda it sits in being no template of its own.
         if constexpr (std::is_same_v<T, float> && OpT::value == UnaryOp::gelu_erf)
-          if (lanes && cpu::all_unit(s)) return gelu_erf_lanes(o, a, n);
+          if (lanes && cpu::all_unit(s))
+            return gelu_erf_lanes(reinterpret_cast<float*>(o), reinterpret_cast<const float*>(a), n);
 #endif
         if (cpu::all_unit(s)) {
           for (int64_t i = 0; i < n; ++i) o[i] = unary_f(OpT::value, p, a[i]);
@@ -165,8 +168,10 @@ void cpu_unary_backward(UnaryOp op, UnaryParams p, const Tensor& x, const Tensor
         const T* g = reinterpret_cast<const T*>(ptr[3]);
         (void)lanes;
 #if defined(OCRT_SIMD_MATH)
-        if constexpr (std::is_same_v<T, float> && OpT::value == UnaryOp::gelu_erf)
-          if (lanes && cpu::all_unit(s)) return gelu_erf_backward_lanes(d, a, g, n);
+        if constexpr (std::is_same_v<T, float> && OpT::value == UnaryOp::gelu_erf)  // casts: as cpu_unary's
+          if (lanes && cpu::all_unit(s))
+            return gelu_erf_backward_lanes(reinterpret_cast<float*>(d), reinterpret_cast<const float*>(a),
+                                           reinterpret_cast<const float*>(g), n);
 #endif
         if (cpu::all_unit(s)) {
           for (int64_t i = 0; i < n; ++i) d[i] = g[i] * unary_df(OpT::value, p, a[i], b[i]);
