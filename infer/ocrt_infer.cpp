@@ -124,8 +124,7 @@ std::vector<Device> parse_workers(const std::string& text) {
 }
 
 std::string parse_precision(const std::string& v) {
-  OCRT_CHECK(v == "fp32" || v == "tf32" || v == "bf16" || v == "int8" || v == "auto",
-             "expected fp32, tf32, bf16, int8 or auto, got '", v, "'");
+  OCRT_CHECK(is_predictor_precision(v), "expected ", kPredictorPrecisions, ", got '", v, "'");
   return v;
 }
 

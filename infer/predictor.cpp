@@ -241,9 +241,8 @@ int check_options(const PredictorOptions& o) {
              "line limits must satisfy min_source_height >= 1 and 1 <= min_width <= max_width");
   OCRT_CHECK(o.arch.empty() || nn::is_known_arch(o.arch), "unknown architecture '", o.arch, "' (expected one of ",
              nn::known_archs_str(), ")");
-  OCRT_CHECK(o.precision == "auto" || o.precision == "fp32" || o.precision == "tf32" || o.precision == "bf16" ||
-                 o.precision == "int8",
-             "unknown precision '", o.precision, "' (expected fp32, tf32, bf16, int8 or auto)");
+  OCRT_CHECK(is_predictor_precision(o.precision), "unknown precision '", o.precision, "' (expected ",
+             kPredictorPrecisions, ")");
   return cpu_workers;
 }
 
@@ -320,6 +319,10 @@ std::string auto_cpu_precision(CpuIsa path, const Json& training, std::string* w
     return "fp32";
   }
   return precision_validated(training, "bf16", why) ? "bf16" : "fp32";
+}
+
+bool is_predictor_precision(const std::string& name) {
+  return name == "fp32" || name == "tf32" || name == "bf16" || name == "int8" || name == "auto";
 }
 
 int64_t cpu_batch_columns(int64_t first_channels) {

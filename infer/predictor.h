@@ -175,6 +175,11 @@ struct PredictorOptions {
   int64_t chunk_lines = 0;        // lines decoded per chunk; 0: max(1024, 8 * batch * devices)
 };
 
+// The names PredictorOptions::precision takes ("fp32, tf32, bf16, int8 or auto", for messages),
+// and whether `name` is one of them: the predictor and ocrt-infer's --precision check by these.
+inline constexpr const char* kPredictorPrecisions = "fp32, tf32, bf16, int8 or auto";
+bool is_predictor_precision(const std::string& name);
+
 // One input line: a path to read, or an image already in memory (then `name` only labels it).
 struct LineInput {
   std::string name;
