@@ -444,7 +444,8 @@ constexpr int64_t kAmxRunBytes = int64_t(1) << 20;
 
 // The product on AMX tiles (runtime/cpu/gemm_amx.cpp, amx_int8_tiles): 32 rows of A at a time,
 // gathered once from Int8A's pointers into rows of kq codes (Kp rounded up to 64, the rest zero:
-// a tile row is 64 codes), then every pair of B's 16-column panels in turn, each 16 x 16 tile of
+// a tile row is 64 codes), then every pair of B's 16-column panels in turn (taken by every block
+// of a run of blocks, below), each 16 x 16 tile of
 // int32 sums through the epilogue in AVX-512 (amx_int8_store: the other kernels' operations, a
 // convolution's output transposed in registers). The tail
 // of K reads up to 15 quads past a panel's end (the next panel, or the zeros Int8PackedWeights
@@ -485,6 +486,19 @@ void run_amx(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Ep
       }
     }
   };
+  // Block blk's sums against panels pb and pb + 1 (second: whether there is one), the four
+  // tiles in acc, through the epilogue into y.
+  auto store = [&](const int32_t* acc, int64_t blk, int64_t pb, bool second) {
+    const int64_t i0 = blk * kRows, rows = std::min(kRows, M - i0);
+    for (int h = 0; h < (second ? 2 : 1); ++h) {
+      const int64_t jh = (pb + h) * kInt8NR, cols = std::min(kInt8NR, N - jh);
+      for (int half = 0; half < 2; ++half) {
+        const int64_t r_lo = half * 16, r_hi = std::min<int64_t>(rows, r_lo + 16);
+        if (r_hi > r_lo)
+          detail::amx_int8_store(acc + (2 * half + h) * 256, i0 + r_lo, r_hi - r_lo, jh, cols, e, y, y_row, y_col);
+      }
+    }
+  };
   // Item it: run it / groups (blocks b0 .. b1), panel pairs of group it % groups.
   auto item = [&](int64_t it, std::vector<const uint8_t*>& ptrs, uint8_t* rows_buf, int64_t& gathered) {
     const int64_t run = it / groups, g = it % groups;
@@ -496,20 +510,12 @@ void run_amx(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Ep
     alignas(64) int32_t acc[4 * 256];
     const int64_t q0 = g * pairs / groups, q1 = (g + 1) * pairs / groups;
     for (int64_t q = q0; q < q1; ++q) {
-      const int64_t pb = 2 * q, j0 = pb * kInt8NR;
+      const int64_t pb = 2 * q;
       const bool second = pb + 1 < panels_b;
       for (int64_t blk = b0; blk < b1; ++blk) {
-        const int64_t i0 = blk * kRows, rows = std::min(kRows, M - i0);
         detail::amx_int8_tiles(rows_buf + (blk - b0) * kRows * kq, kq, B.panel(pb), second ? B.panel(pb + 1) : nullptr,
                                kq, acc);
-        for (int h = 0; h < (second ? 2 : 1); ++h) {
-          const int64_t jh = j0 + h * kInt8NR, cols = std::min(kInt8NR, N - jh);
-          for (int half = 0; half < 2; ++half) {
-            const int64_t r_lo = half * 16, r_hi = std::min<int64_t>(rows, r_lo + 16);
-            if (r_hi > r_lo)
-              detail::amx_int8_store(acc + (2 * half + h) * 256, i0 + r_lo, r_hi - r_lo, jh, cols, e, y, y_row, y_col);
-          }
-        }
+        store(acc, blk, pb, second);
       }
     }
   };
