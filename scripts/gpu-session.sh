@@ -15,7 +15,8 @@
 #   crnn-s the same recipe for the small preset in gpu-run/crnn-s, from --init when given,
 #          else from scratch (resuming there as crnn does)
 #   dbnet  the page detector on 800 freshly rendered pages (from --init when given)
-# --quick skips the checks and the pages (a second call on a machine already checked).
+# --quick skips the checks and the pages (a second call on a machine already checked; on a fresh
+# machine, without build-gpu, the checks run anyway: they build it).
 # --profile times every kernel of a few crnn training steps in bf16, ocrt's and PyTorch AMP's,
 # with Nsight Compute, before the training (scripts/gpu-profile.sh; the CSVs come back in the logs).
 # OCRT_CRNN_FLAGS adds ocrt-train flags to the crnn run (e.g. "--lr 3e-4 --steps 7000").
@@ -35,6 +36,12 @@ while [ $# -gt 0 ]; do
 done
 out_default=gpu-session-out
 . scripts/gpu-call.sh  # start, left, out, log, jobs, the logs bundled at exit, libtiff
+# --quick presumes a machine this session already checked; a fresh one (the last one went back
+# when idle) has no build-gpu yet, and the checks are also what configures and builds it.
+if [ $quick -eq 1 ] && [ ! -f build-gpu/CMakeCache.txt ]; then
+  log "--quick, but no build-gpu here (a fresh machine): running the checks, which build it"
+  quick=0
+fi
 
 if [ $quick -eq 0 ]; then
   scripts/gpu-check.sh --tests-only "$out/logs/check" > "$out/logs/check.txt" 2>&1
