@@ -644,9 +644,10 @@ class Orderer {
     if (ids.size() == 1) return {Part{ids, true}};
     const std::vector<std::vector<size_t>> columns = split(ids, true, o_.column_gap * line_height_);
     if (columns.size() >= 2) {
-      if (is_table(columns)) return table_rows(ids, columns);
+      const std::vector<std::vector<size_t>> groups = side_by_side_groups(columns);
+      if (groups.size() == 1 && is_table(columns)) return table_rows(ids, columns);
       std::vector<Part> out;
-      for (const auto& column : columns)
+      for (const auto& column : groups.size() >= 2 ? groups : columns)
         for (Part& p : order(column)) out.push_back(std::move(p));
       for (Part& p : out) p.mergeable = false;  // a column's blocks stay apart from what is above
       return out;
@@ -819,6 +820,49 @@ class Orderer {
     return ids;
   }
 
+  // Are two neighbouring columns text side by side rather than columns of one table? Where the
+  // two share a band (lines with no gap across both) holding table_row_lines lines or more of
+  // each, a table's lines sit on common baselines, one beside another, and two columns of text
+  // (or a table beside a column of text) line up only by chance: they are side by side when
+  // under three quarters of the band's lines of the sparser column have a line of the other
+  // whose middle lies within 0.25 line heights of theirs. (A real report page, multicol_04 of
+  // bench/results/pages.md: a table and paragraphs in a wide left column, paragraphs in the
+  // right one, whose short cells made the pair look like a table, was read band by band
+  // across both.)
+  bool side_by_side(const std::vector<size_t>& left, const std::vector<size_t>& right) const {
+    std::vector<size_t> both = left;
+    both.insert(both.end(), right.begin(), right.end());
+    std::vector<bool> is_left(lines_.size(), false);
+    for (size_t i : left) is_left[i] = true;
+    auto middle = [&](size_t i) { return (lines_[i].box.y0 + lines_[i].box.y1) / 2; };
+    for (const std::vector<size_t>& band : split(both, false, 0)) {
+      std::vector<size_t> l, r;
+      for (size_t i : band) (is_left[i] ? l : r).push_back(i);
+      const auto& a = l.size() <= r.size() ? l : r;
+      const auto& b = &a == &l ? r : l;
+      if ((int64_t)a.size() < o_.table_row_lines) continue;
+      size_t aligned = 0;
+      for (size_t i : a)
+        aligned += std::any_of(b.begin(), b.end(), [&](size_t q) {
+          return std::abs(middle(i) - middle(q)) <= 0.25 * line_height_;
+        });
+      if ((double)aligned < 0.75 * (double)a.size()) return true;
+    }
+    return false;
+  }
+
+  // The columns in groups, split where neighbouring columns are side by side (above): each
+  // group is read as a region of its own (a table beside a column of text: the table's
+  // columns, then the text's).
+  std::vector<std::vector<size_t>> side_by_side_groups(const std::vector<std::vector<size_t>>& columns) const {
+    std::vector<std::vector<size_t>> groups(1, columns[0]);
+    for (size_t k = 1; k < columns.size(); ++k) {
+      if (side_by_side(columns[k - 1], columns[k])) groups.emplace_back();
+      groups.back().insert(groups.back().end(), columns[k].begin(), columns[k].end());
+    }
+    return groups;
+  }
+
   // Columns of cells that share rows: a table or a form.
   bool is_table(const std::vector<std::vector<size_t>>& columns) const {
     bool cells = false;
@@ -841,6 +885,8 @@ class Orderer {
         cells = true;
     }
     if (!cells) return false;
+    for (size_t k = 0; k + 1 < columns.size(); ++k)
+      if (side_by_side(columns[k], columns[k + 1])) return false;
     // Neighbouring columns share rows: at least half of the shorter column's lines have a line
     // of the other beside them (a table may leave many cells of a column empty). Beside a
     // column of long lines (running text, or a form's long typed values: a median line of
@@ -887,6 +933,29 @@ class Orderer {
       // that a line run across their rule put into one column) left to right.
       std::vector<std::vector<size_t>> by_column(columns.size());
       for (size_t i : row) by_column[column_of[i]].push_back(i);
+      // A band of many lines in two columns or more is a stretch of rows with no gap between
+      // them (a dense table, whose outlines touch): read line by line across, left to right.
+      // Unless two of those columns are of long lines (running text, whose lines fill their
+      // column: newspaper columns on a common baseline grid, which is_table can take for a
+      // table when a column holds a caption or cells too), read column by column as before.
+      int64_t full = 0, long_lines = 0;
+      for (const auto& cells : by_column) {
+        if ((int64_t)cells.size() < o_.table_row_lines) continue;
+        ++full;
+        std::vector<double> widths;
+        double x0 = 1e300, x1 = -1e300;
+        for (size_t i : cells) {
+          widths.push_back(lines_[i].box.width());
+          x0 = std::min(x0, lines_[i].box.x0), x1 = std::max(x1, lines_[i].box.x1);
+        }
+        const double m = median(widths);  // long lines: many words that fill their column
+        long_lines += m >= o_.cell_width_in_heights * line_height_ ||
+                      (m >= 0.5 * o_.cell_width_in_heights * line_height_ && m >= 0.75 * (x1 - x0));
+      }
+      if (full >= 2 && long_lines <= 1) {
+        out.push_back(Part{rows_left_to_right(row), false});
+        continue;
+      }
       Part part{{}, false};
       for (const auto& cells : by_column)
         for (size_t i : rows_left_to_right(cells)) part.lines.push_back(i);

@@ -201,6 +201,10 @@ struct ReadingOrderOptions {
   int64_t narrow_column_lines = 5;
   double paragraph_gap = 0.8;           // in median line heights
   double cell_width_in_heights = 12.0;  // a column of lines shorter than this is table cells
+  // Where a band of a would-be table holds this many lines in each of two columns, most of
+  // them must sit beside a line of the other (infer/page.cpp, is_table): else it is text side
+  // by side, not rows of cells.
+  int64_t table_row_lines = 4;
 };
 std::vector<PageBlock> reading_order(std::vector<PageLine> lines, const ReadingOrderOptions& o = {});
 

@@ -565,6 +565,58 @@ TEST_CASE("reading_order: running text beside a column that holds a table is rea
   CHECK(order.back() == "Rend");
 }
 
+TEST_CASE("reading_order: a dense table whose rows touch is read row by row", "[page]") {
+  // Three columns of cells, 8 rows 20 apart whose outlines are 24 high: no gap runs across
+  // the table between its rows, so it is one band; read line by line across, not by columns.
+  std::vector<PageLine> lines;
+  const double xs[3][2] = {{100, 260}, {400, 470}, {600, 670}};
+  std::vector<std::string> rows;
+  for (int row = 0; row < 8; ++row) {
+    std::string r;
+    for (int col = 0; col < 3; ++col) {
+      const std::string text = "r" + std::to_string(row) + "c" + std::to_string(col);
+      lines.push_back(line_at(text, xs[col][0], 100 + 20 * row, xs[col][1], 124 + 20 * row));
+      r += (r.empty() ? "" : "|") + text;
+    }
+    rows.push_back(r);
+  }
+  std::string all;
+  for (const std::string& r : rows) all += (all.empty() ? "" : "|") + r;
+  CHECK(block_texts(reading_order(shuffled(lines, 5))) == std::vector<std::string>{all});
+}
+
+TEST_CASE("reading_order: a wide column holding a table and paragraphs, beside a column of text", "[page]") {
+  // A report page (multicol_04 of bench/results/pages.md): left, a table of 8 rows of three
+  // cells 40 apart, then 6 lines of a paragraph across the column; right, a column of lines
+  // 7 line heights wide at its own pitch of 44, with a paragraph break where the left one has
+  // its break, so that a gap runs across the page there. The outlines are as tall as the
+  // pitch, as a detector's margins make them (no gap between rows). The right column's lines
+  // share rows with the table's, but sit on the left's baselines only by chance: read the
+  // left column (the table row by row), then the right one.
+  std::vector<PageLine> lines;
+  std::vector<std::string> expected;
+  const double cells[3][2] = {{100, 300}, {420, 510}, {600, 680}};
+  for (int row = 0; row < 8; ++row)
+    for (int col = 0; col < 3; ++col) {
+      const std::string text = "t" + std::to_string(row) + std::to_string(col);
+      lines.push_back(line_at(text, cells[col][0], 100 + 40 * row, cells[col][1], 142 + 40 * row));
+      expected.push_back(text);
+    }
+  for (int k = 0; k < 6; ++k) {
+    lines.push_back(line_at("P" + std::to_string(k), 90, 460 + 40 * k, 700, 502 + 40 * k));
+    expected.push_back("P" + std::to_string(k));
+  }
+  for (int k = 0; k < 14; ++k) {
+    const double y = k < 8 ? 100 + 44 * k : 460 + 44 * (k - 8);
+    lines.push_back(line_at("R" + std::to_string(k), 760, y, 1060, y + 46));
+    expected.push_back("R" + std::to_string(k));
+  }
+  std::vector<std::string> order;
+  for (const PageBlock& b : reading_order(shuffled(lines, 13)))
+    for (const PageLine& l : b.lines) order.push_back(l.text);
+  CHECK(order == expected);
+}
+
 namespace {
 
 // A white 400 x 120 page with dark boxes (x0, x1) on rows 40-63: glyphs of a line whose
