@@ -69,6 +69,8 @@ void TextDetector::use_model(std::shared_ptr<nn::DBNet> model) {
                  std::isfinite(options_.line_target),
              "text detector: small_lines must be >= 0 and line_target > 0, got ", options_.small_lines, " and ",
              options_.line_target);
+  OCRT_CHECK(std::isfinite(options_.descreen) && options_.descreen >= 0 && options_.descreen <= 8,
+             "text detector: descreen must be in [0, 8] pixels, got ", options_.descreen);
   if (options_.threshold >= 0) boxes_.threshold = (float)options_.threshold;
   if (options_.box_threshold >= 0) boxes_.box_threshold = (float)options_.box_threshold;
 }
@@ -94,10 +96,17 @@ std::vector<nn::TextBox> TextDetector::detect(const GrayImage& page, Times* time
   if (model_) {
     nn::DetectedPage d = nn::detect_text_lines(*model_, page, options_.max_side, /*keep_map=*/false, boxes_);
     Times t{d.prepare_s, d.forward_s, d.boxes_s};
-    if (const int64_t side = second_look_side(d.boxes, page.width, page.height, options_); side > 0) {
+    int64_t side = options_.max_side;
+    if (const int64_t larger = second_look_side(d.boxes, page.width, page.height, options_); larger > 0) {
+      side = larger;
       nn::DetectedPage again = nn::detect_text_lines(*model_, page, side, /*keep_map=*/false, boxes_);
       t += Times{again.prepare_s, again.forward_s, again.boxes_s};
       d.boxes = std::move(again.boxes);
+    }
+    if (options_.descreen > 0) {
+      nn::DetectedPage blurred = nn::detect_text_lines(*model_, page, side, /*keep_map=*/false, boxes_, options_.descreen);
+      t += Times{blurred.prepare_s, blurred.forward_s, blurred.boxes_s};
+      add_unseen_boxes(d.boxes, blurred.boxes);
     }
     if (times) *times = t;
     return std::move(d.boxes);
@@ -110,6 +119,23 @@ std::vector<nn::TextBox> TextDetector::detect(const GrayImage& page, Times* time
   if (times)
     *times = {0, std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(Clock::now() - t1).count()};
   return boxes;
+}
+
+int64_t add_unseen_boxes(std::vector<nn::TextBox>& boxes, const std::vector<nn::TextBox>& more) {
+  const size_t first = boxes.size();
+  int64_t added = 0;
+  for (const nn::TextBox& b : more) {
+    const Rect r = b.outline.box();
+    bool seen = false;
+    for (size_t k = 0; k < first && !seen; ++k) {
+      const Rect q = boxes[k].outline.box();
+      const double across = std::min(r.x1, q.x1) - std::max(r.x0, q.x0), down = std::min(r.y1, q.y1) - std::max(r.y0, q.y0);
+      seen = across > 0 && down > 0 &&
+             across * down > 0.2 * std::min(r.width() * r.height(), q.width() * q.height());
+    }
+    if (!seen) boxes.push_back(b), ++added;
+  }
+  return added;
 }
 
 int64_t second_look_side(const std::vector<nn::TextBox>& boxes, int64_t width, int64_t height,

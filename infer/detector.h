@@ -23,6 +23,11 @@
 //      detector learnt from pages whose lines are 15-40 pixels in its map; on a page whose
 //      print is smaller (a dense table, a page of small type scanned large) it misses short
 //      lines and merges others. docs/pages.md ("A second look at small print") has the figures.
+//   7. descreening (descreen > 0): steps 1-5 once more at the scale of the outlines kept, the
+//      scaled page blurred by `descreen` of its pixels first, and the outlines of that pass
+//      that overlap none of the first pass's added to them (add_unseen_boxes). Print on a
+//      halftone screen (shaded table cells, a title bar) shows the detector dots where a blur
+//      shows it text on grey; the first pass keeps the sharp page's outlines everywhere else.
 //
 // Two other ways to build one, for tests and experiments: from a DBNet already in memory (random
 // weights, or one being trained), and from a function that paints the probability map (a test
@@ -59,6 +64,8 @@ struct DetectorOptions {
   // Step 6 above: a second look when the lines' median thickness in the map is under
   // small_lines pixels (0: never), at the scale that makes it line_target pixels.
   double small_lines = 15, line_target = 20;
+  // Step 7 above: the blur of the descreening pass, in pixels of the scaled page (0: no pass).
+  double descreen = 0.75;
 };
 
 // A probability map over a whole page: height x width values in [0, 1], row-major. It may be
@@ -122,5 +129,9 @@ class TextDetector {
 // with the pixels: at 2048 its tensors peak at 131 MiB against 51 at 1280).
 int64_t second_look_side(const std::vector<nn::TextBox>& boxes, int64_t width, int64_t height,
                          const DetectorOptions& options);
+
+// Step 7 of detect(): appends to `boxes` each of `more` whose bounding box overlaps none of
+// boxes' own by more than a fifth of the smaller of the two boxes' areas; returns how many.
+int64_t add_unseen_boxes(std::vector<nn::TextBox>& boxes, const std::vector<nn::TextBox>& more);
 
 }  // namespace ocrt::infer

@@ -96,6 +96,7 @@ struct Args {
   int64_t max_side = 1280;
   double det_threshold = -1, box_threshold = -1;  // negative: the detector file's own
   double small_lines = DetectorOptions().small_lines;
+  double descreen = DetectorOptions().descreen;
   double end_reach = PageReaderOptions().end_reach, side_reach = PageReaderOptions().side_reach;
   double erase_rules = PageReaderOptions().erase_rules, sideways_check = PageReaderOptions().sideways_check;
   double min_confidence = PageReaderOptions().min_confidence;
@@ -181,6 +182,10 @@ with --format tsv (a table of lines) every image is a line.)");
                   "a page whose lines are on the whole thinner than PX pixels at --max-side\n"
                   "is detected again, scaled so that they would be 20 (up to its own size,\n"
                   "at most 1.6 x --max-side); 0: never (default 15)"));
+  p.add(cli::real("--descreen", "PX", a.descreen, Range{0, 8},
+                  "pages are detected once more blurred by PX pixels (at --max-side), and\n"
+                  "the lines found only then are added: print on a halftone screen; 0: no\n"
+                  "such pass (default 0.75)"));
   p.add(cli::real("--det-threshold", "P", a.det_threshold, Range{0, 1},
                   "a pixel of the detector's map is text when its probability is above P\n"
                   "(default: the detector file's, 0.3 for the shipped one)"));
@@ -862,6 +867,7 @@ InferRun::InferRun(Args args) : args_(std::move(args)) {
   cpu_reset_peak();
   detector_options_ = {args_.options.devices[0], args_.max_side, args_.det_threshold, args_.box_threshold};
   detector_options_.small_lines = args_.small_lines;
+  detector_options_.descreen = args_.descreen;
   detector_ = std::make_unique<DetectorSlot>(args_.det_weights, detector_options_);
   threads_ = args_.options.threads > 0 ? args_.options.threads : default_num_threads();
   page_jobs_ = page_lanes_for(args_.page_jobs, args_.options.devices, threads_, predictor_->model_values());

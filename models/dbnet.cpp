@@ -348,7 +348,7 @@ DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_
 }
 
 DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_side, bool keep_map,
-                               const TextBoxOptions& boxes) {
+                               const TextBoxOptions& boxes, double blur_sigma) {
   OCRT_CHECK(max_side >= DBNet::kSizeMultiple, "detect_text_lines: max_side must be at least ", DBNet::kSizeMultiple,
              ", got ", max_side);
   DetectedPage out;
@@ -364,6 +364,7 @@ DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_
     const int64_t h = std::max<int64_t>(1, (int64_t)std::floor((double)page.height * (double)max_side / (double)longer));
     scaled = resize_to_height(page, h);
   }
+  if (blur_sigma > 0) scaled = gaussian_blur(scaled, blur_sigma);
   const int64_t h = scaled.height, w = scaled.width;
   const int64_t H = padded_width(h, DBNet::kSizeMultiple), W = padded_width(w, DBNet::kSizeMultiple);
   Tensor x = Tensor::ones({1, 1, H, W});  // white: 255 / 127.5 - 1

@@ -128,8 +128,10 @@ struct DetectedPage {
 DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_side = 1280, bool keep_map = false);
 // The same, the map read with `boxes` instead of the model's own box_options() (a caller's
 // thresholds: ocrt-infer --det-threshold, --box-threshold).
+// blur_sigma > 0: the scaled page is blurred by that many of its pixels before the model
+// (infer/detector.h, DetectorOptions::descreen: print on a halftone screen).
 DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_side, bool keep_map,
-                               const TextBoxOptions& boxes);
+                               const TextBoxOptions& boxes, double blur_sigma = 0);
 
 // The detector architectures: "dbnet".
 bool is_detector_arch(const std::string& arch);

@@ -339,6 +339,76 @@ ResampleTaps resample_taps(int64_t in_len, int64_t out_len) {
 
 }  // namespace
 
+namespace {
+
+// 1-D Gaussian taps for offsets -radius..radius (unnormalised: the blur divides by the sum of
+// the taps it uses). The centre tap is 1, so a sum is never 0.
+std::vector<double> gaussian_taps(double sigma, int64_t radius) {
+  std::vector<double> taps((size_t)(2 * radius + 1));
+  for (int64_t k = -radius; k <= radius; ++k) {
+    // (k / sigma)^2 rather than k^2 / sigma^2: an enormous sigma gives 0 here, not inf/inf.
+    const double t = (double)k / sigma;
+    taps[(size_t)(k + radius)] = std::exp(-0.5 * t * t);
+  }
+  return taps;
+}
+
+// The kernel radius for `sigma` along an axis of `length` pixels: 3 sigma, but never more than
+// length - 1 (further taps would fall outside the image from every pixel), computed in double
+// so that a huge or infinite sigma never reaches an integer conversion.
+int64_t blur_radius(double sigma, int64_t length) {
+  return (int64_t)std::min(std::ceil(3 * sigma), (double)(length - 1));
+}
+
+}  // namespace
+
+// Separable: a horizontal pass into doubles, then a vertical pass. Taps that fall outside the
+// image are left out and the rest renormalised (rather than repeating the edge pixel, which
+// would weigh it many times over): with the radius clamped to the image, a huge sigma then
+// gives exactly the mean of the row and column.
+GrayImage gaussian_blur(const GrayImage& image, double sigma) {
+  OCRT_CHECK(image.width > 0 && image.height > 0 && (int64_t)image.pixels.size() == image.width * image.height,
+             "gaussian_blur: the image is empty or inconsistent (", image.width, "x", image.height, ", ",
+             image.pixels.size(), " pixels)");
+  OCRT_CHECK(!std::isnan(sigma), "gaussian_blur: sigma is NaN");
+  if (sigma <= 0) return image;
+  const int64_t w = image.width, h = image.height;
+  const int64_t rx = blur_radius(sigma, w), ry = blur_radius(sigma, h);
+  const std::vector<double> tx = gaussian_taps(sigma, rx), ty = gaussian_taps(sigma, ry);
+  // Both passes add the taps in the same order as a per-pixel loop would (k ascending), but
+  // with the pixels innermost, so each tap is one pass over contiguous memory. A pixel's
+  // normaliser (the sum of its taps inside the image) depends only on its column in the row
+  // pass and on its row in the column pass.
+  std::vector<double> rows((size_t)(w * h), 0.0), norm_x((size_t)w, 0.0);
+  for (int64_t x = 0; x < w; ++x)
+    for (int64_t k = std::max(-rx, -x); k <= std::min(rx, w - 1 - x); ++k) norm_x[(size_t)x] += tx[(size_t)(k + rx)];
+  for (int64_t y = 0; y < h; ++y) {
+    const uint8_t* src = image.pixels.data() + y * w;
+    double* dst = rows.data() + y * w;
+    for (int64_t k = -rx; k <= rx; ++k) {
+      const double t = tx[(size_t)(k + rx)];
+      for (int64_t x = std::max<int64_t>(0, -k); x < std::min(w, w - k); ++x) dst[x] += t * src[x + k];
+    }
+    for (int64_t x = 0; x < w; ++x) dst[x] /= norm_x[(size_t)x];
+  }
+  GrayImage out;
+  out.width = w, out.height = h;
+  out.pixels.assign((size_t)(w * h), 0);
+  std::vector<double> acc((size_t)w);
+  for (int64_t y = 0; y < h; ++y) {
+    std::fill(acc.begin(), acc.end(), 0.0);
+    double norm = 0;
+    for (int64_t k = std::max(-ry, -y); k <= std::min(ry, h - 1 - y); ++k) {
+      const double t = ty[(size_t)(k + ry)];
+      const double* src = rows.data() + (y + k) * w;
+      for (int64_t x = 0; x < w; ++x) acc[(size_t)x] += t * src[x];
+      norm += t;
+    }
+    for (int64_t x = 0; x < w; ++x) out.pixels[(size_t)(y * w + x)] = to_pixel(acc[(size_t)x] / norm);
+  }
+  return out;
+}
+
 GrayImage resize_to_height(const GrayImage& src, int64_t height) {
   OCRT_CHECK(height >= 1, "resize_to_height: height must be >= 1, got ", height);
   OCRT_CHECK(src.width >= 1 && src.height >= 1, "resize_to_height: empty image");

@@ -77,6 +77,12 @@ std::string encode_gray_png(const GrayImage& image);
 // Resizes to the given height keeping the aspect ratio (see the top of this file).
 GrayImage resize_to_height(const GrayImage& image, int64_t height);
 
+// A Gaussian blur of `sigma` pixels. Same size; sigma <= 0: a copy. Taps outside the image are
+// left out (the rest renormalised); the kernel radius (3 sigma) is clamped to the image, so a
+// huge sigma gives the mean of the whole row, then of the whole column. (The scan simulation
+// of training blurs with it; the text detector's descreening pass too, infer/detector.h.)
+GrayImage gaussian_blur(const GrayImage& image, double sigma);
+
 // A sample rounded to the nearest pixel value, halves up, clamped to 0..255 (NaN gives 0): the
 // rounding of the resampling loops, inline where std::lround is a library call per pixel.
 inline uint8_t to_pixel(double v) { return (uint8_t)((v > 0 ? (v < 255 ? v : 255.0) : 0.0) + 0.5); }

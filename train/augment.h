@@ -52,10 +52,7 @@ uint8_t to_u8(double v);
 
 // The single steps, exposed for tests. Each returns a new image of a size stated in its comment
 // and throws for an empty image or a parameter that is not finite.
-// Same size; sigma <= 0: a copy. Taps outside the image are left out (the rest renormalised);
-// the kernel radius (3 sigma) is clamped to the image, so a huge sigma gives the mean of the
-// whole row, then of the whole column.
-GrayImage gaussian_blur(const GrayImage& image, double sigma);
+// gaussian_blur (a blur of sigma pixels) is runtime/image.h's: the page reader descreens with it too.
 // Same size; stddev >= 0 gray levels (0: a copy). Takes one normal number per pixel from
 // rng.normals() (so ceil(pixels / 256) chunks, each advancing the stream by its half).
 GrayImage add_noise(const GrayImage& image, double stddev, SampleRng& rng);

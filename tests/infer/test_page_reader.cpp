@@ -644,6 +644,61 @@ TEST_CASE("the detector's thresholds: the model file's, or the caller's (--det-t
   CHECK_THROWS_WITH(TextDetector(det, bad), Catch::Contains("a threshold must be in [0, 1], got 1.5"));
 }
 
+TEST_CASE("add_unseen_boxes: a box is added where it overlaps none of the first pass's by more than a fifth",
+          "[page_reader]") {
+  auto box = [](double x0, double y0, double x1, double y1) {
+    nn::TextBox b;
+    b.outline = Quad::from_rect({x0, y0, x1, y1});
+    return b;
+  };
+  std::vector<nn::TextBox> boxes = {box(0, 0, 100, 20), box(0, 40, 100, 60)};
+  const std::vector<nn::TextBox> more = {
+      box(10, 2, 90, 18),     // inside the first: seen
+      box(80, 40, 200, 60),   // 20 x 20 on the second: exactly a fifth of the smaller box (the
+                              // second, 100 x 20), not more, so unseen
+      box(50, 40, 160, 60),   // half of the second: seen
+      box(0, 100, 100, 120),  // nowhere near: unseen
+      box(100, 0, 150, 20),   // touching the first's edge only: unseen
+  };
+  CHECK(add_unseen_boxes(boxes, more) == 3);
+  REQUIRE(boxes.size() == 5);
+  CHECK(boxes[2].outline.box().x0 == 80);
+  CHECK(boxes[3].outline.box().y0 == 100);
+  CHECK(boxes[4].outline.box().x0 == 100);
+  // Added boxes are not compared with each other: only with the first pass's.
+  std::vector<nn::TextBox> none;
+  CHECK(add_unseen_boxes(none, {box(0, 0, 10, 10), box(0, 0, 10, 10)}) == 2);
+}
+
+TEST_CASE("the detector's descreening pass keeps the first pass's lines and adds only unseen ones", "[page_reader]") {
+  const std::string det = kSource + "/weights/det-en.safetensors";
+  if (!fs::exists(det)) {
+    WARN("weights/det-en.safetensors is missing: the descreening pass is not tested");
+    return;
+  }
+  const GrayImage page = load_gray_image(kSource + "/samples/pages/article.png");
+  DetectorOptions plain_options;
+  plain_options.descreen = 0;
+  TextDetector plain(det, plain_options), descreening(det);  // the default: a pass at 0.75 pixels
+  CHECK(descreening.options().descreen == 0.75);
+  const std::vector<nn::TextBox> first = plain.detect(page), both = descreening.detect(page);
+  REQUIRE(first.size() > 10);
+  REQUIRE(both.size() >= first.size());
+  for (size_t i = 0; i < first.size(); ++i)
+    for (size_t k = 0; k < 4; ++k) {
+      CHECK(both[i].outline.corners[k].x == first[i].outline.corners[k].x);
+      CHECK(both[i].outline.corners[k].y == first[i].outline.corners[k].y);
+    }
+  std::vector<nn::TextBox> check = first;
+  CHECK(add_unseen_boxes(check, std::vector<nn::TextBox>(both.begin() + (std::ptrdiff_t)first.size(), both.end())) ==
+        (int64_t)(both.size() - first.size()));
+  for (const double bad : {-1.0, 9.0, std::nan("")}) {
+    DetectorOptions o;
+    o.descreen = bad;
+    CHECK_THROWS_WITH(TextDetector(det, o), Catch::Contains("descreen must be in [0, 8] pixels"));
+  }
+}
+
 TEST_CASE("inputs: lines told from pages by their shape", "[page_reader]") {
   CHECK(!page_shaped(897, 41));     // a sample line
   CHECK(!page_shaped(3000, 150));   // a line at 600 dpi
