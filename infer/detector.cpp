@@ -106,7 +106,11 @@ std::vector<nn::TextBox> TextDetector::detect(const GrayImage& page, Times* time
     if (options_.descreen > 0) {
       nn::DetectedPage blurred = nn::detect_text_lines(*model_, page, side, /*keep_map=*/false, boxes_, options_.descreen);
       t += Times{blurred.prepare_s, blurred.forward_s, blurred.boxes_s};
-      add_unseen_boxes(d.boxes, blurred.boxes);
+      if (add_unseen_boxes(d.boxes, blurred.boxes) > 0)  // back into text_boxes' order: top to bottom, then left to right
+        std::stable_sort(d.boxes.begin(), d.boxes.end(), [](const nn::TextBox& a, const nn::TextBox& b) {
+          const Rect ra = a.outline.box(), rb = b.outline.box();
+          return ra.y0 < rb.y0 || (ra.y0 == rb.y0 && ra.x0 < rb.x0);
+        });
     }
     if (times) *times = t;
     return std::move(d.boxes);

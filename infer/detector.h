@@ -25,7 +25,8 @@
 //      lines and merges others. docs/pages.md ("A second look at small print") has the figures.
 //   7. descreening (descreen > 0): steps 1-5 once more at the scale of the outlines kept, the
 //      scaled page blurred by `descreen` of its pixels first, and the outlines of that pass
-//      that overlap none of the first pass's added to them (add_unseen_boxes). Print on a
+//      that overlap none of the first pass's added to them (add_unseen_boxes; then all in
+//      text_boxes' order again, top to bottom, then left to right). Print on a
 //      halftone screen (shaded table cells, a title bar) shows the detector dots where a blur
 //      shows it text on grey; the first pass keeps the sharp page's outlines everywhere else.
 //
