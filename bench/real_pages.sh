@@ -12,8 +12,10 @@
 # The script lays them out as bench/page_bench.sh wants them, NAME.png beside its truth
 # NAME.hocr, in two sets judged by eye: `scans` (12 pages with scanning's noise, blur,
 # photocopy or fax marks, binarisation, skew) and `digital` (17 PDF pages rendered to images).
-# Then it runs bench/page_bench.sh on each set (the detector ocrt-infer takes by default on
-# such a CPU, weights/det-en-int8.safetensors, unless --det is given; other options go to page_bench.sh as they are) and prints both
+# Then it runs bench/page_bench.sh on each set (the detector and recogniser ocrt-infer takes by
+# default on a CPU with an int8 kernel, weights/det-en-int8.safetensors and
+# weights/crnn-en-int8.safetensors, unless --det or --weights is given; other options go to
+# page_bench.sh as they are) and prints both
 # markdown reports, the scans first. multicol_10 has no truth and is left out.
 #
 # Caveats of the truth (the upstream readme's and ours): the order of its lines was not
@@ -67,9 +69,13 @@ done
 ((n > 0)) || { say "no page with a truth file in $SRC/img"; exit 1; }
 say "$n pages: $(ls "$WORK"/scans/*.hocr | wc -l) scans, $(ls "$WORK"/digital/*.hocr | wc -l) digital"
 
-has_det=0
-for a in "${pass[@]}"; do [[ $a == --det ]] && has_det=1; done
+has_det=0 has_weights=0
+for a in "${pass[@]}"; do
+  [[ $a == --det ]] && has_det=1
+  [[ $a == --weights ]] && has_weights=1
+done
 ((has_det)) || pass+=(--det weights/det-en-int8.safetensors)
+((has_weights)) || pass+=(--weights weights/crnn-en-int8.safetensors)
 for set_dir in scans digital; do
   echo "### scribeocr/ocr-benchmark at ${COMMIT:0:7}: $set_dir"
   echo
