@@ -106,11 +106,7 @@ std::vector<nn::TextBox> TextDetector::detect(const GrayImage& page, Times* time
     if (options_.descreen > 0) {
       nn::DetectedPage blurred = nn::detect_text_lines(*model_, page, side, /*keep_map=*/false, boxes_, options_.descreen);
       t += Times{blurred.prepare_s, blurred.forward_s, blurred.boxes_s};
-      if (add_unseen_boxes(d.boxes, blurred.boxes) > 0)  // back into text_boxes' order: top to bottom, then left to right
-        std::stable_sort(d.boxes.begin(), d.boxes.end(), [](const nn::TextBox& a, const nn::TextBox& b) {
-          const Rect ra = a.outline.box(), rb = b.outline.box();
-          return ra.y0 < rb.y0 || (ra.y0 == rb.y0 && ra.x0 < rb.x0);
-        });
+      if (add_unseen_boxes(d.boxes, blurred.boxes) > 0) nn::sort_top_to_bottom(d.boxes);  // text_boxes' order again
     }
     if (times) *times = t;
     return std::move(d.boxes);
@@ -133,9 +129,7 @@ int64_t add_unseen_boxes(std::vector<nn::TextBox>& boxes, const std::vector<nn::
     bool seen = false;
     for (size_t k = 0; k < first && !seen; ++k) {
       const Rect q = boxes[k].outline.box();
-      const double across = std::min(r.x1, q.x1) - std::max(r.x0, q.x0), down = std::min(r.y1, q.y1) - std::max(r.y0, q.y0);
-      seen = across > 0 && down > 0 &&
-             across * down > 0.2 * std::min(r.width() * r.height(), q.width() * q.height());
+      seen = overlap_area(r, q) > 0.2 * std::min(r.area(), q.area());
     }
     if (!seen) boxes.push_back(b), ++added;
   }

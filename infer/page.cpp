@@ -645,7 +645,7 @@ class Orderer {
     const std::vector<std::vector<size_t>> columns = split(ids, true, o_.column_gap * line_height_);
     if (columns.size() >= 2) {
       const std::vector<std::vector<size_t>> groups = side_by_side_groups(columns);
-      if (groups.size() == 1 && is_table(columns)) return table_rows(ids, columns);
+      if (groups.size() == 1 && cells_share_rows(columns)) return table_rows(ids, columns);
       std::vector<Part> out;
       for (const auto& column : groups.size() >= 2 ? groups : columns)
         for (Part& p : order(column)) out.push_back(std::move(p));
@@ -863,30 +863,47 @@ class Orderer {
     return groups;
   }
 
-  // Columns of cells that share rows: a table or a form.
+  // Some lines of a column: the median of their widths, and whether they are cells: very short
+  // lines (under half of cell_width_in_heights), or short lines that leave their column mostly
+  // empty (cells of different lengths). A narrow column of running text, justified or ragged,
+  // is filled by most of its lines: a three-column article at 150 dpi has lines of 9 line
+  // heights, which must not be read row by row across its columns.
+  struct ColumnLines {
+    double median_width;
+    bool cells;
+  };
+  ColumnLines column_lines(const std::vector<size_t>& ids) const {
+    std::vector<double> widths;
+    double x0 = 1e300, x1 = -1e300;
+    for (size_t i : ids) {
+      widths.push_back(lines_[i].box.width());
+      x0 = std::min(x0, lines_[i].box.x0), x1 = std::max(x1, lines_[i].box.x1);
+    }
+    const double m = median(widths);
+    return {m, m < 0.5 * o_.cell_width_in_heights * line_height_ ||
+                   (m < o_.cell_width_in_heights * line_height_ && m < 0.75 * (x1 - x0))};
+  }
+
+  // Columns of cells that share rows: a table or a form (no two neighbours side by side, and
+  // cells_share_rows below).
   bool is_table(const std::vector<std::vector<size_t>>& columns) const {
+    if (!cells_share_rows(columns)) return false;
+    for (size_t k = 0; k + 1 < columns.size(); ++k)
+      if (side_by_side(columns[k], columns[k + 1])) return false;
+    return true;
+  }
+
+  // is_table's test of the columns' lines themselves, for columns already known to hold no
+  // text side by side (order() has their side_by_side_groups).
+  bool cells_share_rows(const std::vector<std::vector<size_t>>& columns) const {
     bool cells = false;
     std::vector<double> median_width;  // of each column's lines
     for (const auto& column : columns) {
-      std::vector<double> widths;
-      double x0 = 1e300, x1 = -1e300;
-      for (size_t i : column) {
-        widths.push_back(lines_[i].box.width());
-        x0 = std::min(x0, lines_[i].box.x0), x1 = std::max(x1, lines_[i].box.x1);
-      }
-      // Cells: very short lines (under half the limit), or short lines that leave their column
-      // mostly empty (cells of different lengths). A narrow column of running text, justified
-      // or ragged, is filled by most of its lines: a three-column article at 150 dpi has lines
-      // of 9 line heights, which must not be read row by row across its columns.
-      const double m = median(widths);
-      median_width.push_back(m);
-      if (m < 0.5 * o_.cell_width_in_heights * line_height_ ||
-          (m < o_.cell_width_in_heights * line_height_ && m < 0.75 * (x1 - x0)))
-        cells = true;
+      const ColumnLines c = column_lines(column);
+      median_width.push_back(c.median_width);
+      cells = cells || c.cells;
     }
     if (!cells) return false;
-    for (size_t k = 0; k + 1 < columns.size(); ++k)
-      if (side_by_side(columns[k], columns[k + 1])) return false;
     // Neighbouring columns share rows: at least half of the shorter column's lines have a line
     // of the other beside them (a table may leave many cells of a column empty). Beside a
     // column of long lines (running text, or a form's long typed values: a median line of
@@ -935,22 +952,14 @@ class Orderer {
       for (size_t i : row) by_column[column_of[i]].push_back(i);
       // A band of many lines in two columns or more is a stretch of rows with no gap between
       // them (a dense table, whose outlines touch): read line by line across, left to right.
-      // Unless two of those columns are of long lines (running text, whose lines fill their
-      // column: newspaper columns on a common baseline grid, which is_table can take for a
-      // table when a column holds a caption or cells too), read column by column as before.
+      // Unless two of those columns are of long lines, not cells (running text, whose lines
+      // fill their column: newspaper columns on a common baseline grid, which is_table can take
+      // for a table when a column holds a caption or cells too), read column by column as before.
       int64_t full = 0, long_lines = 0;
       for (const auto& cells : by_column) {
         if ((int64_t)cells.size() < o_.table_row_lines) continue;
         ++full;
-        std::vector<double> widths;
-        double x0 = 1e300, x1 = -1e300;
-        for (size_t i : cells) {
-          widths.push_back(lines_[i].box.width());
-          x0 = std::min(x0, lines_[i].box.x0), x1 = std::max(x1, lines_[i].box.x1);
-        }
-        const double m = median(widths);  // long lines: many words that fill their column
-        long_lines += m >= o_.cell_width_in_heights * line_height_ ||
-                      (m >= 0.5 * o_.cell_width_in_heights * line_height_ && m >= 0.75 * (x1 - x0));
+        long_lines += !column_lines(cells).cells;
       }
       if (full >= 2 && long_lines <= 1) {
         out.push_back(Part{rows_left_to_right(row), false});

@@ -32,12 +32,6 @@ std::string squeeze_spaces(const std::string& text) {
   return out;
 }
 
-double overlap(const Rect& a, const Rect& b) {
-  const double w = std::min(a.x1, b.x1) - std::max(a.x0, b.x0);
-  const double h = std::min(a.y1, b.y1) - std::max(a.y0, b.y0);
-  return w > 0 && h > 0 ? w * h : 0;
-}
-
 // A number written in a document (an attribute, a point): finite and the whole text.
 double number(std::string_view text, const std::string& name, const char* what) {
   const std::string t(text);
@@ -311,7 +305,7 @@ PageScore score_page(const Page& output, const PageTruth& truth) {
     double best = 0;
     size_t at = out.size();
     for (size_t i = 0; i < out.size(); ++i) {
-      const double o = overlap(t.box, out[i].box);
+      const double o = overlap_area(t.box, out[i].box);
       if (o > best) best = o, at = i;
     }
     if (at == out.size()) {

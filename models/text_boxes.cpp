@@ -168,11 +168,15 @@ std::vector<TextBox> text_boxes(const float* prob, int64_t height, int64_t width
     if (box.angle <= -90) box.angle += 180;
     boxes.push_back(box);
   }
+  sort_top_to_bottom(boxes);
+  return boxes;
+}
+
+void sort_top_to_bottom(std::vector<TextBox>& boxes) {
   std::stable_sort(boxes.begin(), boxes.end(), [](const TextBox& a, const TextBox& b) {
     const Rect ra = a.outline.box(), rb = b.outline.box();
     return ra.y0 < rb.y0 || (ra.y0 == rb.y0 && ra.x0 < rb.x0);
   });
-  return boxes;
 }
 
 }  // namespace ocrt::nn

@@ -38,6 +38,10 @@ struct TextBox {
   double angle = 0;    // of the text direction, in degrees, in (-90, 90]; positive turns clockwise
 };
 
+// The order text_boxes gives: by the top of each outline's bounding box, then by its left
+// (a stable sort: boxes level with each other keep their order).
+void sort_top_to_bottom(std::vector<TextBox>& boxes);
+
 // prob: height x width values in [0, 1], row-major. The map covers an image of
 // image_width x image_height pixels (the same size when 0), and boxes are given in that image's
 // pixels, clamped to it. Regions come out top to bottom, then left to right (reading order is

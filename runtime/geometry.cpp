@@ -10,6 +10,12 @@ Rect Rect::united(const Rect& o) const {
   return {std::min(x0, o.x0), std::min(y0, o.y0), std::max(x1, o.x1), std::max(y1, o.y1)};
 }
 
+double overlap_area(const Rect& a, const Rect& b) {
+  const double w = std::min(a.x1, b.x1) - std::max(a.x0, b.x0);
+  const double h = std::min(a.y1, b.y1) - std::max(a.y0, b.y0);
+  return w > 0 && h > 0 ? w * h : 0;
+}
+
 Rect bounding_rect(const Point* points, size_t n) {
   if (n == 0) return {};
   Rect r{points[0].x, points[0].y, points[0].x, points[0].y};

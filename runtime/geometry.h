@@ -18,9 +18,13 @@ struct Rect {
   double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
   double width() const { return x1 - x0; }
   double height() const { return y1 - y0; }
+  double area() const { return width() * height(); }
   bool empty() const { return !(x1 > x0 && y1 > y0); }
   Rect united(const Rect& o) const;  // the smallest box holding both (an empty box is ignored)
 };
+
+// The area two boxes share (0 when they do not overlap).
+double overlap_area(const Rect& a, const Rect& b);
 
 // The smallest axis-aligned box around some points.
 Rect bounding_rect(const Point* points, size_t n);

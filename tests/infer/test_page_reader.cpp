@@ -613,12 +613,21 @@ TEST_CASE("page reader: a DBNet with random weights runs end to end within its l
                     Catch::Contains("cannot load the text detector's model file"));
 }
 
-TEST_CASE("the detector's thresholds: the model file's, or the caller's (--det-threshold, --box-threshold)", "[page_reader]") {
+namespace {
+
+// The shipped float detector's path, or "" with a warning that `untested` is not tested.
+std::string shipped_float_detector(const std::string& untested) {
   const std::string det = kSource + "/weights/det-en.safetensors";
-  if (!fs::exists(det)) {
-    WARN("weights/det-en.safetensors is missing: the threshold overrides are not tested");
-    return;
-  }
+  if (fs::exists(det)) return det;
+  WARN("weights/det-en.safetensors is missing: " << untested << " not tested");
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("the detector's thresholds: the model file's, or the caller's (--det-threshold, --box-threshold)", "[page_reader]") {
+  const std::string det = shipped_float_detector("the threshold overrides are");
+  if (det.empty()) return;
   const GrayImage page = load_gray_image(kSource + "/samples/pages/article.png");
   TextDetector shipped(det);
   const nn::TextBoxOptions own = shipped.box_options();
@@ -671,11 +680,8 @@ TEST_CASE("add_unseen_boxes: a box is added where it overlaps none of the first 
 }
 
 TEST_CASE("the detector's descreening pass keeps the first pass's lines and adds only unseen ones", "[page_reader]") {
-  const std::string det = kSource + "/weights/det-en.safetensors";
-  if (!fs::exists(det)) {
-    WARN("weights/det-en.safetensors is missing: the descreening pass is not tested");
-    return;
-  }
+  const std::string det = shipped_float_detector("the descreening pass is");
+  if (det.empty()) return;
   const GrayImage page = load_gray_image(kSource + "/samples/pages/article.png");
   DetectorOptions plain_options;
   plain_options.descreen = 0;
