@@ -210,6 +210,16 @@ Tensor Int8Conv2d::forward(const Tensor& x, const Int8PostOps& post) const {
   std::vector<int64_t> tap_offset;  // where each tap's codes lie from the pixel at its top left
   for (int64_t ki = 0; ki < kh_; ++ki)
     for (int64_t kj = 0; kj < kw_; ++kj) tap_offset.push_back((ki * dh * Wp + kj * dw) * cp);
+  // A stride-1 convolution also describes the image for kernels that load its taps in place
+  // (cpu::Int8Image: AMX, where a pixel's codes are whole tile rows), for which the image runs on
+  // past its last row.
+  cpu::Int8Image geometry;
+  int64_t image_codes = 0;
+  if (sh == 1 && sw == 1) {
+    geometry.pixel = cp, geometry.width = Wo, geometry.pitch = Wp;
+    geometry.taps = tap_offset;
+    image_codes = cpu::int8_image_codes(geometry, HoWo);
+  }
   auto image = [&](int64_t n, bool parallel_gemm, int slot) {
     // The image's codes, channels last, with the padding's rows and columns at the code of 0.
     // Kept per thread between calls, up to kKeptCodes: fresh pages for every line image cost
@@ -217,7 +227,7 @@ Tensor Int8Conv2d::forward(const Tensor& x, const Int8PostOps& post) const {
     // so that they do not add to the recogniser's peak memory after them.
     thread_local std::vector<uint8_t> planes, xq;
     planes.resize((size_t)(c_ * H * W));
-    xq.assign((size_t)(Hp * Wp * cp), zero);
+    xq.assign((size_t)std::max(Hp * Wp * cp, image_codes), zero);
     int8_quantize_input(xp + n * c_ * H * W, c_ * H * W, input_, planes.data());
     for (int64_t h = 0; h < H; ++h)  // row h of every plane -> its pixels' channels
       cpu::transpose_bytes(planes.data() + h * W, c_, W, H * W, xq.data() + ((h + ph) * Wp + pw) * cp, cp);
@@ -234,6 +244,9 @@ Tensor Int8Conv2d::forward(const Tensor& x, const Int8PostOps& post) const {
     const uint8_t* q = xq.data();
     cpu::Int8A a;
     a.segments = kh_ * kw_;
+    cpu::Int8Image in_place = geometry;  // the AMX kernels read the taps from q itself
+    in_place.codes = q;
+    if (in_place.pixel) a.image = &in_place;
     a.rows = [&](int64_t i0, int64_t rows, const uint8_t** ptrs) {
       int64_t oh = i0 / Wo, ow = i0 - oh * Wo;
       const int64_t taps = kh_ * kw_, MR = cpu::kInt8MR;

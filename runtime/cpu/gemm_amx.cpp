@@ -233,14 +233,10 @@ void amx_int8_tiles(const uint8_t* a, int64_t lda, const int8_t* b0, const int8_
   _tile_zero(3);
   constexpr int64_t kRow = 64;  // bytes per tile row, and per quad of B
   if (b1 == nullptr) b1 = b0;   // the last panel alone: computed twice, stored once by the caller
+  // No software prefetch of the next step's rows: in a single-thread loop over crnn's product
+  // shapes (min of 40 runs, interleaved) it cost 10-30% of the rate (LSTM input 3232 x 2048 x
+  // 512: 2.48 TOP/s with it, 3.38 without; the recurrent 32 x 1024 x 256: 1.34 against 1.59).
   for (int64_t k = 0; k < kq; k += 64) {
-    if (k + 64 < kq) {  // the next step's tile rows into L1: tile loads from L2 alone run at a fraction of the tiles' rate
-      for (int r = 0; r < 32; ++r) _mm_prefetch((const char*)(a + r * lda + k + 64), _MM_HINT_T0);
-      for (int r = 0; r < 16; ++r) {
-        _mm_prefetch((const char*)(b0 + (k / 4 + 16 + r) * kRow), _MM_HINT_T0);
-        _mm_prefetch((const char*)(b1 + (k / 4 + 16 + r) * kRow), _MM_HINT_T0);
-      }
-    }
     _tile_loadd(4, a + k, lda);
     _tile_loadd(5, a + 16 * lda + k, lda);
     _tile_loadd(6, b0 + k / 4 * kRow, kRow);
@@ -249,6 +245,44 @@ void amx_int8_tiles(const uint8_t* a, int64_t lda, const int8_t* b0, const int8_
     _tile_dpbusd(1, 4, 7);
     _tile_dpbusd(2, 5, 6);
     _tile_dpbusd(3, 5, 7);
+  }
+  _tile_stored(0, c, kRow);
+  _tile_stored(1, c + 256, kRow);
+  _tile_stored(2, c + 512, kRow);
+  _tile_stored(3, c + 768, kRow);
+}
+
+// The same four tiles with A read where it lies: a stride-1 convolution's image, channels last
+// (runtime/cpu/int8_gemm.h's Int8Image). Row r of the 32 is output pixel r's run of codes, at
+// a + r * lda; its kernel taps are n_taps runs of seg codes (a multiple of 64) at taps[t] from
+// there, and B's panels run through the taps in order, seg / 4 quads each. A tile load then reads
+// 16 pixels' next 64 channels straight from the image, which the L2 holds: nothing is gathered.
+void amx_int8_tiles_taps(const uint8_t* a, int64_t lda, const int64_t* taps, int64_t n_taps, int64_t seg,
+                         const int8_t* b0, const int8_t* b1, int32_t* c) {
+  amx_configure_tiles();
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  constexpr int64_t kRow = 64;
+  if (b1 == nullptr) b1 = b0;
+  for (int64_t t = 0; t < n_taps; ++t) {
+    const uint8_t* at = a + taps[t];
+    const int8_t *p0 = b0 + t * seg / 4 * kRow, *p1 = b1 + t * seg / 4 * kRow;
+    // No software prefetch, as in amx_int8_tiles: the image and the panel pair are in the L2
+    // (run_amx_image's order), and prefetching the next step's rows cost 10-20% of the rate (a
+    // single-thread loop over crnn's 3x3 shapes, min of 40: 2.8-3.4 TOP/s with it, 3.4-4.0
+    // without).
+    for (int64_t k = 0; k < seg; k += 64) {
+      _tile_loadd(4, at + k, lda);
+      _tile_loadd(5, at + 16 * lda + k, lda);
+      _tile_loadd(6, p0 + k / 4 * kRow, kRow);
+      _tile_loadd(7, p1 + k / 4 * kRow, kRow);
+      _tile_dpbusd(0, 4, 6);
+      _tile_dpbusd(1, 4, 7);
+      _tile_dpbusd(2, 5, 6);
+      _tile_dpbusd(3, 5, 7);
+    }
   }
   _tile_stored(0, c, kRow);
   _tile_stored(1, c + 256, kRow);
@@ -287,6 +321,53 @@ void amx_int8_store(const int32_t* tile, int64_t i0, int64_t rows, int64_t j0, i
   for (int i = 0; i < 16; ++i) _mm512_store_si512(out + i * 16, r[i]);
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t c = 0; c < cols; ++c) y[(i0 + i) * y_row + (j0 + c) * y_col] = out[i * 16 + c];
+}
+
+
+// A tile whose rows are not one run of y's rows: tile row r goes to y's row dest[r], or nowhere
+// where dest[r] < 0 (a stride-1 convolution's rows past an image row's end, Int8Image). For a
+// convolution's output (y_row == 1) each run of rows with consecutive destinations goes out in
+// one masked store a channel, packed to the run's start by vpcompressd; other layouts row by row.
+void amx_int8_store_mapped(const int32_t* tile, const int64_t* dest, int64_t rows, int64_t j0, int64_t cols,
+                           const Int8Epilogue& e, float* y, int64_t y_row, int64_t y_col) {
+  const __mmask16 col_mask = (__mmask16)((1u << cols) - 1);
+  const __m512 scale = _mm512_maskz_loadu_ps(col_mask, e.scale + j0);
+  const __m512 bias = e.bias ? _mm512_maskz_loadu_ps(col_mask, e.bias + j0) : _mm512_setzero_ps();
+  const __m512i offset = e.offset ? _mm512_maskz_loadu_epi32(col_mask, e.offset + j0) : _mm512_setzero_si512();
+  __m512i r[16];
+  for (int i = 0; i < 16; ++i) {
+    const __m512i sums = _mm512_sub_epi32(_mm512_load_si512(tile + i * 16), offset);
+    __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scale, bias);
+    if (e.relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
+    r[i] = _mm512_castps_si512(v);
+  }
+  if (y_row != 1) {
+    for (int64_t i = 0; i < rows; ++i) {
+      if (dest[i] < 0) continue;
+      float* out = y + dest[i] * y_row + j0 * y_col;
+      if (y_col == 1) {
+        _mm512_mask_storeu_epi32(out, col_mask, r[i]);
+      } else {
+        alignas(64) float v[16];
+        _mm512_store_si512(v, r[i]);
+        for (int64_t c = 0; c < cols; ++c) out[c * y_col] = v[c];
+      }
+    }
+    return;
+  }
+  amx::transpose16(r);  // r[c] = column c: its 16 rows
+  for (int64_t i = 0; i < rows;) {
+    if (dest[i] < 0) {
+      ++i;
+      continue;
+    }
+    int64_t n = 1;
+    while (i + n < rows && dest[i + n] == dest[i] + n) ++n;
+    const __mmask16 run = (__mmask16)(((1u << n) - 1) << i), packed = (__mmask16)((1u << n) - 1);
+    for (int64_t c = 0; c < cols; ++c)
+      _mm512_mask_storeu_epi32(y + dest[i] + (j0 + c) * y_col, packed, _mm512_maskz_compress_epi32(run, r[c]));
+    i += n;
+  }
 }
 
 }  // namespace ocrt::cpu::detail

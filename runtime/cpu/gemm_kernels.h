@@ -59,10 +59,19 @@ void amx_configure_tiles();
 // four 16 x 16 tiles, row-major: rows 0-15 x b0, rows 0-15 x b1, rows 16-31 x b0, rows 16-31 x b1.
 void amx_int8_tiles(const uint8_t* a, int64_t lda, const int8_t* b0, const int8_t* b1, int64_t kq, int32_t* c);
 
+// The same tiles with A read in place from a stride-1 convolution's image (Int8Image): row r at
+// a + r * lda, its n_taps runs of seg codes (seg a multiple of 64) at taps[t] from there.
+void amx_int8_tiles_taps(const uint8_t* a, int64_t lda, const int64_t* taps, int64_t n_taps, int64_t seg,
+                         const int8_t* b0, const int8_t* b1, int32_t* c);
+
 // One of those 16 x 16 tiles (64-byte aligned) through the int8 epilogue into y, rows x cols of it
 // at (i0, j0), with AVX-512 (the amx path has it): the same bits as the other int8 stores.
 void amx_int8_store(const int32_t* tile, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
                     const Int8Epilogue& e, float* y, int64_t y_row, int64_t y_col);
+
+// The same store for a tile whose row r goes to y's row dest[r] (none where dest[r] < 0).
+void amx_int8_store_mapped(const int32_t* tile, const int64_t* dest, int64_t rows, int64_t j0, int64_t cols,
+                           const Int8Epilogue& e, float* y, int64_t y_row, int64_t y_col);
 
 // out[i] = the bf16 bits of src[i] by the instruction the bf16 kernel packs with (vcvtne2ps2bf16),
 // for n a multiple of 32; tests compare it with runtime/bf16.h on every exponent.

@@ -536,6 +536,68 @@ void run_amx(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Ep
     worker(t * items / nt, (t + 1) * items / nt);
   }
 }
+
+// Whether a product's A can go to run_amx_image: an image whose pixels are whole tile rows (64
+// codes at a time) and whose segments are its taps.
+bool image_on_tiles(int64_t M, const Int8A& a, const Int8PackedWeights& B) {
+  const Int8Image* im = a.image;
+  return im && im->codes && im->pixel > 0 && im->pixel % 64 == 0 && (int64_t)im->taps.size() == a.segments &&
+         im->pixel * a.segments == B.padded_rows() && im->width >= 1 && im->pitch >= im->width &&
+         M % im->width == 0 && M > 0 && B.cols() > 0;
+}
+
+// The product on AMX tiles with A read in place (Int8Image: a stride-1 convolution whose pixels
+// hold a multiple of 64 codes). Rows of A are pixels of the padded image, pitch a row: a tile
+// load reads 16 of them at one stride, so nothing is gathered, and each row's last pitch - width
+// pixels are computed and dropped (2 of 102 for a 3x3 layer of a 400-pixel line). Each pair of
+// B's panels is taken by every row block in turn: a 512 x 4608 layer's pair (147 KB) stays in
+// the L2 beside the image while all its rows go by, so B comes from memory once a product.
+// Threads take pairs of panels, or row blocks where there are fewer pairs than threads.
+void run_amx_image(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y,
+                   int64_t y_row, int64_t y_col, bool parallel) {
+  const Int8Image& im = *a.image;
+  const int64_t N = B.cols(), S = a.segments, rows_out = M / im.width;
+  const int64_t V = (rows_out - 1) * im.pitch + im.width;  // pixels the product runs over
+  const int64_t blocks = (V + 31) / 32, panels_b = (N + kInt8NR - 1) / kInt8NR, pairs = (panels_b + 1) / 2;
+  // Where each pixel's row of sums goes in y (-1: past its row's width, or past the end).
+  std::vector<int64_t> dest((size_t)(blocks * 32));
+  for (int64_t v = 0; v < blocks * 32; ++v) {
+    const int64_t oh = v / im.pitch, ow = v - oh * im.pitch;
+    dest[(size_t)v] = v < V && ow < im.width ? oh * im.width + ow : -1;
+  }
+  auto work = [&](int64_t q0, int64_t q1, int64_t b0, int64_t b1) {
+    alignas(64) int32_t acc[4 * 256];
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t pb = 2 * q;
+      const bool second = pb + 1 < panels_b;
+      for (int64_t blk = b0; blk < b1; ++blk) {
+        detail::amx_int8_tiles_taps(im.codes + blk * 32 * im.pixel, im.pixel, im.taps.data(), S, im.pixel,
+                                    B.panel(pb), second ? B.panel(pb + 1) : nullptr, acc);
+        for (int h = 0; h < (second ? 2 : 1); ++h) {
+          const int64_t jh = (pb + h) * kInt8NR, cols = std::min(kInt8NR, N - jh);
+          for (int half = 0; half < 2; ++half) {
+            const int64_t* d = dest.data() + blk * 32 + half * 16;
+            const int32_t* tile = acc + (2 * half + h) * 256;
+            if (d[0] >= 0 && d[15] == d[0] + 15)  // 16 pixels of one output row
+              detail::amx_int8_store(tile, d[0], 16, jh, cols, e, y, y_row, y_col);
+            else
+              detail::amx_int8_store_mapped(tile, d, 16, jh, cols, e, y, y_row, y_col);
+          }
+        }
+      }
+    }
+  };
+  const int threads = parallel && !omp_in_parallel() ? omp_get_max_threads() : 1;
+  if (threads <= 1 || (pairs < 2 && blocks < 2)) return work(0, pairs, 0, blocks);
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    if (pairs >= nt)
+      work(t * pairs / nt, (t + 1) * pairs / nt, 0, blocks);
+    else
+      work(0, pairs, t * blocks / nt, (t + 1) * blocks / nt);
+  }
+}
 #endif
 
 }  // namespace
@@ -565,6 +627,13 @@ Int8PackedWeights::Int8PackedWeights(int64_t K, int64_t N, const int8_t* w, int6
   }
 }
 
+int64_t int8_image_codes(const Int8Image& image, int64_t M) {
+  OCRT_CHECK(image.width >= 1 && image.pitch >= image.width && M % image.width == 0 && !image.taps.empty(),
+             "int8 image: ", M, " rows are not whole rows of ", image.width, " pixels");
+  const int64_t V = (M / image.width - 1) * image.pitch + image.width;
+  return round_up(V, 32) * image.pixel + *std::max_element(image.taps.begin(), image.taps.end());
+}
+
 Int8A int8_rows(const uint8_t* a, int64_t lda) {
   return {1, [=](int64_t i0, int64_t rows, const uint8_t** ptrs) {
             // Rows past the end repeat the last one: valid codes, never stored.
@@ -576,7 +645,10 @@ void int8_gemm(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8
                int64_t y_row, int64_t y_col, bool parallel) {
   const Kernels& k = kernels();
 #if defined(OCRT_CPU_SGEMM)
-  if (k.amx && M >= kInt8MR) return run_amx(M, a, B, e, y, y_row, y_col, parallel);
+  if (k.amx && M >= kInt8MR) {
+    if (image_on_tiles(M, a, B)) return run_amx_image(M, a, B, e, y, y_row, y_col, parallel);
+    return run_amx(M, a, B, e, y, y_row, y_col, parallel);
+  }
 #endif
   run(M, a, B, e, y, y_row, y_col, parallel, k.tile, k.pair, k.row, k.store);
 }

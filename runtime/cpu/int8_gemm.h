@@ -72,10 +72,31 @@ struct Int8Epilogue {
 // row again will do): their sums are never stored. A matrix of rows has one segment; a
 // convolution's segments are its kernel taps, so that each output pixel's row points into the
 // image once per tap and no im2col matrix is ever made (models/int8.cpp).
+//
+// A stride-1 convolution may also describe its image (Int8Image), for kernels that load tiles of
+// A straight from memory (AMX): row i = (oh, ow) of A, output pixel ow of output row oh, is pixel
+// oh * pitch + ow of the padded image, each tap's codes a fixed distance on. Rows of A are then
+// evenly spaced if the product runs over pitch pixels a row, the last pitch - width of each
+// computed and never stored, and a tile of 16 rows loads with one stride. The rows callback
+// stays the description every kernel can use.
+struct Int8Image {
+  const uint8_t* codes = nullptr;  // pixel p's codes at codes + p * pixel, at least
+                                   // int8_image_codes(image, M) codes readable (values 0..127)
+  int64_t pixel = 0;               // codes a pixel (the segment length)
+  int64_t width = 0;               // output pixels a row
+  int64_t pitch = 0;               // pixels a row of the padded image, >= width
+  std::vector<int64_t> taps;       // where each segment starts, in codes from the row's pixel
+};
+
 struct Int8A {
   int64_t segments = 1;
   std::function<void(int64_t i0, int64_t rows, const uint8_t** ptrs)> rows;
+  const Int8Image* image = nullptr;  // optional (above)
 };
+
+// How many codes of image.codes a product of M rows (M / width output rows) may read: the rows
+// run on to a multiple of 32 pixels, and the last one's taps beyond that.
+int64_t int8_image_codes(const Int8Image& image, int64_t M);
 
 // A held as rows of codes: A[i][k] = a[i * lda + k] for k < Kp (the caller's rows hold Kp
 // codes, those past K in 0..127).

@@ -158,6 +158,10 @@ TEST_CASE("Int8Conv2d equals float32 conv2d on the dequantized values: padding, 
       {1, 8, 10, 17, 19, 3, 3, {{2, 1}, {1, 1}, {1, 1}, 1}},
       {3, 4, 6, 11, 16, 2, 2, {{1, 1}, {0, 0}, {1, 1}, 1}},
       {1, 6, 12, 12, 5, 3, 3, {{1, 2}, {2, 2}, {2, 2}, 1}},
+      // 64 channels a pixel: on AMX the taps are read in place from the image (cpu::Int8Image),
+      // rows of 19 and 6 pixels crossing the tiles' 16, with dilation too.
+      {2, 64, 5, 19, 40, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}},
+      {1, 128, 7, 6, 33, 3, 3, {{1, 1}, {2, 2}, {2, 2}, 1}},
   };
   uint32_t seed = 11;
   for (const auto& s : shapes)

@@ -172,6 +172,74 @@ TEST_CASE("int8_gemm's work split over row blocks and column groups gives the sa
   ocrt::set_num_threads(saved);
 }
 
+TEST_CASE("int8_gemm reads a stride-1 convolution's image in place (Int8Image) as through its row pointers", "[int8]") {
+  // A padded image of cp codes a pixel, pitch pixels a row; output pixel (oh, ow) reads its taps
+  // at pixel oh * pitch + ow plus each tap's offset. With the image given, the AMX loop (amx
+  // path, cp a multiple of 64) loads 16 pixels a tile straight from it and drops the pitch -
+  // width pixels past each row's end, whose destinations are mapped row by row: rows narrower
+  // than a tile, a tile across a row's end, the last block partial. Every other kernel reads the
+  // pointers. Both layouts of y, on 1-3 threads, bit for bit against the plain loops.
+  INFO("kernel: " << int8_gemm_kernel_name());
+  const int saved = ocrt::num_threads();
+  uint32_t seed = 900;
+  struct Geometry {
+    int64_t cp, kh, kw, dil, Ho, Wo, pad;
+  };
+  for (const Geometry g : {Geometry{64, 3, 3, 1, 1, 1, 1}, Geometry{64, 3, 3, 1, 2, 3, 1}, Geometry{128, 3, 3, 1, 3, 15, 1},
+                           Geometry{64, 3, 3, 1, 2, 16, 1}, Geometry{64, 3, 3, 2, 3, 17, 2}, Geometry{192, 1, 1, 1, 4, 33, 0},
+                           Geometry{64, 2, 2, 1, 5, 40, 0}, Geometry{256, 3, 3, 1, 4, 100, 1}, Geometry{8, 3, 3, 1, 3, 20, 1}})
+    for (int64_t N : {16, 40, 96}) {
+      INFO("cp " << g.cp << " taps " << g.kh << "x" << g.kw << " dilation " << g.dil << " Ho " << g.Ho << " Wo " << g.Wo
+                 << " N " << N);
+      const int64_t Hp = g.Ho + g.dil * (g.kh - 1), Wp = g.Wo + g.dil * (g.kw - 1), M = g.Ho * g.Wo;
+      Int8Image im;
+      im.pixel = g.cp, im.width = g.Wo, im.pitch = Wp;
+      for (int64_t ki = 0; ki < g.kh; ++ki)
+        for (int64_t kj = 0; kj < g.kw; ++kj) im.taps.push_back((ki * g.dil * Wp + kj * g.dil) * g.cp);
+      std::mt19937 rng(seed++);
+      std::uniform_int_distribution<int> code(0, 127);
+      std::vector<uint8_t> codes((size_t)std::max(Hp * Wp * g.cp, int8_image_codes(im, M)));
+      for (auto& v : codes) v = (uint8_t)code(rng);
+      im.codes = codes.data();
+      const int64_t S = g.kh * g.kw;
+      Case c = make_case(M, N, S * g.cp, seed++);
+      for (int64_t i = 0; i < M; ++i) {
+        const int64_t pixel = (i / g.Wo) * Wp + i % g.Wo;
+        for (int64_t s = 0; s < S; ++s)
+          for (int64_t u = 0; u < g.cp; ++u)
+            c.a[(size_t)(i * c.Kp() + s * g.cp + u)] = codes[(size_t)(pixel * g.cp + im.taps[(size_t)s] + u)];
+      }
+      Int8A a;
+      a.segments = S;
+      a.rows = [&](int64_t i0, int64_t rows, const uint8_t** ptrs) {
+        for (int64_t r = 0; r < kInt8MR; ++r) {
+          const int64_t i = i0 + std::min(r, rows - 1), pixel = (i / g.Wo) * Wp + i % g.Wo;
+          for (int64_t s = 0; s < S; ++s) ptrs[s * kInt8MR + r] = codes.data() + pixel * g.cp + im.taps[(size_t)s];
+        }
+      };
+      a.image = &im;
+      const Int8PackedWeights B(c.K, N, c.w.data(), c.K, 1);
+      const Int8Epilogue e{c.scale.data(), c.offset.data(), c.bias.data(), true};
+      std::vector<float> want = expected(c);
+      for (auto& v : want) v = v > 0 ? v : 0.0f;
+      std::vector<float> ref((size_t)(M * N));
+      int8_gemm_reference(M, a, B, e, ref.data(), N, 1);
+      CHECK(ref == want);
+      for (int threads : {1, 2, 3}) {
+        ocrt::set_num_threads(threads);
+        std::vector<float> y((size_t)(M * N), -7.f), yt((size_t)(M * N), -7.f);
+        int8_gemm(M, a, B, e, y.data(), N, 1);
+        int8_gemm(M, a, B, e, yt.data(), 1, M);  // a convolution's output: each channel's pixels in a row
+        CHECK(y == want);
+        bool transposed_ok = true;
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = 0; j < N; ++j) transposed_ok &= yt[(size_t)(j * M + i)] == want[(size_t)(i * N + j)];
+        CHECK(transposed_ok);
+      }
+    }
+  ocrt::set_num_threads(saved);
+}
+
 TEST_CASE("int8_gemm: null offset and bias are zeros, and packed weights refuse -128 and a K that could overflow", "[int8]") {
   const Case c = make_case(7, 9, 11, 5);
   const Int8PackedWeights B(c.K, c.N, c.w.data(), c.K, 1);
