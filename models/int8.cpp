@@ -227,10 +227,15 @@ Tensor Int8Conv2d::forward(const Tensor& x, const Int8PostOps& post) const {
     // so that they do not add to the recogniser's peak memory after them.
     thread_local std::vector<uint8_t> planes, xq;
     planes.resize((size_t)(c_ * H * W));
-    xq.assign((size_t)std::max(Hp * Wp * cp, image_codes), zero);
+    // At a cache line's start (a vector's is 16 bytes off it), so that the AMX tiles' rows of 64
+    // codes are one line each.
+    const int64_t codes_len = std::max(Hp * Wp * cp, image_codes);
+    xq.resize((size_t)codes_len + 64);
+    uint8_t* xq_at = xq.data() + (64 - reinterpret_cast<uintptr_t>(xq.data()) % 64) % 64;
+    std::fill(xq_at, xq_at + codes_len, zero);
     int8_quantize_input(xp + n * c_ * H * W, c_ * H * W, input_, planes.data());
     for (int64_t h = 0; h < H; ++h)  // row h of every plane -> its pixels' channels
-      cpu::transpose_bytes(planes.data() + h * W, c_, W, H * W, xq.data() + ((h + ph) * Wp + pw) * cp, cp);
+      cpu::transpose_bytes(planes.data() + h * W, c_, W, H * W, xq_at + ((h + ph) * Wp + pw) * cp, cp);
     struct Release {  // after the product, however it ends
       ~Release() {
         if (planes.capacity() > kKeptCodes) std::vector<uint8_t>().swap(planes);
@@ -241,7 +246,7 @@ Tensor Int8Conv2d::forward(const Tensor& x, const Int8PostOps& post) const {
     // segment per tap, pointed at, never copied (an implicit im2col).
     // (Called once per 6 output pixels: with few channels the kernel's work per call is small,
     // so the pixel is stepped along rather than divided out, and the taps' offsets are fixed.)
-    const uint8_t* q = xq.data();
+    const uint8_t* q = xq_at;
     cpu::Int8A a;
     a.segments = kh_ * kw_;
     cpu::Int8Image in_place = geometry;  // the AMX kernels read the taps from q itself

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "ops/backend.h"
+#include "ops/cpu/conv_amx.h"
 #include "ops/cpu/conv_direct.h"
 #include "ops/cpu/winograd.h"
 #include "ops/elementwise.h"
@@ -235,8 +236,9 @@ Tensor conv2d_relu_max_pool2d(const Tensor& x, const Tensor& weight, const Tenso
     return y;
   }
 #if defined(OCRT_CPU_WINOGRAD)
+  // (Not where the products run on AMX tiles: conv2d takes them there, conv_amx.h.)
   if (cpu_inference && call.p.fast && cpu::winograd_applies(C, call.Cout, kh, kw, call.p) &&
-      cpu::winograd_pool_fits(pp)) {
+      cpu::winograd_pool_fits(pp) && !cpu::amx_conv_applies(C, call.Cout, kh, kw, call.p)) {
     const Shape pooled = pool_out_shape(op, Shape{call.N, call.Cout, call.Ho, call.Wo}, pp, pool.ceil_mode);
     const Tensor xc = x.contiguous(), wc = weight.contiguous();
     const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();

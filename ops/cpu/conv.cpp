@@ -30,6 +30,7 @@
 #include "ops/backend.h"
 #include "ops/conv_shape.h"
 #include "runtime/cpu/gemm.h"
+#include "ops/cpu/conv_amx.h"
 #include "ops/cpu/conv_direct.h"
 #include "ops/cpu/winograd.h"
 #include "runtime/cpu/loops.h"
@@ -186,6 +187,14 @@ void conv2d_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Co
   if constexpr (std::is_same_v<T, float>) {
     if (cpu::direct_conv_applies(g.C, g.Cout, g.kh, g.kw, params)) {
       cpu::direct_conv2d(xp, wp, bp, yp, g.N, g.C, g.H, g.W, g.Cout, g.kh, g.kw, params.pad_h, params.pad_w);
+      return;
+    }
+  }
+  // bf16 products on AMX tiles: the taps read in place from a channels-last image (conv_amx.h),
+  // in either mode (the same bound as every bf16 product).
+  if constexpr (std::is_same_v<T, float>) {
+    if (cpu::amx_conv_applies(g.C, g.Cout, g.kh, g.kw, params)) {
+      cpu::amx_bf16_conv2d(xp, wp, bp, yp, g.N, g.C, g.H, g.W, g.Cout, g.kh, g.kw, params);
       return;
     }
   }

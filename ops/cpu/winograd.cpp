@@ -47,6 +47,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ops/cpu/fingerprint.h"
 #include "runtime/error.h"
 #include "runtime/tensor.h"
 
@@ -507,26 +508,6 @@ bool winograd_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Con
 
 namespace {
 
-// A 64-bit fingerprint of the weights' bytes (a multiply-xorshift over 8-byte words): what the
-// kept transforms are matched by, so that weights changed in place are never read stale.
-uint64_t fingerprint(const float* w, int64_t count) {
-  const auto* bytes = reinterpret_cast<const unsigned char*>(w);
-  const size_t n = (size_t)count * sizeof(float);
-  // Four independent lanes, so that the multiplies overlap (one chain took 2.4 ms for 9.4 MB).
-  uint64_t h[4] = {0x9e3779b97f4a7c15ull ^ n, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull, 0x27d4eb2f165667c5ull};
-  size_t i = 0;
-  for (; i + 32 <= n; i += 32)
-    for (int l = 0; l < 4; ++l) {
-      uint64_t v;
-      std::memcpy(&v, bytes + i + 8 * l, 8);
-      h[l] = (h[l] ^ v) * 0xff51afd7ed558ccdull;
-      h[l] ^= h[l] >> 32;
-    }
-  uint64_t out = h[0] ^ (h[1] * 0x9e3779b97f4a7c15ull) ^ (h[2] * 0xc4ceb9fe1a85ec53ull) ^ (h[3] * 0xff51afd7ed558ccdull);
-  for (; i < n; ++i) out = (out ^ bytes[i]) * 0xc4ceb9fe1a85ec53ull;
-  return out ^ (out >> 29);
-}
-
 // The 36 transformed weight planes of one layer, packed: as the B of the small-tile products
 // (U[xi]^T, C x Cout), or as the A of the usual ones (U[xi], Cout x C; as_a).
 // Which weights: where they lie, their shape, the precision of the products, their bytes'
@@ -561,7 +542,7 @@ constexpr size_t kSeenEntries = 64;
 // The kept transforms of these weights in the form asked for: found, or made on their second
 // call; null on the first (the caller then takes the usual path).
 std::shared_ptr<const KeptWeights> kept_weights(const float* w, int64_t C, int64_t Cout, bool as_a) {
-  const WeightsKey key{w, C, Cout, matmul_precision(), fingerprint(w, Cout * C * 9), as_a};
+  const WeightsKey key{w, C, Cout, matmul_precision(), weights_fingerprint(w, Cout * C * 9), as_a};
   {
     std::lock_guard<std::mutex> lock(g_kept_mu);
     for (auto it = g_kept.begin(); it != g_kept.end(); ++it)

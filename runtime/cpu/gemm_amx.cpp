@@ -370,6 +370,84 @@ void amx_int8_store_mapped(const int32_t* tile, const int64_t* dest, int64_t row
   }
 }
 
+
+// ---- bf16 convolutions on tiles (ops/cpu/conv_amx.h) ----
+
+void amx_bf16_image(const float* x, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, int64_t Wp,
+                    uint32_t* dst) {
+  const int64_t P = C / 2, plane = H * W;
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t w0 = 0; w0 < W; w0 += 16) {
+      const int64_t n = std::min<int64_t>(16, W - w0);
+      const __mmask16 mask = (__mmask16)((1u << n) - 1);
+      uint32_t* out = dst + ((h + ph) * Wp + w0 + pw) * P;
+      for (int64_t c0 = 0; c0 < C; c0 += 32) {
+        __m512i r[16];
+        for (int q = 0; q < 16; ++q) {
+          const float* even = x + (c0 + 2 * q) * plane + h * W + w0;
+          r[q] = amx::pairs_of_two(_mm512_maskz_loadu_ps(mask, even), _mm512_maskz_loadu_ps(mask, even + plane));
+        }
+        amx::transpose16(r);  // r[i] = pixel i's 16 pairs of channels
+        for (int64_t i = 0; i < n; ++i) _mm512_storeu_si512(out + i * P + c0 / 2, r[i]);
+      }
+    }
+}
+
+void amx_bf16_conv_tiles(const uint32_t* a, int64_t pixel, const int64_t* taps, int64_t n_taps, int64_t seg,
+                         const uint32_t* b0, const uint32_t* b1, float* c) {
+  amx_configure_tiles();
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  if (b1 == nullptr) b1 = b0;
+  const int64_t stride = pixel * (int64_t)sizeof(uint32_t);
+  constexpr int64_t kRow = 16 * sizeof(uint32_t);  // a panel's pair row: 16 columns
+  for (int64_t t = 0; t < n_taps; ++t) {
+    const uint32_t* at = a + taps[t];
+    const uint32_t *p0 = b0 + t * seg * 16, *p1 = b1 + t * seg * 16;
+    for (int64_t k = 0; k < seg; k += 16) {
+      _tile_loadd(4, at + k, stride);
+      _tile_loadd(5, at + 16 * pixel + k, stride);
+      _tile_loadd(6, p0 + k * 16, kRow);
+      _tile_loadd(7, p1 + k * 16, kRow);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  _tile_stored(0, c, kRow);
+  _tile_stored(1, c + 256, kRow);
+  _tile_stored(2, c + 512, kRow);
+  _tile_stored(3, c + 768, kRow);
+}
+
+void amx_f32_store_mapped(const float* tile, const int64_t* dest, int64_t j0, int64_t cols, const float* bias,
+                          float* y, int64_t y_col) {
+  const __mmask16 col_mask = (__mmask16)((1u << cols) - 1);
+  const __m512 b = bias ? _mm512_maskz_loadu_ps(col_mask, bias + j0) : _mm512_setzero_ps();
+  __m512i r[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_castps_si512(_mm512_add_ps(_mm512_load_ps(tile + i * 16), b));
+  amx::transpose16(r);  // r[c] = column c: its 16 rows
+  if (dest[0] >= 0 && dest[15] == dest[0] + 15) {
+    for (int64_t c = 0; c < cols; ++c) _mm512_storeu_si512(y + dest[0] + (j0 + c) * y_col, r[c]);
+    return;
+  }
+  for (int64_t i = 0; i < 16;) {
+    if (dest[i] < 0) {
+      ++i;
+      continue;
+    }
+    int64_t n = 1;
+    while (i + n < 16 && dest[i + n] == dest[i] + n) ++n;
+    const __mmask16 run = (__mmask16)(((1u << n) - 1) << i), packed = (__mmask16)((1u << n) - 1);
+    for (int64_t c = 0; c < cols; ++c)
+      _mm512_mask_storeu_epi32(y + dest[i] + (j0 + c) * y_col, packed, _mm512_maskz_compress_epi32(run, r[c]));
+    i += n;
+  }
+}
+
 }  // namespace ocrt::cpu::detail
 
 #pragma GCC pop_options

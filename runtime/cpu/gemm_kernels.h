@@ -73,6 +73,24 @@ void amx_int8_store(const int32_t* tile, int64_t i0, int64_t rows, int64_t j0, i
 void amx_int8_store_mapped(const int32_t* tile, const int64_t* dest, int64_t rows, int64_t j0, int64_t cols,
                            const Int8Epilogue& e, float* y, int64_t y_row, int64_t y_col);
 
+// bf16 convolutions on AMX tiles (ops/cpu/conv_amx.h has the whole layer):
+// One image of C planes (H x W float32, C a multiple of 32) into channels-last bf16 pairs of
+// channels (runtime/bf16.h's pairs, rounded as the bf16 kernels round): pixel (h + ph, w + pw) of
+// an image Wp pixels wide gets C / 2 pairs at dst + ((h + ph) * Wp + w + pw) * C / 2. The padding
+// is left as it is (the caller zeroes it).
+void amx_bf16_image(const float* x, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, int64_t Wp,
+                    uint32_t* dst);
+// Four 16 x 16 float32 tiles of sums, as amx_int8_tiles_taps's: 32 pixels' rows (row r at a + r *
+// pixel pairs) times two 16-column panels of pair rows (b0, b1; null b1: b0 alone), n_taps taps of
+// seg pairs each (a multiple of 16) at taps[t] pairs from a row's pixel; a panel holds
+// n_taps * seg pair rows of 16 columns. c: rows 0-15 x b0, rows 0-15 x b1, rows 16-31 x b0, 16-31 x b1.
+void amx_bf16_conv_tiles(const uint32_t* a, int64_t pixel, const int64_t* taps, int64_t n_taps, int64_t seg,
+                         const uint32_t* b0, const uint32_t* b1, float* c);
+// One of those tiles plus the bias of its columns into an NCHW output: tile row r (a pixel) to
+// y[dest[r] + j * y_col] for its cols columns j0 + j, none where dest[r] < 0.
+void amx_f32_store_mapped(const float* tile, const int64_t* dest, int64_t j0, int64_t cols, const float* bias,
+                          float* y, int64_t y_col);
+
 // out[i] = the bf16 bits of src[i] by the instruction the bf16 kernel packs with (vcvtne2ps2bf16),
 // for n a multiple of 32; tests compare it with runtime/bf16.h on every exponent.
 void avx512bf16_convert(const float* src, int64_t n, uint16_t* out);

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "runtime/cpu/gemm_kernels.h"
@@ -521,10 +522,12 @@ void run_amx(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Ep
   };
   auto worker = [&](int64_t lo, int64_t hi) {
     thread_local std::vector<uint8_t> rows_buf;
-    rows_buf.resize((size_t)(run_blocks * kRows * kq));
+    rows_buf.resize((size_t)(run_blocks * kRows * kq) + 64);
+    // At a cache line's start: a tile row of 64 codes is then one line, not two.
+    uint8_t* rows_at = rows_buf.data() + (64 - reinterpret_cast<uintptr_t>(rows_buf.data()) % 64) % 64;
     std::vector<const uint8_t*> ptrs((size_t)(kInt8MR * S));
     int64_t gathered = -1;
-    for (int64_t it = lo; it < hi; ++it) item(it, ptrs, rows_buf.data(), gathered);
+    for (int64_t it = lo; it < hi; ++it) item(it, ptrs, rows_at, gathered);
   };
   if (threads <= 1 || items <= 1) {
     worker(0, items);

@@ -7,10 +7,13 @@
 #include <catch2/catch.hpp>
 
 #include "ops/conv.h"
+#include "ops/cpu/conv_amx.h"
 #include "ops/cpu/conv_direct.h"
 #include "ops/cpu/conv_reference.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/cpu/linalg_reference.h"
+#include "runtime/cpu_isa.h"
+#include "runtime/threading.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
 #include "gradcheck.h"
@@ -72,6 +75,66 @@ TEST_CASE("conv2d in bf16: y, dx and dw within the bf16 bound of the float32 ref
     if (cpu::direct_conv_applies(g.C, g.Cout, g.k, g.k, p)) CHECK(bf.y.to_vector<float>() == f32.y.to_vector<float>());
     else CHECK(bf.y.to_vector<float>() != f32.y.to_vector<float>());
     CHECK(bf.dw.to_vector<float>() != f32.dw.to_vector<float>());
+  }
+}
+
+TEST_CASE("conv2d in bf16 on AMX tiles: within the bf16 bound on rows narrower and wider than a tile, any thread count", "[bf16][conv]") {
+  // ops/cpu/conv_amx.h: the taps read in place from a channels-last image, each output row run
+  // over the padded width and the pixels past its end dropped; 32-pixel blocks across row ends,
+  // images of one pixel a row, dilation, 1x1 and 2x2 kernels, output channels not a multiple
+  // of 16 (a lone last panel), one image (split over panels or blocks) and several (split over
+  // images). Every output's sum is made alike however the work is split: the same bits on 1-3
+  // threads. On paths without AMX the layer must not be taken there.
+  if (!cpu::sgemm_available()) return;
+  cpu::MatmulPrecisionScope bf16(cpu::MatmulPrecision::bf16);
+  struct Geo {
+    int64_t N, C, H, W, Cout, k, pad, dil;
+  };
+  const std::vector<Geo> geos = {{1, 32, 3, 1, 16, 3, 1, 1},  {3, 64, 4, 26, 40, 3, 1, 1}, {1, 96, 5, 17, 17, 3, 2, 2},
+                                 {2, 32, 2, 50, 48, 1, 0, 1}, {1, 64, 2, 33, 128, 2, 0, 1}, {2, 128, 3, 7, 16, 3, 1, 1}};
+  for (size_t gi = 0; gi < geos.size(); ++gi) {
+    const Geo& g = geos[gi];
+    INFO("geometry " << gi);
+    const Conv2dParams p{1, 1, g.pad, g.pad, g.dil, g.dil, 1};
+    if (cpu_isa() != CpuIsa::amx) {
+      CHECK_FALSE(cpu::amx_conv_applies(g.C, g.Cout, g.k, g.k, p));
+      continue;
+    }
+    REQUIRE(cpu::amx_conv_applies(g.C, g.Cout, g.k, g.k, p));
+    Conv2dOptions opt;
+    opt.padding = {g.pad, g.pad}, opt.dilation = {g.dil, g.dil};
+    const int64_t Ho = g.H + 2 * g.pad - g.dil * (g.k - 1), Wo = g.W + 2 * g.pad - g.dil * (g.k - 1);
+    const Tensor x = det_uniform({g.N, g.C, g.H, g.W}, 700 + gi, -1, 1, DType::f32);
+    const Tensor w = det_uniform({g.Cout, g.C, g.k, g.k}, 710 + gi, -0.3, 0.3, DType::f32);
+    const Tensor b = det_uniform({g.Cout}, 720 + gi, -1, 1, DType::f32);
+    Tensor ref = Tensor::empty({g.N, g.Cout, Ho, Wo}), abs_terms = Tensor::empty({g.N, g.Cout, Ho, Wo});
+    reference::conv2d(x.data<float>(), w.data<float>(), b.data<float>(), ref.data<float>(), g.N, g.C, g.H, g.W, g.Cout,
+                      g.k, g.k, Ho, Wo, p);
+    const Tensor ax = abs(x), aw = abs(w), ab = abs(b);
+    reference::conv2d(ax.data<float>(), aw.data<float>(), ab.data<float>(), abs_terms.data<float>(), g.N, g.C, g.H, g.W,
+                      g.Cout, g.k, g.k, Ho, Wo, p);
+    std::vector<float> first;
+    const int saved = num_threads();
+    for (int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      const Tensor y = conv2d(x, w, b, opt);
+      require_within_bf16_bound(y, ref, abs_terms, g.k * g.k * g.C + 1, "AMX bf16 y");
+      if (first.empty()) first = y.to_vector<float>();
+      else CHECK(y.to_vector<float>() == first);
+    }
+    set_num_threads(saved);
+    // The weights are kept packed between calls, matched by their bytes: changed in place, they
+    // are packed again.
+    Tensor w2 = w.clone();
+    const Tensor y1 = conv2d(x, w2, b, opt);
+    float* wp = w2.data<float>();
+    for (int64_t i = 0; i < w2.numel(); ++i) wp[i] *= 0.5f;
+    const Tensor y2 = conv2d(x, w2, b, opt);
+    Tensor ref2 = Tensor::empty({g.N, g.Cout, Ho, Wo});
+    reference::conv2d(x.data<float>(), w2.data<float>(), b.data<float>(), ref2.data<float>(), g.N, g.C, g.H, g.W,
+                      g.Cout, g.k, g.k, Ho, Wo, p);
+    require_within_bf16_bound(y2, ref2, abs_terms, g.k * g.k * g.C + 1, "AMX bf16 y, weights changed in place");
+    CHECK(y1.to_vector<float>() == first);
   }
 }
 

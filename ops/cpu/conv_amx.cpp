@@ -1,0 +1,214 @@
+// bf16 convolutions on AMX tiles: see ops/cpu/conv_amx.h.
+#include "ops/cpu/conv_amx.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "ops/cpu/fingerprint.h"
+#include "runtime/bf16.h"
+#include "runtime/cpu/gemm.h"
+#include "runtime/cpu/gemm_kernels.h"
+#include "runtime/cpu_isa.h"
+#include "runtime/error.h"
+
+namespace ocrt::cpu {
+
+#if defined(OCRT_CPU_SGEMM)
+
+namespace {
+
+constexpr int64_t kPanel = 16;  // output channels a panel (a tile's columns)
+
+// A layer's weights as the tiles read them: panel q (output channels 16q ..) holds, for each pair
+// row kp of K (k = tap * C + channel, tap-major), the pairs (w[j][2kp], w[j][2kp + 1]) of its 16
+// channels; channels past Cout are zero. The key says which weights these are.
+struct PanelKey {
+  const float* w;
+  int64_t C, Cout, taps;
+  uint64_t print;
+  bool operator==(const PanelKey&) const = default;
+};
+
+struct Panels {
+  PanelKey key;
+  int64_t rows = 0;  // pair rows a panel: taps * C / 2
+  std::unique_ptr<uint32_t, void (*)(void*)> data{nullptr, std::free};
+  size_t bytes = 0;
+  const uint32_t* panel(int64_t q) const { return data.get() + q * rows * kPanel; }
+};
+
+std::shared_ptr<const Panels> pack(const PanelKey& key, const float* w) {
+  auto p = std::make_shared<Panels>();
+  p->key = key;
+  const int64_t C = key.C, taps = key.taps, K = taps * C, panels = (key.Cout + kPanel - 1) / kPanel;
+  p->rows = K / 2;
+  p->bytes = (size_t)(panels * p->rows * kPanel) * sizeof(uint32_t);
+  p->data.reset((uint32_t*)std::aligned_alloc(64, std::max<size_t>(p->bytes, 64)));
+  OCRT_CHECK(p->data != nullptr, "conv2d: out of memory for ", p->bytes, " bytes of packed weights");
+#pragma omp parallel for schedule(static)
+  for (int64_t q = 0; q < panels; ++q) {
+    uint32_t* out = p->data.get() + q * p->rows * kPanel;
+    for (int64_t j = 0; j < kPanel; ++j) {
+      const int64_t co = q * kPanel + j;
+      for (int64_t t = 0; t < taps; ++t)
+        for (int64_t c = 0; c < C; c += 2) {  // C is even: a pair never straddles two taps
+          const int64_t kp = (t * C + c) / 2;
+          out[kp * kPanel + j] =
+              co < key.Cout ? bf16_pair(w[(co * C + c) * taps + t], w[(co * C + c + 1) * taps + t]) : 0u;
+        }
+    }
+  }
+  return p;
+}
+
+// The packed weights kept between calls, newest use last, at most kKeptBytes in all; weights that
+// change in place (training) replace their own entry instead of adding one.
+constexpr size_t kKeptBytes = size_t(128) << 20;
+std::mutex g_mu;
+std::list<std::shared_ptr<const Panels>> g_kept;
+
+std::shared_ptr<const Panels> kept_panels(const float* w, int64_t C, int64_t Cout, int64_t taps) {
+  const PanelKey key{w, C, Cout, taps, weights_fingerprint(w, Cout * C * taps)};
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    for (auto it = g_kept.begin(); it != g_kept.end(); ++it)
+      if ((*it)->key == key) {
+        g_kept.splice(g_kept.end(), g_kept, it);
+        return g_kept.back();
+      }
+  }
+  std::shared_ptr<const Panels> made = pack(key, w);
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_kept.remove_if([&](const std::shared_ptr<const Panels>& e) {
+    return e->key.w == w && e->key.C == C && e->key.Cout == Cout && e->key.taps == taps;
+  });
+  g_kept.push_back(made);
+  size_t total = 0;
+  for (const auto& e : g_kept) total += e->bytes;
+  while (total > kKeptBytes && g_kept.size() > 1) {
+    total -= g_kept.front()->bytes;
+    g_kept.pop_front();
+  }
+  return made;
+}
+
+}  // namespace
+
+bool amx_conv_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p) {
+  return C >= 32 && C % 32 == 0 && Cout >= 16 && kh >= 1 && kw >= 1 && p.groups == 1 && p.stride_h == 1 &&
+         p.stride_w == 1 && matmul_precision() == MatmulPrecision::bf16 && cpu_isa() == CpuIsa::amx;
+}
+
+void amx_bf16_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
+                     int64_t W, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p) {
+  const int64_t dh = p.dilation_h, dw = p.dilation_w, ph = p.pad_h, pw = p.pad_w;
+  const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw;
+  const int64_t Ho = Hp - dh * (kh - 1), Wo = Wp - dw * (kw - 1);
+  OCRT_CHECK(Ho >= 1 && Wo >= 1, "conv2d: the input is smaller than the kernel");
+  const int64_t P = C / 2, HoWo = Ho * Wo, taps = kh * kw;
+  const std::shared_ptr<const Panels> panels = kept_panels(w, C, Cout, taps);
+  std::vector<int64_t> tap_at;  // where each tap's pairs lie from the pixel at its top left
+  for (int64_t i = 0; i < kh; ++i)
+    for (int64_t j = 0; j < kw; ++j) tap_at.push_back((i * dh * Wp + j * dw) * P);
+  // The product runs over V pixels of the padded image (each output row and the pitch - width
+  // pixels after it), in blocks of 32; dest says where each pixel's sums go (-1: nowhere).
+  const int64_t V = (Ho - 1) * Wp + Wo, blocks = (V + 31) / 32;
+  std::vector<int64_t> dest((size_t)(blocks * 32));
+  for (int64_t v = 0; v < blocks * 32; ++v) {
+    const int64_t oh = v / Wp, ow = v - oh * Wp;
+    dest[(size_t)v] = v < V && ow < Wo ? oh * Wo + ow : -1;
+  }
+  // The image's pairs: the padded image, and as far past it as the last block's taps read.
+  const int64_t image_pairs = std::max(Hp * Wp * P, blocks * 32 * P + tap_at.back() + P);
+  const int64_t panel_count = (Cout + kPanel - 1) / kPanel, pairs = (panel_count + 1) / 2;
+  // Panel pairs q0..q1 of output channels against row blocks b0..b1 of `count` images (their
+  // pairs one after another, image_stride apart, made by make_images), into y from image n0 on.
+  // Each panel pair is taken by every image's blocks in turn while it is in the L2.
+  const int64_t image_stride = (image_pairs + 15) / 16 * 16;  // whole cache lines
+  auto product = [&](const uint32_t* images, int64_t n0, int64_t count, int64_t q0, int64_t q1, int64_t b0,
+                     int64_t b1) {
+    alignas(64) float acc[4 * 256];
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t pb = 2 * q;
+      const bool second = pb + 1 < panel_count;
+      for (int64_t i = 0; i < count; ++i) {
+        const uint32_t* image = images + i * image_stride;
+        float* yn = y + (n0 + i) * Cout * HoWo;
+        for (int64_t blk = b0; blk < b1; ++blk) {
+          detail::amx_bf16_conv_tiles(image + blk * 32 * P, P, tap_at.data(), taps, P, panels->panel(pb),
+                                      second ? panels->panel(pb + 1) : nullptr, acc);
+          for (int h = 0; h < (second ? 2 : 1); ++h) {
+            const int64_t j0 = (pb + h) * kPanel, cols = std::min(kPanel, Cout - j0);
+            for (int half = 0; half < 2; ++half)
+              detail::amx_f32_store_mapped(acc + (2 * half + h) * 256, dest.data() + blk * 32 + half * 16, j0, cols,
+                                           bias, yn, HoWo);
+          }
+        }
+      }
+    }
+  };
+  // Images n0 .. n0 + count as channels-last pairs, in a buffer kept per thread, aligned to a
+  // cache line: every tile row (64 bytes) is then one line, where a vector's 16-byte alignment
+  // split each in two and halved the tiles' rate.
+  auto make_images = [&](int64_t n0, int64_t count) -> const uint32_t* {
+    thread_local std::vector<uint32_t> buf;
+    buf.resize((size_t)(count * image_stride) + 16);
+    uint32_t* images = buf.data() + (16 - (reinterpret_cast<uintptr_t>(buf.data()) % 64) / 4) % 16;
+    for (int64_t i = 0; i < count; ++i) {
+      uint32_t* image = images + i * image_stride;
+      std::fill(image, image + image_pairs, 0u);
+      detail::amx_bf16_image(x + (n0 + i) * C * H * W, C, H, W, ph, pw, Wp, image);
+    }
+    return images;
+  };
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (N >= 2 && threads > 1) {
+    // Images in groups that share each panel pair's trip through the L2: as many as keep their
+    // pairs under kGroupBytes, so that a layer whose weights outgrow the L2 (512 -> 512
+    // channels: 4.7 MB) reads them from memory once a group rather than once an image.
+    constexpr int64_t kGroupBytes = int64_t(1300) << 10;
+    const int64_t group = std::clamp<int64_t>(kGroupBytes / (image_stride * 4), 1, std::max<int64_t>(1, N / threads));
+    const int64_t groups = (N + group - 1) / group;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t gi = 0; gi < groups; ++gi) {
+      const int64_t n0 = gi * group, count = std::min(group, N - n0);
+      product(make_images(n0, count), n0, count, 0, pairs, 0, blocks);
+    }
+    return;
+  }
+  for (int64_t n = 0; n < N; ++n) {
+    const uint32_t* image = make_images(n, 1);
+    if (threads <= 1) {
+      product(image, n, 1, 0, pairs, 0, blocks);
+      continue;
+    }
+#pragma omp parallel num_threads(threads)
+    {
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      if (pairs >= nt)
+        product(image, n, 1, t * pairs / nt, (t + 1) * pairs / nt, 0, blocks);
+      else
+        product(image, n, 1, 0, pairs, t * blocks / nt, (t + 1) * blocks / nt);
+    }
+  }
+}
+
+#else
+
+bool amx_conv_applies(int64_t, int64_t, int64_t, int64_t, const Conv2dParams&) { return false; }
+
+void amx_bf16_conv2d(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t,
+                     int64_t, int64_t, const Conv2dParams&) {
+  OCRT_CHECK(false, "conv2d: this build has no AMX kernels");
+}
+
+#endif
+
+}  // namespace ocrt::cpu

@@ -1,0 +1,39 @@
+// bf16 convolutions on AMX tiles, on the CPU (ops/cpu/conv_amx.cpp): the forward pass of a
+// stride-1 layer of 32 or more input channels (a multiple of 32) when the CPU's path is `amx`
+// and the products are bf16 (cpu::matmul_precision()).
+//
+// Neither of the float paths suits the tiles. im2col writes C kh kw values for every output
+// pixel and packs them again into the GEMM's panels; Winograd's 36 products are of few rows
+// each, and its transforms move the activations through memory twice: on AMX both left the
+// tiles idle most of the time (bench/results/cpu-bf16.md: crnn's 64 -> 128 layer, 15 GFLOP at
+// batch 32, took 50 ms in Winograd form). Here the image is made channels last in bf16 pairs once
+// (cpu::detail::amx_bf16_image), and a tile of 16 output pixels times 32 input channels is
+// loaded straight from it for each kernel tap, one stride apart, as the int8 path does
+// (runtime/cpu/int8_gemm.h's Int8Image): rows of the output run over the padded image's whole
+// width (pitch), and the few pixels past each row's end are computed and dropped.
+//
+// Numbers: the operands are rounded to bf16 as every bf16 product rounds them (runtime/bf16.h,
+// denormals to zero), each product is exact in float32, and the sums are float32: the bound that
+// every bf16 path is tested against (runtime/cpu/gemm.h) holds for any order of the sums. The
+// weights are packed once and kept between calls (matched by where they lie, their shape and a
+// fingerprint of their bytes, so weights changed in place are never read stale).
+#pragma once
+
+#include <cstdint>
+
+#include "ops/backend.h"
+
+namespace ocrt::cpu {
+
+// Whether amx_bf16_conv2d computes this forward on this machine: the `amx` path with bf16
+// products, one group, stride 1, C a multiple of 32 and Cout >= 16.
+bool amx_conv_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p);
+
+// y (N, Cout, Ho, Wo) = conv2d(x (N, C, H, W), w (Cout, C, kh, kw)) + bias (Cout, or null), with
+// p's padding and dilation (stride 1). Contiguous NCHW float32. Images are shared out over
+// threads (or, for one image, pairs of 16 output channels): the result does not depend on the
+// thread count.
+void amx_bf16_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
+                     int64_t W, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p);
+
+}  // namespace ocrt::cpu
