@@ -235,10 +235,24 @@ Tensor conv2d_relu_max_pool2d(const Tensor& x, const Tensor& weight, const Tenso
                                       call.p.pad_h, call.p.pad_w);
     return y;
   }
+  // bf16 products on AMX tiles (conv_amx.h): each group of images is made in a buffer of its
+  // thread's, rectified there while it is in cache and pooled into y (in that order: ReLU maps
+  // NaN to 0, which a pool would otherwise have propagated).
+  if (cpu_inference && cpu::amx_conv_applies(C, call.Cout, kh, kw, call.p)) {
+    const Tensor xc = x.contiguous(), wc = weight.contiguous();
+    const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
+    Tensor y = Tensor::empty(pool_out_shape(op, Shape{call.N, call.Cout, call.Ho, call.Wo}, pp, pool.ceil_mode));
+    cpu::amx_bf16_conv2d_each(xc.data<float>(), wc.data<float>(), bc.defined() ? bc.data<float>() : nullptr, call.N,
+                              C, x.size(2), x.size(3), call.Cout, kh, kw, call.p,
+                              [&](int64_t n0, int64_t count, const Tensor& out) {
+                                relu_(out);
+                                max_pool2d_into(out, pool, y.narrow(0, n0, count));
+                              });
+    return y;
+  }
 #if defined(OCRT_CPU_WINOGRAD)
-  // (Not where the products run on AMX tiles: conv2d takes them there, conv_amx.h.)
   if (cpu_inference && call.p.fast && cpu::winograd_applies(C, call.Cout, kh, kw, call.p) &&
-      cpu::winograd_pool_fits(pp) && !cpu::amx_conv_applies(C, call.Cout, kh, kw, call.p)) {
+      cpu::winograd_pool_fits(pp)) {
     const Shape pooled = pool_out_shape(op, Shape{call.N, call.Cout, call.Ho, call.Wo}, pp, pool.ceil_mode);
     const Tensor xc = x.contiguous(), wc = weight.contiguous();
     const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -106,8 +107,11 @@ bool amx_conv_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Con
          p.stride_w == 1 && matmul_precision() == MatmulPrecision::bf16 && cpu_isa() == CpuIsa::amx;
 }
 
-void amx_bf16_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
-                     int64_t W, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p) {
+namespace {
+
+// Both entry points: into y, or (y null) group by group into buffers handed to done.
+void amx_conv(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H, int64_t W,
+              int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p, const AmxConvDone* done) {
   const int64_t dh = p.dilation_h, dw = p.dilation_w, ph = p.pad_h, pw = p.pad_w;
   const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw;
   const int64_t Ho = Hp - dh * (kh - 1), Wo = Wp - dw * (kw - 1);
@@ -132,7 +136,7 @@ void amx_bf16_conv2d(const float* x, const float* w, const float* bias, float* y
   // pairs one after another, image_stride apart, made by make_images), into y from image n0 on.
   // Each panel pair is taken by every image's blocks in turn while it is in the L2.
   const int64_t image_stride = (image_pairs + 15) / 16 * 16;  // whole cache lines
-  auto product = [&](const uint32_t* images, int64_t n0, int64_t count, int64_t q0, int64_t q1, int64_t b0,
+  auto product = [&](const uint32_t* images, float* out, int64_t count, int64_t q0, int64_t q1, int64_t b0,
                      int64_t b1) {
     alignas(64) float acc[4 * 256];
     for (int64_t q = q0; q < q1; ++q) {
@@ -140,7 +144,7 @@ void amx_bf16_conv2d(const float* x, const float* w, const float* bias, float* y
       const bool second = pb + 1 < panel_count;
       for (int64_t i = 0; i < count; ++i) {
         const uint32_t* image = images + i * image_stride;
-        float* yn = y + (n0 + i) * Cout * HoWo;
+        float* yn = out + i * Cout * HoWo;
         for (int64_t blk = b0; blk < b1; ++blk) {
           detail::amx_bf16_conv_tiles(image + blk * 32 * P, P, tap_at.data(), taps, P, panels->panel(pb),
                                       second ? panels->panel(pb + 1) : nullptr, acc);
@@ -169,35 +173,70 @@ void amx_bf16_conv2d(const float* x, const float* w, const float* bias, float* y
     return images;
   };
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  if (N >= 2 && threads > 1) {
-    // Images in groups that share each panel pair's trip through the L2: as many as keep their
-    // pairs under kGroupBytes, so that a layer whose weights outgrow the L2 (512 -> 512
-    // channels: 4.7 MB) reads them from memory once a group rather than once an image.
-    constexpr int64_t kGroupBytes = int64_t(1300) << 10;
-    const int64_t group = std::clamp<int64_t>(kGroupBytes / (image_stride * 4), 1, std::max<int64_t>(1, N / threads));
-    const int64_t groups = (N + group - 1) / group;
+  const bool by_group = N >= 2 && threads > 1;
+  // Images in groups that share each panel pair's trip through the L2: as many as keep their
+  // pairs under kGroupBytes, so that a layer whose weights outgrow the L2 (512 -> 512
+  // channels: 4.7 MB) reads them from memory once a group rather than once an image.
+  constexpr int64_t kGroupBytes = int64_t(1300) << 10;
+  const int64_t group =
+      by_group ? std::clamp<int64_t>(kGroupBytes / (image_stride * 4), 1, std::max<int64_t>(1, N / threads)) : 1;
+  const int64_t groups = (N + group - 1) / group;
+  // With done: each thread's group goes to its slot of buffers first.
+  const Tensor buffers =
+      done ? Tensor::empty({by_group ? threads : 1, group, Cout, Ho, Wo}) : Tensor();
+  auto target = [&](int64_t n0, int slot) {
+    return done ? buffers.narrow(0, slot, 1).data<float>() : y + n0 * Cout * HoWo;
+  };
+  auto finish = [&](int64_t n0, int64_t count, int slot) {
+    if (done) (*done)(n0, count, buffers.narrow(0, slot, 1).reshape({group, Cout, Ho, Wo}).narrow(0, 0, count));
+  };
+  if (by_group) {
+    std::exception_ptr failed;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t gi = 0; gi < groups; ++gi) {
-      const int64_t n0 = gi * group, count = std::min(group, N - n0);
-      product(make_images(n0, count), n0, count, 0, pairs, 0, blocks);
+      try {
+        const int64_t n0 = gi * group, count = std::min(group, N - n0);
+        const int slot = omp_get_thread_num();
+        product(make_images(n0, count), target(n0, slot), count, 0, pairs, 0, blocks);
+        finish(n0, count, slot);
+      } catch (...) {
+#pragma omp critical(ocrt_amx_conv)
+        failed = std::current_exception();
+      }
     }
+    if (failed) std::rethrow_exception(failed);
     return;
   }
   for (int64_t n = 0; n < N; ++n) {
     const uint32_t* image = make_images(n, 1);
+    float* out = target(n, 0);
     if (threads <= 1) {
-      product(image, n, 1, 0, pairs, 0, blocks);
-      continue;
-    }
+      product(image, out, 1, 0, pairs, 0, blocks);
+    } else {
 #pragma omp parallel num_threads(threads)
-    {
-      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-      if (pairs >= nt)
-        product(image, n, 1, t * pairs / nt, (t + 1) * pairs / nt, 0, blocks);
-      else
-        product(image, n, 1, 0, pairs, t * blocks / nt, (t + 1) * blocks / nt);
+      {
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        if (pairs >= nt)
+          product(image, out, 1, t * pairs / nt, (t + 1) * pairs / nt, 0, blocks);
+        else
+          product(image, out, 1, 0, pairs, t * blocks / nt, (t + 1) * blocks / nt);
+      }
     }
+    finish(n, 1, 0);
   }
+}
+
+}  // namespace
+
+void amx_bf16_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
+                     int64_t W, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p) {
+  amx_conv(x, w, bias, y, N, C, H, W, Cout, kh, kw, p, nullptr);
+}
+
+void amx_bf16_conv2d_each(const float* x, const float* w, const float* bias, int64_t N, int64_t C, int64_t H,
+                          int64_t W, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p,
+                          const AmxConvDone& done) {
+  amx_conv(x, w, bias, nullptr, N, C, H, W, Cout, kh, kw, p, &done);
 }
 
 #else
@@ -206,6 +245,11 @@ bool amx_conv_applies(int64_t, int64_t, int64_t, int64_t, const Conv2dParams&) {
 
 void amx_bf16_conv2d(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t,
                      int64_t, int64_t, const Conv2dParams&) {
+  OCRT_CHECK(false, "conv2d: this build has no AMX kernels");
+}
+
+void amx_bf16_conv2d_each(const float*, const float*, const float*, int64_t, int64_t, int64_t, int64_t, int64_t,
+                          int64_t, int64_t, const Conv2dParams&, const AmxConvDone&) {
   OCRT_CHECK(false, "conv2d: this build has no AMX kernels");
 }
 

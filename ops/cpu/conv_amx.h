@@ -20,8 +20,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "ops/backend.h"
+#include "runtime/tensor.h"
 
 namespace ocrt::cpu {
 
@@ -35,5 +37,14 @@ bool amx_conv_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Con
 // thread count.
 void amx_bf16_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
                      int64_t W, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p);
+
+// The same product, each group of images made in a buffer of its thread's instead of y and then
+// handed to `done` (images n0 .. n0 + count - 1, out: (count, Cout, Ho, Wo)) on that thread:
+// conv2d_relu_max_pool2d rectifies each group there and pools it into its output, so the
+// convolution's full-size output is never held (ops/conv.h).
+using AmxConvDone = std::function<void(int64_t n0, int64_t count, const Tensor& out)>;
+void amx_bf16_conv2d_each(const float* x, const float* w, const float* bias, int64_t N, int64_t C, int64_t H,
+                          int64_t W, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p,
+                          const AmxConvDone& done);
 
 }  // namespace ocrt::cpu
