@@ -114,7 +114,8 @@ void int8_gemm_reference(int64_t M, const Int8A& a, const Int8PackedWeights& B, 
 
 // codes[i] = clamp(round(x[i] * inv_scale), lo, hi) + offset, rounding to nearest, ties to even;
 // a NaN becomes lo + offset. Needs 0 <= lo + offset and hi + offset <= 255. AVX2 where int8_gemm's
-// kernel is, the same codes as the plain loop (tests compare them).
+// kernel is (16 lanes of AVX-512 on the avx512 path and above), the same codes as the plain loop
+// (tests compare them on every path).
 void int8_quantize(const float* x, int64_t n, float inv_scale, int lo, int hi, int offset, uint8_t* codes);
 void int8_quantize_reference(const float* x, int64_t n, float inv_scale, int lo, int hi, int offset, uint8_t* codes);
 
