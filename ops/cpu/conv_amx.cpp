@@ -118,9 +118,10 @@ void amx_conv(const float* x, const float* w, const float* bias, float* y, int64
   OCRT_CHECK(Ho >= 1 && Wo >= 1, "conv2d: the input is smaller than the kernel");
   const int64_t P = C / 2, HoWo = Ho * Wo, taps = kh * kw;
   const std::shared_ptr<const Panels> panels = kept_panels(w, C, Cout, taps);
-  std::vector<int64_t> tap_at;  // where each tap's pairs lie from the pixel at its top left
+  std::vector<int64_t> tap_at, tap_bytes;  // where each tap's pairs lie from the pixel at its top left
   for (int64_t i = 0; i < kh; ++i)
     for (int64_t j = 0; j < kw; ++j) tap_at.push_back((i * dh * Wp + j * dw) * P);
+  for (const int64_t t : tap_at) tap_bytes.push_back(t * (int64_t)sizeof(uint32_t));
   // The product runs over V pixels of the padded image (each output row and the pitch - width
   // pixels after it), in blocks of 32; dest says where each pixel's sums go (-1: nowhere).
   const int64_t V = (Ho - 1) * Wp + Wo, blocks = (V + 31) / 32;
@@ -146,7 +147,7 @@ void amx_conv(const float* x, const float* w, const float* bias, float* y, int64
         const uint32_t* image = images + i * image_stride;
         float* yn = out + i * Cout * HoWo;
         for (int64_t blk = b0; blk < b1; ++blk) {
-          detail::amx_bf16_conv_tiles(image + blk * 32 * P, P, tap_at.data(), taps, P, panels->panel(pb),
+          detail::amx_bf16_conv_tiles(image + blk * 32 * P, P, tap_bytes.data(), taps, P, panels->panel(pb),
                                       second ? panels->panel(pb + 1) : nullptr, acc);
           for (int h = 0; h < (second ? 2 : 1); ++h) {
             const int64_t j0 = (pb + h) * kPanel, cols = std::min(kPanel, Cout - j0);

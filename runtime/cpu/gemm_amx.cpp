@@ -85,6 +85,94 @@ void amx_configure_tiles() {
 
 namespace amx {
 
+// Four 16 x 16 tiles of sums (tmm0..3, stored row-major to c: rows 0-15 x b0, rows 0-15 x b1,
+// rows 16-31 x b0, rows 16-31 x b1) over K read where A lies: row r of the 32 at a + r * lda,
+// its K in n_taps runs of seg bytes (a multiple of 64) at taps[t] bytes from there; each panel
+// of B (b0, b1; null b1: b0 alone, computed twice and stored once by the caller) runs through the
+// taps in order, 16 rows of 64 bytes a step of 64 bytes of A. kBf16: bf16 pairs into float32
+// sums (tdpbf16ps), else unsigned by signed codes into int32 sums (tdpbusd).
+//
+// No software prefetch of the next step's rows: in single-thread loops over crnn's shapes (min
+// of 40 runs, interleaved) it cost 10-30% of the int8 rate (3x3 layers read in place 2.8-3.4
+// TOP/s with it, 3.4-4.0 without; the LSTM's input product 2.48 against 3.38, its recurrent one
+// 1.34 against 1.59).
+template <bool kBf16>
+void taps_tiles(const uint8_t* a, int64_t lda, const int64_t* taps, int64_t n_taps, int64_t seg, const uint8_t* b0,
+                const uint8_t* b1, void* c) {
+  amx_configure_tiles();
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  constexpr int64_t kRow = 64;  // bytes of a tile row, of A's step and of a row of B's panel
+  if (b1 == nullptr) b1 = b0;
+  for (int64_t t = 0; t < n_taps; ++t) {
+    const uint8_t* at = a + taps[t];
+    const uint8_t *p0 = b0 + t * seg * 16, *p1 = b1 + t * seg * 16;
+    for (int64_t k = 0; k < seg; k += kRow) {
+      _tile_loadd(4, at + k, lda);
+      _tile_loadd(5, at + 16 * lda + k, lda);
+      _tile_loadd(6, p0 + k * 16, kRow);
+      _tile_loadd(7, p1 + k * 16, kRow);
+      if constexpr (kBf16) {
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      } else {
+        _tile_dpbusd(0, 4, 6);
+        _tile_dpbusd(1, 4, 7);
+        _tile_dpbusd(2, 5, 6);
+        _tile_dpbusd(3, 5, 7);
+      }
+    }
+  }
+  _tile_stored(0, c, kRow);
+  _tile_stored(1, static_cast<uint8_t*>(c) + 1024, kRow);
+  _tile_stored(2, static_cast<uint8_t*>(c) + 2048, kRow);
+  _tile_stored(3, static_cast<uint8_t*>(c) + 3072, kRow);
+}
+
+// The 16 rows of a tile of int32 sums (row-major) through the int8 epilogue, columns j0 ..
+// j0 + cols of it: r[i] = row i's fma(float(sum - offset), scale, bias), then the ReLU, the
+// operations of every int8 path's store in the same order (so the same bits).
+inline void int8_epilogue(const int32_t* tile, const Int8Epilogue& e, int64_t j0, int64_t cols, __m512i r[16]) {
+  const __mmask16 col_mask = (__mmask16)((1u << cols) - 1);
+  const __m512 scale = _mm512_maskz_loadu_ps(col_mask, e.scale + j0);
+  const __m512 bias = e.bias ? _mm512_maskz_loadu_ps(col_mask, e.bias + j0) : _mm512_setzero_ps();
+  const __m512i offset = e.offset ? _mm512_maskz_loadu_epi32(col_mask, e.offset + j0) : _mm512_setzero_si512();
+  for (int i = 0; i < 16; ++i) {
+    const __m512i sums = _mm512_sub_epi32(_mm512_load_si512(tile + i * 16), offset);
+    __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scale, bias);
+    if (e.relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
+    r[i] = _mm512_castps_si512(v);
+  }
+}
+
+// A transposed tile (r[c]: column c's 16 rows) into a convolution's NCHW output: tile row i of
+// column c to y[dest[i] + (j0 + c) * y_col], nowhere where dest[i] < 0 (a pixel past its output
+// row's end). 16 rows of one output row go out in one store a column; otherwise each run of rows
+// with consecutive destinations in one masked store, packed to the run's start by vpcompressd.
+inline void store_columns_mapped(const __m512i r[16], const int64_t* dest, int64_t rows, int64_t j0, int64_t cols,
+                                 float* y, int64_t y_col) {
+  if (rows == 16 && dest[0] >= 0 && dest[15] == dest[0] + 15) {
+    for (int64_t c = 0; c < cols; ++c) _mm512_storeu_si512(y + dest[0] + (j0 + c) * y_col, r[c]);
+    return;
+  }
+  for (int64_t i = 0; i < rows;) {
+    if (dest[i] < 0) {
+      ++i;
+      continue;
+    }
+    int64_t n = 1;
+    while (i + n < rows && dest[i + n] == dest[i] + n) ++n;
+    const __mmask16 run = (__mmask16)(((1u << n) - 1) << i), packed = (__mmask16)((1u << n) - 1);
+    for (int64_t c = 0; c < cols; ++c)
+      _mm512_mask_storeu_epi32(y + dest[i] + (j0 + c) * y_col, packed, _mm512_maskz_compress_epi32(run, r[c]));
+    i += n;
+  }
+}
+
 struct AmxBf16Kernel {
   using Packed = uint32_t;
   static constexpr int64_t MR = 32, NR = 32;
@@ -225,69 +313,23 @@ GemmKernel amx_bf16() { return amx::entry<amx::AmxBf16Kernel>(); }
 // each column per 64-byte row: Int8PackedWeights' panel layout as it is) and adds each group of
 // four products into an int32: exact, as every int8 path's sums are. The tile of C is 32 x 32
 // (tmm0..3), the same shape as the bf16 kernel's.
-void amx_int8_tiles(const uint8_t* a, int64_t lda, const int8_t* b0, const int8_t* b1, int64_t kq, int32_t* c) {
-  amx_configure_tiles();
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
-  constexpr int64_t kRow = 64;  // bytes per tile row, and per quad of B
-  if (b1 == nullptr) b1 = b0;   // the last panel alone: computed twice, stored once by the caller
-  // No software prefetch of the next step's rows: in a single-thread loop over crnn's product
-  // shapes (min of 40 runs, interleaved) it cost 10-30% of the rate (LSTM input 3232 x 2048 x
-  // 512: 2.48 TOP/s with it, 3.38 without; the recurrent 32 x 1024 x 256: 1.34 against 1.59).
-  for (int64_t k = 0; k < kq; k += 64) {
-    _tile_loadd(4, a + k, lda);
-    _tile_loadd(5, a + 16 * lda + k, lda);
-    _tile_loadd(6, b0 + k / 4 * kRow, kRow);
-    _tile_loadd(7, b1 + k / 4 * kRow, kRow);
-    _tile_dpbusd(0, 4, 6);
-    _tile_dpbusd(1, 4, 7);
-    _tile_dpbusd(2, 5, 6);
-    _tile_dpbusd(3, 5, 7);
-  }
-  _tile_stored(0, c, kRow);
-  _tile_stored(1, c + 256, kRow);
-  _tile_stored(2, c + 512, kRow);
-  _tile_stored(3, c + 768, kRow);
-}
-
-// The same four tiles with A read where it lies: a stride-1 convolution's image, channels last
-// (runtime/cpu/int8_gemm.h's Int8Image). Row r of the 32 is output pixel r's run of codes, at
-// a + r * lda; its kernel taps are n_taps runs of seg codes (a multiple of 64) at taps[t] from
-// there, and B's panels run through the taps in order, seg / 4 quads each. A tile load then reads
-// 16 pixels' next 64 channels straight from the image, which the L2 holds: nothing is gathered.
+//
+// A is read where it lies: row r of the 32 at a + r * lda, its K in n_taps runs of seg codes (a
+// multiple of 64) at taps[t] from there, and B's panels run through the taps in order, seg / 4
+// quads each. A stride-1 convolution's image, channels last (runtime/cpu/int8_gemm.h's
+// Int8Image), is such an A as it is: a row is an output pixel, a run a kernel tap's input pixel,
+// so a tile load reads 16 pixels' next 64 channels straight from the image, which the L2 holds.
+// A matrix of rows (gathered, amx_int8_tiles) is the case of one tap.
 void amx_int8_tiles_taps(const uint8_t* a, int64_t lda, const int64_t* taps, int64_t n_taps, int64_t seg,
                          const int8_t* b0, const int8_t* b1, int32_t* c) {
-  amx_configure_tiles();
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
-  constexpr int64_t kRow = 64;
-  if (b1 == nullptr) b1 = b0;
-  for (int64_t t = 0; t < n_taps; ++t) {
-    const uint8_t* at = a + taps[t];
-    const int8_t *p0 = b0 + t * seg / 4 * kRow, *p1 = b1 + t * seg / 4 * kRow;
-    // No software prefetch, as in amx_int8_tiles: the image and the panel pair are in the L2
-    // (run_amx_image's order), and prefetching the next step's rows cost 10-20% of the rate (a
-    // single-thread loop over crnn's 3x3 shapes, min of 40: 2.8-3.4 TOP/s with it, 3.4-4.0
-    // without).
-    for (int64_t k = 0; k < seg; k += 64) {
-      _tile_loadd(4, at + k, lda);
-      _tile_loadd(5, at + 16 * lda + k, lda);
-      _tile_loadd(6, p0 + k / 4 * kRow, kRow);
-      _tile_loadd(7, p1 + k / 4 * kRow, kRow);
-      _tile_dpbusd(0, 4, 6);
-      _tile_dpbusd(1, 4, 7);
-      _tile_dpbusd(2, 5, 6);
-      _tile_dpbusd(3, 5, 7);
-    }
-  }
-  _tile_stored(0, c, kRow);
-  _tile_stored(1, c + 256, kRow);
-  _tile_stored(2, c + 512, kRow);
-  _tile_stored(3, c + 768, kRow);
+  amx::taps_tiles<false>(a, lda, taps, n_taps, seg, reinterpret_cast<const uint8_t*>(b0),
+                         reinterpret_cast<const uint8_t*>(b1), c);
+}
+
+// A matrix's rows (a + r * lda, kq codes each) are an image of one tap.
+void amx_int8_tiles(const uint8_t* a, int64_t lda, const int8_t* b0, const int8_t* b1, int64_t kq, int32_t* c) {
+  const int64_t at_row = 0;
+  amx_int8_tiles_taps(a, lda, &at_row, 1, kq, b0, b1, c);
 }
 
 // One 16 x 16 tile of int32 sums (row-major, rows i0.., columns j0..) through the int8 epilogue
@@ -298,16 +340,8 @@ void amx_int8_tiles_taps(const uint8_t* a, int64_t lda, const int64_t* taps, int
 void amx_int8_store(const int32_t* tile, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
                     const Int8Epilogue& e, float* y, int64_t y_row, int64_t y_col) {
   const __mmask16 col_mask = (__mmask16)((1u << cols) - 1), row_mask = (__mmask16)((1u << rows) - 1);
-  const __m512 scale = _mm512_maskz_loadu_ps(col_mask, e.scale + j0);
-  const __m512 bias = e.bias ? _mm512_maskz_loadu_ps(col_mask, e.bias + j0) : _mm512_setzero_ps();
-  const __m512i offset = e.offset ? _mm512_maskz_loadu_epi32(col_mask, e.offset + j0) : _mm512_setzero_si512();
   __m512i r[16];
-  for (int i = 0; i < 16; ++i) {
-    const __m512i sums = _mm512_sub_epi32(_mm512_load_si512(tile + i * 16), offset);
-    __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scale, bias);
-    if (e.relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
-    r[i] = _mm512_castps_si512(v);
-  }
+  amx::int8_epilogue(tile, e, j0, cols, r);
   if (y_col == 1) {
     for (int64_t i = 0; i < rows; ++i) _mm512_mask_storeu_epi32(y + (i0 + i) * y_row + j0, col_mask, r[i]);
     return;
@@ -323,25 +357,16 @@ void amx_int8_store(const int32_t* tile, int64_t i0, int64_t rows, int64_t j0, i
     for (int64_t c = 0; c < cols; ++c) y[(i0 + i) * y_row + (j0 + c) * y_col] = out[i * 16 + c];
 }
 
-
 // A tile whose rows are not one run of y's rows: tile row r goes to y's row dest[r], or nowhere
 // where dest[r] < 0 (a stride-1 convolution's rows past an image row's end, Int8Image). For a
 // convolution's output (y_row == 1) each run of rows with consecutive destinations goes out in
 // one masked store a channel, packed to the run's start by vpcompressd; other layouts row by row.
 void amx_int8_store_mapped(const int32_t* tile, const int64_t* dest, int64_t rows, int64_t j0, int64_t cols,
                            const Int8Epilogue& e, float* y, int64_t y_row, int64_t y_col) {
-  const __mmask16 col_mask = (__mmask16)((1u << cols) - 1);
-  const __m512 scale = _mm512_maskz_loadu_ps(col_mask, e.scale + j0);
-  const __m512 bias = e.bias ? _mm512_maskz_loadu_ps(col_mask, e.bias + j0) : _mm512_setzero_ps();
-  const __m512i offset = e.offset ? _mm512_maskz_loadu_epi32(col_mask, e.offset + j0) : _mm512_setzero_si512();
   __m512i r[16];
-  for (int i = 0; i < 16; ++i) {
-    const __m512i sums = _mm512_sub_epi32(_mm512_load_si512(tile + i * 16), offset);
-    __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scale, bias);
-    if (e.relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
-    r[i] = _mm512_castps_si512(v);
-  }
+  amx::int8_epilogue(tile, e, j0, cols, r);
   if (y_row != 1) {
+    const __mmask16 col_mask = (__mmask16)((1u << cols) - 1);
     for (int64_t i = 0; i < rows; ++i) {
       if (dest[i] < 0) continue;
       float* out = y + dest[i] * y_row + j0 * y_col;
@@ -356,20 +381,8 @@ void amx_int8_store_mapped(const int32_t* tile, const int64_t* dest, int64_t row
     return;
   }
   amx::transpose16(r);  // r[c] = column c: its 16 rows
-  for (int64_t i = 0; i < rows;) {
-    if (dest[i] < 0) {
-      ++i;
-      continue;
-    }
-    int64_t n = 1;
-    while (i + n < rows && dest[i + n] == dest[i] + n) ++n;
-    const __mmask16 run = (__mmask16)(((1u << n) - 1) << i), packed = (__mmask16)((1u << n) - 1);
-    for (int64_t c = 0; c < cols; ++c)
-      _mm512_mask_storeu_epi32(y + dest[i] + (j0 + c) * y_col, packed, _mm512_maskz_compress_epi32(run, r[c]));
-    i += n;
-  }
+  amx::store_columns_mapped(r, dest, rows, j0, cols, y, y_col);
 }
-
 
 // ---- bf16 convolutions on tiles (ops/cpu/conv_amx.h) ----
 
@@ -393,34 +406,10 @@ void amx_bf16_image(const float* x, int64_t C, int64_t H, int64_t W, int64_t ph,
     }
 }
 
-void amx_bf16_conv_tiles(const uint32_t* a, int64_t pixel, const int64_t* taps, int64_t n_taps, int64_t seg,
+void amx_bf16_conv_tiles(const uint32_t* a, int64_t pixel, const int64_t* tap_bytes, int64_t n_taps, int64_t seg,
                          const uint32_t* b0, const uint32_t* b1, float* c) {
-  amx_configure_tiles();
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
-  if (b1 == nullptr) b1 = b0;
-  const int64_t stride = pixel * (int64_t)sizeof(uint32_t);
-  constexpr int64_t kRow = 16 * sizeof(uint32_t);  // a panel's pair row: 16 columns
-  for (int64_t t = 0; t < n_taps; ++t) {
-    const uint32_t* at = a + taps[t];
-    const uint32_t *p0 = b0 + t * seg * 16, *p1 = b1 + t * seg * 16;
-    for (int64_t k = 0; k < seg; k += 16) {
-      _tile_loadd(4, at + k, stride);
-      _tile_loadd(5, at + 16 * pixel + k, stride);
-      _tile_loadd(6, p0 + k * 16, kRow);
-      _tile_loadd(7, p1 + k * 16, kRow);
-      _tile_dpbf16ps(0, 4, 6);
-      _tile_dpbf16ps(1, 4, 7);
-      _tile_dpbf16ps(2, 5, 6);
-      _tile_dpbf16ps(3, 5, 7);
-    }
-  }
-  _tile_stored(0, c, kRow);
-  _tile_stored(1, c + 256, kRow);
-  _tile_stored(2, c + 512, kRow);
-  _tile_stored(3, c + 768, kRow);
+  amx::taps_tiles<true>(reinterpret_cast<const uint8_t*>(a), pixel * 4, tap_bytes, n_taps, seg * 4,
+                        reinterpret_cast<const uint8_t*>(b0), reinterpret_cast<const uint8_t*>(b1), c);
 }
 
 void amx_f32_store_mapped(const float* tile, const int64_t* dest, int64_t j0, int64_t cols, const float* bias,
@@ -430,22 +419,7 @@ void amx_f32_store_mapped(const float* tile, const int64_t* dest, int64_t j0, in
   __m512i r[16];
   for (int i = 0; i < 16; ++i) r[i] = _mm512_castps_si512(_mm512_add_ps(_mm512_load_ps(tile + i * 16), b));
   amx::transpose16(r);  // r[c] = column c: its 16 rows
-  if (dest[0] >= 0 && dest[15] == dest[0] + 15) {
-    for (int64_t c = 0; c < cols; ++c) _mm512_storeu_si512(y + dest[0] + (j0 + c) * y_col, r[c]);
-    return;
-  }
-  for (int64_t i = 0; i < 16;) {
-    if (dest[i] < 0) {
-      ++i;
-      continue;
-    }
-    int64_t n = 1;
-    while (i + n < 16 && dest[i + n] == dest[i] + n) ++n;
-    const __mmask16 run = (__mmask16)(((1u << n) - 1) << i), packed = (__mmask16)((1u << n) - 1);
-    for (int64_t c = 0; c < cols; ++c)
-      _mm512_mask_storeu_epi32(y + dest[i] + (j0 + c) * y_col, packed, _mm512_maskz_compress_epi32(run, r[c]));
-    i += n;
-  }
+  amx::store_columns_mapped(r, dest, 16, j0, cols, y, y_col);
 }
 
 }  // namespace ocrt::cpu::detail

@@ -82,9 +82,9 @@ void amx_bf16_image(const float* x, int64_t C, int64_t H, int64_t W, int64_t ph,
                     uint32_t* dst);
 // Four 16 x 16 float32 tiles of sums, as amx_int8_tiles_taps's: 32 pixels' rows (row r at a + r *
 // pixel pairs) times two 16-column panels of pair rows (b0, b1; null b1: b0 alone), n_taps taps of
-// seg pairs each (a multiple of 16) at taps[t] pairs from a row's pixel; a panel holds
+// seg pairs each (a multiple of 16) at tap_bytes[t] bytes from a row's pixel; a panel holds
 // n_taps * seg pair rows of 16 columns. c: rows 0-15 x b0, rows 0-15 x b1, rows 16-31 x b0, 16-31 x b1.
-void amx_bf16_conv_tiles(const uint32_t* a, int64_t pixel, const int64_t* taps, int64_t n_taps, int64_t seg,
+void amx_bf16_conv_tiles(const uint32_t* a, int64_t pixel, const int64_t* tap_bytes, int64_t n_taps, int64_t seg,
                          const uint32_t* b0, const uint32_t* b1, float* c);
 // One of those tiles plus the bias of its columns into an NCHW output: tile row r (a pixel) to
 // y[dest[r] + j * y_col] for its cols columns j0 + j, none where dest[r] < 0.
