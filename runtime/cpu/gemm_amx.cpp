@@ -45,6 +45,11 @@
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx2,fma,amx-tile,amx-bf16,amx-int8")
+// GCC 12's AVX-512 headers build the unpack intrinsics on a deliberately undefined vector
+// (`__Y = __Y`), which -Wuninitialized reports wherever transpose16 is inlined into a caller it
+// likes (GCC bug 105593, fixed in GCC 13): not a fault of this file's code.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace ocrt::cpu::detail {
 namespace amx {
@@ -424,6 +429,7 @@ void amx_f32_store_mapped(const float* tile, const int64_t* dest, int64_t j0, in
 
 }  // namespace ocrt::cpu::detail
 
+#pragma GCC diagnostic pop
 #pragma GCC pop_options
 
 #endif  // OCRT_CPU_SGEMM
