@@ -870,7 +870,7 @@ InferRun::InferRun(Args args) : args_(std::move(args)) {
   detector_options_.descreen = args_.descreen;
   detector_ = std::make_unique<DetectorSlot>(args_.det_weights, detector_options_);
   threads_ = args_.options.threads > 0 ? args_.options.threads : default_num_threads();
-  page_jobs_ = page_lanes_for(args_.page_jobs, args_.options.devices, threads_, predictor_->model_values());
+  page_jobs_ = page_lanes_for(args_.page_jobs, args_.options.devices, threads_, predictor_->model_bytes());
 
   evaluation_ = std::make_unique<Evaluation>(&predictor_->charset());
   jsonl_ = args_.output.name == "jsonl";

@@ -92,7 +92,7 @@ void PageLanes::lane_main(LaneState& s) {
   }
 }
 
-int page_lanes_for(int asked, const std::vector<Device>& devices, int threads, int64_t recogniser_values) {
+int page_lanes_for(int asked, const std::vector<Device>& devices, int threads, int64_t recogniser_bytes) {
   const bool cpu_only = std::all_of(devices.begin(), devices.end(), [](const Device& d) { return d.is_cpu(); });
   const bool gpu_only = std::all_of(devices.begin(), devices.end(), [](const Device& d) { return d.is_cuda(); });
   if (asked > 0) {
@@ -103,7 +103,7 @@ int page_lanes_for(int asked, const std::vector<Device>& devices, int threads, i
   }
   if (gpu_only && !devices.empty())
     return std::max(1, std::min(kLanesPerGpu * (int)devices.size(), threads / 2));
-  return cpu_only && threads >= 2 && recogniser_values <= kSmallRecogniserValues ? 2 : 1;
+  return cpu_only && threads >= 2 && recogniser_bytes <= kSmallRecogniserBytes ? 2 : 1;
 }
 
 }  // namespace ocrt::infer

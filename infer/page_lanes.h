@@ -106,22 +106,26 @@ class PageLanes {
 
 // How many pages ocrt-infer reads at once: `asked` when it is positive; otherwise (auto), where
 // every device is a CPU, 2 when there are at least 2 threads and the recogniser is small (at
-// most kSmallRecogniserValues values in its file, Predictor::model_values), else 1; where every
-// device is a GPU, kLanesPerGpu lanes a GPU, as long as each lane keeps at least 2 threads.
+// most kSmallRecogniserBytes bytes of tensors in its file, Predictor::model_bytes), else 1; where
+// every device is a GPU, kLanesPerGpu lanes a GPU, as long as each lane keeps at least 2 threads.
 // Asking for more than 1 with a list that mixes the CPU and GPUs is refused (the lanes' devices
 // are either the CPU alone or GPUs alone).
 //
-// Why only small recognisers on the CPU: a lane costs a copy of the recogniser and a second page's working
-// set, and pays where the steps that use threads badly (the detector, the outlines, cutting the
-// lines) are a large share of a page. On 2 cores (docs/pages.md, 11 real scans):
-// crnn-s (2.2M values) in int8 read 12-16% faster with 2 lanes (peak RSS 216 -> 303 MiB), in
-// float32 9% (244 -> 350 MiB); crnn-en (8.75M), whose recogniser is most of a page and uses
-// both threads well, 3% faster in int8 (251 -> 392 MiB) and no faster in float32 (326 -> 525).
-constexpr int64_t kSmallRecogniserValues = 4'000'000;
+// Why only small recognisers on the CPU: a lane costs a copy of the recogniser and a second page's
+// working set, and pays where the steps that use threads badly (the detector, the outlines,
+// cutting the lines) are a large share of a page. Bytes, not values: an int8 file's copy is a
+// quarter of its float one's, and int8 is also where the recogniser is fastest, so the detector's
+// share of a page is largest. On 2 cores (docs/pages.md, real scans): crnn-s (2.2M values, 8.8
+// MB) in int8 read 12-16% faster with 2 lanes (peak RSS 216 -> 303 MiB), in float32 9% (244 ->
+// 350 MiB); crnn-en in float32 (35 MB) no faster (326 -> 525 MiB); crnn-en in int8 (8.9 MB) 3%
+// faster on a Zen 5 (251 -> 392 MiB), and on a Xeon with AMX, whose tiles read its convolutions
+// (bench/results/pages.md, twentieth session), 12% on the scans and 35% on the digital pages
+// (206 -> 270 and 217 -> 278-321 MiB).
+constexpr int64_t kSmallRecogniserBytes = int64_t(16) << 20;
 // On an H100 with 16 cores (scripts/gpu-pages.sh, 32 rendered 300 dpi pages, crnn-en and the
 // float detector in fp32), ocrt-infer's own count: 1 lane 5.08 s, 2 lanes 4.92 s, 4 lanes
 // 3.28 s, 8 lanes 2.82 s (1.8x), the same words read on every page.
 constexpr int kLanesPerGpu = 8;
-int page_lanes_for(int asked, const std::vector<Device>& devices, int threads, int64_t recogniser_values);
+int page_lanes_for(int asked, const std::vector<Device>& devices, int threads, int64_t recogniser_bytes);
 
 }  // namespace ocrt::infer

@@ -425,7 +425,7 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
       precision_ += " (auto: " + why + ")";
     }
   }
-  for (const auto& [name, t] : loaded.weights) model_values_ += t.numel();
+  for (const auto& [name, t] : loaded.weights) model_bytes_ += t.numel() * (int64_t)dtype_size(t.dtype());
   arch_ = loaded.arch;
   config_ = loaded.config;
   charset_ = loaded.charset;

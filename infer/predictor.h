@@ -262,9 +262,9 @@ class Predictor {
   // How lines are decoded: "greedy", "beam 10", "beam 10 + LM FILE" and, with beam_doubt,
   // " (lines in doubt 0.2)"; greedy where lm_if_known dropped the LM.
   std::string decoding() const;
-  // The values the model file holds (weights and statistics, of any dtype): the size of the
-  // model each worker keeps a copy of.
-  int64_t model_values() const { return model_values_; }
+  // The bytes of the tensors the model file holds (weights and statistics: an int8 file's codes
+  // a byte each): the size of the model each worker keeps a copy of.
+  int64_t model_bytes() const { return model_bytes_; }
 
  private:
   struct Impl;  // the workers, the queue of batches and the chunks in flight (predictor.cpp)
@@ -273,7 +273,7 @@ class Predictor {
   std::string model_path_, arch_;
   CpuIsa cpu_path_ = CpuIsa::generic;  // cpu_isa() at construction
   std::string precision_;              // as RunStats::precision (auto resolved)
-  int64_t model_values_ = 0;
+  int64_t model_bytes_ = 0;
   Json config_;
   nn::Charset charset_;
   // With lm_path; read-only, shared by the workers, and by every predictor of the process that

@@ -49,11 +49,13 @@ TEST_CASE("page lanes: how many by default, and what is refused", "[page_lanes]"
   const std::vector<Device> cpu{Device::cpu()}, cpus{Device::cpu(), Device::cpu()};
   const std::vector<Device> gpu{Device::cuda(0)}, mixed{Device::cuda(0), Device::cpu()};
   const std::vector<Device> gpus{Device::cuda(0), Device::cuda(1)};
-  CHECK(page_lanes_for(0, cpu, 2, 2'200'000) == 2);  // crnn-s
-  CHECK(page_lanes_for(0, cpu, 16, kSmallRecogniserValues) == 2);
-  CHECK(page_lanes_for(0, cpu, 2, kSmallRecogniserValues + 1) == 1);  // crnn-en's 8.75M
-  CHECK(page_lanes_for(0, cpu, 1, 2'200'000) == 1);                   // one thread: nothing to share
-  CHECK(page_lanes_for(0, cpus, 4, 2'200'000) == 2);
+  CHECK(page_lanes_for(0, cpu, 2, 8'800'000) == 2);  // crnn-s in float32
+  CHECK(page_lanes_for(0, cpu, 2, 8'900'000) == 2);  // crnn-en in int8
+  CHECK(page_lanes_for(0, cpu, 16, kSmallRecogniserBytes) == 2);
+  CHECK(page_lanes_for(0, cpu, 2, kSmallRecogniserBytes + 1) == 1);
+  CHECK(page_lanes_for(0, cpu, 2, 35'000'000) == 1);  // crnn-en in float32
+  CHECK(page_lanes_for(0, cpu, 1, 8'800'000) == 1);   // one thread: nothing to share
+  CHECK(page_lanes_for(0, cpus, 4, 8'800'000) == 2);
   // GPUs alone: kLanesPerGpu a GPU, whatever the model, while each lane keeps 2 threads.
   CHECK(page_lanes_for(0, gpu, 16, 9'000'000) == kLanesPerGpu);
   CHECK(page_lanes_for(0, gpus, 64, 9'000'000) == 2 * kLanesPerGpu);
