@@ -11,6 +11,7 @@
 #include <set>
 
 #include "models/layers.h"
+#include "runtime/cpu/gemm.h"
 #include "runtime/error.h"
 
 namespace ocrt::nn {
@@ -227,11 +228,10 @@ Tensor Int8Conv2d::forward(const Tensor& x, const Int8PostOps& post) const {
     // so that they do not add to the recogniser's peak memory after them.
     thread_local std::vector<uint8_t> planes, xq;
     planes.resize((size_t)(c_ * H * W));
-    // At a cache line's start (a vector's is 16 bytes off it), so that the AMX tiles' rows of 64
-    // codes are one line each.
+    // From a cache line's start, so that the AMX tiles' rows of 64 codes are one line each.
     const int64_t codes_len = std::max(Hp * Wp * cp, image_codes);
     xq.resize((size_t)codes_len + 64);
-    uint8_t* xq_at = xq.data() + (64 - reinterpret_cast<uintptr_t>(xq.data()) % 64) % 64;
+    uint8_t* xq_at = cpu::cache_line_start(xq.data());
     std::fill(xq_at, xq_at + codes_len, zero);
     int8_quantize_input(xp + n * c_ * H * W, c_ * H * W, input_, planes.data());
     for (int64_t h = 0; h < H; ++h)  // row h of every plane -> its pixels' channels

@@ -226,44 +226,42 @@ Tensor conv2d_relu_max_pool2d(const Tensor& x, const Tensor& weight, const Tenso
   const bool cpu_inference = x.device().is_cpu() && x.dtype() == DType::f32 && !any_requires_grad({x, weight, bias});
   const bool plain_2x2 = pp.kernel_h == 2 && pp.kernel_w == 2 && pp.stride_h == 2 && pp.stride_w == 2 &&
                          pp.pad_h == 0 && pp.pad_w == 0 && pp.dilation_h == 1 && pp.dilation_w == 1 && !pool.ceil_mode;
-  if (cpu_inference && plain_2x2 && call.Ho >= 2 && call.Wo >= 2 && cpu::direct_conv_applies(C, call.Cout, kh, kw, call.p)) {
+  if (cpu_inference) {
     const Tensor xc = x.contiguous(), wc = weight.contiguous();
     const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
-    Tensor y = Tensor::empty({call.N, call.Cout, call.Ho / 2, call.Wo / 2});
-    cpu::direct_conv2d_relu_max_pool2(xc.data<float>(), wc.data<float>(), bc.defined() ? bc.data<float>() : nullptr,
-                                      y.data<float>(), call.N, C, x.size(2), x.size(3), call.Cout, kh, kw,
-                                      call.p.pad_h, call.p.pad_w);
-    return y;
-  }
-  // bf16 products on AMX tiles (conv_amx.h): each group of images is made in a buffer of its
-  // thread's, rectified there while it is in cache and pooled into y (in that order: ReLU maps
-  // NaN to 0, which a pool would otherwise have propagated).
-  if (cpu_inference && cpu::amx_conv_applies(C, call.Cout, kh, kw, call.p)) {
-    const Tensor xc = x.contiguous(), wc = weight.contiguous();
-    const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
-    Tensor y = Tensor::empty(pool_out_shape(op, Shape{call.N, call.Cout, call.Ho, call.Wo}, pp, pool.ceil_mode));
-    cpu::amx_bf16_conv2d_each(xc.data<float>(), wc.data<float>(), bc.defined() ? bc.data<float>() : nullptr, call.N,
-                              C, x.size(2), x.size(3), call.Cout, kh, kw, call.p,
-                              [&](int64_t n0, int64_t count, const Tensor& out) {
-                                relu_(out);
-                                max_pool2d_into(out, pool, y.narrow(0, n0, count));
-                              });
-    return y;
-  }
+    const float* bp = bc.defined() ? bc.data<float>() : nullptr;
+    if (plain_2x2 && call.Ho >= 2 && call.Wo >= 2 && cpu::direct_conv_applies(C, call.Cout, kh, kw, call.p)) {
+      Tensor y = Tensor::empty({call.N, call.Cout, call.Ho / 2, call.Wo / 2});
+      cpu::direct_conv2d_relu_max_pool2(xc.data<float>(), wc.data<float>(), bp, y.data<float>(), call.N, C, x.size(2),
+                                        x.size(3), call.Cout, kh, kw, call.p.pad_h, call.p.pad_w);
+      return y;
+    }
+    // The pooled output's shape, for the one-pass paths below (computed only where one is taken:
+    // a pool that fits no output is max_pool2d's to refuse, in the three ops).
+    auto pooled_shape = [&] { return pool_out_shape(op, Shape{call.N, call.Cout, call.Ho, call.Wo}, pp, pool.ceil_mode); };
+    // bf16 products on AMX tiles (conv_amx.h): each group of images is made in a buffer of its
+    // thread's, rectified there while it is in cache and pooled into y (in that order: ReLU maps
+    // NaN to 0, which a pool would otherwise have propagated).
+    if (cpu::amx_conv_applies(C, call.Cout, kh, kw, call.p)) {
+      Tensor y = Tensor::empty(pooled_shape());
+      cpu::amx_bf16_conv2d_each(xc.data<float>(), wc.data<float>(), bp, call.N, C, x.size(2), x.size(3), call.Cout, kh,
+                                kw, call.p, [&](int64_t n0, int64_t count, const Tensor& out) {
+                                  relu_(out);
+                                  max_pool2d_into(out, pool, y.narrow(0, n0, count));
+                                });
+      return y;
+    }
 #if defined(OCRT_CPU_WINOGRAD)
-  if (cpu_inference && call.p.fast && cpu::winograd_applies(C, call.Cout, kh, kw, call.p) &&
-      cpu::winograd_pool_fits(pp)) {
-    const Shape pooled = pool_out_shape(op, Shape{call.N, call.Cout, call.Ho, call.Wo}, pp, pool.ceil_mode);
-    const Tensor xc = x.contiguous(), wc = weight.contiguous();
-    const Tensor bc = bias.defined() ? bias.contiguous() : Tensor();
-    Tensor y = Tensor::empty(pooled);
-    const cpu::WinogradReluPool spec{pp.kernel_w, pp.stride_w, pp.pad_w, pooled[2], pooled[3]};
-    cpu::winograd_conv2d(xc.data<float>(), wc.data<float>(), bc.defined() ? bc.data<float>() : nullptr,
-                         y.data<float>(), call.N, C, x.size(2), x.size(3), call.Cout, call.p.pad_h, call.p.pad_w, 0,
-                         &spec);
-    return y;
-  }
+    if (call.p.fast && cpu::winograd_applies(C, call.Cout, kh, kw, call.p) && cpu::winograd_pool_fits(pp)) {
+      const Shape pooled = pooled_shape();
+      Tensor y = Tensor::empty(pooled);
+      const cpu::WinogradReluPool spec{pp.kernel_w, pp.stride_w, pp.pad_w, pooled[2], pooled[3]};
+      cpu::winograd_conv2d(xc.data<float>(), wc.data<float>(), bp, y.data<float>(), call.N, C, x.size(2), x.size(3),
+                           call.Cout, call.p.pad_h, call.p.pad_w, 0, &spec);
+      return y;
+    }
 #endif
+  }
   return max_pool2d(relu(conv2d(x, weight, bias, opt)), pool);
 }
 

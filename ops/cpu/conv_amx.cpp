@@ -122,14 +122,10 @@ void amx_conv(const float* x, const float* w, const float* bias, float* y, int64
   for (int64_t i = 0; i < kh; ++i)
     for (int64_t j = 0; j < kw; ++j) tap_at.push_back((i * dh * Wp + j * dw) * P);
   for (const int64_t t : tap_at) tap_bytes.push_back(t * (int64_t)sizeof(uint32_t));
-  // The product runs over V pixels of the padded image (each output row and the pitch - width
+  // The product runs over the padded image's pixels (each output row and the pitch - width
   // pixels after it), in blocks of 32; dest says where each pixel's sums go (-1: nowhere).
-  const int64_t V = (Ho - 1) * Wp + Wo, blocks = (V + 31) / 32;
-  std::vector<int64_t> dest((size_t)(blocks * 32));
-  for (int64_t v = 0; v < blocks * 32; ++v) {
-    const int64_t oh = v / Wp, ow = v - oh * Wp;
-    dest[(size_t)v] = v < V && ow < Wo ? oh * Wo + ow : -1;
-  }
+  const std::vector<int64_t> dest = detail::pitched_destinations(Ho, Wo, Wp);
+  const int64_t blocks = (int64_t)dest.size() / 32;
   // The image's pairs: the padded image, and as far past it as the last block's taps read.
   const int64_t image_pairs = std::max(Hp * Wp * P, blocks * 32 * P + tap_at.back() + P);
   const int64_t panel_count = (Cout + kPanel - 1) / kPanel, pairs = (panel_count + 1) / 2;
@@ -159,13 +155,12 @@ void amx_conv(const float* x, const float* w, const float* bias, float* y, int64
       }
     }
   };
-  // Images n0 .. n0 + count as channels-last pairs, in a buffer kept per thread, aligned to a
-  // cache line: every tile row (64 bytes) is then one line, where a vector's 16-byte alignment
-  // split each in two and halved the tiles' rate.
+  // Images n0 .. n0 + count as channels-last pairs, in a buffer kept per thread, from a cache
+  // line's start (cache_line_start: every tile row one line).
   auto make_images = [&](int64_t n0, int64_t count) -> const uint32_t* {
     thread_local std::vector<uint32_t> buf;
     buf.resize((size_t)(count * image_stride) + 16);
-    uint32_t* images = buf.data() + (16 - (reinterpret_cast<uintptr_t>(buf.data()) % 64) / 4) % 16;
+    uint32_t* images = cache_line_start(buf.data());
     for (int64_t i = 0; i < count; ++i) {
       uint32_t* image = images + i * image_stride;
       std::fill(image, image + image_pairs, 0u);
@@ -211,18 +206,9 @@ void amx_conv(const float* x, const float* w, const float* bias, float* y, int64
   for (int64_t n = 0; n < N; ++n) {
     const uint32_t* image = make_images(n, 1);
     float* out = target(n, 0);
-    if (threads <= 1) {
-      product(image, out, 1, 0, pairs, 0, blocks);
-    } else {
-#pragma omp parallel num_threads(threads)
-      {
-        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        if (pairs >= nt)
-          product(image, out, 1, t * pairs / nt, (t + 1) * pairs / nt, 0, blocks);
-        else
-          product(image, out, 1, 0, pairs, t * blocks / nt, (t + 1) * blocks / nt);
-      }
-    }
+    detail::share_pairs_or_blocks(threads, pairs, blocks, [&](int64_t q0, int64_t q1, int64_t b0, int64_t b1) {
+      product(image, out, 1, q0, q1, b0, b1);
+    });
     finish(n, 1, 0);
   }
 }

@@ -57,6 +57,16 @@ class MatmulPrecisionScope {
   MatmulPrecision previous_;
 };
 
+// The first cache-line boundary (64 bytes) at or after p, in a buffer the AMX tiles read in
+// rows of 64 bytes (such a buffer holds 64 bytes more than its contents): a std::vector's data
+// is 16 bytes off a line, which split every tile row over two lines and halved the tiles' rate.
+template <class T>
+T* cache_line_start(T* p) {
+  static_assert(64 % sizeof(T) == 0, "an element never straddles a cache line");
+  const uintptr_t at = reinterpret_cast<uintptr_t>(p);
+  return reinterpret_cast<T*>((at + 63) / 64 * 64);
+}
+
 #if defined(OCRT_CPU_SGEMM)
 
 // Whether this machine runs ocrt's GEMM at all (its path is not `generic`).

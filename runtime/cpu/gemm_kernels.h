@@ -1,13 +1,49 @@
 // Between runtime/cpu/gemm.cpp (which picks a kernel) and runtime/cpu/gemm_<isa>.cpp (which hold them):
-// the arguments of one product and the entry points of each compiled kernel. Not for other files.
+// the arguments of one product and the entry points of each compiled kernel. Besides them only
+// the loops that drive the AMX kernels read it: the int8 product (runtime/cpu/int8_gemm.cpp) and
+// the bf16 convolutions on tiles (ops/cpu/conv_amx.cpp).
 #pragma once
 
+#include <omp.h>
+
 #include <cstdint>
+#include <vector>
 
 #include "runtime/cpu/gemm.h"
 #include "runtime/cpu/int8_gemm.h"
 
 namespace ocrt::cpu::detail {
+
+// A stride-1 convolution whose product runs over its padded image's whole rows (pitch pixels a
+// row; int8_gemm.h's Int8Image, ops/cpu/conv_amx.h): where each pixel's row of sums goes, for
+// the blocks of 32 pixels that cover rows_out output rows of `width` pixels: output index
+// oh * width + ow, or -1 for a pixel past its row's width or past the last output row.
+inline std::vector<int64_t> pitched_destinations(int64_t rows_out, int64_t width, int64_t pitch) {
+  const int64_t V = (rows_out - 1) * pitch + width, blocks = (V + 31) / 32;
+  std::vector<int64_t> dest((size_t)(blocks * 32));
+  for (int64_t v = 0; v < blocks * 32; ++v) {
+    const int64_t oh = v / pitch, ow = v - oh * pitch;
+    dest[(size_t)v] = v < V && ow < width ? oh * width + ow : -1;
+  }
+  return dest;
+}
+
+// work(q0, q1, b0, b1) over `pairs` pairs of weight panels and `blocks` blocks of 32 pixels, on
+// `threads` threads: each thread a share of the pairs, or of the blocks where there are fewer
+// pairs than threads (one image's product on the AMX tiles; every sum is made alike whatever the
+// split).
+template <class Work>
+void share_pairs_or_blocks(int threads, int64_t pairs, int64_t blocks, const Work& work) {
+  if (threads <= 1 || (pairs < 2 && blocks < 2)) return work(0, pairs, 0, blocks);
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    if (pairs >= nt)
+      work(t * pairs / nt, (t + 1) * pairs / nt, 0, blocks);
+    else
+      work(0, pairs, t * blocks / nt, (t + 1) * blocks / nt);
+  }
+}
 
 // One product C (M,N) = (accumulate ? C : 0) + A (M,K) @ B (K,N); strides as in sgemm().
 struct GemmArgs {

@@ -543,8 +543,7 @@ void run_amx(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Ep
   auto worker = [&](int64_t lo, int64_t hi) {
     thread_local std::vector<uint8_t> rows_buf;
     rows_buf.resize((size_t)(run_blocks * kRows * kq) + 64);
-    // At a cache line's start: a tile row of 64 codes is then one line, not two.
-    uint8_t* rows_at = rows_buf.data() + (64 - reinterpret_cast<uintptr_t>(rows_buf.data()) % 64) % 64;
+    uint8_t* rows_at = cache_line_start(rows_buf.data());  // a tile row of 64 codes one line
     std::vector<const uint8_t*> ptrs((size_t)(kInt8MR * S));
     int64_t gathered = -1;
     for (int64_t it = lo; it < hi; ++it) item(it, ptrs, rows_at, gathered);
@@ -579,15 +578,11 @@ bool image_on_tiles(int64_t M, const Int8A& a, const Int8PackedWeights& B) {
 void run_amx_image(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y,
                    int64_t y_row, int64_t y_col, bool parallel) {
   const Int8Image& im = *a.image;
-  const int64_t N = B.cols(), S = a.segments, rows_out = M / im.width;
-  const int64_t V = (rows_out - 1) * im.pitch + im.width;  // pixels the product runs over
-  const int64_t blocks = (V + 31) / 32, panels_b = (N + kInt8NR - 1) / kInt8NR, pairs = (panels_b + 1) / 2;
-  // Where each pixel's row of sums goes in y (-1: past its row's width, or past the end).
-  std::vector<int64_t> dest((size_t)(blocks * 32));
-  for (int64_t v = 0; v < blocks * 32; ++v) {
-    const int64_t oh = v / im.pitch, ow = v - oh * im.pitch;
-    dest[(size_t)v] = v < V && ow < im.width ? oh * im.width + ow : -1;
-  }
+  const int64_t N = B.cols(), S = a.segments;
+  // Where each pixel's row of sums goes in y (-1: past its row's width, or past the end), for
+  // the blocks of 32 pixels the product runs over.
+  const std::vector<int64_t> dest = detail::pitched_destinations(M / im.width, im.width, im.pitch);
+  const int64_t blocks = (int64_t)dest.size() / 32, panels_b = (N + kInt8NR - 1) / kInt8NR, pairs = (panels_b + 1) / 2;
   auto work = [&](int64_t q0, int64_t q1, int64_t b0, int64_t b1) {
     alignas(64) int32_t acc[4 * 256];
     for (int64_t q = q0; q < q1; ++q) {
@@ -598,28 +593,14 @@ void run_amx_image(int64_t M, const Int8A& a, const Int8PackedWeights& B, const 
                                     B.panel(pb), second ? B.panel(pb + 1) : nullptr, acc);
         for (int h = 0; h < (second ? 2 : 1); ++h) {
           const int64_t jh = (pb + h) * kInt8NR, cols = std::min(kInt8NR, N - jh);
-          for (int half = 0; half < 2; ++half) {
-            const int64_t* d = dest.data() + blk * 32 + half * 16;
-            const int32_t* tile = acc + (2 * half + h) * 256;
-            if (d[0] >= 0 && d[15] == d[0] + 15)  // 16 pixels of one output row
-              detail::amx_int8_store(tile, d[0], 16, jh, cols, e, y, y_row, y_col);
-            else
-              detail::amx_int8_store_mapped(tile, d, 16, jh, cols, e, y, y_row, y_col);
-          }
+          for (int half = 0; half < 2; ++half)
+            detail::amx_int8_store_mapped(acc + (2 * half + h) * 256, dest.data() + blk * 32 + half * 16, 16, jh,
+                                          cols, e, y, y_row, y_col);
         }
       }
     }
   };
-  const int threads = parallel && !omp_in_parallel() ? omp_get_max_threads() : 1;
-  if (threads <= 1 || (pairs < 2 && blocks < 2)) return work(0, pairs, 0, blocks);
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    if (pairs >= nt)
-      work(t * pairs / nt, (t + 1) * pairs / nt, 0, blocks);
-    else
-      work(0, pairs, t * blocks / nt, (t + 1) * blocks / nt);
-  }
+  detail::share_pairs_or_blocks(parallel && !omp_in_parallel() ? omp_get_max_threads() : 1, pairs, blocks, work);
 }
 #endif
 
