@@ -3,7 +3,7 @@
 // kernel of the path the process runs: OCRT_CPU_ISA=avx2 for the vpmaddubsw one), on the shapes
 // CRNN's inference gives it: GFLOP/s (GOP/s for int8), and the fraction of the path's peak.
 //
-//   bench_gemm [--threads N] [--reps R] [--ghz F] [--json FILE]
+//   bench_gemm [--threads N] [--reps R] [--ghz F] [--json FILE] [--conv-only]
 //
 // Shapes (batch 32, a 32 x 400 line, ops/cpu/conv.cpp's chunking of samples into >= 2048 GEMM
 // columns): the convolutions as W (Cout, C k k) @ col (C k k, columns), the LSTM's input
@@ -36,6 +36,7 @@
 #include <immintrin.h>
 #endif
 
+#include "ops/cpu/conv_amx.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/cpu/int8_gemm.h"
 #include "runtime/cpu_isa.h"
@@ -125,7 +126,7 @@ __attribute__((target("amx-tile,amx-bf16,amx-int8"))) double amx_tile_rate(bool 
 }
 #endif
 
-struct Shape {
+struct GemmShape {
   const char* name;
   int64_t M, N, K;
   bool b_transposed;  // B read as the transpose of a row-major (N, K) weight
@@ -135,6 +136,7 @@ struct Shape {
 
 int main(int argc, char** argv) {
   int threads = 2, reps = 5;
+  bool conv_only = false;  // only the AMX convolutions' rows
   double ghz = 0;
   std::string json_path;
   for (int i = 1; i < argc; ++i) {
@@ -150,14 +152,15 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = std::max(1, std::stoi(next()));
     else if (a == "--ghz") ghz = std::stod(next());
     else if (a == "--json") json_path = next();
+    else if (a == "--conv-only") conv_only = true;
     else {
-      std::fprintf(stderr, "usage: bench_gemm [--threads N] [--reps R] [--ghz F] [--json FILE]\n");
+      std::fprintf(stderr, "usage: bench_gemm [--threads N] [--reps R] [--ghz F] [--json FILE] [--conv-only]\n");
       return 2;
     }
   }
   set_num_threads(threads);
   if (ghz <= 0) ghz = measured_ghz();
-  const std::vector<Shape> shapes = {
+  const std::vector<GemmShape> shapes = {
       {"conv0 1->64 k3", 64, 12800, 9, false},       {"conv1 64->128 k3", 128, 3200, 576, false},
       {"conv2 128->256 k3", 256, 2048, 1152, false}, {"conv3 256->256 k3", 256, 2048, 2304, false},
       {"conv4 256->512 k3", 512, 2080, 2304, false}, {"conv5 512->512 k3", 512, 2080, 4608, false},
@@ -177,7 +180,7 @@ int main(int argc, char** argv) {
   std::printf("%-26s %-10s %-5s %10s %8s\n", "shape (M x N x K)", "path", "prec", "GFLOP/s", "of peak");
   Json rows = Json::array();
   // One result: printed (path as the table names it), and kept for --json (path as recorded).
-  auto record = [&](const Shape& s, const char* path, const char* json_path_name, const char* precision, double rate,
+  auto record = [&](const GemmShape& s, const char* path, const char* json_path_name, const char* precision, double rate,
                     double peak) {
     char shape[64];
     std::snprintf(shape, sizeof shape, "%s (%lldx%lldx%lld)", s.name, (long long)s.M, (long long)s.N, (long long)s.K);
@@ -191,7 +194,8 @@ int main(int argc, char** argv) {
     r.set("fraction_of_peak", peak > 0 ? rate / peak : 0.0);
     rows.as_array().push_back(r);
   };
-  for (const Shape& s : shapes) {
+  for (const GemmShape& s : shapes) {
+    if (conv_only) break;
     std::vector<float> a((size_t)(s.M * s.K)), b((size_t)(s.K * s.N)), c((size_t)(s.M * s.N));
     for (size_t i = 0; i < a.size(); ++i) a[i] = (float)((i * 37 % 101) - 50) / 50.f;
     for (size_t i = 0; i < b.size(); ++i) b[i] = (float)((i * 53 % 103) - 51) / 51.f;
@@ -232,6 +236,35 @@ int main(int argc, char** argv) {
       const bool amx = cpu_has_amx_int8(), vnni = cpu_has_avx512_vnni();
       const double peak = amx ? amx_int8_peak : (vnni ? 256 : 128) * ghz * threads;
       record(s, amx ? "amx" : vnni ? "vnni" : "avx2", cpu::int8_gemm_kernel_name(), "int8", rate, peak);
+    }
+  }
+  // The bf16 convolutions on AMX tiles (ops/cpu/conv_amx.h), crnn's 3x3 layers as a batch of 32
+  // lines of 32 x 400 gives them: the image read in place, the whole layer timed (the image made
+  // channels last in bf16, the tiles, the store into NCHW float32).
+  if (cpu_isa() == CpuIsa::amx) {
+    struct ConvShape {
+      const char* name;
+      int64_t C, Cout, H, W;
+    };
+    const std::vector<ConvShape> convs = {{"conv1 64->128 k3", 64, 128, 16, 200},
+                                          {"conv2 128->256 k3", 128, 256, 8, 100},
+                                          {"conv3 256->256 k3", 256, 256, 8, 100},
+                                          {"conv4 256->512 k3", 256, 512, 4, 101},
+                                          {"conv5 512->512 k3", 512, 512, 4, 101}};
+    cpu::MatmulPrecisionScope bf16_scope(cpu::MatmulPrecision::bf16);
+    const int64_t N = 32;
+    for (const ConvShape& cs : convs) {
+      std::vector<float> x((size_t)(N * cs.C * cs.H * cs.W)), w((size_t)(cs.Cout * cs.C * 9)),
+          y((size_t)(N * cs.Cout * cs.H * cs.W));
+      for (size_t i = 0; i < x.size(); ++i) x[i] = (float)((i * 37 % 101) - 50) / 50.f;
+      for (size_t i = 0; i < w.size(); ++i) w[i] = (float)((i * 53 % 103) - 51) / 51.f;
+      Conv2dParams p;
+      p.pad_h = p.pad_w = 1;
+      const GemmShape s{cs.name, cs.Cout, N * cs.H * cs.W, cs.C * 9, false};
+      const double rate = median_rate(2.0 * s.M * s.N * s.K, reps, [&] {
+        cpu::amx_bf16_conv2d(x.data(), w.data(), nullptr, y.data(), N, cs.C, cs.H, cs.W, cs.Cout, 3, 3, p);
+      });
+      record(s, "amx conv", "amx_conv", "bf16", rate, amx_bf16_peak);
     }
   }
   if (!json_path.empty()) {

@@ -283,6 +283,32 @@ void winograd_backward(const float* xp, const float* wp, const float* dyp, const
 }
 #endif
 
+// dx of a stride-1, undilated layer in bf16 on AMX tiles (conv_amx.h), where they apply: the
+// convolution of dy, padded by k - 1 - pad, with every filter turned by 180 degrees and the
+// channel roles swapped,
+//   dx[n, c, h, w] = sum over k, i, j of dy[n, k, h + pad - i, w + pad - j] w[k, c, i, j]
+//                  = conv2d(dy, w')[n, c, h, w]   with w'[c, k, i, j] = w[k, c, kh-1-i, kw-1-j]
+// (Winograd's backward below is the same identity for 3x3). Sets dxp to null when done.
+void amx_backward_input(const float* wp, const float* dyp, const Geometry& g, float*& dxp) {
+  const Conv2dParams& p = g.p;
+  if (p.groups != 1 || p.stride_h != 1 || p.stride_w != 1 || p.dilation_h != 1 || p.dilation_w != 1 ||
+      p.pad_h > g.kh - 1 || p.pad_w > g.kw - 1)
+    return;
+  Conv2dParams turned_p = p;
+  turned_p.pad_h = g.kh - 1 - p.pad_h;
+  turned_p.pad_w = g.kw - 1 - p.pad_w;
+  if (!cpu::amx_conv_applies(g.Cout, g.C, g.kh, g.kw, turned_p)) return;
+  const int64_t taps = g.kh * g.kw;
+  Tensor turned_mem;
+  float* turned = scratch<float>(turned_mem, g.C * g.Cout * taps);
+#pragma omp parallel for schedule(static) if (g.C * g.Cout * taps > cpu::kParallelGrain)
+  for (int64_t c = 0; c < g.C; ++c)
+    for (int64_t k = 0; k < g.Cout; ++k)
+      for (int64_t t = 0; t < taps; ++t) turned[(c * g.Cout + k) * taps + t] = wp[(k * g.C + c) * taps + (taps - 1 - t)];
+  cpu::amx_bf16_conv2d(dyp, turned, nullptr, dxp, g.N, g.Cout, g.Ho, g.Wo, g.C, g.kh, g.kw, turned_p);
+  dxp = nullptr;  // done
+}
+
 // dx and dw (either may be null) through im2col and GEMM, a chunk of samples at a time (the
 // file's opening comment).
 template <class T>
@@ -346,6 +372,9 @@ void conv2d_backward_typed(const Tensor& x, const Tensor& w, const Tensor& dy, c
   T* dxp = dx.defined() ? dx.data<T>() : nullptr;
   T* dwp = dw.defined() ? dw.data<T>() : nullptr;
   if (db.defined()) bias_grad(dyp, g, db.data<T>());
+  if constexpr (std::is_same_v<T, float>) {
+    if (dxp) amx_backward_input(wp, dyp, g, dxp);
+  }
 #if defined(OCRT_CPU_WINOGRAD)
   if constexpr (std::is_same_v<T, float>) {
     if (params.fast && cpu::winograd_applies(g.C, g.Cout, g.kh, g.kw, params))

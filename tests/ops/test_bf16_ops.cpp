@@ -135,6 +135,24 @@ TEST_CASE("conv2d in bf16 on AMX tiles: within the bf16 bound on rows narrower a
                       g.Cout, g.k, g.k, Ho, Wo, p);
     require_within_bf16_bound(y2, ref2, abs_terms, g.k * g.k * g.C + 1, "AMX bf16 y, weights changed in place");
     CHECK(y1.to_vector<float>() == first);
+    // dx of an undilated layer is the convolution of dy with the turned filters, on the tiles as
+    // well (ops/cpu/conv.cpp, amx_backward_input) where dy's channels allow it (else im2col: exact
+    // mode, so that no Winograd, with its wider bound, takes it).
+    if (g.dil == 1) {
+      ConvModeScope exact(ConvMode::exact);
+      const Tensor dy = det_uniform({g.N, g.Cout, Ho, Wo}, 730 + gi, -1, 1, DType::f32);
+      Tensor xg = x.clone();
+      xg.set_requires_grad(true);
+      conv2d(xg, w, b, opt).backward(dy);
+      Tensor dx = Tensor::empty(x.shape()), dx_abs = Tensor::empty(x.shape()), dw = Tensor::empty(w.shape()),
+             db = Tensor::empty(b.shape());
+      reference::conv2d_backward(x.data<float>(), w.data<float>(), dy.data<float>(), dx.data<float>(),
+                                 dw.data<float>(), db.data<float>(), g.N, g.C, g.H, g.W, g.Cout, g.k, g.k, Ho, Wo, p);
+      const Tensor ady = abs(dy);
+      reference::conv2d_backward(ax.data<float>(), aw.data<float>(), ady.data<float>(), dx_abs.data<float>(),
+                                 dw.data<float>(), db.data<float>(), g.N, g.C, g.H, g.W, g.Cout, g.k, g.k, Ho, Wo, p);
+      require_within_bf16_bound(xg.grad(), dx, dx_abs, g.k * g.k * g.Cout, "AMX bf16 dx");
+    }
   }
 }
 
