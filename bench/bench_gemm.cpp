@@ -37,6 +37,7 @@
 #endif
 
 #include "ops/cpu/conv_amx.h"
+#include "ops/cpu/winograd.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/cpu/int8_gemm.h"
 #include "runtime/cpu_isa.h"
@@ -265,6 +266,24 @@ int main(int argc, char** argv) {
         cpu::amx_bf16_conv2d(x.data(), w.data(), nullptr, y.data(), N, cs.C, cs.H, cs.W, cs.Cout, 3, 3, p);
       });
       record(s, "amx conv", "amx_conv", "bf16", rate, amx_bf16_peak);
+      // The weight gradient of the same layer (training's backward): on the tiles, and through
+      // Winograd in bf16 (what bf16 training took before), timed in turns, best of each.
+      std::vector<float> dw(w.size());
+      const double flop = 2.0 * s.M * s.N * s.K;
+      double amx_best = 0, winograd_best = 0;
+      for (int r = 0; r < reps; ++r) {
+        amx_best = std::max(amx_best, median_rate(flop, 1, [&] {
+          cpu::amx_bf16_conv2d_weight_grad(x.data(), y.data(), dw.data(), N, cs.C, cs.H, cs.W, cs.Cout, 3, 3, p);
+        }));
+        winograd_best = std::max(winograd_best, median_rate(flop, 1, [&] {
+          cpu::winograd_conv2d_weight_grad(x.data(), y.data(), dw.data(), N, cs.C, cs.H, cs.W, cs.Cout, 1, 1);
+        }));
+      }
+      char name[64];
+      std::snprintf(name, sizeof name, "dw %s", cs.name);
+      const GemmShape d{name, cs.Cout, cs.C * 9, N * cs.H * cs.W, false};
+      record(d, "amx dw", "amx_conv_weight_grad", "bf16", amx_best, amx_bf16_peak);
+      record(d, "winograd", "winograd_weight_grad", "bf16", winograd_best, amx_bf16_peak);
     }
   }
   if (!json_path.empty()) {

@@ -374,6 +374,10 @@ void conv2d_backward_typed(const Tensor& x, const Tensor& w, const Tensor& dy, c
   if (db.defined()) bias_grad(dyp, g, db.data<T>());
   if constexpr (std::is_same_v<T, float>) {
     if (dxp) amx_backward_input(wp, dyp, g, dxp);
+    if (dwp && cpu::amx_weight_grad_applies(g.C, g.Cout, g.kh, g.kw, params)) {
+      cpu::amx_bf16_conv2d_weight_grad(xp, dyp, dwp, g.N, g.C, g.H, g.W, g.Cout, g.kh, g.kw, params);
+      dwp = nullptr;  // done
+    }
   }
 #if defined(OCRT_CPU_WINOGRAD)
   if constexpr (std::is_same_v<T, float>) {

@@ -226,9 +226,96 @@ void amx_bf16_conv2d_each(const float* x, const float* w, const float* bias, int
   amx_conv(x, w, bias, nullptr, N, C, H, W, Cout, kh, kw, p, &done);
 }
 
+bool amx_weight_grad_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p) {
+  return amx_conv_applies(C, Cout, kh, kw, p) && Cout % 32 == 0;
+}
+
+// dw[k, c, i, j] = sum over n, oh, ow of dy[n, k, oh, ow] x_padded[n, c, oh + i dh, ow + j dw], a
+// product of Cout rows by C kh kw columns over every output pixel of every image. The pixels run
+// over the padded image's grid as the forward's do: output pixel (oh, ow) is grid pixel q = oh
+// Wp + ow, where dy is zero past each row's end (the pitch - width pixels), and tap t's input
+// pixel is q + off[t]. A tile's K is 32 grid pixels: its rows (output channels) read 32 bf16 of
+// dy's row straight from dz (dy on the grid, bf16, one row a channel), its columns (16 input
+// channels of one tap) 16 pairs of neighbouring pixels (q, q + 1) from xi (every grid pixel's
+// pair with the next one, channels last), starting at q + off[t] whether that is odd or even.
+// Each 32 x 32 block of dw (32 output by 32 input channels, one tap) sums in the tiles over all of
+// a group's images; groups of images (as many as keep a block's slices of dz and xi under
+// kGroupBytes) add into the blocks' sums in turn. A block's sums come in a fixed order whatever
+// the thread count (threads share out blocks, never pixels).
+void amx_bf16_conv2d_weight_grad(const float* x, const float* dy, float* dw, int64_t N, int64_t C, int64_t H,
+                                 int64_t W, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p) {
+  const int64_t dh = p.dilation_h, dwl = p.dilation_w, ph = p.pad_h, pw = p.pad_w;
+  const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw;
+  const int64_t Ho = Hp - dh * (kh - 1), Wo = Wp - dwl * (kw - 1);
+  OCRT_CHECK(Ho >= 1 && Wo >= 1, "conv2d: the input is smaller than the kernel");
+  const int64_t taps = kh * kw, Q = (Ho * Wp + 31) / 32 * 32, steps = Q / 32;
+  std::vector<int64_t> off;  // each tap's input pixel from the output pixel, on the grid
+  for (int64_t i = 0; i < kh; ++i)
+    for (int64_t j = 0; j < kw; ++j) off.push_back(i * dh * Wp + j * dwl);
+  // xi's pixels: as far as the last step's pairs reach (Q - 1 + off.back() < L), and the whole
+  // padded image (L >= Hp Wp); the planes behind it 16 values further (the pairs' vector reads).
+  const int64_t L = (Q + off.back() + 15) / 16 * 16, length = L + 32;
+  const int64_t KB = Cout / 32, CB = C / 32, blocks = CB * KB * taps;
+  const int64_t slice_bytes = 32 * Q * 2 + L * 128;  // an image's share of a block's dz and xi slices
+  constexpr int64_t kGroupBytes = int64_t(1) << 20;
+  const int64_t group = std::clamp<int64_t>(kGroupBytes / slice_bytes, 1, N);
+  const int64_t dz_image = Cout * Q, xi_image = L * C;  // values an image (both multiples of 32)
+  // From the CPU caching allocator (runtime/cpu_allocator.h), not faulted in afresh every call.
+  const Tensor dz_mem = Tensor::empty({(group * dz_image + 32) / 2}, DType::f32);
+  const Tensor xi_mem = Tensor::empty({group * xi_image + 16}, DType::f32);
+  const Tensor acc_mem = Tensor::empty({blocks * 1024 + 16}, DType::f32);
+  uint16_t* dz = cache_line_start(reinterpret_cast<uint16_t*>(dz_mem.data<float>()));
+  uint32_t* xi = cache_line_start(reinterpret_cast<uint32_t*>(xi_mem.data<float>()));
+  float* acc = cache_line_start(acc_mem.data<float>());
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  for (int64_t n0 = 0; n0 < N; n0 += group) {
+    const int64_t count = std::min(group, N - n0);
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t n = n0 + i;
+      detail::amx_bf16_pitched_planes(dy + n * Cout * Ho * Wo, Cout, Ho, Wo, 0, 0, Wp, Q, dz + i * dz_image);
+      thread_local std::vector<uint16_t> planes;
+      planes.resize((size_t)(C * length));
+      detail::amx_bf16_pitched_planes(x + n * C * H * W, C, H, W, ph, pw, Wp, length, planes.data());
+      detail::amx_bf16_pixel_pairs(planes.data(), C, length, L, xi + i * xi_image);
+    }
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t t = b % taps, kb = (b / taps) % KB, cb = b / taps / KB;
+      const uint16_t* a[64];
+      const uint32_t* bp[64];
+      for (int64_t i0 = 0; i0 < count; i0 += 64) {
+        const int64_t n = std::min<int64_t>(64, count - i0);
+        for (int64_t i = 0; i < n; ++i) {
+          a[i] = dz + (i0 + i) * dz_image + kb * 32 * Q;
+          bp[i] = xi + (i0 + i) * xi_image + cb * L * 32 + off[t] * 32;
+        }
+        detail::amx_bf16_wgrad_tiles(a, bp, n, steps, Q, 64, acc + b * 1024, n0 > 0 || i0 > 0);
+      }
+    }
+  }
+  // The blocks' tiles into dw (Cout, C, kh, kw).
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t t = b % taps, kb = (b / taps) % KB, cb = b / taps / KB;
+    for (int64_t tile = 0; tile < 4; ++tile)
+      for (int64_t i = 0; i < 16; ++i)
+        for (int64_t j = 0; j < 16; ++j) {
+          const int64_t k = kb * 32 + (tile / 2) * 16 + i, c = cb * 32 + (tile % 2) * 16 + j;
+          dw[(k * C + c) * taps + t] = acc[b * 1024 + tile * 256 + i * 16 + j];
+        }
+  }
+}
+
 #else
 
 bool amx_conv_applies(int64_t, int64_t, int64_t, int64_t, const Conv2dParams&) { return false; }
+bool amx_weight_grad_applies(int64_t, int64_t, int64_t, int64_t, const Conv2dParams&) { return false; }
+
+void amx_bf16_conv2d_weight_grad(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t,
+                                 int64_t, int64_t, const Conv2dParams&) {
+  OCRT_CHECK(false, "conv2d: this build has no AMX kernels");
+}
 
 void amx_bf16_conv2d(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t,
                      int64_t, int64_t, const Conv2dParams&) {

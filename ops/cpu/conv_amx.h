@@ -47,4 +47,14 @@ void amx_bf16_conv2d_each(const float* x, const float* w, const float* bias, int
                           int64_t W, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p,
                           const AmxConvDone& done);
 
+// Whether amx_bf16_conv2d_weight_grad computes this layer's dw here: amx_conv_applies and Cout a
+// multiple of 32.
+bool amx_weight_grad_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p);
+
+// dw (Cout, C, kh, kw) = the weight gradient of conv2d(x (N, C, H, W), w) given dy (N, Cout, Ho,
+// Wo), with p's padding and dilation (stride 1): x and dy rounded to bf16, the sums in float32 on
+// the tiles. Written, not added to. The same bits on any thread count.
+void amx_bf16_conv2d_weight_grad(const float* x, const float* dy, float* dw, int64_t N, int64_t C, int64_t H,
+                                 int64_t W, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p);
+
 }  // namespace ocrt::cpu

@@ -427,6 +427,79 @@ void amx_f32_store_mapped(const float* tile, const int64_t* dest, int64_t j0, in
   amx::store_columns_mapped(r, dest, 16, j0, cols, y, y_col);
 }
 
+// ---- bf16 weight gradients on tiles (ops/cpu/conv_amx.h) ----
+
+void amx_bf16_pitched_planes(const float* x, int64_t C, int64_t H, int64_t W, int64_t top, int64_t left,
+                             int64_t pitch, int64_t length, uint16_t* dst) {
+  for (int64_t c = 0; c < C; ++c) {
+    uint16_t* plane = dst + c * length;
+    std::fill(plane, plane + length, uint16_t(0));
+    for (int64_t h = 0; h < H; ++h) {
+      const float* src = x + (c * H + h) * W;
+      uint16_t* out = plane + (top + h) * pitch + left;
+      for (int64_t w0 = 0; w0 < W; w0 += 16) {
+        const __mmask16 mask = (__mmask16)((1u << std::min<int64_t>(16, W - w0)) - 1);
+        const __m256i v = (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, src + w0));
+        _mm256_mask_storeu_epi16(out + w0, mask, v);
+      }
+    }
+  }
+}
+
+void amx_bf16_pixel_pairs(const uint16_t* planes, int64_t C, int64_t length, int64_t L, uint32_t* xi) {
+  for (int64_t q0 = 0; q0 < L; q0 += 16)
+    for (int64_t c0 = 0; c0 < C; c0 += 16) {
+      __m512i r[16];
+      for (int i = 0; i < 16; ++i) {
+        const uint16_t* at = planes + (c0 + i) * length + q0;
+        const __m512i lo = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(at)));
+        const __m512i hi = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(at + 1)));
+        r[i] = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));  // channel c0 + i's pairs of pixels q0 ..
+      }
+      amx::transpose16(r);  // r[j] = pixel q0 + j's pairs of 16 channels
+      uint32_t* slab = xi + (c0 / 32) * L * 32 + c0 % 32;
+      for (int j = 0; j < 16; ++j) _mm512_store_si512(slab + (q0 + j) * 32, r[j]);
+    }
+}
+
+void amx_bf16_wgrad_tiles(const uint16_t* const* a, const uint32_t* const* b, int64_t count, int64_t steps,
+                          int64_t lda, int64_t ldb, float* c, bool accumulate) {
+  amx_configure_tiles();
+  constexpr int64_t kRow = 64;
+  if (accumulate) {
+    _tile_loadd(0, c, kRow);
+    _tile_loadd(1, c + 256, kRow);
+    _tile_loadd(2, c + 512, kRow);
+    _tile_loadd(3, c + 768, kRow);
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+  const int64_t a_stride = lda * (int64_t)sizeof(uint16_t), b_stride = ldb * (int64_t)sizeof(uint32_t);
+  for (int64_t i = 0; i < count; ++i) {
+    const uint16_t* ai = a[i];
+    const uint32_t* bi = b[i];
+    for (int64_t s = 0; s < steps; ++s) {
+      const uint16_t* at = ai + s * 32;
+      const uint32_t* bt = bi + s * 16 * ldb;
+      _tile_loadd(4, at, a_stride);
+      _tile_loadd(5, at + 16 * lda, a_stride);
+      _tile_loadd(6, bt, b_stride);
+      _tile_loadd(7, bt + 16, b_stride);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  _tile_stored(0, c, kRow);
+  _tile_stored(1, c + 256, kRow);
+  _tile_stored(2, c + 512, kRow);
+  _tile_stored(3, c + 768, kRow);
+}
+
 }  // namespace ocrt::cpu::detail
 
 #pragma GCC diagnostic pop

@@ -127,6 +127,24 @@ void amx_bf16_conv_tiles(const uint32_t* a, int64_t pixel, const int64_t* tap_by
 void amx_f32_store_mapped(const float* tile, const int64_t* dest, int64_t j0, int64_t cols, const float* bias,
                           float* y, int64_t y_col);
 
+// bf16 weight gradients on AMX tiles (ops/cpu/conv_amx.h, amx_bf16_conv2d_weight_grad):
+// C planes (H x W float32) as bf16 planes of `length` values each (plane c at dst + c * length),
+// value (h, w) at (top + h) * pitch + left + w and zeros everywhere else; rounded as the bf16
+// kernels round (vcvtneps2bf16).
+void amx_bf16_pitched_planes(const float* x, int64_t C, int64_t H, int64_t W, int64_t top, int64_t left,
+                             int64_t pitch, int64_t length, uint16_t* dst);
+// Pairs of neighbouring pixels, in slabs of 32 channels, channels last in each: the bf16 pair
+// (planes[c][q], planes[c][q + 1]) at xi[(c / 32) * L * 32 + q * 32 + c % 32] for q < L (a
+// multiple of 16), C a multiple of 32. Reads each plane up to value L + 16 (length > L + 16).
+void amx_bf16_pixel_pairs(const uint16_t* planes, int64_t C, int64_t length, int64_t L, uint32_t* xi);
+// Four 16 x 16 float32 tiles (c: rows 0-15 x columns 0-15, 0-15 x 16-31, 16-31 x 0-15, 16-31 x
+// 16-31) of sum over i < count, pixel pairs of A's rows against B: A's 32 rows at a[i] (row r at
+// a[i] + r * lda bf16 values, K along the row), B's K at b[i] as rows of pairs (pair row p of a
+// step at b[i] + p * ldb, 32 columns of pairs); `steps` steps of 32 values of K each. accumulate:
+// added to what c holds.
+void amx_bf16_wgrad_tiles(const uint16_t* const* a, const uint32_t* const* b, int64_t count, int64_t steps,
+                          int64_t lda, int64_t ldb, float* c, bool accumulate);
+
 // out[i] = the bf16 bits of src[i] by the instruction the bf16 kernel packs with (vcvtne2ps2bf16),
 // for n a multiple of 32; tests compare it with runtime/bf16.h on every exponent.
 void avx512bf16_convert(const float* src, int64_t n, uint16_t* out);

@@ -91,7 +91,8 @@ TEST_CASE("conv2d in bf16 on AMX tiles: within the bf16 bound on rows narrower a
     int64_t N, C, H, W, Cout, k, pad, dil;
   };
   const std::vector<Geo> geos = {{1, 32, 3, 1, 16, 3, 1, 1},  {3, 64, 4, 26, 40, 3, 1, 1}, {1, 96, 5, 17, 17, 3, 2, 2},
-                                 {2, 32, 2, 50, 48, 1, 0, 1}, {1, 64, 2, 33, 128, 2, 0, 1}, {2, 128, 3, 7, 16, 3, 1, 1}};
+                                 {2, 32, 2, 50, 48, 1, 0, 1}, {1, 64, 2, 33, 128, 2, 0, 1}, {2, 128, 3, 7, 16, 3, 1, 1},
+                                 {3, 32, 5, 21, 64, 3, 2, 2},  {2, 64, 4, 9, 96, 3, 1, 1}};
   for (size_t gi = 0; gi < geos.size(); ++gi) {
     const Geo& g = geos[gi];
     INFO("geometry " << gi);
@@ -152,6 +153,29 @@ TEST_CASE("conv2d in bf16 on AMX tiles: within the bf16 bound on rows narrower a
       reference::conv2d_backward(ax.data<float>(), aw.data<float>(), ady.data<float>(), dx_abs.data<float>(),
                                  dw.data<float>(), db.data<float>(), g.N, g.C, g.H, g.W, g.Cout, g.k, g.k, Ho, Wo, p);
       require_within_bf16_bound(xg.grad(), dx, dx_abs, g.k * g.k * g.Cout, "AMX bf16 dx");
+    }
+    // dw on the tiles (amx_bf16_conv2d_weight_grad) where Cout is a multiple of 32: within the
+    // bound of a product as long as the pixels of all images, the same bits on 1-3 threads.
+    if (cpu::amx_weight_grad_applies(g.C, g.Cout, g.k, g.k, p)) {
+      const Tensor dy = det_uniform({g.N, g.Cout, Ho, Wo}, 740 + gi, -1, 1, DType::f32);
+      Tensor dx = Tensor::empty(x.shape()), dw = Tensor::empty(w.shape()), dw_abs = Tensor::empty(w.shape()),
+             db = Tensor::empty(b.shape());
+      reference::conv2d_backward(x.data<float>(), w.data<float>(), dy.data<float>(), dx.data<float>(),
+                                 dw.data<float>(), db.data<float>(), g.N, g.C, g.H, g.W, g.Cout, g.k, g.k, Ho, Wo, p);
+      const Tensor ady = abs(dy);
+      reference::conv2d_backward(ax.data<float>(), aw.data<float>(), ady.data<float>(), dx.data<float>(),
+                                 dw_abs.data<float>(), db.data<float>(), g.N, g.C, g.H, g.W, g.Cout, g.k, g.k, Ho, Wo, p);
+      std::vector<float> first_dw;
+      for (int threads : {1, 2, 3}) {
+        set_num_threads(threads);
+        Tensor wg = w.clone();
+        wg.set_requires_grad(true);
+        conv2d(x, wg, b, opt).backward(dy);
+        require_within_bf16_bound(wg.grad(), dw, dw_abs, g.N * Ho * Wo, "AMX bf16 dw");
+        if (first_dw.empty()) first_dw = wg.grad().to_vector<float>();
+        else CHECK(wg.grad().to_vector<float>() == first_dw);
+      }
+      set_num_threads(saved);
     }
   }
 }
