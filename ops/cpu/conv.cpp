@@ -298,14 +298,7 @@ void amx_backward_input(const float* wp, const float* dyp, const Geometry& g, fl
   turned_p.pad_h = g.kh - 1 - p.pad_h;
   turned_p.pad_w = g.kw - 1 - p.pad_w;
   if (!cpu::amx_conv_applies(g.Cout, g.C, g.kh, g.kw, turned_p)) return;
-  const int64_t taps = g.kh * g.kw;
-  Tensor turned_mem;
-  float* turned = scratch<float>(turned_mem, g.C * g.Cout * taps);
-#pragma omp parallel for schedule(static) if (g.C * g.Cout * taps > cpu::kParallelGrain)
-  for (int64_t c = 0; c < g.C; ++c)
-    for (int64_t k = 0; k < g.Cout; ++k)
-      for (int64_t t = 0; t < taps; ++t) turned[(c * g.Cout + k) * taps + t] = wp[(k * g.C + c) * taps + (taps - 1 - t)];
-  cpu::amx_bf16_conv2d(dyp, turned, nullptr, dxp, g.N, g.Cout, g.Ho, g.Wo, g.C, g.kh, g.kw, turned_p);
+  cpu::amx_bf16_conv2d_turned(dyp, wp, dxp, g.N, g.Cout, g.Ho, g.Wo, g.C, g.kh, g.kw, turned_p);
   dxp = nullptr;  // done
 }
 

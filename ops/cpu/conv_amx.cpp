@@ -40,43 +40,69 @@ struct PanelKey {
 struct Panels {
   PanelKey key;
   int64_t rows = 0;  // pair rows a panel: taps * C / 2
-  std::unique_ptr<uint32_t, void (*)(void*)> data{nullptr, std::free};
+  std::unique_ptr<uint32_t, void (*)(void*)> owned{nullptr, std::free};  // null: data is a thread's buffer
+  uint32_t* data = nullptr;
   size_t bytes = 0;
-  const uint32_t* panel(int64_t q) const { return data.get() + q * rows * kPanel; }
+  const uint32_t* panel(int64_t q) const { return data + q * rows * kPanel; }
 };
 
-std::shared_ptr<const Panels> pack(const PanelKey& key, const float* w) {
-  auto p = std::make_shared<Panels>();
-  p->key = key;
-  const int64_t C = key.C, taps = key.taps, K = taps * C, panels = (key.Cout + kPanel - 1) / kPanel;
-  p->rows = K / 2;
-  p->bytes = (size_t)(panels * p->rows * kPanel) * sizeof(uint32_t);
-  p->data.reset((uint32_t*)std::aligned_alloc(64, std::max<size_t>(p->bytes, 64)));
-  OCRT_CHECK(p->data != nullptr, "conv2d: out of memory for ", p->bytes, " bytes of packed weights");
+size_t panel_bytes(int64_t C, int64_t Cout, int64_t taps) {
+  return (size_t)((Cout + kPanel - 1) / kPanel * kPanel * taps * C / 2) * sizeof(uint32_t);
+}
+
+// w into p's panels (p->key says its shape). turned: w is the forward's (C_f = Cout, Cout_f = C,
+// kh, kw) and the panels are of the convolution of dx (conv2d.cpp's amx_backward_input): output
+// channel co takes input channel c at tap t from w[c, co, taps - 1 - t], the filter turned by 180
+// degrees. Each pair row's 16 columns are written side by side.
+void pack_into(Panels& p, const float* w, bool turned) {
+  const int64_t C = p.key.C, Cout = p.key.Cout, taps = p.key.taps, panels = (Cout + kPanel - 1) / kPanel;
+  p.rows = taps * C / 2;
+  auto at = [&](int64_t co, int64_t c, int64_t t) {
+    return turned ? w[(c * Cout + co) * taps + taps - 1 - t] : w[(co * C + c) * taps + t];
+  };
 #pragma omp parallel for schedule(static)
   for (int64_t q = 0; q < panels; ++q) {
-    uint32_t* out = p->data.get() + q * p->rows * kPanel;
-    for (int64_t j = 0; j < kPanel; ++j) {
-      const int64_t co = q * kPanel + j;
-      for (int64_t t = 0; t < taps; ++t)
-        for (int64_t c = 0; c < C; c += 2) {  // C is even: a pair never straddles two taps
-          const int64_t kp = (t * C + c) / 2;
-          out[kp * kPanel + j] =
-              co < key.Cout ? bf16_pair(w[(co * C + c) * taps + t], w[(co * C + c + 1) * taps + t]) : 0u;
+    uint32_t* out = p.data + q * p.rows * kPanel;
+    for (int64_t t = 0; t < taps; ++t)
+      for (int64_t c = 0; c < C; c += 2) {  // C is even: a pair never straddles two taps
+        uint32_t* row = out + (t * C + c) / 2 * kPanel;
+        for (int64_t j = 0; j < kPanel; ++j) {
+          const int64_t co = q * kPanel + j;
+          row[j] = co < Cout ? bf16_pair(at(co, c, t), at(co, c + 1, t)) : 0u;
         }
-    }
+      }
   }
+}
+
+// Turned weights for one call, in a buffer of the calling thread's that only grows: the
+// backward's weights change every step, so they are never kept, and a buffer of the kernel's
+// (std::aligned_alloc) would fault its pages in afresh every call.
+std::shared_ptr<const Panels> pack_turned(const float* w, int64_t C, int64_t Cout, int64_t taps) {
+  thread_local std::unique_ptr<uint32_t, void (*)(void*)> buffer{nullptr, std::free};
+  thread_local size_t capacity = 0;
+  auto p = std::make_shared<Panels>();
+  p->key = PanelKey{w, C, Cout, taps, 0};
+  p->bytes = panel_bytes(C, Cout, taps);
+  if (capacity < p->bytes) {
+    buffer.reset((uint32_t*)std::aligned_alloc(64, (p->bytes + 63) / 64 * 64));
+    OCRT_CHECK(buffer != nullptr, "conv2d: out of memory for ", p->bytes, " bytes of packed weights");
+    capacity = p->bytes;
+  }
+  p->data = buffer.get();
+  pack_into(*p, w, true);
   return p;
 }
 
 // The packed weights kept between calls, newest use last, at most kKeptBytes in all; weights that
-// change in place (training) replace their own entry instead of adding one.
+// change in place (training) replace their own entry instead of adding one, in its memory when
+// no call still reads it.
 constexpr size_t kKeptBytes = size_t(128) << 20;
 std::mutex g_mu;
-std::list<std::shared_ptr<const Panels>> g_kept;
+std::list<std::shared_ptr<Panels>> g_kept;
 
 std::shared_ptr<const Panels> kept_panels(const float* w, int64_t C, int64_t Cout, int64_t taps) {
   const PanelKey key{w, C, Cout, taps, weights_fingerprint(w, Cout * C * taps)};
+  std::shared_ptr<Panels> made;
   {
     std::lock_guard<std::mutex> lock(g_mu);
     for (auto it = g_kept.begin(); it != g_kept.end(); ++it)
@@ -84,10 +110,26 @@ std::shared_ptr<const Panels> kept_panels(const float* w, int64_t C, int64_t Cou
         g_kept.splice(g_kept.end(), g_kept, it);
         return g_kept.back();
       }
+    // The same weights' stale entry, if no other call holds it: its memory is reused.
+    for (auto it = g_kept.begin(); it != g_kept.end(); ++it)
+      if ((*it)->key.w == w && (*it)->key.C == C && (*it)->key.Cout == Cout && (*it)->key.taps == taps &&
+          it->use_count() == 1) {
+        made = *it;
+        g_kept.erase(it);
+        break;
+      }
   }
-  std::shared_ptr<const Panels> made = pack(key, w);
+  if (!made) {
+    made = std::make_shared<Panels>();
+    made->bytes = panel_bytes(C, Cout, taps);
+    made->owned.reset((uint32_t*)std::aligned_alloc(64, (made->bytes + 63) / 64 * 64));
+    OCRT_CHECK(made->owned != nullptr, "conv2d: out of memory for ", made->bytes, " bytes of packed weights");
+    made->data = made->owned.get();
+  }
+  made->key = key;
+  pack_into(*made, w, false);
   std::lock_guard<std::mutex> lock(g_mu);
-  g_kept.remove_if([&](const std::shared_ptr<const Panels>& e) {
+  g_kept.remove_if([&](const std::shared_ptr<Panels>& e) {
     return e->key.w == w && e->key.C == C && e->key.Cout == Cout && e->key.taps == taps;
   });
   g_kept.push_back(made);
@@ -109,15 +151,19 @@ bool amx_conv_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Con
 
 namespace {
 
-// Both entry points: into y, or (y null) group by group into buffers handed to done.
+// Every entry point: into y, or (y null) group by group into buffers handed to done; w as it
+// is (packed and kept) or turned (packed for this call alone: the backward's weights change
+// every step).
 void amx_conv(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H, int64_t W,
-              int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p, const AmxConvDone* done) {
+              int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p, const AmxConvDone* done,
+              bool turned = false) {
   const int64_t dh = p.dilation_h, dw = p.dilation_w, ph = p.pad_h, pw = p.pad_w;
   const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw;
   const int64_t Ho = Hp - dh * (kh - 1), Wo = Wp - dw * (kw - 1);
   OCRT_CHECK(Ho >= 1 && Wo >= 1, "conv2d: the input is smaller than the kernel");
   const int64_t P = C / 2, HoWo = Ho * Wo, taps = kh * kw;
-  const std::shared_ptr<const Panels> panels = kept_panels(w, C, Cout, taps);
+  const std::shared_ptr<const Panels> panels =
+      turned ? pack_turned(w, C, Cout, taps) : kept_panels(w, C, Cout, taps);
   std::vector<int64_t> tap_at, tap_bytes;  // where each tap's pairs lie from the pixel at its top left
   for (int64_t i = 0; i < kh; ++i)
     for (int64_t j = 0; j < kw; ++j) tap_at.push_back((i * dh * Wp + j * dw) * P);
@@ -220,6 +266,11 @@ void amx_bf16_conv2d(const float* x, const float* w, const float* bias, float* y
   amx_conv(x, w, bias, y, N, C, H, W, Cout, kh, kw, p, nullptr);
 }
 
+void amx_bf16_conv2d_turned(const float* x, const float* w, float* y, int64_t N, int64_t C, int64_t H, int64_t W,
+                            int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p) {
+  amx_conv(x, w, nullptr, y, N, C, H, W, Cout, kh, kw, p, nullptr, true);
+}
+
 void amx_bf16_conv2d_each(const float* x, const float* w, const float* bias, int64_t N, int64_t C, int64_t H,
                           int64_t W, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p,
                           const AmxConvDone& done) {
@@ -319,6 +370,11 @@ void amx_bf16_conv2d_weight_grad(const float*, const float*, float*, int64_t, in
 
 void amx_bf16_conv2d(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t,
                      int64_t, int64_t, const Conv2dParams&) {
+  OCRT_CHECK(false, "conv2d: this build has no AMX kernels");
+}
+
+void amx_bf16_conv2d_turned(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                            int64_t, const Conv2dParams&) {
   OCRT_CHECK(false, "conv2d: this build has no AMX kernels");
 }
 

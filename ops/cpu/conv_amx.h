@@ -38,6 +38,13 @@ bool amx_conv_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Con
 void amx_bf16_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
                      int64_t W, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p);
 
+// The same product with w (C, Cout, kh, kw) turned: output channel co takes input channel c at
+// kernel position (i, j) from w[c, co, kh - 1 - i, kw - 1 - j], no bias. With w a forward layer's
+// weights and x its dy, that is the layer's dx (ops/cpu/conv.cpp). The turned weights are packed
+// for the call and not kept.
+void amx_bf16_conv2d_turned(const float* x, const float* w, float* y, int64_t N, int64_t C, int64_t H, int64_t W,
+                            int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p);
+
 // The same product, each group of images made in a buffer of its thread's instead of y and then
 // handed to `done` (images n0 .. n0 + count - 1, out: (count, Cout, Ho, Wo)) on that thread:
 // conv2d_relu_max_pool2d rectifies each group there and pools it into its output, so the
