@@ -53,22 +53,40 @@ size_t panel_bytes(int64_t C, int64_t Cout, int64_t taps) {
 // w into p's panels (p->key says its shape). turned: w is the forward's (C_f = Cout, Cout_f = C,
 // kh, kw) and the panels are of the convolution of dx (conv2d.cpp's amx_backward_input): output
 // channel co takes input channel c at tap t from w[c, co, taps - 1 - t], the filter turned by 180
-// degrees. Each pair row's 16 columns are written side by side.
-void pack_into(Panels& p, const float* w, bool turned) {
+// degrees. A pair of input channels at a time, all taps: a filter's values for them lie side by
+// side in w (2 taps of them), so each of the panel's 16 filters is read front to back.
+// The values are made bf16 first, all of w in vectors (detail::avx512bf16_convert, the bits of
+// runtime/bf16.h), then paired as integers: converting each value on its own took most of the
+// packing's time.
+void pack_into(Panels& p, const float* w_float, bool turned) {
   const int64_t C = p.key.C, Cout = p.key.Cout, taps = p.key.taps, panels = (Cout + kPanel - 1) / kPanel;
   p.rows = taps * C / 2;
-  auto at = [&](int64_t co, int64_t c, int64_t t) {
-    return turned ? w[(c * Cout + co) * taps + taps - 1 - t] : w[(co * C + c) * taps + t];
-  };
+  const int64_t count = C * Cout * taps;  // a multiple of 32: C is
+  thread_local std::vector<uint16_t> bits;
+  bits.resize((size_t)count);
+  uint16_t* const converted = bits.data();  // this thread's buffer, named for the team
+  constexpr int64_t kChunk = 32 * 1024;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < count; i += kChunk)
+    detail::avx512bf16_convert(w_float + i, std::min(kChunk, count - i), converted + i);
+  const uint16_t* w = converted;
+  auto bf16_pair = [](uint16_t even, uint16_t odd) { return (uint32_t)even | (uint32_t)odd << 16; };
 #pragma omp parallel for schedule(static)
   for (int64_t q = 0; q < panels; ++q) {
     uint32_t* out = p.data + q * p.rows * kPanel;
-    for (int64_t t = 0; t < taps; ++t)
-      for (int64_t c = 0; c < C; c += 2) {  // C is even: a pair never straddles two taps
-        uint32_t* row = out + (t * C + c) / 2 * kPanel;
-        for (int64_t j = 0; j < kPanel; ++j) {
-          const int64_t co = q * kPanel + j;
-          row[j] = co < Cout ? bf16_pair(at(co, c, t), at(co, c + 1, t)) : 0u;
+    for (int64_t c = 0; c < C; c += 2)  // C is even: a pair never straddles two taps
+      for (int64_t j = 0; j < kPanel; ++j) {
+        const int64_t co = q * kPanel + j;
+        if (co >= Cout) {
+          for (int64_t t = 0; t < taps; ++t) out[(t * C + c) / 2 * kPanel + j] = 0u;
+          continue;
+        }
+        if (turned) {  // w[c, co, taps - 1 - t] and w[c + 1, co, ...]
+          const uint16_t *even = w + (c * Cout + co) * taps + taps - 1, *odd = even + Cout * taps;
+          for (int64_t t = 0; t < taps; ++t) out[(t * C + c) / 2 * kPanel + j] = bf16_pair(even[-t], odd[-t]);
+        } else {  // w[co, c, t] and w[co, c + 1, t]
+          const uint16_t *even = w + (co * C + c) * taps, *odd = even + taps;
+          for (int64_t t = 0; t < taps; ++t) out[(t * C + c) / 2 * kPanel + j] = bf16_pair(even[t], odd[t]);
         }
       }
   }
