@@ -893,9 +893,46 @@ class Orderer {
     return true;
   }
 
+  // A column of line numbers: the margin of a transcript or of pleading paper, each line of the
+  // text beside it numbered 1, 2, 3, ... (from 1 again on each page of a condensed transcript,
+  // four pages to a sheet). At least 8 lines, each a whole number under 100, and at least four
+  // fifths of them, top to bottom, one or two more than the line above (a short number is
+  // easily missed: one or two narrow glyphs, often read below the confidence that keeps a line)
+  // or at most 2 again. (A column of years or of amounts does not count on by one.)
+  bool line_numbers(const std::vector<size_t>& column) const {
+    constexpr size_t kLeast = 8;
+    if (column.size() < kLeast) return false;
+    std::vector<std::pair<double, int>> numbers;  // (top, value)
+    for (size_t i : column) {
+      const std::string& t = lines_[i].text;
+      size_t a = t.find_first_not_of(' '), b = t.find_last_not_of(' ');
+      if (a == std::string::npos || b - a + 1 > 2) return false;
+      int value = 0;
+      for (size_t k = a; k <= b; ++k) {
+        if (t[k] < '0' || t[k] > '9') return false;
+        value = 10 * value + (t[k] - '0');
+      }
+      numbers.emplace_back(lines_[i].box.y0, value);
+    }
+    std::sort(numbers.begin(), numbers.end());
+    size_t counting = 0;
+    for (size_t k = 1; k < numbers.size(); ++k) {
+      const int step = numbers[k].second - numbers[k - 1].second;
+      counting += step == 1 || step == 2 || (step < 0 && numbers[k].second <= 2);
+    }
+    return (double)counting >= 0.8 * (double)(numbers.size() - 1);
+  }
+
   // is_table's test of the columns' lines themselves, for columns already known to hold no
-  // text side by side (order() has their side_by_side_groups).
-  bool cells_share_rows(const std::vector<std::vector<size_t>>& columns) const {
+  // text side by side (order() has their side_by_side_groups). Columns of line numbers take no
+  // part: they share rows with the text they number, line for line, and that text is no table
+  // (a condensed transcript's two pages side by side, each with its numbers, had been read row
+  // by row across both). Without them, the rest decides.
+  bool cells_share_rows(const std::vector<std::vector<size_t>>& all_columns) const {
+    std::vector<std::vector<size_t>> columns;
+    for (const auto& column : all_columns)
+      if (!line_numbers(column)) columns.push_back(column);
+    if (columns.size() < 2) return false;
     bool cells = false;
     std::vector<double> median_width;  // of each column's lines
     for (const auto& column : columns) {
@@ -990,16 +1027,24 @@ class Orderer {
 
 }  // namespace
 
-std::vector<PageBlock> reading_order(std::vector<PageLine> lines, const ReadingOrderOptions& o) {
+std::vector<std::vector<size_t>> reading_order_indices(std::vector<PageLine> lines, const ReadingOrderOptions& o) {
   for (PageLine& l : lines)
     if (l.box.empty()) l.box = l.outline.box();
   std::vector<size_t> ids(lines.size());
   std::iota(ids.begin(), ids.end(), 0);
   const Orderer orderer(lines, o);
+  std::vector<std::vector<size_t>> blocks;
+  for (Orderer::Part& part : orderer.order(ids)) blocks.push_back(std::move(part.lines));
+  return blocks;
+}
+
+std::vector<PageBlock> reading_order(std::vector<PageLine> lines, const ReadingOrderOptions& o) {
+  for (PageLine& l : lines)
+    if (l.box.empty()) l.box = l.outline.box();
   std::vector<PageBlock> blocks;
-  for (const Orderer::Part& part : orderer.order(ids)) {
+  for (const std::vector<size_t>& ids : reading_order_indices(lines, o)) {
     PageBlock block;
-    for (size_t i : part.lines) {
+    for (size_t i : ids) {
       block.box = block.box.united(lines[i].box);
       block.lines.push_back(std::move(lines[i]));
     }

@@ -207,5 +207,7 @@ struct ReadingOrderOptions {
   int64_t table_row_lines = 4;
 };
 std::vector<PageBlock> reading_order(std::vector<PageLine> lines, const ReadingOrderOptions& o = {});
+// The same order as indices into `lines`: each block's lines, the blocks in reading order.
+std::vector<std::vector<size_t>> reading_order_indices(std::vector<PageLine> lines, const ReadingOrderOptions& o = {});
 
 }  // namespace ocrt::infer

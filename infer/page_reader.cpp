@@ -448,13 +448,13 @@ std::vector<PageBlock> order_lines(std::vector<PageLine> lines, int64_t W, int64
     const Quad text = outline_slice(lines[i].outline, lines[i].text_begin, lines[i].text_end);
     for (size_t k = 0; k < 4; ++k) stand_ins[i].outline.corners[k] = stand(text.corners[k]);
     stand_ins[i].box = stand_ins[i].outline.box();
-    stand_ins[i].text = std::to_string(i);
+    stand_ins[i].text = lines[i].text;  // the order reads it (a column of line numbers)
   }
   std::vector<PageBlock> blocks;
-  for (const PageBlock& ordered : reading_order(std::move(stand_ins), o.order)) {
+  for (const std::vector<size_t>& ordered : reading_order_indices(std::move(stand_ins), o.order)) {
     PageBlock block;
-    for (const PageLine& s : ordered.lines) {
-      PageLine& line = lines[std::stoul(s.text)];
+    for (size_t i : ordered) {
+      PageLine& line = lines[i];
       block.box = block.box.united(line.box);
       block.lines.push_back(std::move(line));
     }
