@@ -139,9 +139,9 @@ void write_hocr(std::string& out, const std::vector<Page>& pages, const PageForm
                  bbox(pixels(word.box, page)) + "; x_wconf " + num(100 * confidence01(word.confidence), 0);
           if (o.char_boxes) {
             out += "; x_bboxes";
-            for (const PageChar& ch : word.chars) out += " " + bbox(pixels(ch.box, page));
+            for (const PageChar& ch : word.chars) out.append(" ").append(bbox(pixels(ch.box, page)));
             out += "; x_confs";
-            for (const PageChar& ch : word.chars) out += " " + num(100 * confidence01(ch.confidence), 1);
+            for (const PageChar& ch : word.chars) out.append(" ").append(num(100 * confidence01(ch.confidence), 1));
           }
           out += "\">" + xml_escape(word.text) + "</span>";
         }
