@@ -136,42 +136,34 @@ TEST_CASE("conv2d in bf16 on AMX tiles: within the bf16 bound on rows narrower a
                       g.Cout, g.k, g.k, Ho, Wo, p);
     require_within_bf16_bound(y2, ref2, abs_terms, g.k * g.k * g.C + 1, "AMX bf16 y, weights changed in place");
     CHECK(y1.to_vector<float>() == first);
+    // Both gradients against the reference's, of the terms' values and of their magnitudes.
+    const Tensor dy = det_uniform({g.N, g.Cout, Ho, Wo}, 730 + gi, -1, 1, DType::f32), ady = abs(dy);
+    Tensor dx_ref = Tensor::empty(x.shape()), dx_abs = Tensor::empty(x.shape()), dw_ref = Tensor::empty(w.shape()),
+           dw_abs = Tensor::empty(w.shape()), db = Tensor::empty(b.shape());
+    reference::conv2d_backward(x.data<float>(), w.data<float>(), dy.data<float>(), dx_ref.data<float>(),
+                               dw_ref.data<float>(), db.data<float>(), g.N, g.C, g.H, g.W, g.Cout, g.k, g.k, Ho, Wo, p);
+    reference::conv2d_backward(ax.data<float>(), aw.data<float>(), ady.data<float>(), dx_abs.data<float>(),
+                               dw_abs.data<float>(), db.data<float>(), g.N, g.C, g.H, g.W, g.Cout, g.k, g.k, Ho, Wo, p);
     // dx of an undilated layer is the convolution of dy with the turned filters, on the tiles as
     // well (ops/cpu/conv.cpp, amx_backward_input) where dy's channels allow it (else im2col: exact
     // mode, so that no Winograd, with its wider bound, takes it).
     if (g.dil == 1) {
       ConvModeScope exact(ConvMode::exact);
-      const Tensor dy = det_uniform({g.N, g.Cout, Ho, Wo}, 730 + gi, -1, 1, DType::f32);
       Tensor xg = x.clone();
       xg.set_requires_grad(true);
       conv2d(xg, w, b, opt).backward(dy);
-      Tensor dx = Tensor::empty(x.shape()), dx_abs = Tensor::empty(x.shape()), dw = Tensor::empty(w.shape()),
-             db = Tensor::empty(b.shape());
-      reference::conv2d_backward(x.data<float>(), w.data<float>(), dy.data<float>(), dx.data<float>(),
-                                 dw.data<float>(), db.data<float>(), g.N, g.C, g.H, g.W, g.Cout, g.k, g.k, Ho, Wo, p);
-      const Tensor ady = abs(dy);
-      reference::conv2d_backward(ax.data<float>(), aw.data<float>(), ady.data<float>(), dx_abs.data<float>(),
-                                 dw.data<float>(), db.data<float>(), g.N, g.C, g.H, g.W, g.Cout, g.k, g.k, Ho, Wo, p);
-      require_within_bf16_bound(xg.grad(), dx, dx_abs, g.k * g.k * g.Cout, "AMX bf16 dx");
+      require_within_bf16_bound(xg.grad(), dx_ref, dx_abs, g.k * g.k * g.Cout, "AMX bf16 dx");
     }
     // dw on the tiles (amx_bf16_conv2d_weight_grad) where Cout is a multiple of 32: within the
     // bound of a product as long as the pixels of all images, the same bits on 1-3 threads.
     if (cpu::amx_weight_grad_applies(g.C, g.Cout, g.k, g.k, p)) {
-      const Tensor dy = det_uniform({g.N, g.Cout, Ho, Wo}, 740 + gi, -1, 1, DType::f32);
-      Tensor dx = Tensor::empty(x.shape()), dw = Tensor::empty(w.shape()), dw_abs = Tensor::empty(w.shape()),
-             db = Tensor::empty(b.shape());
-      reference::conv2d_backward(x.data<float>(), w.data<float>(), dy.data<float>(), dx.data<float>(),
-                                 dw.data<float>(), db.data<float>(), g.N, g.C, g.H, g.W, g.Cout, g.k, g.k, Ho, Wo, p);
-      const Tensor ady = abs(dy);
-      reference::conv2d_backward(ax.data<float>(), aw.data<float>(), ady.data<float>(), dx.data<float>(),
-                                 dw_abs.data<float>(), db.data<float>(), g.N, g.C, g.H, g.W, g.Cout, g.k, g.k, Ho, Wo, p);
       std::vector<float> first_dw;
       for (int threads : {1, 2, 3}) {
         set_num_threads(threads);
         Tensor wg = w.clone();
         wg.set_requires_grad(true);
         conv2d(x, wg, b, opt).backward(dy);
-        require_within_bf16_bound(wg.grad(), dw, dw_abs, g.N * Ho * Wo, "AMX bf16 dw");
+        require_within_bf16_bound(wg.grad(), dw_ref, dw_abs, g.N * Ho * Wo, "AMX bf16 dw");
         if (first_dw.empty()) first_dw = wg.grad().to_vector<float>();
         else CHECK(wg.grad().to_vector<float>() == first_dw);
       }
