@@ -12,13 +12,6 @@
 
 #include "infer/page.h"
 
-// GCC 12 reports `"text" + std::string(...)` as a memcpy of 2^63 bytes that may overlap
-// (-Wrestrict, GCC bug 105651, fixed in GCC 13): not a fault of these tests, which build labels
-// that way throughout.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
-#pragma GCC diagnostic ignored "-Wrestrict"
-#endif
-
 using namespace ocrt;
 using namespace ocrt::infer;
 
