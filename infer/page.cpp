@@ -1025,11 +1025,8 @@ class Orderer {
   double line_height_ = 1;
 };
 
-}  // namespace
-
-std::vector<std::vector<size_t>> reading_order_indices(std::vector<PageLine> lines, const ReadingOrderOptions& o) {
-  for (PageLine& l : lines)
-    if (l.box.empty()) l.box = l.outline.box();
+// The order of lines whose boxes are set.
+std::vector<std::vector<size_t>> order_of(const std::vector<PageLine>& lines, const ReadingOrderOptions& o) {
   std::vector<size_t> ids(lines.size());
   std::iota(ids.begin(), ids.end(), 0);
   const Orderer orderer(lines, o);
@@ -1038,11 +1035,22 @@ std::vector<std::vector<size_t>> reading_order_indices(std::vector<PageLine> lin
   return blocks;
 }
 
-std::vector<PageBlock> reading_order(std::vector<PageLine> lines, const ReadingOrderOptions& o) {
+void fill_boxes(std::vector<PageLine>& lines) {
   for (PageLine& l : lines)
     if (l.box.empty()) l.box = l.outline.box();
+}
+
+}  // namespace
+
+std::vector<std::vector<size_t>> reading_order_indices(std::vector<PageLine> lines, const ReadingOrderOptions& o) {
+  fill_boxes(lines);
+  return order_of(lines, o);
+}
+
+std::vector<PageBlock> reading_order(std::vector<PageLine> lines, const ReadingOrderOptions& o) {
+  fill_boxes(lines);
   std::vector<PageBlock> blocks;
-  for (const std::vector<size_t>& ids : reading_order_indices(lines, o)) {
+  for (const std::vector<size_t>& ids : order_of(lines, o)) {
     PageBlock block;
     for (size_t i : ids) {
       block.box = block.box.united(lines[i].box);

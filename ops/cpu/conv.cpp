@@ -295,10 +295,8 @@ void winograd_backward(const float* xp, const float* wp, const float* dyp, const
 //                  = conv2d(dy, w')[n, c, h, w]   with w'[c, k, i, j] = w[k, c, kh-1-i, kw-1-j]
 // (Winograd's backward below is the same identity for 3x3). Sets dxp to null when done.
 void amx_backward_input(const float* wp, const float* dyp, const Geometry& g, float*& dxp) {
-  const Conv2dParams& p = g.p;
-  if (p.groups != 1 || p.stride_h != 1 || p.stride_w != 1 || p.dilation_h != 1 || p.dilation_w != 1 ||
-      p.pad_h > g.kh - 1 || p.pad_w > g.kw - 1)
-    return;
+  const Conv2dParams& p = g.p;  // groups and stride: amx_conv_applies checks them on turned_p
+  if (p.dilation_h != 1 || p.dilation_w != 1 || p.pad_h > g.kh - 1 || p.pad_w > g.kw - 1) return;
   Conv2dParams turned_p = p;
   turned_p.pad_h = g.kh - 1 - p.pad_h;
   turned_p.pad_w = g.kw - 1 - p.pad_w;

@@ -50,6 +50,13 @@ size_t panel_bytes(int64_t C, int64_t Cout, int64_t taps) {
   return (size_t)((Cout + kPanel - 1) / kPanel * kPanel * taps * C / 2) * sizeof(uint32_t);
 }
 
+// Memory for `bytes` of panels, from a cache line's start.
+std::unique_ptr<uint32_t, void (*)(void*)> panel_memory(size_t bytes) {
+  std::unique_ptr<uint32_t, void (*)(void*)> m((uint32_t*)std::aligned_alloc(64, (bytes + 63) / 64 * 64), std::free);
+  OCRT_CHECK(m != nullptr, "conv2d: out of memory for ", bytes, " bytes of packed weights");
+  return m;
+}
+
 // w into p's panels (p->key says its shape). turned: w is the forward's (C_f = Cout, Cout_f = C,
 // kh, kw) and the panels are of the convolution of dx (conv2d.cpp's amx_backward_input): output
 // channel co takes input channel c at tap t from w[c, co, taps - 1 - t], the filter turned by 180
@@ -102,8 +109,7 @@ std::shared_ptr<const Panels> pack_turned(const float* w, int64_t C, int64_t Cou
   p->key = PanelKey{w, C, Cout, taps, 0};
   p->bytes = panel_bytes(C, Cout, taps);
   if (capacity < p->bytes) {
-    buffer.reset((uint32_t*)std::aligned_alloc(64, (p->bytes + 63) / 64 * 64));
-    OCRT_CHECK(buffer != nullptr, "conv2d: out of memory for ", p->bytes, " bytes of packed weights");
+    buffer = panel_memory(p->bytes);
     capacity = p->bytes;
   }
   p->data = buffer.get();
@@ -140,8 +146,7 @@ std::shared_ptr<const Panels> kept_panels(const float* w, int64_t C, int64_t Cou
   if (!made) {
     made = std::make_shared<Panels>();
     made->bytes = panel_bytes(C, Cout, taps);
-    made->owned.reset((uint32_t*)std::aligned_alloc(64, (made->bytes + 63) / 64 * 64));
-    OCRT_CHECK(made->owned != nullptr, "conv2d: out of memory for ", made->bytes, " bytes of packed weights");
+    made->owned = panel_memory(made->bytes);
     made->data = made->owned.get();
   }
   made->key = key;
