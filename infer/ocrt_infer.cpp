@@ -85,6 +85,7 @@ struct Args {
   std::string weights, det_weights;
   PredictorOptions options;
   std::vector<Device> device, devices;  // --device (one) and --devices
+  bool cpu_workers_given = false;        // --cpu-workers (else: auto on the CPU alone)
   ConvMode conv = ConvMode::fast;
   OutputFormat output;
   FormatOptions format;
@@ -227,6 +228,18 @@ with --format tsv (a table of lines) every image is a line.)");
          [&a](const std::string& v) { a.devices = parse_workers(v); }});
   p.add(cli::integer("--threads", "N", o.threads, 1, 4096,
                      "CPU threads for decoding images and for CPU workers (default: all)"));
+  p.add({"--cpu-workers", "N|auto",
+         "on the CPU alone (no --device or --devices): N workers, each reading its own\n"
+         "batches on threads / N of the threads. auto (the default): one a thread, at most 4,\n"
+         "where the products run on AMX tiles (int8 files, bf16), else 1",
+         [&a](const std::string& v) {
+           if (v == "auto") {
+             a.options.cpu_workers = 0;
+           } else {
+             a.options.cpu_workers = (int)cli::parse_int("--cpu-workers", v, 1, 4096);
+           }
+           a.cpu_workers_given = true;
+         }});
   p.add(cli::integer("--page-jobs", "N", a.page_jobs, 1, 256,
                      "pages read at once, each with its own detector and recogniser\n"
                      "and threads / N of the threads, on the CPU or taking turns on the\n"
@@ -334,6 +347,10 @@ Args parse_args(int argc, char** argv) {
   if (!a.output.page) a.kind = InputKind::line;
   if (!a.device.empty()) a.options.devices = a.device;
   if (!a.devices.empty()) a.options.devices = a.devices;
+  OCRT_CHECK(!a.cpu_workers_given || (a.device.empty() && a.devices.empty()),
+             "--cpu-workers splits the CPU when no --device or --devices is given (--devices cpu,cpu "
+             "lists the workers itself)");
+  if (!a.cpu_workers_given) a.options.cpu_workers = a.device.empty() && a.devices.empty() ? 0 : 1;
   a.options.keep_logits = !a.logits_out.empty();
   a.format.format = a.output.line;
   OCRT_CHECK(a.output_dir.empty() || a.output.page, "--output-dir writes one document per input: give --format "

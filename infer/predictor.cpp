@@ -325,6 +325,10 @@ bool is_predictor_precision(const std::string& name) {
   return name == "fp32" || name == "tf32" || name == "bf16" || name == "int8" || name == "auto";
 }
 
+int auto_cpu_workers(int threads, bool on_amx_tiles) {
+  return on_amx_tiles ? std::clamp(threads, 1, kAutoCpuWorkers) : 1;
+}
+
 int64_t cpu_batch_columns(int64_t first_channels) {
   return std::clamp(kCpuBatchChannelColumns / std::max<int64_t>(1, first_channels), kCpuBatchColumnsMin,
                     kCpuBatchColumnsMax);
@@ -397,7 +401,7 @@ std::shared_ptr<const nn::CharLM> shared_language_model(const std::string& path)
 
 Predictor::Predictor(const std::string& model_path, PredictorOptions options)
     : opt_(std::move(options)), model_path_(model_path) {
-  const int cpu_workers = check_options(opt_);
+  int cpu_workers = check_options(opt_);
   cpu_path_ = cpu_isa();  // OCRT_CPU_ISA is checked here, before any work
 
   // The model file (read as ocrt-export reads it: infer/model_loader.h), built once here to
@@ -424,6 +428,15 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
       precision_validated(loaded.training, "int8", &why);
       precision_ += " (auto: " + why + ")";
     }
+  }
+  if (opt_.devices.size() == 1 && opt_.devices[0].is_cpu() && opt_.cpu_workers != 1) {
+    OCRT_CHECK(opt_.cpu_workers >= 0, "CPU workers must be >= 1 (or 0 for auto), got ", opt_.cpu_workers);
+    const int threads = opt_.threads > 0 ? opt_.threads : default_num_threads();
+    const bool on_tiles = cpu_path_ == CpuIsa::amx &&
+                          (int8_file ? cpu_has_amx_int8() : precision.cpu == Precision::bf16);
+    const int n = opt_.cpu_workers > 0 ? std::min(opt_.cpu_workers, threads) : auto_cpu_workers(threads, on_tiles);
+    opt_.devices.assign((size_t)n, Device::cpu());
+    cpu_workers = n;
   }
   for (const auto& [name, t] : loaded.weights) model_bytes_ += t.numel() * (int64_t)dtype_size(t.dtype());
   arch_ = loaded.arch;

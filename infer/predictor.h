@@ -30,7 +30,8 @@
 // thread). A GPU may be listed once; "cpu" may be listed several times, and the CPU workers
 // then share the CPU threads between them (each gets threads / number of CPU workers; they
 // set OpenMP's count for their own thread and Eigen's process-wide count to that share, and
-// the Predictor gives Eigen its previous count back when it is destroyed).
+// the Predictor gives Eigen its previous count back when it is destroyed). cpu_workers makes
+// the CPU, listed alone, several such workers (ocrt-infer's default on the AMX paths).
 //
 // Padding does not change a line's result. A recogniser takes each line's own width (CRNN's
 // LSTM stops at the line's last frame; SVTR-lite never attends to padding); and every batch gets
@@ -123,6 +124,13 @@ void use_auto_decoding(PredictorOptions& o, const std::string& lm_path, bool onl
 struct PredictorOptions {
   std::vector<Device> devices{Device::cpu()};  // one worker each
   int threads = 0;          // CPU threads for preprocessing and CPU workers (0: default_num_threads())
+  // Where `devices` is the CPU alone, listed once: how many CPU workers it becomes, each with
+  // threads / N of the threads (what "cpu,cpu,..." gives). 1: one worker on every thread. 0:
+  // auto_cpu_workers. Lines come in batches anyway, and two batches side by side on one thread
+  // each keep both cores busier than one batch whose ops share two threads, where the LSTM's
+  // steps and the small ops between the convolutions leave one thread waiting; but a lone line
+  // (latency) then gets one thread, and each worker holds its own batch.
+  int cpu_workers = 1;
   int64_t batch = 32;       // lines per batch
   // The precision of the workers' matrix products and convolutions (runtime/precision.h):
   // "fp32"; "bf16" (operands rounded to bf16, float32 sums; LSTM gates, softmax and decoding
@@ -174,6 +182,16 @@ struct PredictorOptions {
   int64_t max_batch_columns = 0;  // 0: cpu_batch_columns on CPUs alone, else batch * 2048
   int64_t chunk_lines = 0;        // lines decoded per chunk; 0: max(1024, 8 * batch * devices)
 };
+
+// PredictorOptions::cpu_workers = 0: one CPU worker a thread, at most kAutoCpuWorkers, where the
+// workers' products run on AMX tiles (an int8 model file on the amx int8 kernel, bf16 on the amx
+// path), else one. Measured on a 2-core Xeon with AMX (bench/results/cpu-bf16.md, 300 lines at
+// batch 32): two workers of one thread against one of two, int8 1.13-1.31x and bf16 1.05-1.70x
+// lines/s, in 19 and 53 MiB more; fp32 (AVX-512, whose GEMM shares its threads well) about
+// 1.05x in 143 MiB more, so it keeps one worker. The cap holds the memory of many cores' copies
+// and batches in check; more than two were not measured.
+constexpr int kAutoCpuWorkers = 4;
+int auto_cpu_workers(int threads, bool on_amx_tiles);
 
 // The names PredictorOptions::precision takes ("fp32, tf32, bf16, int8 or auto", for messages),
 // and whether `name` is one of them: the predictor and ocrt-infer's --precision check by these.

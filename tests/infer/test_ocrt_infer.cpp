@@ -33,6 +33,9 @@ TEST_CASE("ocrt-infer refuses every bad number by its flag before any work", "[i
       {"--lm-bonus 1e999 a.png", "--lm-bonus: expected a finite number"},
       {"--worst -1 a.png", "--worst: must be in [0, 1000000], got -1"},
       {"--page-jobs 0 a.png", "--page-jobs: must be in [1, 256], got 0"},
+      {"--cpu-workers 0 a.png", "--cpu-workers: must be in [1, 4096], got 0"},
+      {"--cpu-workers two a.png", "--cpu-workers: expected an integer, got 'two'"},
+      {"--cpu-workers 2 --devices cpu,cpu a.png", "--cpu-workers splits the CPU when no --device or --devices"},
       {"--max-image-pixels 0 a.png", "--max-image-pixels: must be in [1, 4294967296], got 0"},
       {"--max-image-pixels 1e9 a.png", "--max-image-pixels: expected an integer"},
       {"--precision fp8 a.png", "--precision: expected fp32, tf32, bf16, int8 or auto, got 'fp8'"},
@@ -114,6 +117,26 @@ TEST_CASE("ocrt-infer reads with the shipped int8 recogniser on CPUs with an int
                           "/weights/crnn-en.safetensors " + line,
                       &out) == 0);
   CHECK_THAT(out, Catch::Contains(", fp32;"));
+}
+
+TEST_CASE("ocrt-infer splits the CPU into one worker a thread where the products run on AMX tiles",
+          "[infer][cli]") {
+  const std::string lines = std::string(OCRT_SOURCE_DIR) + "/samples/lines/000000.png " + OCRT_SOURCE_DIR +
+                            "/samples/lines/000001.png ";
+  std::string out;
+  // Asked for: two workers of one thread each, whatever the path.
+  REQUIRE(run_command(program("ocrt-infer") + " --threads 2 --precision fp32 --cpu-workers 2 " + lines, &out) == 0);
+  CHECK_THAT(out, Catch::Contains("worker 1 (cpu)"));
+  // auto: two on the amx path (the int8 file on AMX tiles), one elsewhere and in fp32.
+  REQUIRE(run_command(program("ocrt-infer") + " --threads 2 " + lines, &out) == 0);
+  INFO(out);
+  CHECK_THAT(out, Catch::Contains("The quick brown fox jumps over the lazy dog."));
+  const bool tiles = ocrt::cpu_isa() == ocrt::CpuIsa::amx && ocrt::cpu_has_amx_int8();
+  CHECK((out.find("worker 1 (cpu)") != std::string::npos) == tiles);
+  REQUIRE(run_command(program("ocrt-infer") + " --threads 2 --precision fp32 " + lines, &out) == 0);
+  CHECK(out.find("worker 1 (cpu)") == std::string::npos);
+  REQUIRE(run_command(program("ocrt-infer") + " --threads 2 --device cpu " + lines, &out) == 0);
+  CHECK(out.find("worker 1 (cpu)") == std::string::npos);
 }
 
 TEST_CASE("ocrt-infer --precision int8 reads int8 files only, and auto follows the shipped files' records",

@@ -153,6 +153,49 @@ TEST_CASE("one worker and two workers read every line the same", "[infer]") {
   }
 }
 
+TEST_CASE("cpu_workers splits the CPU into workers that read every line as one worker does", "[infer]") {
+  CHECK(auto_cpu_workers(2, true) == 2);
+  CHECK(auto_cpu_workers(16, true) == kAutoCpuWorkers);
+  CHECK(auto_cpu_workers(1, true) == 1);
+  CHECK(auto_cpu_workers(8, false) == 1);  // fp32, or no AMX: one worker on every thread
+
+  const auto paths = write_lines("cpuworkers", {40, 72, 16, 100, 56, 24, 88});
+  Predictor one(model_file(), options({Device::cpu()}, 2));
+  PredictorOptions split_options = options({Device::cpu()}, 2);
+  split_options.cpu_workers = 2;
+  Predictor split(model_file(), split_options);
+  PredictorOptions capped = options({Device::cpu()}, 2);
+  capped.cpu_workers = 5;  // more than the 2 threads: one a thread
+  Predictor two(model_file(), capped);
+  auto workers_of = [&](Predictor& p) {
+    size_t next = 0;
+    return p.run(
+                [&](LineInput& in) {
+                  if (next == paths.size()) return false;
+                  in.name = paths[next++];
+                  return true;
+                },
+                [](int64_t, LineResult&&) {})
+        .workers.size();
+  };
+  CHECK(workers_of(one) == 1);
+  CHECK(workers_of(split) == 2);
+  CHECK(workers_of(two) == 2);
+  const auto a = one.recognize(paths), b = split.recognize(paths);
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("line " << i);
+    REQUIRE(a[i].ok());
+    REQUIRE(b[i].ok());
+    CHECK(a[i].text == b[i].text);
+    CHECK(max_abs_diff(a[i].logits, b[i].logits) <= 1e-5);
+  }
+
+  PredictorOptions bad = options({Device::cpu()}, 2);
+  bad.cpu_workers = -1;
+  CHECK_THROWS_WITH(Predictor(model_file(), bad), Catch::Contains("CPU workers must be >= 1"));
+}
+
 TEST_CASE("a run's first chunk is two batches: results come back in input order, as from one chunk", "[infer]") {
   // Batch 2 on one worker: the first chunk is 4 lines, the next 1024 (here the other 5), so the
   // workers start while the main thread decodes the rest. The same lines read as one chunk
