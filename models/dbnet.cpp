@@ -357,20 +357,31 @@ DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_
   const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   auto t = Clock::now();
   // Scale so that the longer side fits (never up): resize_to_height keeps the aspect ratio.
-  GrayImage scaled = page;
+  // The page itself is read where no scaling or blur is asked (a 300 dpi page is 8 MB: the
+  // detector runs up to three times a page).
+  GrayImage scaled;
+  const GrayImage* in = &page;
   const int64_t longer = std::max(page.width, page.height);
   if (longer > max_side) {
     // Rounded down, so that the width resize_to_height derives from it stays within max_side too.
     const int64_t h = std::max<int64_t>(1, (int64_t)std::floor((double)page.height * (double)max_side / (double)longer));
     scaled = resize_to_height(page, h);
+    in = &scaled;
   }
-  if (blur_sigma > 0) scaled = gaussian_blur(scaled, blur_sigma);
-  const int64_t h = scaled.height, w = scaled.width;
+  if (blur_sigma > 0) {
+    scaled = gaussian_blur(*in, blur_sigma);
+    in = &scaled;
+  }
+  const int64_t h = in->height, w = in->width;
   const int64_t H = padded_width(h, DBNet::kSizeMultiple), W = padded_width(w, DBNet::kSizeMultiple);
-  Tensor x = Tensor::ones({1, 1, H, W});  // white: 255 / 127.5 - 1
+  Tensor x = Tensor::empty({1, 1, H, W});
   float* px = x.data<float>();
-  for (int64_t y = 0; y < h; ++y)
-    for (int64_t c = 0; c < w; ++c) px[y * W + c] = (float)scaled.at(c, y) / 127.5f - 1.0f;
+  for (int64_t y = 0; y < H; ++y) {
+    float* row = px + y * W;
+    const int64_t page_columns = y < h ? w : 0;
+    for (int64_t c = 0; c < page_columns; ++c) row[c] = (float)in->at(c, y) / 127.5f - 1.0f;
+    std::fill(row + page_columns, row + W, 1.0f);  // the padding is white: 255 / 127.5 - 1
+  }
   out.prepare_s = seconds_since(t);
   t = Clock::now();
   const bool was_training = model.is_training();
@@ -383,8 +394,9 @@ DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_
   }
   model.train(was_training);
   const float* p = prob.data<float>();
-  std::vector<float> map((size_t)(h * w));
-  for (int64_t y = 0; y < h; ++y) std::copy(p + y * W, p + y * W + w, map.begin() + y * w);
+  std::vector<float> map;
+  map.reserve((size_t)(h * w));
+  for (int64_t y = 0; y < h; ++y) map.insert(map.end(), p + y * W, p + y * W + w);
   out.forward_s = seconds_since(t);
   t = Clock::now();
   out.boxes = text_boxes(map.data(), h, w, boxes, page.width, page.height);
