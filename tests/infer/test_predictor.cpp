@@ -102,6 +102,20 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
   return d;
 }
 
+// Two predictors' results for the same lines: every line read, the same text, confidence and
+// logits (up to float rounding: their batches may differ).
+void check_same_reading(const std::vector<LineResult>& a, const std::vector<LineResult>& b) {
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("line " << i);
+    REQUIRE(a[i].ok());
+    REQUIRE(b[i].ok());
+    CHECK(a[i].text == b[i].text);
+    CHECK(a[i].confidence == Approx(b[i].confidence).margin(1e-6));
+    CHECK(max_abs_diff(a[i].logits, b[i].logits) <= 1e-5);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("results come back in input order with two workers", "[infer]") {
@@ -141,16 +155,7 @@ TEST_CASE("one worker and two workers read every line the same", "[infer]") {
   const auto paths = write_lines("workers", {40, 72, 16, 100, 56, 24});
   Predictor one(model_file(), options({Device::cpu()}, 2));
   Predictor two(model_file(), options({Device::cpu(), Device::cpu()}, 2));
-  const auto a = one.recognize(paths), b = two.recognize(paths);
-  REQUIRE(a.size() == b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    INFO("line " << i);
-    REQUIRE(a[i].ok());
-    REQUIRE(b[i].ok());
-    CHECK(a[i].text == b[i].text);
-    CHECK(a[i].confidence == Approx(b[i].confidence).margin(1e-6));
-    CHECK(max_abs_diff(a[i].logits, b[i].logits) <= 1e-5);
-  }
+  check_same_reading(one.recognize(paths), two.recognize(paths));
 }
 
 TEST_CASE("cpu_workers splits the CPU into workers that read every line as one worker does", "[infer]") {
@@ -181,15 +186,7 @@ TEST_CASE("cpu_workers splits the CPU into workers that read every line as one w
   CHECK(workers_of(one) == 1);
   CHECK(workers_of(split) == 2);
   CHECK(workers_of(two) == 2);
-  const auto a = one.recognize(paths), b = split.recognize(paths);
-  REQUIRE(a.size() == b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    INFO("line " << i);
-    REQUIRE(a[i].ok());
-    REQUIRE(b[i].ok());
-    CHECK(a[i].text == b[i].text);
-    CHECK(max_abs_diff(a[i].logits, b[i].logits) <= 1e-5);
-  }
+  check_same_reading(one.recognize(paths), split.recognize(paths));
 
   PredictorOptions bad = options({Device::cpu()}, 2);
   bad.cpu_workers = -1;
