@@ -3,7 +3,12 @@
 // kernel of the path the process runs: OCRT_CPU_ISA=avx2 for the vpmaddubsw one), on the shapes
 // CRNN's inference gives it: GFLOP/s (GOP/s for int8), and the fraction of the path's peak.
 //
-//   bench_gemm [--threads N] [--reps R] [--ghz F] [--json FILE] [--conv-only]
+//   bench_gemm [--threads N] [--reps R] [--ghz F] [--json FILE] [--conv-only] [--probe S]
+//
+// --probe S (the amx path): for S seconds, sample after sample (a million tile steps each), the
+// int8 tiles' rate on operands in tile registers and on operands loaded from the L1, one line
+// each: whether the machine is in a state where a kernel's figures mean what they say (the
+// 2-vCPU Xeon of bench/results/cpu-bf16.md loads tiles 4x slower most of the time).
 //
 // Shapes (batch 32, a 32 x 400 line, ops/cpu/conv.cpp's chunking of samples into >= 2048 GEMM
 // columns): the convolutions as W (Cout, C k k) @ col (C k k, columns), the LSTM's input
@@ -87,7 +92,11 @@ double measured_ghz() {
 // The AMX tiles' own rate on this machine, every thread at once: four tile products on operands
 // already in tile registers, over and over (no memory, no packing). The amx rows' "of peak" is
 // against this: a VM's clock is not known, and the tile unit may run at its own.
-__attribute__((target("amx-tile,amx-bf16,amx-int8"))) double amx_tile_rate(bool int8, int threads) {
+// from_l1: each step also loads its four operand tiles from one 4 KB buffer, which stays in the
+// L1: the rate a kernel whose operands never miss the L1 could reach (on the 2-vCPU Xeon of
+// bench/results/cpu-bf16.md it alone switched by 3.4x between two states of the host).
+__attribute__((target("amx-tile,amx-bf16,amx-int8"))) double amx_tile_rate(bool int8, int threads,
+                                                                           bool from_l1 = false, int64_t n = 2000000) {
   double total = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : total)
   {
@@ -105,9 +114,15 @@ __attribute__((target("amx-tile,amx-bf16,amx-int8"))) double amx_tile_rate(bool 
     _tile_zero(5);
     _tile_zero(6);
     _tile_zero(7);
-    const int64_t n = 2000000;
+    alignas(64) static thread_local uint8_t operands[4096];
     const auto t0 = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < n; ++i) {
+      if (from_l1) {
+        _tile_loadd(4, operands, 64);
+        _tile_loadd(5, operands + 1024, 64);
+        _tile_loadd(6, operands + 2048, 64);
+        _tile_loadd(7, operands + 3072, 64);
+      }
       if (int8) {
         _tile_dpbusd(0, 4, 6);
         _tile_dpbusd(1, 4, 7);
@@ -138,6 +153,7 @@ struct GemmShape {
 int main(int argc, char** argv) {
   int threads = 2, reps = 5;
   bool conv_only = false;  // only the AMX convolutions' rows
+  double probe_seconds = 0;
   double ghz = 0;
   std::string json_path;
   for (int i = 1; i < argc; ++i) {
@@ -154,12 +170,30 @@ int main(int argc, char** argv) {
     else if (a == "--ghz") ghz = std::stod(next());
     else if (a == "--json") json_path = next();
     else if (a == "--conv-only") conv_only = true;
+    else if (a == "--probe") probe_seconds = std::stod(next());
     else {
-      std::fprintf(stderr, "usage: bench_gemm [--threads N] [--reps R] [--ghz F] [--json FILE] [--conv-only]\n");
+      std::fprintf(stderr, "usage: bench_gemm [--threads N] [--reps R] [--ghz F] [--json FILE] [--conv-only] [--probe S]\n");
       return 2;
     }
   }
   set_num_threads(threads);
+#if defined(OCRT_TARGET_ATTRS)
+  if (probe_seconds > 0) {
+    if (cpu_isa() != CpuIsa::amx || !cpu_has_amx_int8()) {
+      std::fprintf(stderr, "bench_gemm: --probe needs the amx path with AMX-INT8\n");
+      return 2;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    for (double t = 0; t < probe_seconds;
+         t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()) {
+      const double registers = amx_tile_rate(true, threads, false, 1000000);
+      const double l1 = amx_tile_rate(true, threads, true, 1000000);
+      std::printf("%6.2f s  int8 tiles: %6.0f GOP/s on registers, %6.0f GOP/s loading from the L1\n", t, registers, l1);
+      std::fflush(stdout);
+    }
+    return 0;
+  }
+#endif
   if (ghz <= 0) ghz = measured_ghz();
   const std::vector<GemmShape> shapes = {
       {"conv0 1->64 k3", 64, 12800, 9, false},       {"conv1 64->128 k3", 128, 3200, 576, false},
