@@ -21,6 +21,8 @@
 # peers do. The table gives medians over the rounds. It is
 # printed, not written into bench/results/: record figures from a quiet machine by hand.
 #
+# PROBE=1 (and WAIT_FAST=S) samples the AMX tiles' state around each run (see probe_state below).
+#
 # INT8=1 adds ocrt-infer on an int8 model file (docs/int8.md) made from WEIGHTS by ocrt-quantize
 # with 300 calibration lines that ocrt-synth renders in the training fonts (train/fonts/
 # en-train.txt, seed 777: other fonts and texts than the measured lines); INT8=FILE uses FILE.
@@ -93,16 +95,38 @@ PROGRAMS+=(ort openvino openvino-f32 torch)
 
 "$PY" bench/peer_infer.py --weights "$WEIGHTS" --export > "$OUT/onnx-path.txt"
 
+# ---- the AMX tiles' state (PROBE=1, on a CPU with AMX): the share of half a second's samples of
+# `bench_gemm --probe` in which the tiles loading from the L1 ran at least at 60% of their rate on
+# registers. Some machines switch between that and a quarter of it for seconds to minutes
+# (bench/results/cpu-bf16.md), which every AMX program's lines/s follows; WAIT_FAST=S waits up to S
+# seconds for a share of 80% before each run.
+PROBE=${PROBE:-}
+WAIT_FAST=${WAIT_FAST:-0}
+[[ -z $PROBE ]] || need "$BUILD/bench_gemm"
+probe_state() {
+  "$BUILD/bench_gemm" --threads 1 --probe 0.5 |
+    awk -F'GOP/s' '{ n1 = split($1, a, " "); n2 = split($2, b, " "); if (b[n2] >= 0.6 * a[n1]) f++; n++ }
+                   END { printf "%.0f", n ? 100 * f / n : 0 }'
+}
+
 # ---- one program, timed: wall seconds and peak RSS (KiB) by GNU time, the load average before
 run() {  # run NAME ROUND COMMAND... (stdout: the texts, one a line in label order)
   local name=$1 round=$2
   shift 2
   local dir=$OUT/round$round
   mkdir -p "$dir"
+  local before=- after=-
+  if [[ -n $PROBE ]]; then
+    before=$(probe_state)
+    local waited=0
+    while (( before < 80 && waited < WAIT_FAST )); do sleep 1; waited=$((waited + 1)); before=$(probe_state); done
+  fi
   echo "$name $(cut -d' ' -f1-3 /proc/loadavg)" >> "$dir/load.txt"
-  echo "== round $round: $name (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+  echo "== round $round: $name (load $(cut -d' ' -f1 /proc/loadavg); tiles fast $before%)" >&2
   /usr/bin/time -f "%e %M" -o "$dir/$name.time" "$@" > "$dir/$name.out" 2> "$dir/$name.log" ||
     { echo "peers_cpu.sh: $name failed, see $dir/$name.log" >&2; exit 1; }
+  [[ -z $PROBE ]] || after=$(probe_state)
+  echo "$name $before $after" >> "$dir/probe.txt"
 }
 
 rm -rf "$OUT"/round*   # a previous run's rounds would join the medians
@@ -156,6 +180,9 @@ for name in programs:
         wall, rss_kib = open(base + ".time").read().split()[-2:]
         log = open(base + ".log", encoding="utf-8", errors="replace").read()
         load = next((l.split()[1] for l in open(os.path.join(out, d, "load.txt")) if l.split()[0] == name), "?")
+        probe_file = os.path.join(out, d, "probe.txt")
+        probe = next((f"{l.split()[1]}/{l.split()[2]}" for l in open(probe_file) if l.split()[0] == name), "-/-") \
+            if os.path.exists(probe_file) else "-/-"
         if name.startswith("ocrt"):
             texts = open(base + ".out", encoding="utf-8", errors="replace").read().split("\n")[:n]
             m = re.search(r"lines \(\d+ failed\) in [\d.]+ s, ([\d.]+) lines/s; cpu path (\S+), (\w+)", log)
@@ -165,7 +192,7 @@ for name in programs:
             j = json.loads(open(base + ".out").read().strip().splitlines()[-1])
             own, precision = j["lines_per_second"], j["precision"]
             versions.update({k: v for k, v in j["versions"].items() if k in ("onnxruntime", "openvino", "torch")})
-        runs.append({"wall": float(wall), "rss": int(rss_kib) / 1024, "own": own, "load": load,
+        runs.append({"wall": float(wall), "rss": int(rss_kib) / 1024, "own": own, "load": load, "probe": probe,
                      "precision": precision, "score": score(texts, truths)})
     if not runs:
         continue
@@ -175,7 +202,8 @@ for name in programs:
                  "wall": statistics.median(n / r["wall"] for r in runs),
                  "rss": statistics.median(r["rss"] for r in runs),
                  "cer": runs[0]["score"]["cer"], "acc": runs[0]["score"]["line_accuracy"],
-                 "same": len({json.dumps(r["score"]) for r in runs}) == 1, "loads": [r["load"] for r in runs]})
+                 "same": len({json.dumps(r["score"]) for r in runs}) == 1, "loads": [r["load"] for r in runs],
+                 "probes": [r["probe"] for r in runs], "owns": owns})
 
 commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
 print(f"{n} lines, 2 threads, batch 32, {len(rounds)} rounds, medians; {weights}")
@@ -183,13 +211,19 @@ print(f"CPU: {cpu()}")
 print(f"ocrt {commit} ({ocrt}); " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
       + f"; python {platform.python_version()}")
 print()
+probed = any(p != "-/-" for r in rows for p in r["probes"])
 print("| program | precision | runs | lines/s (own count; min-max) | lines/s (whole process) | peak RSS MiB "
-      "| CER | line accuracy | load avg before |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+      "| CER | line accuracy | load avg before |" + (" tiles fast % before/after each run |" if probed else ""))
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |" + (" --- |" if probed else ""))
 for r in rows:
     o = f"{r['own']:.2f} ({r['spread'][0]:.2f}-{r['spread'][1]:.2f})" if r["own"] else "-"
     flag = "" if r["same"] else " (differs between runs!)"
     print(f"| {r['name']} | {r['precision']} | {r['runs']} | {o} | {r['wall']:.2f} | {r['rss']:.0f} "
-          f"| {100 * r['cer']:.2f}%{flag} | {100 * r['acc']:.1f}% | {' '.join(r['loads'])} |")
+          f"| {100 * r['cer']:.2f}%{flag} | {100 * r['acc']:.1f}% | {' '.join(r['loads'])} |"
+          + (f" {' '.join(r['probes'])} |" if probed else ""))
+if probed:  # each run's own count with the state around it, to pick the runs made in one state
+    print()
+    for r in rows:
+        print(f"{r['name']}: " + ", ".join(f"{o:.1f} ({p})" for o, p in zip(r["owns"], r["probes"])))
 json.dump(rows, open(os.path.join(out, "summary.json"), "w"), indent=1)
 EOF
