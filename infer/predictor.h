@@ -186,8 +186,8 @@ struct PredictorOptions {
 // PredictorOptions::cpu_workers = 0: one CPU worker a thread, at most kAutoCpuWorkers, where the
 // workers' products run on AMX tiles (an int8 model file on the amx int8 kernel, bf16 on the amx
 // path), else one. Measured on a 2-core Xeon with AMX (bench/results/cpu-bf16.md, 300 lines at
-// batch 32): two workers of one thread against one of two, int8 1.13-1.31x and bf16 1.05-1.70x
-// lines/s, in 19 and 53 MiB more; fp32 (AVX-512, whose GEMM shares its threads well) about
+// batch 32, 13 rounds): two workers of one thread against one of two, int8 1.01-1.57x (median
+// 1.20x) and bf16 1.02-1.77x (1.37x) lines/s, in 19 and 53 MiB more; fp32 (AVX-512, whose GEMM shares its threads well) about
 // 1.05x in 143 MiB more, so it keeps one worker. The cap holds the memory of many cores' copies
 // and batches in check; more than two were not measured.
 constexpr int kAutoCpuWorkers = 4;
