@@ -7,8 +7,10 @@
 //
 // --probe S (the amx path): for S seconds, sample after sample (a million tile steps each), the
 // int8 tiles' rate on operands in tile registers and on operands loaded from the L1, one line
-// each: whether the machine is in a state where a kernel's figures mean what they say (the
-// 2-vCPU Xeon of bench/results/cpu-bf16.md loads tiles 4x slower most of the time).
+// each, then the share of fast samples (loading at 60% of the registers' rate or more): whether
+// the machine is in a state where a kernel's figures mean what they say (the 2-vCPU Xeon of
+// bench/results/cpu-bf16.md loads tiles 4x slower for seconds to minutes at a time;
+// bench/amx_state.sh reads the share for the scripts).
 //
 // Shapes (batch 32, a 32 x 400 line, ops/cpu/conv.cpp's chunking of samples into >= 2048 GEMM
 // columns): the convolutions as W (Cout, C k k) @ col (C k k, columns), the LSTM's input
@@ -183,14 +185,19 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "bench_gemm: --probe needs the amx path with AMX-INT8\n");
       return 2;
     }
+    // A sample is fast when loading from the L1 keeps at least 60% of the rate on registers.
     const auto start = std::chrono::steady_clock::now();
+    int samples = 0, fast = 0;
     for (double t = 0; t < probe_seconds;
          t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()) {
       const double registers = amx_tile_rate(true, threads, false, 1000000);
       const double l1 = amx_tile_rate(true, threads, true, 1000000);
+      ++samples, fast += l1 >= 0.6 * registers;
       std::printf("%6.2f s  int8 tiles: %6.0f GOP/s on registers, %6.0f GOP/s loading from the L1\n", t, registers, l1);
       std::fflush(stdout);
     }
+    std::printf("fast %.0f%% of %d samples (loading from the L1 at >= 60%% of the rate on registers)\n",
+                samples ? 100.0 * fast / samples : 0.0, samples);
     return 0;
   }
 #endif

@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   const Tensor x = uniform({batch, 1, 32, width}, -1.0, 1.0, gen);
   const std::vector<int64_t> widths((size_t)batch, width), input_lengths((size_t)batch, T),
       target_lengths((size_t)batch, labels);
-  const int64_t classes = net->forward(x.narrow(0, 0, 1), {width}).size(2);
+  const int64_t classes = net->num_classes();
   std::vector<int64_t> targets;
   for (int64_t i = 0; i < batch * labels; ++i) targets.push_back(1 + (int64_t)(gen.next_u64() % (uint64_t)(classes - 1)));
   const Tensor tg = Tensor::from_vector(targets);

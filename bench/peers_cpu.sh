@@ -21,7 +21,7 @@
 # peers do. The table gives medians over the rounds. It is
 # printed, not written into bench/results/: record figures from a quiet machine by hand.
 #
-# PROBE=1 (and WAIT_FAST=S) samples the AMX tiles' state around each run (see probe_state below).
+# PROBE=1 (and WAIT_FAST=S) samples the AMX tiles' state around each run (bench/amx_state.sh).
 #
 # INT8=1 adds ocrt-infer on an int8 model file (docs/int8.md) made from WEIGHTS by ocrt-quantize
 # with 300 calibration lines that ocrt-synth renders in the training fonts (train/fonts/
@@ -95,19 +95,12 @@ PROGRAMS+=(ort openvino openvino-f32 torch)
 
 "$PY" bench/peer_infer.py --weights "$WEIGHTS" --export > "$OUT/onnx-path.txt"
 
-# ---- the AMX tiles' state (PROBE=1, on a CPU with AMX): the share of half a second's samples of
-# `bench_gemm --probe` in which the tiles loading from the L1 ran at least at 60% of their rate on
-# registers. Some machines switch between that and a quarter of it for seconds to minutes
-# (bench/results/cpu-bf16.md), which every AMX program's lines/s follows; WAIT_FAST=S waits up to S
-# seconds for a share of 80% before each run.
+# ---- the AMX tiles' state (PROBE=1, on a CPU with AMX; bench/amx_state.sh): the share of fast
+# samples before and after each run; WAIT_FAST=S waits up to S seconds for the fast state first.
 PROBE=${PROBE:-}
 WAIT_FAST=${WAIT_FAST:-0}
 [[ -z $PROBE ]] || need "$BUILD/bench_gemm"
-probe_state() {
-  "$BUILD/bench_gemm" --threads 1 --probe 0.5 |
-    awk -F'GOP/s' '{ n1 = split($1, a, " "); n2 = split($2, b, " "); if (b[n2] >= 0.6 * a[n1]) f++; n++ }
-                   END { printf "%.0f", n ? 100 * f / n : 0 }'
-}
+source bench/amx_state.sh
 
 # ---- one program, timed: wall seconds and peak RSS (KiB) by GNU time, the load average before
 run() {  # run NAME ROUND COMMAND... (stdout: the texts, one a line in label order)
@@ -116,11 +109,7 @@ run() {  # run NAME ROUND COMMAND... (stdout: the texts, one a line in label ord
   local dir=$OUT/round$round
   mkdir -p "$dir"
   local before=- after=-
-  if [[ -n $PROBE ]]; then
-    before=$(probe_state)
-    local waited=0
-    while (( before < 80 && waited < WAIT_FAST )); do sleep 1; waited=$((waited + 1)); before=$(probe_state); done
-  fi
+  [[ -z $PROBE ]] || before=$(wait_fast "$WAIT_FAST")
   echo "$name $(cut -d' ' -f1-3 /proc/loadavg)" >> "$dir/load.txt"
   echo "== round $round: $name (load $(cut -d' ' -f1 /proc/loadavg); tiles fast $before%)" >&2
   /usr/bin/time -f "%e %M" -o "$dir/$name.time" "$@" > "$dir/$name.out" 2> "$dir/$name.log" ||

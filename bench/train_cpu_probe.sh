@@ -2,11 +2,9 @@
 # crnn training steps on the CPU (2 threads, batch 32 of 32 x 128 lines): ocrt in fp32 and bf16
 # (build/bench_train) and PyTorch's autocast bf16 (bench/torch_train.py with the peers' PyTorch,
 # bench/peers.sh), round after round, each run preceded by a wait of up to 20 s for the AMX
-# tiles' fast state and followed by a sample of it (bench_gemm --probe: the share of half a
-# second's samples in which tiles loading from the L1 ran at 60% of their rate on registers or
-# more). Some machines switch between that state and a quarter of it for seconds to minutes
-# (bench/results/cpu-bf16.md), which every AMX program follows; the state around each run says
-# which runs compare.
+# tiles' fast state and followed by a sample of it (bench/amx_state.sh). Some machines switch
+# between that state and a quarter of it for seconds to minutes (bench/results/cpu-bf16.md),
+# which every AMX program follows; the state around each run says which runs compare.
 #
 #   bench/train_cpu_probe.sh [ROUNDS [BUILD_DIR]]        (defaults: 4, build)
 #
@@ -17,24 +15,11 @@ cd "$(dirname "$0")/.."
 ROUNDS=${1:-4}
 BUILD=${2:-build}
 PY=$(bench/peers.sh --python)
-probe() {
-  "$BUILD/bench_gemm" --threads 1 --probe 0.5 |
-    awk -F'GOP/s' '{ n1 = split($1, a, " "); n2 = split($2, b, " "); if (b[n2] >= 0.6 * a[n1]) f++; n++ }
-                   END { printf "%.0f", n ? 100 * f / n : 0 }'
-}
-wait_fast() {
-  local s
-  for _ in $(seq 20); do
-    s=$(probe)
-    (( s >= 80 )) && break
-    sleep 1
-  done
-  echo "$s"
-}
+source bench/amx_state.sh
 for r in $(seq "$ROUNDS"); do
   line="round $r"
   for p in fp32 bf16 torch; do
-    before=$(wait_fast)
+    before=$(wait_fast 20)
     if [[ $p == torch ]]; then
       row=$(OMP_NUM_THREADS=2 "$PY" bench/torch_train.py --arch crnn --batch 32 --threads 2 --steps 10 --warmup 3 \
             --amp bf16 2>&1 | grep "^crnn " | head -1)
@@ -42,7 +27,7 @@ for r in $(seq "$ROUNDS"); do
       row=$("$BUILD/bench_train" --arch crnn --batch 32 --threads 2 --steps 10 --warmup 3 --precision "$p" 2>&1 |
             grep "^crnn " | head -1)
     fi
-    line="$line | $p [$before/$(probe)] $row"
+    line="$line | $p [$before/$(probe_state)] $row"
   done
   echo "$line"
 done

@@ -236,6 +236,7 @@ int check_options(const PredictorOptions& o) {
   OCRT_CHECK(std::isfinite(o.lm_weight) && o.lm_weight >= 0 && std::isfinite(o.lm_bonus),
              "LM weight must be finite and >= 0 and LM bonus finite, got ", o.lm_weight, " and ", o.lm_bonus);
   OCRT_CHECK(o.threads >= 0, "thread count must be >= 1 (or 0 for the default), got ", o.threads);
+  OCRT_CHECK(o.cpu_workers >= 0, "CPU workers must be >= 1 (or 0 for auto), got ", o.cpu_workers);
   OCRT_CHECK(o.max_image_pixels >= 1, "the pixel budget of an image must be >= 1, got ", o.max_image_pixels);
   OCRT_CHECK(o.min_source_height >= 1 && o.min_width >= 1 && o.max_width >= o.min_width,
              "line limits must satisfy min_source_height >= 1 and 1 <= min_width <= max_width");
@@ -430,7 +431,6 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
     }
   }
   if (opt_.devices.size() == 1 && opt_.devices[0].is_cpu() && opt_.cpu_workers != 1) {
-    OCRT_CHECK(opt_.cpu_workers >= 0, "CPU workers must be >= 1 (or 0 for auto), got ", opt_.cpu_workers);
     const int threads = opt_.threads > 0 ? opt_.threads : default_num_threads();
     const bool on_tiles = cpu_path_ == CpuIsa::amx &&
                           (int8_file ? cpu_has_amx_int8() : precision.cpu == Precision::bf16);
