@@ -25,6 +25,10 @@
 // leaves it off: a step repeats the last step's sizes, and its natural footprint is above its
 // peak of live bytes (blocks needed at other moments of the step), so trimming gave back blocks
 // the next step allocated again (bench_train crnn: 830 fresh blocks in 12 steps instead of 210).
+// Two other bounds were tried on training and not kept (2026-11-29, AMX Xeon, ocrt-train crnn-s
+// bf16, 30 and 90 steps): twice the peak removed the ~500 page faults a step (2.5 s less system
+// time in 60 steps, about 8% of the step's CPU time) but raised peak RSS from 970 to 1,280 MiB;
+// evicting the oldest cached block instead of the one just freed made it 2,700 faults a step.
 #pragma once
 #include <cstddef>
 #include <string>
