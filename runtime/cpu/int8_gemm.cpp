@@ -463,6 +463,17 @@ void run(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Epilog
 // The most gathered rows of A an AMX thread holds at once (a run of row blocks, run_amx).
 constexpr int64_t kAmxRunBytes = int64_t(1) << 20;
 
+// Row r's S segments of `seg` codes (ptrs[s * stride]: segment s's start) one after the other
+// into dst; kSeg > 0: segments of that length, copied at a size the compiler knows.
+template <int64_t kSeg>
+void copy_segments(uint8_t* dst, const uint8_t* const* ptrs, int64_t S, int64_t seg, int64_t stride) {
+  if constexpr (kSeg > 0) {
+    for (int64_t s = 0; s < S; ++s) std::memcpy(dst + s * kSeg, ptrs[s * stride], (size_t)kSeg);
+  } else {
+    for (int64_t s = 0; s < S; ++s) std::memcpy(dst + s * seg, ptrs[s * stride], (size_t)seg);
+  }
+}
+
 // The product on AMX tiles (runtime/cpu/gemm_amx.cpp, amx_int8_tiles): 32 rows of A at a time,
 // gathered once from Int8A's pointers into rows of kq codes (Kp rounded up to 64, the rest zero:
 // a tile row is 64 codes), then every pair of B's 16-column panels in turn (taken by every block
@@ -490,7 +501,21 @@ void run_amx(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Ep
   const int64_t run_blocks =
       groups > 1 ? 1 : std::clamp<int64_t>(std::min(kAmxRunBytes / (kRows * kq), blocks / (4 * threads)), 1, 8);
   const int64_t runs = (blocks + run_blocks - 1) / run_blocks, items = runs * groups;
-  // Gathers the rows of block blk into buf (kRows rows of kq codes).
+  // Gathers the rows of block blk into buf (kRows rows of kq codes). A convolution's segments
+  // are a pixel's codes, often only 8 to 32 of them (a detector's layers): copies of a size
+  // known here, not a call to memcpy for each (which took more time than the tiles' products
+  // on those layers).
+  void (*copy_row)(uint8_t*, const uint8_t* const*, int64_t, int64_t, int64_t) = copy_segments<0>;
+  switch (seg) {
+    case 4: copy_row = copy_segments<4>; break;
+    case 8: copy_row = copy_segments<8>; break;
+    case 12: copy_row = copy_segments<12>; break;
+    case 16: copy_row = copy_segments<16>; break;
+    case 24: copy_row = copy_segments<24>; break;
+    case 32: copy_row = copy_segments<32>; break;
+    case 64: copy_row = copy_segments<64>; break;
+    default: break;
+  }
   auto gather = [&](int64_t blk, std::vector<const uint8_t*>& ptrs, uint8_t* buf) {
     const int64_t i0 = blk * kRows, rows = std::min(kRows, M - i0);
     for (int64_t r0 = 0; r0 < kRows; r0 += kInt8MR) {
@@ -502,7 +527,7 @@ void run_amx(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Ep
       a.rows(i0 + r0, have, ptrs.data());
       for (int64_t r = 0; r < kInt8MR && r0 + r < kRows; ++r) {
         uint8_t* dst = buf + (r0 + r) * kq;
-        for (int64_t sg = 0; sg < S; ++sg) std::memcpy(dst + sg * seg, ptrs[sg * kInt8MR + r], (size_t)seg);
+        copy_row(dst, ptrs.data() + r, S, seg, kInt8MR);
         std::memset(dst + Kp, 0, (size_t)(kq - Kp));
       }
     }
