@@ -23,12 +23,14 @@
 //      detector learnt from pages whose lines are 15-40 pixels in its map; on a page whose
 //      print is smaller (a dense table, a page of small type scanned large) it misses short
 //      lines and merges others. docs/pages.md ("A second look at small print") has the figures.
-//   7. descreening (descreen > 0): steps 1-5 once more at the scale of the outlines kept, the
-//      scaled page blurred by `descreen` of its pixels first, and the outlines of that pass
+//   7. descreening (descreen > 0): the page at the scale of the outlines kept, blurred by
+//      `descreen` of its pixels; where it is printed on a halftone screen (screened_regions),
+//      steps 2-5 on each screened region of the blurred page, and the outlines of those passes
 //      that overlap none of the first pass's added to them (add_unseen_boxes; then all in
-//      text_boxes' order again, top to bottom, then left to right). Print on a
-//      halftone screen (shaded table cells, a title bar) shows the detector dots where a blur
-//      shows it text on grey; the first pass keeps the sharp page's outlines everywhere else.
+//      text_boxes' order again, top to bottom, then left to right). Print on a halftone screen
+//      (shaded table cells, a title bar) shows the detector dots where a blur shows it text on
+//      grey; the first pass keeps the sharp page's outlines everywhere else. Most pages have
+//      no screen, and then no second model pass.
 //
 // Two other ways to build one, for tests and experiments: from a DBNet already in memory (random
 // weights, or one being trained), and from a function that paints the probability map (a test
@@ -130,6 +132,10 @@ class TextDetector {
 // with the pixels: at 2048 its tensors peak at 131 MiB against 51 at 1280).
 int64_t second_look_side(const std::vector<nn::TextBox>& boxes, int64_t width, int64_t height,
                          const DetectorOptions& options);
+
+// Step 7 of detect(): where a page (scaled for the detector) is printed on a halftone screen,
+// from it and its blur: boxes in its pixels, none overlapping another (none on most pages).
+std::vector<Rect> screened_regions(const GrayImage& page, const GrayImage& blurred);
 
 // Step 7 of detect(): appends to `boxes` each of `more` whose bounding box overlaps none of
 // boxes' own by more than a fifth of the smaller of the two boxes' areas; returns how many.

@@ -343,6 +343,14 @@ TextBoxOptions DBNet::box_options() const {
   return o;
 }
 
+GrayImage scale_for_detection(const GrayImage& page, int64_t max_side) {
+  const int64_t longer = std::max(page.width, page.height);
+  if (longer <= max_side) return page;
+  // Rounded down, so that the width resize_to_height derives from it stays within max_side too.
+  const int64_t h = std::max<int64_t>(1, (int64_t)std::floor((double)page.height * (double)max_side / (double)longer));
+  return resize_to_height(page, h);
+}
+
 DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_side, bool keep_map) {
   return detect_text_lines(model, page, max_side, keep_map, model.box_options());
 }
@@ -361,11 +369,8 @@ DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_
   // detector runs up to three times a page).
   GrayImage scaled;
   const GrayImage* in = &page;
-  const int64_t longer = std::max(page.width, page.height);
-  if (longer > max_side) {
-    // Rounded down, so that the width resize_to_height derives from it stays within max_side too.
-    const int64_t h = std::max<int64_t>(1, (int64_t)std::floor((double)page.height * (double)max_side / (double)longer));
-    scaled = resize_to_height(page, h);
+  if (std::max(page.width, page.height) > max_side) {
+    scaled = scale_for_detection(page, max_side);
     in = &scaled;
   }
   if (blur_sigma > 0) {

@@ -126,6 +126,8 @@ struct DetectedPage {
   double prepare_s = 0, forward_s = 0, boxes_s = 0;
 };
 DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_side = 1280, bool keep_map = false);
+// The page as detect_text_lines scales it for max_side (a copy of it when it is not scaled).
+GrayImage scale_for_detection(const GrayImage& page, int64_t max_side);
 // The same, the map read with `boxes` instead of the model's own box_options() (a caller's
 // thresholds: ocrt-infer --det-threshold, --box-threshold).
 // blur_sigma > 0: the scaled page is blurred by that many of its pixels before the model

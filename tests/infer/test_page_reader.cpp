@@ -715,6 +715,103 @@ TEST_CASE("the detector's descreening pass keeps the first pass's lines and adds
   }
 }
 
+namespace {
+// A halftone screen of a grey about 55% dark: in each 3 x 3 cell, the pixels of the first two
+// rows and columns are ink (4 of 9), the others paper, as a printer's screen of dots makes a
+// shaded table cell. Ink already on the page stays ink.
+void screen_rect(GrayImage& page, int64_t x0, int64_t y0, int64_t x1, int64_t y1) {
+  for (int64_t y = y0; y < y1; ++y)
+    for (int64_t x = x0; x < x1; ++x) {
+      uint8_t& p = page.pixels[(size_t)(y * page.width + x)];
+      if (x % 3 != 2 && y % 3 != 2) p = std::min<uint8_t>(p, 40);
+    }
+}
+
+bool inside(const Rect& r, const Rect& outer) {
+  return r.x0 >= outer.x0 && r.y0 >= outer.y0 && r.x1 <= outer.x1 && r.y1 <= outer.y1;
+}
+}  // namespace
+
+TEST_CASE("screened_regions: a field of halftone dots is found; text, flat grey and solid ink are not",
+          "[page_reader]") {
+  GrayImage page;
+  page.width = 640, page.height = 480;
+  page.pixels.assign((size_t)(page.width * page.height), 255);
+  auto fill = [&](int64_t x0, int64_t y0, int64_t x1, int64_t y1, uint8_t v) {
+    for (int64_t y = y0; y < y1; ++y)
+      for (int64_t x = x0; x < x1; ++x) page.pixels[(size_t)(y * page.width + x)] = v;
+  };
+  for (int64_t line = 0; line < 6; ++line)  // "text": strokes 2 px wide, 14 high, 5 apart
+    for (int64_t x = 20; x < 300; x += 5) fill(x, 20 + line * 24, x + 2, 34 + line * 24, 0);
+  fill(20, 200, 200, 300, 128);  // flat grey
+  fill(20, 340, 200, 460, 0);    // solid ink
+  {
+    const GrayImage blurred = gaussian_blur(page, 0.75);
+    CHECK(screened_regions(page, blurred).empty());
+  }
+  screen_rect(page, 400, 300, 600, 440);
+  const GrayImage blurred = gaussian_blur(page, 0.75);
+  const std::vector<Rect> regions = screened_regions(page, blurred);
+  REQUIRE(regions.size() == 1);
+  const Rect r = regions[0];
+  CHECK(inside({400, 300, 600, 440}, r));  // the field, with the reach around it
+  CHECK(inside(r, {0, 0, 640, 480}));
+  CHECK(r.x0 > 300);  // the text, the grey and the ink are outside
+  CHECK(r.y0 > 150);
+  // Regions never overlap: two fields within reach of each other become one.
+  screen_rect(page, 400, 40, 600, 200);
+  const std::vector<Rect> two = screened_regions(page, gaussian_blur(page, 0.75));
+  REQUIRE(two.size() == 1);
+  CHECK(inside({400, 40, 600, 440}, two[0]));
+  GrayImage small = page;
+  small.width = 10;
+  CHECK_THROWS_WITH(screened_regions(small, blurred), Catch::Contains("differ in size"));
+}
+
+TEST_CASE("the descreening pass runs only where the page is screened, and adds lines only there", "[page_reader]") {
+  const std::string det = shipped_float_detector("the descreening pass is");
+  if (det.empty()) return;
+  GrayImage page = load_gray_image(kSource + "/samples/pages/article.png");
+  DetectorOptions plain_options;
+  plain_options.descreen = 0;
+  TextDetector plain(det, plain_options), descreening(det);
+  // A page without a screen: the pass never runs, the outlines are the first pass's.
+  {
+    const GrayImage scaled = nn::scale_for_detection(page, plain.options().max_side);
+    CHECK(screened_regions(scaled, gaussian_blur(scaled, 0.75)).empty());
+    const std::vector<nn::TextBox> a = plain.detect(page), b = descreening.detect(page);
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) CHECK(a[i].outline.box().x0 == b[i].outline.box().x0);
+  }
+  // A third of the page under a screen: whatever the pass adds lies in the screened region.
+  const int64_t x0 = page.width / 3, y0 = page.height / 3, x1 = 2 * page.width / 3, y1 = 2 * page.height / 3;
+  screen_rect(page, x0, y0, x1, y1);
+  const GrayImage scaled = nn::scale_for_detection(page, plain.options().max_side);
+  const std::vector<Rect> regions = screened_regions(scaled, gaussian_blur(scaled, 0.75));
+  REQUIRE(!regions.empty());
+  const double sx = (double)page.width / (double)scaled.width, sy = (double)page.height / (double)scaled.height;
+  const std::vector<nn::TextBox> first = plain.detect(page), both = descreening.detect(page);
+  REQUIRE(both.size() >= first.size());
+  std::vector<nn::TextBox> added;
+  for (const nn::TextBox& b : both) {
+    const bool kept = std::any_of(first.begin(), first.end(), [&](const nn::TextBox& a) {
+      return a.outline.box().x0 == b.outline.box().x0 && a.outline.box().y0 == b.outline.box().y0 &&
+             a.outline.box().x1 == b.outline.box().x1 && a.outline.box().y1 == b.outline.box().y1;
+    });
+    if (!kept) added.push_back(b);
+  }
+  CHECK(added.size() == both.size() - first.size());
+  for (const nn::TextBox& b : added) {
+    const Rect box = b.outline.box();
+    const bool in_region = std::any_of(regions.begin(), regions.end(), [&](const Rect& r) {
+      return inside(box, {r.x0 * sx - 1, r.y0 * sy - 1, r.x1 * sx + 1, r.y1 * sy + 1});
+    });
+    CHECK(in_region);
+  }
+  INFO("first pass " << first.size() << " outlines, the descreening pass added " << added.size());
+  CHECK(!added.empty());  // the screened part's lines, which the sharp page shows as dots
+}
+
 TEST_CASE("inputs: lines told from pages by their shape", "[page_reader]") {
   CHECK(!page_shaped(897, 41));     // a sample line
   CHECK(!page_shaped(3000, 150));   // a line at 600 dpi
