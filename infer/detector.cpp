@@ -183,6 +183,7 @@ std::vector<Rect> screened_regions(const GrayImage& page, const GrayImage& blurr
   // pages read 6 words fewer than the whole page's pass gave it; with 6, the same words).
   constexpr int64_t kReach = 6;
   constexpr int64_t kMinBlocks = 4;  // a region with fewer screened blocks is a speck
+  constexpr int64_t kGrid = nn::DBNet::kSizeMultiple;
   const int64_t W = page.width, H = page.height;
   const int64_t bw = (W + kBlock - 1) / kBlock, bh = (H + kBlock - 1) / kBlock;
   std::vector<uint8_t> screened((size_t)(bw * bh), 0);
@@ -224,11 +225,17 @@ std::vector<Rect> screened_regions(const GrayImage& page, const GrayImage& blurr
           if (screened[(size_t)k] && reach_owner[(size_t)k] < 0) reach_owner[(size_t)k] = id, stack.push_back(k);
         }
     }
+    // On the model's grid (kGrid = 32 pixels from the page's top left, which the network halves
+    // five times): the region's map is then the whole page's map away from its edges, and it
+    // needs no white padding inside the page (only at the page's right and bottom edges, as
+    // the whole page does).
+    const int64_t x0 = std::max<int64_t>(0, bx0 - kReach) * kBlock / kGrid * kGrid;
+    const int64_t y0 = std::max<int64_t>(0, by0 - kReach) * kBlock / kGrid * kGrid;
+    const int64_t x1 = (bx1 + 1 + kReach) * kBlock, y1 = (by1 + 1 + kReach) * kBlock;
     Rect r;
-    r.x0 = (double)(std::max<int64_t>(0, bx0 - kReach) * kBlock);
-    r.y0 = (double)(std::max<int64_t>(0, by0 - kReach) * kBlock);
-    r.x1 = (double)std::min(W, (bx1 + 1 + kReach) * kBlock);
-    r.y1 = (double)std::min(H, (by1 + 1 + kReach) * kBlock);
+    r.x0 = (double)x0, r.y0 = (double)y0;
+    r.x1 = (double)std::min(W, x0 + (x1 - x0 + kGrid - 1) / kGrid * kGrid);
+    r.y1 = (double)std::min(H, y0 + (y1 - y0 + kGrid - 1) / kGrid * kGrid);
     regions.push_back(count >= kMinBlocks ? r : Rect{});
   }
   std::vector<Rect> kept;
