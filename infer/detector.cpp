@@ -104,21 +104,25 @@ ProbabilityMap TextDetector::probability_map(const GrayImage& page) {
 std::vector<nn::TextBox> TextDetector::detect(const GrayImage& page, Times* times) {
   check_page(page);
   if (model_) {
-    nn::DetectedPage d = nn::detect_text_lines(*model_, page, options_.max_side, /*keep_map=*/false, boxes_);
-    Times t{d.prepare_s, d.forward_s, d.boxes_s};
-    int64_t side = options_.max_side;
+    // The page scaled once for each side it is read at, and kept for the descreening pass.
+    using Clock = std::chrono::steady_clock;
+    auto t0 = Clock::now();
+    GrayImage scaled = nn::scale_for_detection(page, options_.max_side);
+    Times t{std::chrono::duration<double>(Clock::now() - t0).count(), 0, 0};
+    nn::DetectedPage d = nn::detect_text_lines(*model_, page, options_.max_side, /*keep_map=*/false, boxes_, 0, &scaled);
+    t += Times{d.prepare_s, d.forward_s, d.boxes_s};
     if (const int64_t larger = second_look_side(d.boxes, page.width, page.height, options_); larger > 0) {
-      side = larger;
-      nn::DetectedPage again = nn::detect_text_lines(*model_, page, side, /*keep_map=*/false, boxes_);
+      t0 = Clock::now();
+      scaled = nn::scale_for_detection(page, larger);
+      t.prepare += std::chrono::duration<double>(Clock::now() - t0).count();
+      nn::DetectedPage again = nn::detect_text_lines(*model_, page, larger, /*keep_map=*/false, boxes_, 0, &scaled);
       t += Times{again.prepare_s, again.forward_s, again.boxes_s};
       d.boxes = std::move(again.boxes);
     }
     if (options_.descreen > 0) {
       // The page at the scale of the outlines kept, blurred; the model runs only on the parts
       // of it that a halftone screen covers (none on most pages).
-      using Clock = std::chrono::steady_clock;
-      auto t0 = Clock::now();
-      const GrayImage scaled = nn::scale_for_detection(page, side);
+      t0 = Clock::now();
       const GrayImage blurred = gaussian_blur(scaled, options_.descreen);
       const std::vector<Rect> regions = screened_regions(scaled, blurred);
       t.prepare += std::chrono::duration<double>(Clock::now() - t0).count();

@@ -356,9 +356,15 @@ DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_
 }
 
 DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_side, bool keep_map,
-                               const TextBoxOptions& boxes, double blur_sigma) {
+                               const TextBoxOptions& boxes, double blur_sigma, const GrayImage* prescaled) {
   OCRT_CHECK(max_side >= DBNet::kSizeMultiple, "detect_text_lines: max_side must be at least ", DBNet::kSizeMultiple,
              ", got ", max_side);
+  if (prescaled)
+    OCRT_CHECK(prescaled->width >= 1 && prescaled->height >= 1 &&
+                   std::max(prescaled->width, prescaled->height) <= std::max(max_side, std::max(page.width, page.height)) &&
+                   (int64_t)prescaled->pixels.size() == prescaled->width * prescaled->height,
+               "detect_text_lines: the scaled page given (", prescaled->width, "x", prescaled->height,
+               ") is not the page scaled for ", max_side);
   DetectedPage out;
   if (page.width <= 0 || page.height <= 0) return out;
   using Clock = std::chrono::steady_clock;
@@ -368,8 +374,8 @@ DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_
   // The page itself is read where no scaling or blur is asked (a 300 dpi page is 8 MB: the
   // detector runs up to three times a page).
   GrayImage scaled;
-  const GrayImage* in = &page;
-  if (std::max(page.width, page.height) > max_side) {
+  const GrayImage* in = prescaled ? prescaled : &page;
+  if (!prescaled && std::max(page.width, page.height) > max_side) {
     scaled = scale_for_detection(page, max_side);
     in = &scaled;
   }

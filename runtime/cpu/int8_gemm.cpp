@@ -518,6 +518,24 @@ void run_amx(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Ep
   }
   auto gather = [&](int64_t blk, std::vector<const uint8_t*>& ptrs, uint8_t* buf) {
     const int64_t i0 = blk * kRows, rows = std::min(kRows, M - i0);
+    if (const Int8Image* im = a.image; im && im->pixel == seg && (int64_t)im->taps.size() == S) {
+      // A stride-1 convolution that describes its image: each row's taps are fixed distances
+      // from its pixel, worked out here rather than through the rows callback.
+      int64_t oh = i0 / im->width, ow = i0 - oh * im->width;
+      for (int64_t r = 0; r < kRows; ++r) {
+        uint8_t* dst = buf + r * kq;
+        if (r >= rows) {  // rows past M: copies of the last, never stored
+          std::memcpy(dst, buf + (rows - 1) * kq, (size_t)kq);
+          continue;
+        }
+        const uint8_t* pixel = im->codes + (oh * im->pitch + ow) * im->pixel;
+        for (int64_t sg = 0; sg < S; ++sg) ptrs[(size_t)sg] = pixel + im->taps[(size_t)sg];
+        copy_row(dst, ptrs.data(), S, seg, 1);
+        std::memset(dst + Kp, 0, (size_t)(kq - Kp));
+        if (++ow == im->width) ow = 0, ++oh;
+      }
+      return;
+    }
     for (int64_t r0 = 0; r0 < kRows; r0 += kInt8MR) {
       const int64_t have = std::min(kInt8MR, rows - r0);
       if (have <= 0) {  // rows past M: copies of the last, never stored

@@ -177,8 +177,10 @@ TEST_CASE("int8_gemm reads a stride-1 convolution's image in place (Int8Image) a
   // at pixel oh * pitch + ow plus each tap's offset. With the image given, the AMX loop (amx
   // path, cp a multiple of 64) loads 16 pixels a tile straight from it and drops the pitch -
   // width pixels past each row's end, whose destinations are mapped row by row: rows narrower
-  // than a tile, a tile across a row's end, the last block partial. Every other kernel reads the
-  // pointers. Both layouts of y, on 1-3 threads, bit for bit against the plain loops.
+  // than a tile, a tile across a row's end, the last block partial. With fewer codes a pixel the
+  // AMX loop gathers each row's taps from the image (pixels of 4 to 32 codes, sizes its copies
+  // know and one they do not); every other kernel reads the pointers. Both layouts of y, on 1-3
+  // threads, bit for bit against the plain loops.
   INFO("kernel: " << int8_gemm_kernel_name());
   const int saved = ocrt::num_threads();
   uint32_t seed = 900;
@@ -187,7 +189,9 @@ TEST_CASE("int8_gemm reads a stride-1 convolution's image in place (Int8Image) a
   };
   for (const Geometry g : {Geometry{64, 3, 3, 1, 1, 1, 1}, Geometry{64, 3, 3, 1, 2, 3, 1}, Geometry{128, 3, 3, 1, 3, 15, 1},
                            Geometry{64, 3, 3, 1, 2, 16, 1}, Geometry{64, 3, 3, 2, 3, 17, 2}, Geometry{192, 1, 1, 1, 4, 33, 0},
-                           Geometry{64, 2, 2, 1, 5, 40, 0}, Geometry{256, 3, 3, 1, 4, 100, 1}, Geometry{8, 3, 3, 1, 3, 20, 1}})
+                           Geometry{64, 2, 2, 1, 5, 40, 0}, Geometry{256, 3, 3, 1, 4, 100, 1}, Geometry{8, 3, 3, 1, 3, 20, 1},
+                           Geometry{16, 3, 3, 1, 3, 21, 1}, Geometry{32, 3, 3, 2, 4, 18, 2}, Geometry{20, 3, 3, 1, 2, 9, 1},
+                           Geometry{12, 5, 5, 1, 3, 11, 2}, Geometry{4, 1, 1, 1, 5, 7, 0}})
     for (int64_t N : {16, 40, 96}) {
       INFO("cp " << g.cp << " taps " << g.kh << "x" << g.kw << " dilation " << g.dil << " Ho " << g.Ho << " Wo " << g.Wo
                  << " N " << N);
