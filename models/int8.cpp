@@ -171,28 +171,103 @@ Int8Conv2d::Int8Conv2d(const Tensor& codes, const Tensor& scales, const Tensor& 
   make_epilogue(input_, scales, bias, packed_, scale_, bias_, offset_);
 }
 
-Tensor Int8Conv2d::forward(const Tensor& x, const Int8PostOps& post) const {
-  OCRT_CHECK(x.device().is_cpu() && x.dtype() == DType::f32 && x.dim() == 4 && x.size(1) == c_,
-             "Int8Conv2d: expected a float32 CPU input (N, ", c_, ", H, W), got ", shape_str(x.shape()), " ",
-             dtype_name(x.dtype()), " on ", x.device().str());
-  const Tensor xc = x.contiguous();
-  const int64_t N = x.size(0), H = x.size(2), W = x.size(3);
+Int8Conv2d::Layout Int8Conv2d::layout(int64_t H, int64_t W) const {
+  Layout l;
   const int64_t sh = opt_.stride[0], sw = opt_.stride[1], ph = opt_.padding[0], pw = opt_.padding[1];
   const int64_t dh = opt_.dilation[0], dw = opt_.dilation[1];
-  const int64_t Ho = (H + 2 * ph - dh * (kh_ - 1) - 1) / sh + 1, Wo = (W + 2 * pw - dw * (kw_ - 1) - 1) / sw + 1;
   OCRT_CHECK(H + 2 * ph >= dh * (kh_ - 1) + 1 && W + 2 * pw >= dw * (kw_ - 1) + 1, "Int8Conv2d: input ",
-             shape_str(x.shape()), " is smaller than the kernel");
-  // With a pool, each thread makes its image in a buffer of its own (slot) and pools it into y.
+             H, "x", W, " is smaller than the kernel");
+  l.H = H, l.W = W;
+  l.Ho = (H + 2 * ph - dh * (kh_ - 1) - 1) / sh + 1, l.Wo = (W + 2 * pw - dw * (kw_ - 1) - 1) / sw + 1;
+  l.Hp = H + 2 * ph, l.Wp = W + 2 * pw;
+  for (int64_t ki = 0; ki < kh_; ++ki)
+    for (int64_t kj = 0; kj < kw_; ++kj) l.tap_offset.push_back((ki * dh * l.Wp + kj * dw) * cp_);
+  // A stride-1 convolution also describes the image for kernels that load its taps in place
+  // (cpu::Int8Image: AMX, where a pixel's codes are whole tile rows), for which the image runs on
+  // past its last row.
+  int64_t image_codes = 0;
+  if (sh == 1 && sw == 1) {
+    l.geometry.pixel = cp_, l.geometry.width = l.Wo, l.geometry.pitch = l.Wp;
+    l.geometry.taps = l.tap_offset;
+    image_codes = cpu::int8_image_codes(l.geometry, l.Ho * l.Wo);
+  }
+  l.codes = std::max(l.Hp * l.Wp * cp_, image_codes);
+  l.stride = (l.codes + 63) / 64 * 64;  // each image from a cache line's start (AMX tile rows)
+  return l;
+}
+
+void Int8Conv2d::lay_out(const float* x, const Layout& l, uint8_t* image) const {
+  // The image's codes, channels last, with the padding's rows and columns at the code of 0.
+  // The planes' codes are kept per thread between calls, up to kKeptCodes: fresh pages for
+  // every line image cost more than the copy; a page's maps (a detector's, up to 13 MB at 2048
+  // pixels) are let go, so that they do not add to the recogniser's peak memory after them.
+  thread_local std::vector<uint8_t> planes;
+  planes.resize((size_t)(c_ * l.H * l.W));
+  std::fill(image, image + l.codes, (uint8_t)input_.offset());
+  int8_quantize_input(x, c_ * l.H * l.W, input_, planes.data());
+  const int64_t ph = opt_.padding[0], pw = opt_.padding[1];
+  for (int64_t h = 0; h < l.H; ++h)  // row h of every plane -> its pixels' channels
+    cpu::transpose_bytes(planes.data() + h * l.W, c_, l.W, l.H * l.W, image + ((h + ph) * l.Wp + pw) * cp_, cp_);
+  if (planes.capacity() > kKeptCodes) std::vector<uint8_t>().swap(planes);
+}
+
+Tensor Int8Conv2d::forward(const Tensor& x, const Int8PostOps& post) const {
+  return run(&x, nullptr, post, nullptr).first;
+}
+
+Tensor Int8Conv2d::forward(const Int8Codes& x, const Int8PostOps& post) const {
+  return run(nullptr, &x, post, nullptr).first;
+}
+
+Int8Codes Int8Conv2d::forward_codes(const Tensor& x, const Int8PostOps& post, const Int8Conv2d& next) const {
+  return run(&x, nullptr, post, &next).second;
+}
+
+Int8Codes Int8Conv2d::forward_codes(const Int8Codes& x, const Int8PostOps& post, const Int8Conv2d& next) const {
+  return run(nullptr, &x, post, &next).second;
+}
+
+std::pair<Tensor, Int8Codes> Int8Conv2d::run(const Tensor* xf, const Int8Codes* xc, const Int8PostOps& post,
+                                             const Int8Conv2d* next) const {
+  int64_t N, H, W;
+  Tensor xcont;
+  if (xf) {
+    const Tensor& x = *xf;
+    OCRT_CHECK(x.device().is_cpu() && x.dtype() == DType::f32 && x.dim() == 4 && x.size(1) == c_,
+               "Int8Conv2d: expected a float32 CPU input (N, ", c_, ", H, W), got ", shape_str(x.shape()), " ",
+               dtype_name(x.dtype()), " on ", x.device().str());
+    xcont = x.contiguous();
+    N = x.size(0), H = x.size(2), W = x.size(3);
+  } else {
+    OCRT_CHECK(xc->reader == this && xc->C == c_, "Int8Conv2d: these codes were laid out for another layer");
+    N = xc->N, H = xc->H, W = xc->W;
+  }
+  const Layout l = layout(H, W);
+  const int64_t HoWo = l.Ho * l.Wo;
+  OCRT_CHECK(!xc || xc->codes.numel() == N * l.stride, "Int8Conv2d: codes of the wrong size");
+  // The output: float32 (N, Cout, Ho, Wo), pooled or not; or, for `next`, its input's codes.
   const bool pooled = post.pool.has_value();
+  const Shape made{N, cout_, l.Ho, l.Wo};
+  const Shape out_shape = pooled ? max_pool2d_shape(made, *post.pool) : made;
+  Tensor y;
+  Int8Codes codes_out;
+  Layout nl;
+  if (next) {
+    OCRT_CHECK(next->c_ == cout_, "Int8Conv2d: the next layer takes ", next->c_, " channels, this one makes ", cout_);
+    nl = next->layout(out_shape[2], out_shape[3]);
+    codes_out.codes = Tensor::empty({N, nl.stride}, DType::u8);
+    codes_out.N = N, codes_out.C = cout_, codes_out.H = out_shape[2], codes_out.W = out_shape[3];
+    codes_out.reader = next;
+  } else {
+    y = Tensor::empty(out_shape);
+  }
+  // Each thread makes its image in a buffer of its own when it is pooled or becomes codes:
+  // NCHW for a pooled float output, channels last (a pixel's channels together) for codes.
   const bool by_image = N >= 2 && omp_get_max_threads() > 1 && !omp_in_parallel();
-  const Shape made{N, cout_, Ho, Wo};
-  Tensor y = Tensor::empty(pooled ? max_pool2d_shape(made, *post.pool) : made);
-  const Tensor buffers =
-      pooled ? Tensor::empty({by_image ? omp_get_max_threads() : 1, cout_, Ho, Wo}) : Tensor();
-  const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw, HoWo = Ho * Wo, cp = cp_;
-  const uint8_t zero = (uint8_t)input_.offset();
-  const float* xp = xc.data<float>();
-  float* yp = y.data<float>();
+  const bool buffered = pooled || next;
+  const Tensor buffers = buffered ? Tensor::empty({by_image ? omp_get_max_threads() : 1, cout_, l.Ho, l.Wo}) : Tensor();
+  const float* xp = xf ? xcont.data<float>() : nullptr;
+  float* yp = next ? nullptr : y.data<float>();
   cpu::Int8Epilogue e{scale_.data(), offset_.data(), bias_.data(), post.relu};
   std::vector<float> fused_scale, fused_bias;
   if (post.affine.first.defined()) {
@@ -207,38 +282,22 @@ Tensor Int8Conv2d::forward(const Tensor& x, const Int8PostOps& post) const {
     }
     e.scale = fused_scale.data(), e.bias = fused_bias.data();
   }
-
-  std::vector<int64_t> tap_offset;  // where each tap's codes lie from the pixel at its top left
-  for (int64_t ki = 0; ki < kh_; ++ki)
-    for (int64_t kj = 0; kj < kw_; ++kj) tap_offset.push_back((ki * dh * Wp + kj * dw) * cp);
-  // A stride-1 convolution also describes the image for kernels that load its taps in place
-  // (cpu::Int8Image: AMX, where a pixel's codes are whole tile rows), for which the image runs on
-  // past its last row.
-  cpu::Int8Image geometry;
-  int64_t image_codes = 0;
-  if (sh == 1 && sw == 1) {
-    geometry.pixel = cp, geometry.width = Wo, geometry.pitch = Wp;
-    geometry.taps = tap_offset;
-    image_codes = cpu::int8_image_codes(geometry, HoWo);
-  }
+  const int64_t sh = opt_.stride[0], sw = opt_.stride[1], Wp = l.Wp, cp = cp_;
   auto image = [&](int64_t n, bool parallel_gemm, int slot) {
-    // The image's codes, channels last, with the padding's rows and columns at the code of 0.
-    // Kept per thread between calls, up to kKeptCodes: fresh pages for every line image cost
-    // more than the copy; a page's maps (a detector's, up to 13 MB at 2048 pixels) are let go,
-    // so that they do not add to the recogniser's peak memory after them.
-    thread_local std::vector<uint8_t> planes, xq;
-    planes.resize((size_t)(c_ * H * W));
-    // From a cache line's start, so that the AMX tiles' rows of 64 codes are one line each.
-    const int64_t codes_len = std::max(Hp * Wp * cp, image_codes);
-    xq.resize((size_t)codes_len + 64);
-    uint8_t* xq_at = cpu::cache_line_start(xq.data());
-    std::fill(xq_at, xq_at + codes_len, zero);
-    int8_quantize_input(xp + n * c_ * H * W, c_ * H * W, input_, planes.data());
-    for (int64_t h = 0; h < H; ++h)  // row h of every plane -> its pixels' channels
-      cpu::transpose_bytes(planes.data() + h * W, c_, W, H * W, xq_at + ((h + ph) * Wp + pw) * cp, cp);
+    // The image's codes: laid out here from the float input (kept per thread between calls, up
+    // to kKeptCodes), or as the layer before made them.
+    thread_local std::vector<uint8_t> xq;
+    const uint8_t* q;
+    if (xc) {
+      q = xc->codes.data<uint8_t>() + n * l.stride;
+    } else {
+      xq.resize((size_t)l.stride + 64);
+      uint8_t* at = cpu::cache_line_start(xq.data());  // the AMX tiles' rows of 64 codes one line each
+      lay_out(xp + n * c_ * H * W, l, at);
+      q = at;
+    }
     struct Release {  // after the product, however it ends
       ~Release() {
-        if (planes.capacity() > kKeptCodes) std::vector<uint8_t>().swap(planes);
         if (xq.capacity() > kKeptCodes) std::vector<uint8_t>().swap(xq);
       }
     } release;
@@ -246,14 +305,13 @@ Tensor Int8Conv2d::forward(const Tensor& x, const Int8PostOps& post) const {
     // segment per tap, pointed at, never copied (an implicit im2col).
     // (Called once per 6 output pixels: with few channels the kernel's work per call is small,
     // so the pixel is stepped along rather than divided out, and the taps' offsets are fixed.)
-    const uint8_t* q = xq_at;
     cpu::Int8A a;
     a.segments = kh_ * kw_;
-    cpu::Int8Image in_place = geometry;  // the AMX kernels read the taps from q itself
+    cpu::Int8Image in_place = l.geometry;  // the AMX kernels read the taps from q itself
     in_place.codes = q;
     if (in_place.pixel) a.image = &in_place;
     a.rows = [&](int64_t i0, int64_t rows, const uint8_t** ptrs) {
-      int64_t oh = i0 / Wo, ow = i0 - oh * Wo;
+      int64_t oh = i0 / l.Wo, ow = i0 - oh * l.Wo;
       const int64_t taps = kh_ * kw_, MR = cpu::kInt8MR;
       for (int64_t r = 0; r < MR; ++r) {
         if (r >= rows) {  // past the end of A: the last row again
@@ -261,30 +319,104 @@ Tensor Int8Conv2d::forward(const Tensor& x, const Int8PostOps& post) const {
           continue;
         }
         const uint8_t* pixel = q + (oh * sh * Wp + ow * sw) * cp;
-        for (int64_t t = 0; t < taps; ++t) ptrs[t * MR + r] = pixel + tap_offset[(size_t)t];
-        if (++ow == Wo) ow = 0, ++oh;
+        for (int64_t t = 0; t < taps; ++t) ptrs[t * MR + r] = pixel + l.tap_offset[(size_t)t];
+        if (++ow == l.Wo) ow = 0, ++oh;
       }
     };
-    const Tensor mine = pooled ? buffers.narrow(0, slot, 1) : Tensor();
-    cpu::int8_gemm(HoWo, a, packed_, e, pooled ? mine.data<float>() : yp + n * cout_ * HoWo, 1, HoWo, parallel_gemm);
-    if (pooled) max_pool2d_into(mine, *post.pool, y.narrow(0, n, 1));
+    const Tensor mine_t = buffered ? buffers.narrow(0, slot, 1) : Tensor();
+    float* mine = buffered ? mine_t.data<float>() : nullptr;
+    if (!next) {
+      cpu::int8_gemm(HoWo, a, packed_, e, pooled ? mine : yp + n * cout_ * HoWo, 1, HoWo, parallel_gemm);
+      if (pooled) max_pool2d_into(mine_t, *post.pool, y.narrow(0, n, 1));
+      return;
+    }
+    // For the next layer: channels last, then its codes (the same values as its own
+    // quantization of this layer's float output), pooled on the codes (the quantization is
+    // monotonic, so the largest code is the largest value's code), into its padded image.
+    cpu::int8_gemm(HoWo, a, packed_, e, mine, cout_, 1, parallel_gemm);
+    next->codes_from_pixels(mine, l.Ho, l.Wo, post.pool ? &*post.pool : nullptr, nl,
+                            codes_out.codes.data<uint8_t>() + n * nl.stride);
   };
   if (!by_image) {
     for (int64_t n = 0; n < N; ++n) image(n, true, 0);
-    return y;
-  }
-  std::exception_ptr failed;
+  } else {
+    std::exception_ptr failed;
 #pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t n = 0; n < N; ++n) {
-    try {
-      image(n, false, omp_get_thread_num());
-    } catch (...) {
+    for (int64_t n = 0; n < N; ++n) {
+      try {
+        image(n, false, omp_get_thread_num());
+      } catch (...) {
 #pragma omp critical(ocrt_int8_conv)
-      failed = std::current_exception();
+        failed = std::current_exception();
+      }
     }
+    if (failed) std::rethrow_exception(failed);
   }
-  if (failed) std::rethrow_exception(failed);
-  return y;
+  return {y, codes_out};
+}
+
+namespace {
+// out[i] = max(out[i], in[i]) for n bytes that do not overlap (vectorised: vpmaxub).
+void max_bytes(uint8_t* __restrict out, const uint8_t* __restrict in, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = out[i] > in[i] ? out[i] : in[i];
+}
+}  // namespace
+
+void Int8Conv2d::codes_from_pixels(const float* pixels, int64_t H, int64_t W, const MaxPool2dOptions* pool,
+                                   const Layout& l, uint8_t* image) const {
+  // pixels: H x W pixels of c_ floats each (channels last), this layer's input before pooling.
+  const uint8_t zero = (uint8_t)input_.offset();
+  const int64_t ph = opt_.padding[0], pw = opt_.padding[1];
+  std::fill(image, image + l.codes, zero);
+  const float inv = 1.0f / input_.scale;
+  const int lo = input_.is_signed ? -input_.max_code() : 0, hi = input_.max_code();
+  if (!pool) {
+    OCRT_CHECK(H == l.H && W == l.W, "Int8Conv2d: codes for ", l.H, "x", l.W, " from ", H, "x", W);
+    for (int64_t h = 0; h < H; ++h) {
+      uint8_t* row = image + ((h + ph) * l.Wp + pw) * cp_;
+      if (cp_ == c_) {
+        cpu::int8_quantize(pixels + h * W * c_, W * c_, inv, lo, hi, input_.offset(), row);
+      } else {
+        for (int64_t w = 0; w < W; ++w)
+          cpu::int8_quantize(pixels + (h * W + w) * c_, c_, inv, lo, hi, input_.offset(), row + w * cp_);
+      }
+    }
+    return;
+  }
+  // The codes of every pixel first (a window's largest code is its largest value's code), then
+  // the windows over them: padding takes no part, and a window wholly in it gets the code of
+  // -inf, as max_pool2d's -inf would get from the quantization.
+  thread_local std::vector<uint8_t> q;
+  q.resize((size_t)(H * W * c_));
+  cpu::int8_quantize(pixels, H * W * c_, inv, lo, hi, input_.offset(), q.data());
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  uint8_t empty;
+  cpu::int8_quantize(&minus_inf, 1, inv, lo, hi, input_.offset(), &empty);
+  const int64_t kh = pool->kernel[0], kw = pool->kernel[1];
+  const int64_t sh = pool->stride[0] > 0 ? pool->stride[0] : kh, sw = pool->stride[1] > 0 ? pool->stride[1] : kw;
+  const int64_t qh = pool->padding[0], qw = pool->padding[1], dh = pool->dilation[0], dw = pool->dilation[1];
+  for (int64_t oh = 0; oh < l.H; ++oh)
+    for (int64_t ow = 0; ow < l.W; ++ow) {
+      uint8_t* out = image + ((oh + ph) * l.Wp + ow + pw) * cp_;
+      bool any = false;
+      for (int64_t i = 0; i < kh; ++i) {
+        const int64_t ih = oh * sh - qh + i * dh;
+        if (ih < 0 || ih >= H) continue;
+        for (int64_t j = 0; j < kw; ++j) {
+          const int64_t iw = ow * sw - qw + j * dw;
+          if (iw < 0 || iw >= W) continue;
+          const uint8_t* in = q.data() + (ih * W + iw) * c_;
+          if (!any) {
+            std::memcpy(out, in, (size_t)c_);
+            any = true;
+          } else {
+            max_bytes(out, in, c_);
+          }
+        }
+      }
+      if (!any) std::fill(out, out + c_, empty);
+    }
+  if (q.capacity() > kKeptCodes) std::vector<uint8_t>().swap(q);
 }
 
 // ---- which weights ----

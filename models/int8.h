@@ -91,6 +91,17 @@ struct Int8PostOps {
   std::optional<MaxPool2dOptions> pool;
 };
 
+class Int8Conv2d;
+
+// An activation between two int8 convolutions, held as the codes the second one reads: its
+// input quantized and laid out channels last with its padding (Int8Conv2d::forward_codes), so
+// that the float32 activation is never written, read back, quantized and transposed.
+struct Int8Codes {
+  Tensor codes;  // uint8 (N, codes an image), each image from a cache line's start
+  int64_t N = 0, C = 0, H = 0, W = 0;  // the activation they stand for
+  const Int8Conv2d* reader = nullptr;  // the layer they were laid out for
+};
+
 // conv2d(x, W, b) with one group, for x (N, C, H, W) float32 on the CPU, in int8.
 class Int8Conv2d {
  public:
@@ -100,9 +111,34 @@ class Int8Conv2d {
   // pool(relu(conv(x) * scale + shift)): the same values as the layers one after the other, up to
   // float32 rounding (the affine map is folded into the epilogue's scale and bias).
   Tensor forward(const Tensor& x, const Int8PostOps& post) const;
+  Tensor forward(const Int8Codes& x, const Int8PostOps& post) const;
+  // The same output as next's input codes: the bits next->forward would make of forward(x,
+  // post) itself (the same floats, the same quantization; pooled on the codes, which is the
+  // same since the quantization never decreases). next must take this layer's channels.
+  Int8Codes forward_codes(const Tensor& x, const Int8PostOps& post, const Int8Conv2d& next) const;
+  Int8Codes forward_codes(const Int8Codes& x, const Int8PostOps& post, const Int8Conv2d& next) const;
   const Int8Input& input() const { return input_; }
+  int64_t in_channels() const { return c_; }
+  int64_t out_channels() const { return cout_; }
 
  private:
+  // How an H x W input's codes lie: padded channels last, Hp x Wp pixels of cp codes (more for
+  // the AMX kernels' reads past the last row), `stride` codes an image.
+  struct Layout {
+    int64_t H = 0, W = 0, Ho = 0, Wo = 0, Hp = 0, Wp = 0, codes = 0, stride = 0;
+    std::vector<int64_t> tap_offset;  // where each tap's codes lie from the pixel at its top left
+    cpu::Int8Image geometry;          // stride 1 only (pixel 0 otherwise)
+  };
+  Layout layout(int64_t H, int64_t W) const;
+  // One float32 image (C, H, W) into its codes.
+  void lay_out(const float* x, const Layout& l, uint8_t* image) const;
+  // H x W pixels of C floats each (channels last), max-pooled first when pool is given, into this
+  // layer's input codes laid out as l says.
+  void codes_from_pixels(const float* pixels, int64_t H, int64_t W, const MaxPool2dOptions* pool, const Layout& l,
+                         uint8_t* image) const;
+  std::pair<Tensor, Int8Codes> run(const Tensor* xf, const Int8Codes* xc, const Int8PostOps& post,
+                                   const Int8Conv2d* next) const;
+
   int64_t cout_, c_, cp_, kh_, kw_;
   Conv2dOptions opt_;
   Int8Input input_;

@@ -2,6 +2,7 @@
 #include "models/layers.h"
 
 #include <cmath>
+#include <optional>
 
 #include "models/int8.h"
 
@@ -241,6 +242,7 @@ AttentionResult MultiheadAttention::forward(const Tensor& query, const Tensor& k
 
 Tensor Sequential::forward(const Tensor& x) {
   Tensor y = x;
+  std::optional<Int8Codes> codes;  // the activation, while it is held as the next int8 convolution's codes
   const auto& kids = children();
   for (size_t i = 0; i < kids.size(); ++i) {
     Module* child = kids[i].second.get();
@@ -264,7 +266,7 @@ Tensor Sequential::forward(const Tensor& x) {
       // An int8 convolution takes the eval-mode BatchNorm and the ReLU after it into its
       // epilogue and pools its output image by image (models/int8.h): three passes over its
       // output fewer, and the output is never held at full size.
-      if (conv->int8 && runs_int8(y)) {
+      if (conv->int8 && (codes || runs_int8(y))) {
         Int8PostOps post;
         auto* bn = i + 1 < kids.size() ? dynamic_cast<BatchNorm2d*>(kids[i + 1].second.get()) : nullptr;
         if (bn && !bn->is_training()) {
@@ -279,7 +281,16 @@ Tensor Sequential::forward(const Tensor& x) {
           post.pool = pool->options;  // pooled image by image: the full-size output is never held
           ++i;
         }
-        y = conv->int8->forward(y, post);
+        // Another int8 convolution right after: this one's output goes to it as its input's
+        // codes, never as float32 (models/int8.h, Int8Codes; the same bits).
+        auto* next = i + 1 < kids.size() ? dynamic_cast<Conv2d*>(kids[i + 1].second.get()) : nullptr;
+        if (next && next->int8 && next->int8->in_channels() == conv->int8->out_channels()) {
+          codes = codes ? conv->int8->forward_codes(*codes, post, *next->int8)
+                        : conv->int8->forward_codes(y, post, *next->int8);
+          continue;
+        }
+        y = codes ? conv->int8->forward(*codes, post) : conv->int8->forward(y, post);
+        codes.reset();
         continue;
       }
       // A float one, a ReLU and a max-pool in a row (a CRNN block) run as one op, which on the

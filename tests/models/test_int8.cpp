@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <random>
 
 #include "models/crnn.h"
@@ -239,6 +240,73 @@ TEST_CASE("Int8Conv2d pools image by image as max_pool2d pools its whole output,
   const Tensor one_by_one = s[2].forward(s[1].forward(s[0].forward(x)));
   REQUIRE(whole.shape() == one_by_one.shape());
   CHECK(whole.to_vector<float>() == one_by_one.to_vector<float>());
+}
+
+TEST_CASE("Int8Conv2d hands its output to the next int8 convolution as codes: the same bits as through float32", "[int8]") {
+  // forward_codes then the next layer's forward against forward then the next layer's forward:
+  // pooled (CRNN's pools, one with padding, one in ceil mode) or not, an unsigned and a signed
+  // next input, channels a multiple of 4 and not (6: padded to 8), a stride-1 and a stride-2 next
+  // layer, one image and several, and a chain of three in a Sequential.
+  uint32_t seed = 300;
+  const std::vector<std::optional<MaxPool2dOptions>> pools = {
+      std::nullopt, MaxPool2dOptions{}, MaxPool2dOptions{{2, 2}, {2, 1}, {0, 1}},
+      MaxPool2dOptions{{3, 3}, {2, 2}, {1, 1}, {1, 1}, true}};
+  for (const int64_t mid : {16, 6})
+    for (const bool signed_next : {false, true})
+      for (const int64_t next_stride : {1, 2})
+        for (const auto& pool : pools)
+          for (const int64_t N : {1, 3}) {
+            INFO("mid " << mid << " signed " << signed_next << " next stride " << next_stride << " pool "
+                        << (pool ? pool->kernel[0] : 0) << " N " << N);
+            const Int8Weight q1 = quantize_weight(random_tensor({mid, 5, 3, 3}, -0.5f, 0.5f, seed++));
+            const Int8Weight q2 = quantize_weight(random_tensor({7, mid, 3, 3}, -0.5f, 0.5f, seed++));
+            const Int8Conv2d first(q1.codes, q1.scales, random_tensor({mid}, -0.3f, 0.3f, seed++), {{1, 1}, {1, 1}},
+                                   Int8Input{2.f / 127, false});
+            const Int8Conv2d next(q2.codes, q2.scales, random_tensor({7}, -0.3f, 0.3f, seed++),
+                                  {{next_stride, next_stride}, {1, 1}},
+                                  signed_next ? Int8Input{1.5f / 63, true} : Int8Input{1.5f / 127, false});
+            Int8PostOps post;
+            post.relu = !signed_next;  // signed: the next layer's input keeps its negative values
+            const Tensor bn_scale = random_tensor({mid}, 0.5f, 1.5f, seed++);
+            post.affine = {bn_scale, random_tensor({mid}, -0.2f, 0.2f, seed++)};
+            post.pool = pool;
+            const Tensor x = random_tensor({N, 5, 9, 14}, 0.f, 2.f, seed++);
+            const Int8Codes codes = first.forward_codes(x, post, next);
+            CHECK(codes.reader == &next);
+            const Tensor chained = next.forward(codes, Int8PostOps{});
+            const Tensor apart = next.forward(first.forward(x, post));
+            REQUIRE(chained.shape() == apart.shape());
+            CHECK(chained.to_vector<float>() == apart.to_vector<float>());
+            CHECK_THROWS_WITH(first.forward(codes, Int8PostOps{}), Catch::Contains("laid out for another layer"));
+          }
+  // Three int8 convolutions in a Sequential (a BatchNorm, ReLUs and a pool between them): the
+  // activations between them go as codes, and the output is the int8 layers' one after the
+  // other through float32, each with its BatchNorm, ReLU and pool in its epilogue.
+  Generator gen(11);
+  Sequential s;
+  const std::vector<std::pair<int64_t, int64_t>> io = {{4, 8}, {8, 16}, {16, 12}};
+  std::vector<std::shared_ptr<const Int8Conv2d>> convs;
+  std::shared_ptr<BatchNorm2d> bn;
+  for (size_t k = 0; k < io.size(); ++k) {
+    auto conv = s.add(std::make_shared<Conv2d>(io[k].first, io[k].second, Pair{3, 3}, gen, Conv2dOptions{{1, 1}, {1, 1}}));
+    const Int8Weight q = quantize_weight(conv->weight);
+    conv->int8 = std::make_shared<const Int8Conv2d>(q.codes, q.scales, conv->bias, conv->options, Int8Input{0.02f, false});
+    convs.push_back(conv->int8);
+    if (k == 0) bn = s.add(std::make_shared<BatchNorm2d>(io[k].second));
+    s.add(std::make_shared<ReLU>());
+    if (k == 1) s.add(std::make_shared<MaxPool2d>(MaxPool2dOptions{{2, 2}, {2, 1}, {0, 1}}));
+  }
+  s.eval();
+  NoGradGuard no_grad;
+  const Tensor x = random_tensor({2, 4, 10, 17}, 0.f, 2.f, 400);
+  const Tensor whole = s.forward(x);
+  Int8PostOps p0, p1, p2;
+  p0.affine = bn->eval_affine(), p0.relu = true;
+  p1.relu = true, p1.pool = MaxPool2dOptions{{2, 2}, {2, 1}, {0, 1}};
+  p2.relu = true;
+  const Tensor y = convs[2]->forward(convs[1]->forward(convs[0]->forward(x, p0), p1), p2);
+  REQUIRE(whole.shape() == y.shape());
+  CHECK(whole.to_vector<float>() == y.to_vector<float>());
 }
 
 namespace {
