@@ -31,12 +31,15 @@ double lse(double a, double b) {
   return m + std::log1p(std::exp(-std::abs(a - b)));
 }
 
-// Log-probabilities (T, N, C) as a host vector, and the checked lengths.
+// Log-probabilities (T, N, C) on the host, and the checked lengths. Read where they are, in the
+// tensor (whose memory the CPU allocator hands out again), not copied into a vector of their own:
+// a fresh block of megabytes for every batch of lines in doubt, faulted in page by page.
 struct Scores {
-  std::vector<double> y;
+  Tensor lp;  // float64, contiguous
+  const double* y = nullptr;
   int64_t T, N, C;
   std::vector<int64_t> lengths;
-  double at(int64_t t, int64_t n, int64_t c) const { return y[(size_t)((t * N + n) * C + c)]; }
+  double at(int64_t t, int64_t n, int64_t c) const { return y[(t * N + n) * C + c]; }
 };
 
 // Checks the arguments; returns the frames per sample (all T when `lengths` is empty).
@@ -56,9 +59,10 @@ std::vector<int64_t> checked_lengths(const char* op, const Tensor& scores, const
 }
 
 Scores prepare(const char* op, const Tensor& scores, const std::vector<int64_t>& lengths, int64_t blank) {
-  Scores s{{}, scores.size(0), scores.size(1), scores.size(2), checked_lengths(op, scores, lengths, blank)};
+  Scores s{{}, nullptr, scores.size(0), scores.size(1), scores.size(2), checked_lengths(op, scores, lengths, blank)};
   NoGradGuard no_grad;
-  s.y = log_softmax(scores.detach().to(Device::cpu()).to(DType::f64), 2).to_vector<double>();
+  s.lp = log_softmax(scores.detach().to(Device::cpu()).to(DType::f64), 2).contiguous();
+  s.y = s.lp.data<double>();
   return s;
 }
 
@@ -169,7 +173,10 @@ void check_lm_ids(const BeamOptions& o, int64_t classes, int64_t blank) {
 class BeamSearch {
  public:
   BeamSearch(const Scores& s, int64_t n, const BeamOptions& o, int64_t blank)
-      : s_(s), n_(n), o_(o), blank_(blank), log_min_(o.min_prob > 0 ? std::log(o.min_prob) : kNegInf) {
+      : s_(s), n_(n), o_(o), blank_(blank), log_min_(o.min_prob > 0 ? std::log(o.min_prob) : kNegInf),
+        nodes_(storage().nodes), links_(storage().links), beams_(storage().beams), next_(storage().next),
+        slot_(storage().slot), candidates_(storage().candidates) {
+    nodes_.clear(), links_.clear(), beams_.clear(), next_.clear(), slot_.clear(), candidates_.clear();
     nodes_.push_back(Node{-1, -1, o.lm ? o.lm->start() : 0, 0.0});
     slot_.push_back(-1);
     beams_.push_back(Beam{0, 0.0, kNegInf, 0.0, -1});
@@ -308,16 +315,32 @@ class BeamSearch {
     return true;
   }
 
+  // The search's vectors, kept by each thread from one line to the next (one search at a time
+  // on a thread): a line's trie grows to thousands of nodes, and vectors grown afresh for every
+  // line were fresh pages, faulted in one by one, for every line.
+  struct Storage {
+    std::vector<Node> nodes;
+    std::vector<Link> links;
+    std::vector<Beam> beams, next;
+    std::vector<int> slot;
+    std::vector<int64_t> candidates;
+  };
+  static Storage& storage() {
+    thread_local Storage kept;
+    return kept;
+  }
+
   const Scores& s_;
   int64_t n_;
   const BeamOptions& o_;
   int64_t blank_;
   double log_min_;
-  std::vector<Node> nodes_;
-  std::vector<Link> links_;
-  std::vector<Beam> beams_, next_;
-  std::vector<int> slot_;  // node -> its index in next_ during a step, else -1
-  std::vector<int64_t> candidates_;
+  std::vector<Node>& nodes_;
+  std::vector<Link>& links_;
+  std::vector<Beam>& beams_;
+  std::vector<Beam>& next_;
+  std::vector<int>& slot_;  // node -> its index in next_ during a step, else -1
+  std::vector<int64_t>& candidates_;
 };
 
 }  // namespace
@@ -327,7 +350,7 @@ std::vector<Decoded> ctc_beam_decode(const Tensor& scores, const BeamOptions& o,
   check_beam_options(o);
   if (o.beam_width == 1 && o.lm == nullptr) return ctc_greedy_decode(scores, lengths, blank);  // see the header
   const Scores s = prepare("ctc_beam_decode", scores, lengths, blank);
-  for (double y : s.y) OCRT_CHECK(!std::isnan(y), "ctc_beam_decode: the scores hold NaN");
+  for (int64_t i = 0; i < s.T * s.N * s.C; ++i) OCRT_CHECK(!std::isnan(s.y[i]), "ctc_beam_decode: the scores hold NaN");
   if (o.lm != nullptr) check_lm_ids(o, s.C, blank);
   // The lines are searched independently (the LM is only read), one per thread at a time: a
   // beam reads the same prefixes whatever the thread count.

@@ -732,7 +732,7 @@ bool inside(const Rect& r, const Rect& outer) {
 }
 }  // namespace
 
-TEST_CASE("screened_regions: a field of halftone dots is found; text, flat grey and solid ink are not",
+TEST_CASE("screened_regions: a field of halftone dots is found, and text, flat grey and solid ink are not",
           "[page_reader]") {
   GrayImage page;
   page.width = 640, page.height = 480;
