@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -80,6 +81,54 @@ TEST_CASE("gaussian_blur: same size, stays within the input's range, any sigma",
   row.pixels[2] = 255;
   CHECK(same(gaussian_blur(row, 1e9), constant(3, 1, 85)));
   CHECK_THROWS_WITH(gaussian_blur(row, std::nan("")), Catch::Contains("sigma is NaN"));
+}
+
+TEST_CASE("gaussian_blur equals the separable blur pixel by pixel, tall images and small ones", "[augment]") {
+  // A plain reference: each pixel's row pass and column pass over the taps inside the image,
+  // renormalised. The blur keeps only the rows its column pass still needs (a ring of 2 ry + 1);
+  // a row taken from the wrong slot would be off by far more than the one level of rounding
+  // (the two may add in other orders: fused or not).
+  auto reference = [](const GrayImage& img, double sigma) {
+    const int64_t w = img.width, h = img.height;
+    const int64_t rx = (int64_t)std::min(std::ceil(3 * sigma), (double)(w - 1));
+    const int64_t ry = (int64_t)std::min(std::ceil(3 * sigma), (double)(h - 1));
+    auto tap = [&](int64_t k) {
+      const double t = (double)k / sigma;
+      return std::exp(-0.5 * t * t);
+    };
+    std::vector<double> rows((size_t)(w * h));
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x) {
+        double sum = 0, norm = 0;
+        for (int64_t k = -rx; k <= rx; ++k)
+          if (x + k >= 0 && x + k < w) sum += tap(k) * img.at(x + k, y), norm += tap(k);
+        rows[(size_t)(y * w + x)] = sum / norm;
+      }
+    std::vector<int> out((size_t)(w * h));
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x) {
+        double sum = 0, norm = 0;
+        for (int64_t k = -ry; k <= ry; ++k)
+          if (y + k >= 0 && y + k < h) sum += tap(k) * rows[(size_t)((y + k) * w + x)], norm += tap(k);
+        out[(size_t)(y * w + x)] = (int)to_pixel(sum / norm);
+      }
+    return out;
+  };
+  std::mt19937 rng(31);
+  std::uniform_int_distribution<int> pixel(0, 255);
+  for (auto [w, h] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {5, 40}, {40, 5}, {37, 61}, {120, 9}})
+    for (double sigma : {0.5, 0.75, 1.7, 4.0, 30.0}) {
+      INFO(w << "x" << h << " sigma " << sigma);
+      GrayImage img;
+      img.width = w, img.height = h;
+      img.pixels.resize((size_t)(w * h));
+      for (auto& p : img.pixels) p = (uint8_t)pixel(rng);
+      const GrayImage got = gaussian_blur(img, sigma);
+      const std::vector<int> want = reference(img, sigma);
+      int worst = 0;
+      for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs((int)got.pixels[i] - want[i]));
+      CHECK(worst <= 1);
+    }
 }
 
 TEST_CASE("add_noise: same size, deterministic per seed, saturates at huge stddev", "[augment]") {
