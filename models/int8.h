@@ -14,7 +14,9 @@
 //     convolution's zero padding takes the code of 0.0, so padding stays exactly zero.
 //   - products in int32 (exact), scaled back to float32 per output channel, plus the float32
 //     bias. Everything between the products (BatchNorm, ReLU, pooling, the LSTM's cell and
-//     recurrent product, softmax, decoding) stays float32.
+//     recurrent product, softmax, decoding) stays float32, except that a max-pool between two
+//     int8 convolutions runs on the second one's codes (Int8Codes below: the same result, as
+//     the quantization never decreases).
 //
 // Which layers: every Conv2d with one group and at least 4 input channels, every Linear, and the
 // LSTM's input projections (weight_ih) and recurrent products (weight_hh: the state h is
