@@ -13,8 +13,8 @@
 //     contribution, 64 x the sum of a column's weight codes, is subtracted in the epilogue, and a
 //     convolution's zero padding takes the code of 0.0, so padding stays exactly zero.
 //   - products in int32 (exact), scaled back to float32 per output channel, plus the float32
-//     bias. Everything between the products (BatchNorm, ReLU, pooling, the LSTM's cell and
-//     recurrent product, softmax, decoding) stays float32, except that a max-pool between two
+//     bias. Everything between the products (BatchNorm, ReLU, pooling, the LSTM's gates and
+//     cell, softmax, decoding) stays float32, except that a max-pool between two
 //     int8 convolutions runs on the second one's codes (Int8Codes below: the same result, as
 //     the quantization never decreases).
 //
