@@ -106,16 +106,17 @@ std::vector<nn::TextBox> TextDetector::detect(const GrayImage& page, Times* time
   if (model_) {
     // The page scaled once for each side it is read at, and kept for the descreening pass.
     using Clock = std::chrono::steady_clock;
+    const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
     auto t0 = Clock::now();
     GrayImage scaled = nn::scale_for_detection(page, options_.max_side);
-    Times t{std::chrono::duration<double>(Clock::now() - t0).count(), 0, 0};
-    nn::DetectedPage d = nn::detect_text_lines(*model_, page, options_.max_side, /*keep_map=*/false, boxes_, 0, &scaled);
+    Times t{seconds_since(t0), 0, 0};
+    nn::DetectedPage d = nn::detect_text_lines(*model_, page, options_.max_side, /*keep_map=*/false, boxes_, &scaled);
     t += Times{d.prepare_s, d.forward_s, d.boxes_s};
     if (const int64_t larger = second_look_side(d.boxes, page.width, page.height, options_); larger > 0) {
       t0 = Clock::now();
       scaled = nn::scale_for_detection(page, larger);
-      t.prepare += std::chrono::duration<double>(Clock::now() - t0).count();
-      nn::DetectedPage again = nn::detect_text_lines(*model_, page, larger, /*keep_map=*/false, boxes_, 0, &scaled);
+      t.prepare += seconds_since(t0);
+      nn::DetectedPage again = nn::detect_text_lines(*model_, page, larger, /*keep_map=*/false, boxes_, &scaled);
       t += Times{again.prepare_s, again.forward_s, again.boxes_s};
       d.boxes = std::move(again.boxes);
     }
@@ -125,14 +126,14 @@ std::vector<nn::TextBox> TextDetector::detect(const GrayImage& page, Times* time
       t0 = Clock::now();
       const GrayImage blurred = gaussian_blur(scaled, options_.descreen);
       const std::vector<Rect> regions = screened_regions(scaled, blurred);
-      t.prepare += std::chrono::duration<double>(Clock::now() - t0).count();
+      t.prepare += seconds_since(t0);
       std::vector<nn::TextBox> more;
       const double to_page_x = (double)page.width / (double)scaled.width;
       const double to_page_y = (double)page.height / (double)scaled.height;
       for (const Rect& r : regions) {
         t0 = Clock::now();
         const GrayImage part = crop_image(blurred, (int64_t)r.x0, (int64_t)r.y0, (int64_t)r.width(), (int64_t)r.height());
-        t.prepare += std::chrono::duration<double>(Clock::now() - t0).count();
+        t.prepare += seconds_since(t0);
         const int64_t longer = std::max<int64_t>({part.width, part.height, nn::DBNet::kSizeMultiple});
         nn::DetectedPage found = nn::detect_text_lines(*model_, part, longer, /*keep_map=*/false, boxes_);
         t += Times{found.prepare_s, found.forward_s, found.boxes_s};

@@ -356,7 +356,7 @@ DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_
 }
 
 DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_side, bool keep_map,
-                               const TextBoxOptions& boxes, double blur_sigma, const GrayImage* prescaled) {
+                               const TextBoxOptions& boxes, const GrayImage* prescaled) {
   OCRT_CHECK(max_side >= DBNet::kSizeMultiple, "detect_text_lines: max_side must be at least ", DBNet::kSizeMultiple,
              ", got ", max_side);
   if (prescaled)
@@ -371,16 +371,12 @@ DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_
   const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   auto t = Clock::now();
   // Scale so that the longer side fits (never up): resize_to_height keeps the aspect ratio.
-  // The page itself is read where no scaling or blur is asked (a 300 dpi page is 8 MB: the
-  // detector runs up to three times a page).
+  // The page itself is read where no scaling is asked (a 300 dpi page is 8 MB: the detector
+  // runs up to three times a page).
   GrayImage scaled;
   const GrayImage* in = prescaled ? prescaled : &page;
   if (!prescaled && std::max(page.width, page.height) > max_side) {
     scaled = scale_for_detection(page, max_side);
-    in = &scaled;
-  }
-  if (blur_sigma > 0) {
-    scaled = gaussian_blur(*in, blur_sigma);
     in = &scaled;
   }
   const int64_t h = in->height, w = in->width;

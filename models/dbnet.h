@@ -130,13 +130,11 @@ DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_
 GrayImage scale_for_detection(const GrayImage& page, int64_t max_side);
 // The same, the map read with `boxes` instead of the model's own box_options() (a caller's
 // thresholds: ocrt-infer --det-threshold, --box-threshold).
-// blur_sigma > 0: the scaled page is blurred by that many of its pixels before the model.
 // prescaled: scale_for_detection(page, max_side), when the caller has it already (the text
 // detector, which blurs it for its descreening pass, infer/detector.h); outlines still come back
 // in the page's pixels.
 DetectedPage detect_text_lines(DBNet& model, const GrayImage& page, int64_t max_side, bool keep_map,
-                               const TextBoxOptions& boxes, double blur_sigma = 0,
-                               const GrayImage* prescaled = nullptr);
+                               const TextBoxOptions& boxes, const GrayImage* prescaled = nullptr);
 
 // The detector architectures: "dbnet".
 bool is_detector_arch(const std::string& arch);
