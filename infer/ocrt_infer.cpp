@@ -99,6 +99,7 @@ struct Args {
   double small_lines = DetectorOptions().small_lines;
   double descreen = DetectorOptions().descreen;
   double end_reach = PageReaderOptions().end_reach, side_reach = PageReaderOptions().side_reach;
+  double erase_column_rules = PageReaderOptions().erase_column_rules;
   double erase_rules = PageReaderOptions().erase_rules, sideways_check = PageReaderOptions().sideways_check;
   double min_confidence = PageReaderOptions().min_confidence;
   double space_gap = PageReaderOptions().space_gap;
@@ -204,6 +205,10 @@ with --format tsv (a table of lines) every image is a line.)");
   p.add(cli::real("--erase-rules", "L", a.erase_rules, Range{0, 1000},
                   "underlines and rules are erased from each cut-out line: runs of ink along a\n"
                   "row at least L times the cut's height long (default 2.5; 0: kept)"));
+  p.add(cli::real("--erase-column-rules", "H", a.erase_column_rules, Range{0, 100},
+                  "a table's column rules are erased from each cut-out line: columns of ink\n"
+                  "across the cut that go on past it on the page for H line heights (default\n"
+                  "0.5; 0: kept)"));
   p.add(cli::real("--space-gap", "G", a.space_gap, Range{0, 4},
                   "a space is put in where a page's line was read run together over a blank\n"
                   "gap in its ink at least G line heights wide and 2.5 times its median gap\n"
@@ -902,6 +907,7 @@ InferRun::InferRun(Args args) : args_(std::move(args)) {
   reader_options.end_reach = args_.end_reach;
   reader_options.side_reach = args_.side_reach;
   reader_options.erase_rules = args_.erase_rules;
+  reader_options.erase_column_rules = args_.erase_column_rules;
   reader_options.sideways_check = args_.sideways_check;
   reader_options.min_confidence = args_.min_confidence;
   reader_options.space_gap = args_.space_gap;

@@ -411,25 +411,56 @@ std::vector<PageLine> split_at_gutters(std::vector<PageLine> lines, const std::f
   return out;
 }
 
-int64_t erase_rules(GrayImage& line, double min_run) {
-  const int64_t W = line.width, H = line.height;
-  OCRT_CHECK(W >= 0 && H >= 0 && (int64_t)line.pixels.size() == W * H, "erase_rules: an inconsistent image (", W, "x",
-             H, ", ", line.pixels.size(), " pixels)");
-  OCRT_CHECK(std::isfinite(min_run) && min_run > 0, "erase_rules: min_run must be positive, got ", min_run);
-  const double least = min_run * (double)H;
-  if (W == 0 || H == 0 || (double)W < least) return 0;
+namespace {
+
+// The paper and ink of a cut-out line as erase_rules (page.h) reads them; none when they are
+// under 48 levels apart.
+struct PaperAndInk {
+  int paper = 255, mid = 128;
+  double near_paper = 1;  // the fraction of the pixels within 24 levels of the paper
+  bool light_ink = false;
+  bool ink(uint8_t v) const { return light_ink ? v > mid : v < mid; }
+};
+
+std::optional<PaperAndInk> paper_and_ink(const GrayImage& line) {
+  const int64_t n = line.width * line.height;
+  if (n == 0) return std::nullopt;
   int64_t counts[256] = {};
   for (uint8_t p : line.pixels) ++counts[p];
-  const auto percentile = [&](double f) { return level_at(counts, W * H, f); };
+  const auto percentile = [&](double f) { return level_at(counts, n, f); };
   // Which side is ink: the fewer pixels (light print on a dark slide too).
   const int lo = percentile(0.02), hi = percentile(0.98);
   int64_t dark = 0;
   for (int v = 0; v < (lo + hi) / 2; ++v) dark += counts[v];
-  const bool light_ink = 2 * dark > W * H;
-  const int paper = light_ink ? percentile(0.1) : percentile(0.9), ink = light_ink ? hi : lo;
-  if (std::abs(paper - ink) < 48) return 0;
-  const int mid = (paper + ink) / 2;
-  auto is_ink = [&](uint8_t v) { return light_ink ? v > mid : v < mid; };
+  PaperAndInk r;
+  r.light_ink = 2 * dark > n;
+  r.paper = r.light_ink ? percentile(0.1) : percentile(0.9);
+  const int ink = r.light_ink ? hi : lo;
+  if (std::abs(r.paper - ink) < 48) return std::nullopt;
+  r.mid = (r.paper + ink) / 2;
+  int64_t near = 0;
+  for (int v = std::max(0, r.paper - 24); v <= std::min(255, r.paper + 24); ++v) near += counts[v];
+  r.near_paper = (double)near / (double)n;
+  return r;
+}
+
+void check_line_image(const GrayImage& line, const char* what) {
+  OCRT_CHECK(line.width >= 0 && line.height >= 0 && (int64_t)line.pixels.size() == line.width * line.height, what,
+             ": an inconsistent image (", line.width, "x", line.height, ", ", line.pixels.size(), " pixels)");
+}
+
+}  // namespace
+
+int64_t erase_rules(GrayImage& line, double min_run) {
+  const int64_t W = line.width, H = line.height;
+  check_line_image(line, "erase_rules");
+  OCRT_CHECK(std::isfinite(min_run) && min_run > 0, "erase_rules: min_run must be positive, got ", min_run);
+  const double least = min_run * (double)H;
+  if (W == 0 || H == 0 || (double)W < least) return 0;
+  const std::optional<PaperAndInk> levels = paper_and_ink(line);
+  if (!levels) return 0;
+  const int paper = levels->paper;
+  auto is_ink = [&](uint8_t v) { return levels->ink(v); };
   struct Run {
     int64_t y, x0, x1;
   };
@@ -456,6 +487,99 @@ int64_t erase_rules(GrayImage& line, double min_run) {
     }
   for (const Run& r : runs) std::fill(line.pixels.begin() + r.y * W + r.x0, line.pixels.begin() + r.y * W + r.x1, (uint8_t)paper);
   return (int64_t)runs.size();
+}
+
+int64_t erase_column_rules(const GrayImage& page, const Quad& outline, GrayImage& line, double reach) {
+  check_line_image(line, "erase_column_rules");
+  check_line_image(page, "erase_column_rules (the page)");
+  OCRT_CHECK(std::isfinite(reach) && reach > 0, "erase_column_rules: reach must be positive, got ", reach);
+  const auto& c = outline.corners;
+  for (const Point& p : c)
+    OCRT_CHECK(std::isfinite(p.x) && std::isfinite(p.y), "erase_column_rules: an outline corner is not finite");
+  const int64_t W = line.width, H = line.height;
+  const double along = distance(c[0], c[1]), across = distance(c[0], c[3]);
+  if (W == 0 || H == 0 || page.width == 0 || page.height == 0 || along < 1 || across < 1) return 0;
+  const std::optional<PaperAndInk> levels = paper_and_ink(line);
+  if (!levels) return 0;
+  // A line on a shaded ground (less than 40% of its pixels near the paper's level: a table's
+  // screened cells, where 20-27% are; 69% on plain paper) is left as it is: its rules are what
+  // tells the line's normalisation (normalize_line in runtime/image.h) which side is ink, and
+  // without them the recogniser read such a cell's "-21% -5%" as light print on a dark ground.
+  if (levels->near_paper < 0.4) return 0;
+
+  // Columns inked on at least 90% of the cut's rows, in runs of neighbours.
+  std::vector<int64_t> inked((size_t)W, 0);
+  for (int64_t y = 0; y < H; ++y) {
+    const uint8_t* row = line.pixels.data() + y * W;
+    for (int64_t x = 0; x < W; ++x) inked[(size_t)x] += levels->ink(row[x]);
+  }
+  const auto full = [&](int64_t x) { return (double)inked[(size_t)x] >= 0.9 * (double)H; };
+  const Point unit{(c[1].x - c[0].x) / along, (c[1].y - c[0].y) / along};
+  const double page_per_column = along / (double)W;
+  const auto page_ink = [&](const Point& p, double half) {  // any ink within `half` page pixels along the line
+    for (double d = -half; d <= half + 1e-9; d += 1) {
+      const int64_t x = (int64_t)std::floor(p.x + d * unit.x), y = (int64_t)std::floor(p.y + d * unit.y);
+      if (x >= 0 && y >= 0 && x < page.width && y < page.height && levels->ink(page.at(x, y))) return true;
+    }
+    return false;
+  };
+  // The page past one edge of the cut (fv < 0: above its top; > 1: below its bottom), on the
+  // line through fraction fu of its length: ink on at least 90% of `reach` heights of it.
+  const int64_t steps = std::max<int64_t>(1, (int64_t)std::ceil(reach * across));
+  // And the page beside that line, 2 pixels out from the run's width, is paper on at least
+  // 80% of the way on one side: a rule stands alone (at least on one side), where a screened
+  // shade, a field of dots, has ink and paper side by side wherever one looks.
+  const auto paper_at = [&](const Point& p) {
+    const int64_t x = (int64_t)std::floor(p.x), y = (int64_t)std::floor(p.y);
+    return x >= 0 && y >= 0 && x < page.width && y < page.height && !levels->ink(page.at(x, y));
+  };
+  const auto goes_on = [&](double fu, double half, int side) {
+    int64_t hits = 0, clear_before = 0, clear_after = 0;
+    for (int64_t k = 1; k <= steps; ++k) {
+      const double fv = side < 0 ? -(double)k / across : 1 + (double)k / across;
+      const Point p = lerp(lerp(c[0], c[3], fv), lerp(c[1], c[2], fv), fu);
+      hits += page_ink(p, half);
+      const double d = half + 2;
+      clear_before += paper_at({p.x - d * unit.x, p.y - d * unit.y});
+      clear_after += paper_at({p.x + d * unit.x, p.y + d * unit.y});
+    }
+    return (double)hits >= 0.9 * (double)steps && (double)std::max(clear_before, clear_after) >= 0.8 * (double)steps;
+  };
+  int64_t erased = 0;
+  for (int64_t x = 0; x < W;) {
+    if (!full(x)) {
+      ++x;
+      continue;
+    }
+    const int64_t x0 = x;
+    while (x < W && full(x)) ++x;
+    if ((double)(x - x0) > 0.3 * (double)H) continue;  // a block of ink, not a rule
+    // Beside a rule, past its fringe, at least one column is mostly paper in the cut too.
+    const auto sparse = [&](int64_t u) { return u < 0 || u >= W || 2 * inked[(size_t)u] <= H; };
+    if (!sparse(x0 - 2) && !sparse(x + 1)) continue;
+    const double fu = ((double)(x0 + x) / 2) / (double)W;
+    const double half = (double)(x - x0) * page_per_column / 2 + 1;
+    if (!goes_on(fu, half, -1) && !goes_on(fu, half, +1)) continue;
+    // Filled row by row from the ground beside it, past the fringe (the two sides' levels drawn
+    // across; paper where both are ink), so that the ground goes on: a cleaned line's levels
+    // are what the line's normalisation reads (a light bar where the ground is grey would be
+    // taken for light print).
+    const int64_t a = x0 - 2, b = x + 1, from = std::max<int64_t>(0, x0 - 1), to = std::min(W, x + 1);
+    for (int64_t y = 0; y < H; ++y) {
+      uint8_t* row = line.pixels.data() + y * W;
+      const bool use_a = a >= 0 && !levels->ink(row[a]), use_b = b < W && !levels->ink(row[b]);
+      for (int64_t u = from; u < to; ++u) {
+        if ((u < x0 || u >= x) && levels->ink(row[u])) continue;  // ink in the fringe is a glyph's
+        double v = levels->paper;  // a glyph touching the rule is not drawn out over it
+        if (use_a && use_b) v = row[a] + (double)(u - a) / (double)(b - a) * ((double)row[b] - row[a]);
+        else if (use_a) v = row[a];
+        else if (use_b) v = row[b];
+        row[u] = (uint8_t)std::lround(v);
+      }
+    }
+    ++erased;
+  }
+  return erased;
 }
 
 namespace {

@@ -159,6 +159,21 @@ GrayImage crop_line(const GrayImage& page, const Quad& outline, int64_t height =
 // and ink is left as it is. Returns the runs erased.
 int64_t erase_rules(GrayImage& line, double min_run = 2.5);
 
+// A table's column rules erased from a line image cut out of `page` along `outline` (by
+// crop_line), in place: a cell's text set tight against a rule read "16%|" or "(171)|". A run of
+// neighbouring columns of `line`, each inked (as in erase_rules) on at least 90% of its rows, at
+// most 0.3 image heights wide in all, is a rule when on the page the ink goes on past the cut's
+// top or bottom edge, perpendicular to the line, for `reach` outline heights (ink within a pixel
+// of the run's width at 90% of the points on the way). A glyph's stroke crosses the cut (it has
+// blank rows above and below the text) only when the cut is tight, and never goes on past it as
+// far as half a line; a rule of a table does (to the next row's text, or to the table's border).
+// A screened shade is no rule: beside the run, one column of the cut past its fringe must be
+// mostly paper, and on the page one side of its way mostly paper too; and a line on a shaded
+// ground (under 40% of its pixels within 24 levels of the paper) is left as it is. The run, and
+// the lighter fringe beside it, takes the levels of the ground on either side (drawn across each
+// row; the paper where both are ink). Returns the rules erased.
+int64_t erase_column_rules(const GrayImage& page, const Quad& outline, GrayImage& line, double reach = 0.5);
+
 // Spaces the recogniser left out where the ink shows a word gap, put into its reading of a
 // line image (the image it read: r.chars' x are in its pixels). Tightly set print (tables and
 // narrow columns of PDFs, word spaces of a fifth of an em) reads run together ("KeryxBiopharma-

@@ -98,6 +98,9 @@ struct PageReaderOptions {
   // Underlines and rules caught in a line's cut are erased: runs of ink along a row at least
   // this many times the cut's height (erase_rules in page.h); 0: kept.
   double erase_rules = 2.5;
+  // And a table's column rules crossing a line's cut: columns of ink across it that go on past
+  // it on the page for this many outline heights (erase_column_rules in page.h); 0: kept.
+  double erase_column_rules = 0.5;
   // A line read with a mean confidence per character below this is dropped from the page (not
   // from the count of outlines): what the detector took for text in a chart, a photo or a row of
   // dots reads as junk, sure of nothing. PaddleOCR's drop_score rule at its default, 0.5: on the

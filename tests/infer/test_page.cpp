@@ -978,3 +978,109 @@ TEST_CASE("split_at_ink_gaps: a position in the blank before its glyph, and line
   CHECK(split_at_ink_gaps(off.reading, off.image, 0, 2.5) == 0);
   CHECK(off.reading.text == "abcdefgh");
 }
+
+namespace {
+
+// A 600 x 300 page of paper 230 with a line of glyph blocks (ink 20) in rows 108-131 of the
+// strip y 100-140, x 20-420, that the outline below cuts out.
+GrayImage ruled_page() {
+  GrayImage page;
+  page.width = 600, page.height = 300;
+  page.pixels.assign((size_t)(600 * 300), 230);
+  const auto fill = [&](int64_t x0, int64_t x1, int64_t y0, int64_t y1, uint8_t v) {
+    for (int64_t y = y0; y < y1; ++y)
+      for (int64_t x = x0; x < x1; ++x) page.pixels[(size_t)(y * 600 + x)] = v;
+  };
+  for (int64_t x0 : {30, 90, 150, 240, 340}) fill(x0, x0 + 24, 108, 132, 20);
+  fill(320, 323, 20, 280, 20);  // a table's rule: 3 columns from row 20 to 279, across the line
+  fill(200, 203, 100, 140, 20);  // a stroke that fills the cut's height but stops at its edges
+  fill(324, 334, 108, 132, 20);  // a glyph set tight against the rule (one column of paper between)
+  return page;
+}
+
+const Quad kRuledOutline = Quad::from_rect({20, 100, 420, 140});
+
+}  // namespace
+
+TEST_CASE("erase_column_rules: a rule that goes on past the cut is erased, strokes and glyphs beside it stay",
+          "[page]") {
+  const GrayImage page = ruled_page();
+  const GrayImage cut = crop_line(page, kRuledOutline, 40);
+  REQUIRE(cut.width == 400);
+  REQUIRE(cut.height == 40);
+  GrayImage line = cut;
+  CHECK(erase_column_rules(page, kRuledOutline, line) == 1);
+  for (int64_t y = 0; y < 40; ++y)
+    for (int64_t x = 0; x < 400; ++x) {
+      const uint8_t was = cut.pixels[(size_t)(y * 400 + x)], now = line.pixels[(size_t)(y * 400 + x)];
+      if (x >= 300 && x < 303) REQUIRE(now == 230);  // the rule (page x 320-322) is paper now
+      else REQUIRE(now == was);                       // the rest as cut, the tight glyph included
+    }
+  // Light print on a dark slide: the same picture inverted, the rule erased to the dark ground.
+  GrayImage dark_page = page;
+  for (uint8_t& p : dark_page.pixels) p = (uint8_t)(255 - p);
+  GrayImage dark = crop_line(dark_page, kRuledOutline, 40);
+  CHECK(erase_column_rules(dark_page, kRuledOutline, dark) == 1);
+  for (int64_t y = 0; y < 40; ++y) CHECK(dark.pixels[(size_t)(y * 400 + 301)] == 25);
+  CHECK(dark.pixels[(size_t)(120 - 100) * 400 + 181] == 235);  // the stroke at page x 200 stays
+
+  // The rule stops at the cut's bottom edge: it still goes on above (a table's header row).
+  GrayImage half_page = page;
+  for (int64_t y = 140; y < 280; ++y)
+    for (int64_t x = 320; x < 323; ++x) half_page.pixels[(size_t)(y * 600 + x)] = 230;
+  GrayImage half = crop_line(half_page, kRuledOutline, 40);
+  CHECK(erase_column_rules(half_page, kRuledOutline, half) == 1);
+  // It goes on for 0.4 heights only (16 rows above the cut): not far enough for reach 0.5, and
+  // far enough for 0.3.
+  GrayImage short_page = half_page;
+  for (int64_t y = 20; y < 84; ++y)
+    for (int64_t x = 320; x < 323; ++x) short_page.pixels[(size_t)(y * 600 + x)] = 230;
+  GrayImage kept = crop_line(short_page, kRuledOutline, 40);
+  const GrayImage short_cut = kept;
+  CHECK(erase_column_rules(short_page, kRuledOutline, kept) == 0);
+  CHECK(kept.pixels == short_cut.pixels);
+  CHECK(erase_column_rules(short_page, kRuledOutline, kept, 0.3) == 1);
+}
+
+TEST_CASE("erase_column_rules: shaded grounds and screens are left alone, bad arguments throw", "[page]") {
+  // The page's rule runs through a screen of one-pixel dots (a checkerboard of ink and paper)
+  // over x 250-399, on the page above and below the line too: beside it, on either side, the
+  // page is ink on half of the rows, so it stands alone on neither.
+  GrayImage dotted = ruled_page();
+  for (int64_t y = 0; y < 300; ++y)
+    for (int64_t x = 250; x < 400; ++x)
+      if ((x + y) % 2 == 0) dotted.pixels[(size_t)(y * 600 + x)] = 20;
+  GrayImage line = crop_line(dotted, kRuledOutline, 40);
+  const GrayImage cut = line;
+  CHECK(erase_column_rules(dotted, kRuledOutline, line) == 0);
+  CHECK(line.pixels == cut.pixels);
+
+  // A shade whose grey levels spread from 140 to 229 (as a scanned screen's do) under the whole
+  // line and page: under 40% of the cut's pixels near its paper level, so the cut is left as it
+  // is, rule and all.
+  GrayImage shaded = ruled_page();
+  for (int64_t y = 0; y < 300; ++y)
+    for (int64_t x = 0; x < 600; ++x) {
+      uint8_t& p = shaded.pixels[(size_t)(y * 600 + x)];
+      if (p == 230) p = (uint8_t)(140 + (x * 7 + y * 13) % 90);
+    }
+  line = crop_line(shaded, kRuledOutline, 40);
+  const GrayImage shaded_cut = line;
+  CHECK(erase_column_rules(shaded, kRuledOutline, line) == 0);
+  CHECK(line.pixels == shaded_cut.pixels);
+
+  const GrayImage page = ruled_page();
+  line = crop_line(page, kRuledOutline, 40);
+  CHECK_THROWS_WITH(erase_column_rules(page, kRuledOutline, line, 0), Catch::Contains("reach must be positive"));
+  CHECK_THROWS_WITH(erase_column_rules(page, kRuledOutline, line, std::nan("")),
+                    Catch::Contains("reach must be positive"));
+  GrayImage broken = line;
+  broken.pixels.pop_back();
+  CHECK_THROWS_WITH(erase_column_rules(page, kRuledOutline, broken), Catch::Contains("inconsistent image"));
+  Quad bad = kRuledOutline;
+  bad.corners[2].x = std::numeric_limits<double>::infinity();
+  CHECK_THROWS_WITH(erase_column_rules(page, bad, line), Catch::Contains("not finite"));
+  // An empty line image: nothing to do.
+  GrayImage empty;
+  CHECK(erase_column_rules(page, kRuledOutline, empty) == 0);
+}
