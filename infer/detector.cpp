@@ -177,12 +177,10 @@ std::vector<Rect> screened_regions(const GrayImage& page, const GrayImage& blurr
                  (int64_t)page.pixels.size() == page.width * page.height &&
                  (int64_t)blurred.pixels.size() == page.width * page.height,
              "screened_regions: the page and its blur differ in size or are inconsistent");
-  // Blocks of kBlock x kBlock pixels (fewer at the right and bottom edges). A block is screened
-  // when most of it is grey once blurred (not white paper, not solid ink) and the sharp page
-  // differs from the blur by a lot on average (a field of dots, not a flat grey).
+  // Blocks of kBlock x kBlock pixels (fewer at the right and bottom edges), each screened or
+  // not by looks_screened (runtime/image.h: most of it grey once blurred, not white paper nor
+  // solid ink, and the sharp page far from the blur on average, a field of dots, not a flat grey).
   constexpr int64_t kBlock = 16;
-  constexpr int kGreyLo = 48, kGreyHi = 208;
-  constexpr double kGreyShare = 0.75, kDetail = 12;
   // Blocks around a screened one that its region takes in: the model sees the screen with
   // context around it, as in a pass over the whole page (with 3 blocks, table_04 of the real
   // pages read 6 words fewer than the whole page's pass gave it; with 6, the same words).
@@ -195,17 +193,7 @@ std::vector<Rect> screened_regions(const GrayImage& page, const GrayImage& blurr
   for (int64_t by = 0; by < bh; ++by)
     for (int64_t bx = 0; bx < bw; ++bx) {
       const int64_t x0 = bx * kBlock, y0 = by * kBlock, x1 = std::min(W, x0 + kBlock), y1 = std::min(H, y0 + kBlock);
-      int64_t grey = 0, detail = 0;
-      for (int64_t y = y0; y < y1; ++y) {
-        const uint8_t* a = page.pixels.data() + y * W;
-        const uint8_t* b = blurred.pixels.data() + y * W;
-        for (int64_t x = x0; x < x1; ++x) {
-          grey += b[x] > kGreyLo && b[x] < kGreyHi;
-          detail += std::abs((int)a[x] - (int)b[x]);
-        }
-      }
-      const double n = (double)((x1 - x0) * (y1 - y0));
-      screened[(size_t)(by * bw + bx)] = (double)grey >= kGreyShare * n && (double)detail >= kDetail * n;
+      screened[(size_t)(by * bw + bx)] = looks_screened(page, blurred, x0, y0, x1, y1);
     }
   // Regions: the screened blocks joined through their reach, each as the box of its blocks'
   // reach, then boxes that overlap merged until none do.

@@ -100,6 +100,7 @@ struct Args {
   double descreen = DetectorOptions().descreen;
   double end_reach = PageReaderOptions().end_reach, side_reach = PageReaderOptions().side_reach;
   double erase_column_rules = PageReaderOptions().erase_column_rules;
+  double descreen_lines = PageReaderOptions().descreen_lines;
   double erase_rules = PageReaderOptions().erase_rules, sideways_check = PageReaderOptions().sideways_check;
   double min_confidence = PageReaderOptions().min_confidence;
   double space_gap = PageReaderOptions().space_gap;
@@ -202,6 +203,9 @@ with --format tsv (a table of lines) every image is a line.)");
   p.add(cli::real("--side-reach", "H", a.side_reach, Range{0, 2},
                   "each line grows above and below into the blank rows beside it, by half of\n"
                   "those within H line heights (default 0.2; 0: not at all)"));
+  p.add(cli::real("--descreen-lines", "S", a.descreen_lines, Range{0, 8},
+                  "a cut-out line printed on a halftone screen (shaded cells, grey or dark\n"
+                  "screens) is blurred by S of its pixels before it is read (default 1; 0: never)"));
   p.add(cli::real("--erase-rules", "L", a.erase_rules, Range{0, 1000},
                   "underlines and rules are erased from each cut-out line: runs of ink along a\n"
                   "row at least L times the cut's height long (default 2.5; 0: kept)"));
@@ -908,6 +912,7 @@ InferRun::InferRun(Args args) : args_(std::move(args)) {
   reader_options.side_reach = args_.side_reach;
   reader_options.erase_rules = args_.erase_rules;
   reader_options.erase_column_rules = args_.erase_column_rules;
+  reader_options.descreen_lines = args_.descreen_lines;
   reader_options.sideways_check = args_.sideways_check;
   reader_options.min_confidence = args_.min_confidence;
   reader_options.space_gap = args_.space_gap;

@@ -489,6 +489,19 @@ int64_t erase_rules(GrayImage& line, double min_run) {
   return (int64_t)runs.size();
 }
 
+bool descreen_line(GrayImage& line, double sigma) {
+  check_line_image(line, "descreen_line");
+  OCRT_CHECK(std::isfinite(sigma) && sigma > 0, "descreen_line: sigma must be positive, got ", sigma);
+  if (line.width == 0 || line.height == 0) return false;
+  // Plain paper, cheaply first: a cut with 40% of its pixels near its paper's level or more.
+  const std::optional<PaperAndInk> levels = paper_and_ink(line);
+  if (levels && levels->near_paper >= 0.4) return false;
+  GrayImage blurred = gaussian_blur(line, sigma);
+  if (!looks_screened(line, blurred, 0, 0, line.width, line.height)) return false;
+  line = std::move(blurred);
+  return true;
+}
+
 int64_t erase_column_rules(const GrayImage& page, const Quad& outline, GrayImage& line, double reach) {
   check_line_image(line, "erase_column_rules");
   check_line_image(page, "erase_column_rules (the page)");

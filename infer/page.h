@@ -159,6 +159,15 @@ GrayImage crop_line(const GrayImage& page, const Quad& outline, int64_t height =
 // and ink is left as it is. Returns the runs erased.
 int64_t erase_rules(GrayImage& line, double min_run = 2.5);
 
+// A line image cut from a page printed on a halftone screen (a table's shaded cells, a sidebar
+// or a slide on a grey or dark screen), blurred by `sigma` of its pixels, in place, so that the
+// recogniser, which never saw a screen in training, reads its text on a smooth ground: it read
+// "kee@janney.com" as "Idece@jannoy com." and lost numbers in shaded cells. The cut is screened
+// when under 40% of its pixels are within 24 levels of its paper (as in erase_column_rules)
+// and it looks_screened against its blur (runtime/image.h: mostly grey once blurred, and far
+// from the blur on average). Returns whether it was blurred.
+bool descreen_line(GrayImage& line, double sigma = 1.0);
+
 // A table's column rules erased from a line image cut out of `page` along `outline` (by
 // crop_line), in place: a cell's text set tight against a rule read "16%|" or "(171)|". A run of
 // neighbouring columns of `line`, each inked (as in erase_rules) on at least 90% of its rows, at

@@ -48,12 +48,15 @@ Quad widen_narrow(const Quad& q) {
 
 // A line image: the outline cut out upright, at least min_height rows (a smaller line is
 // enlarged here, bilinearly, as the predictor would enlarge it; a larger one keeps its pixels
-// and the predictor shrinks it by area averaging), the column rules of a table that cross it
+// and the predictor shrinks it by area averaging), blurred by `descreen` of its pixels where it
+// is printed on a halftone screen (descreen_line; 0: never), the column rules of a table that cross it
 // erased (erase_column_rules, reach column_reach; 0: kept), then its underlines and rules
 // (erase_rules, runs of rule_run heights; 0: kept).
-GrayImage cut_line(const GrayImage& page, const Quad& q, int64_t min_height, double rule_run, double column_reach) {
+GrayImage cut_line(const GrayImage& page, const Quad& q, int64_t min_height, double descreen, double rule_run,
+                   double column_reach) {
   const double across = distance(q.corners[0], q.corners[3]);
   GrayImage line = crop_line(page, q, std::max<int64_t>(min_height, std::llround(across)));
+  if (descreen > 0) descreen_line(line, descreen);
   if (column_reach > 0) erase_column_rules(page, q, line, column_reach);
   if (rule_run > 0) erase_rules(line, rule_run);
   return line;
@@ -62,13 +65,13 @@ GrayImage cut_line(const GrayImage& page, const Quad& q, int64_t min_height, dou
 // The lines of `outlines`, cut out on every thread (a 300 dpi page's 40-odd lines took 75 ms on
 // one); the first error, if any, is thrown after the loop.
 std::vector<GrayImage> cut_lines(const GrayImage& page, const std::vector<Quad>& outlines, int64_t min_height,
-                                 double rule_run, double column_reach) {
+                                 double descreen, double rule_run, double column_reach) {
   std::vector<GrayImage> out(outlines.size());
   std::vector<std::string> errors(outlines.size());
 #pragma omp parallel for schedule(dynamic, 1)
   for (size_t i = 0; i < outlines.size(); ++i) {
     try {
-      out[i] = cut_line(page, outlines[i], min_height, rule_run, column_reach);
+      out[i] = cut_line(page, outlines[i], min_height, descreen, rule_run, column_reach);
     } catch (const std::exception& e) {
       errors[i] = e.what();
     }
@@ -235,7 +238,8 @@ struct PageWork {
         quads[j] = widen_narrow(lengthen(q, o.end_pad));
       }
     }
-    std::vector<GrayImage> images = cut_lines(image, quads, o.min_line_height, o.erase_rules, o.erase_column_rules);
+    std::vector<GrayImage> images = cut_lines(image, quads, o.min_line_height, o.descreen_lines, o.erase_rules,
+                                              o.erase_column_rules);
     std::vector<LineInput> lines;
     for (size_t j = 0; j < which.size(); ++j) {
       image_widths.push_back((double)images[j].width);

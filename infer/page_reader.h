@@ -95,6 +95,9 @@ struct PageReaderOptions {
   // Then each outline grows above and below into the blank rows beside it, by half of those
   // found within this many heights (grow_into_blank in page.h); 0: not at all.
   double side_reach = 0.2;
+  // A line's cut printed on a halftone screen is blurred by this many of its pixels before it
+  // is read (descreen_line in page.h); 0: never.
+  double descreen_lines = 1.0;
   // Underlines and rules caught in a line's cut are erased: runs of ink along a row at least
   // this many times the cut's height (erase_rules in page.h); 0: kept.
   double erase_rules = 2.5;

@@ -416,6 +416,29 @@ GrayImage gaussian_blur(const GrayImage& image, double sigma) {
   return out;
 }
 
+bool looks_screened(const GrayImage& sharp, const GrayImage& blurred, int64_t x0, int64_t y0, int64_t x1, int64_t y1) {
+  const int64_t W = sharp.width, H = sharp.height;
+  OCRT_CHECK(W >= 0 && H >= 0 && blurred.width == W && blurred.height == H &&
+                 (int64_t)sharp.pixels.size() == W * H && (int64_t)blurred.pixels.size() == W * H,
+             "looks_screened: the image and its blur differ in size or are inconsistent");
+  OCRT_CHECK(0 <= x0 && x0 <= x1 && x1 <= W && 0 <= y0 && y0 <= y1 && y1 <= H, "looks_screened: the part [", x0, ", ",
+             x1, ") x [", y0, ", ", y1, ") is not inside the ", W, "x", H, " image");
+  constexpr int kGreyLo = 48, kGreyHi = 208;
+  constexpr double kGreyShare = 0.75, kDetail = 12;
+  if (x1 == x0 || y1 == y0) return false;
+  int64_t grey = 0, detail = 0;
+  for (int64_t y = y0; y < y1; ++y) {
+    const uint8_t* a = sharp.pixels.data() + y * W;
+    const uint8_t* b = blurred.pixels.data() + y * W;
+    for (int64_t x = x0; x < x1; ++x) {
+      grey += b[x] > kGreyLo && b[x] < kGreyHi;
+      detail += std::abs((int)a[x] - (int)b[x]);
+    }
+  }
+  const double n = (double)((x1 - x0) * (y1 - y0));
+  return (double)grey >= kGreyShare * n && (double)detail >= kDetail * n;
+}
+
 GrayImage resize_to_height(const GrayImage& src, int64_t height) {
   OCRT_CHECK(height >= 1, "resize_to_height: height must be >= 1, got ", height);
   OCRT_CHECK(src.width >= 1 && src.height >= 1, "resize_to_height: empty image");

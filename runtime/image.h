@@ -83,6 +83,13 @@ GrayImage resize_to_height(const GrayImage& image, int64_t height);
 // of training blurs with it; the text detector's descreening pass too, infer/detector.h.)
 GrayImage gaussian_blur(const GrayImage& image, double sigma);
 
+// Whether the part [x0, x1) x [y0, y1) of an image looks printed on a halftone screen, judged
+// against its blur (the same size): at least 75% of it grey once blurred (levels 49 to 207:
+// neither paper nor solid ink) and the sharp image at least 12 levels from its blur on average
+// (a field of dots, not a flat grey). The text detector's descreening finds screened blocks of a
+// page with it (infer/detector.h), the page reader screened line cuts (infer/page.h).
+bool looks_screened(const GrayImage& sharp, const GrayImage& blurred, int64_t x0, int64_t y0, int64_t x1, int64_t y1);
+
 // A sample rounded to the nearest pixel value, halves up, clamped to 0..255 (NaN gives 0): the
 // rounding of the resampling loops, inline where std::lround is a library call per pixel.
 inline uint8_t to_pixel(double v) { return (uint8_t)((v > 0 ? (v < 255 ? v : 255.0) : 0.0) + 0.5); }

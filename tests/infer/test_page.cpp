@@ -1084,3 +1084,42 @@ TEST_CASE("erase_column_rules: shaded grounds and screens are left alone, bad ar
   GrayImage empty;
   CHECK(erase_column_rules(page, kRuledOutline, empty) == 0);
 }
+
+TEST_CASE("descreen_line: a line on a halftone screen is blurred, lines on paper or a flat ground are not", "[page]") {
+  // Strokes of ink (20), 4 columns wide and 20 apart over rows 8-31 (a fifth of the pixels, as
+  // in a line of text), on a screen whose 2 x 2 cells hold four levels from 110 to 230 (a
+  // table's shaded cell as scanned: its levels spread, and few pixels sit at the paper's).
+  GrayImage screened;
+  screened.width = 400, screened.height = 40;
+  const uint8_t screen[4] = {110, 150, 190, 230};
+  for (int64_t y = 0; y < 40; ++y)
+    for (int64_t x = 0; x < 400; ++x)
+      screened.pixels.push_back(y >= 8 && y < 32 && x % 20 < 4 ? 20 : screen[x % 2 + 2 * (y % 2)]);
+  GrayImage line = screened;
+  CHECK(descreen_line(line));
+  CHECK(line.pixels == gaussian_blur(screened, 1.0).pixels);
+  line = screened;
+  CHECK(descreen_line(line, 2.0));
+  CHECK(line.pixels == gaussian_blur(screened, 2.0).pixels);
+
+  // Glyphs on paper: left as they are (most pixels at the paper's level).
+  GrayImage plain = glyph_line(400);
+  const GrayImage plain_before = plain;
+  CHECK_FALSE(descreen_line(plain));
+  CHECK(plain.pixels == plain_before.pixels);
+  // Glyphs on a flat grey ground (150, a tint printed solid): no dots, nothing to blur away.
+  GrayImage tinted = glyph_line(400);
+  for (uint8_t& p : tinted.pixels)
+    if (p != 20) p = 150;
+  const GrayImage tinted_before = tinted;
+  CHECK_FALSE(descreen_line(tinted));
+  CHECK(tinted.pixels == tinted_before.pixels);
+
+  CHECK_THROWS_WITH(descreen_line(line, 0), Catch::Contains("sigma must be positive"));
+  CHECK_THROWS_WITH(descreen_line(line, std::nan("")), Catch::Contains("sigma must be positive"));
+  GrayImage broken = screened;
+  broken.pixels.pop_back();
+  CHECK_THROWS_WITH(descreen_line(broken), Catch::Contains("inconsistent image"));
+  GrayImage empty;
+  CHECK_FALSE(descreen_line(empty));
+}

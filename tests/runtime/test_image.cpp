@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "runtime/image.h"
 #include "runtime/stb.h"
@@ -339,4 +340,33 @@ TEST_CASE("normalize_line: a line without ink is blank, a single period is not",
   CHECK(is_uniform(flat(1, 1, 7), 24));
   CHECK(is_uniform(flat(50, 3, 200), 24));
   CHECK_FALSE(is_uniform(print_line(50, 6, 0, 255), 24));
+}
+
+TEST_CASE("looks_screened: a field of dots is a screen, paper, flat grey and solid ink are not", "[image]") {
+  const auto image = [](int64_t w, int64_t h, const std::function<uint8_t(int64_t, int64_t)>& f) {
+    GrayImage g;
+    g.width = w, g.height = h;
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x) g.pixels.push_back(f(x, y));
+    return g;
+  };
+  // One-pixel dots of ink on paper, a checkerboard: grey (about 125) once blurred, each pixel
+  // about 105 levels from it.
+  const GrayImage dots = image(64, 32, [](int64_t x, int64_t y) { return (uint8_t)((x + y) % 2 ? 230 : 20); });
+  CHECK(looks_screened(dots, gaussian_blur(dots, 1.0), 0, 0, 64, 32));
+  CHECK(looks_screened(dots, gaussian_blur(dots, 1.0), 8, 8, 24, 24));  // a part of it
+  const GrayImage paper = image(64, 32, [](int64_t, int64_t) { return (uint8_t)230; });
+  CHECK_FALSE(looks_screened(paper, gaussian_blur(paper, 1.0), 0, 0, 64, 32));
+  const GrayImage grey = image(64, 32, [](int64_t, int64_t) { return (uint8_t)128; });  // grey, but flat
+  CHECK_FALSE(looks_screened(grey, gaussian_blur(grey, 1.0), 0, 0, 64, 32));
+  const GrayImage ink = image(64, 32, [](int64_t, int64_t) { return (uint8_t)10; });
+  CHECK_FALSE(looks_screened(ink, gaussian_blur(ink, 1.0), 0, 0, 64, 32));
+  // Text on paper: blocks of ink 8 wide, 8 apart, rows 8-23; blurred, most of it is paper.
+  const GrayImage text =
+      image(64, 32, [](int64_t x, int64_t y) { return (uint8_t)(y >= 8 && y < 24 && (x / 8) % 2 ? 20 : 230); });
+  CHECK_FALSE(looks_screened(text, gaussian_blur(text, 1.0), 0, 0, 64, 32));
+  CHECK_FALSE(looks_screened(dots, gaussian_blur(dots, 1.0), 5, 5, 5, 20));  // an empty part
+  CHECK_THROWS_WITH(looks_screened(dots, paper, 0, 0, 65, 32), Catch::Contains("is not inside"));
+  CHECK_THROWS_WITH(looks_screened(dots, image(63, 32, [](int64_t, int64_t) { return (uint8_t)0; }), 0, 0, 1, 1),
+                    Catch::Contains("differ in size"));
 }
