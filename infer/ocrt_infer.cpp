@@ -205,7 +205,8 @@ with --format tsv (a table of lines) every image is a line.)");
                   "those within H line heights (default 0.2; 0: not at all)"));
   p.add(cli::real("--descreen-lines", "S", a.descreen_lines, Range{0, 8},
                   "a cut-out line printed on a halftone screen (shaded cells, grey or dark\n"
-                  "screens) is blurred by S of its pixels before it is read (default 1; 0: never)"));
+                  "screens), or whose glyphs are printed in dots (a fax of grey type), is\n"
+                  "blurred by S of its pixels before it is read (default 1; 0: never)"));
   p.add(cli::real("--erase-rules", "L", a.erase_rules, Range{0, 1000},
                   "underlines and rules are erased from each cut-out line: runs of ink along a\n"
                   "row at least L times the cut's height long (default 2.5; 0: kept)"));

@@ -489,10 +489,35 @@ int64_t erase_rules(GrayImage& line, double min_run) {
   return (int64_t)runs.size();
 }
 
+bool dotted_ink(const GrayImage& line) {
+  check_line_image(line, "dotted_ink");
+  const std::optional<PaperAndInk> levels = paper_and_ink(line);
+  if (!levels) return false;
+  const int64_t W = line.width, H = line.height;
+  int64_t ink = 0, specks = 0, pinholes = 0;
+  for (int64_t y = 0; y < H; ++y)
+    for (int64_t x = 0; x < W; ++x) {
+      const bool here = levels->ink(line.at(x, y));
+      int around = 0;  // inked 4-neighbours (outside the image: paper)
+      around += x > 0 && levels->ink(line.at(x - 1, y));
+      around += x + 1 < W && levels->ink(line.at(x + 1, y));
+      around += y > 0 && levels->ink(line.at(x, y - 1));
+      around += y + 1 < H && levels->ink(line.at(x, y + 1));
+      ink += here;
+      specks += here && around <= 1;
+      pinholes += !here && around >= 3;
+    }
+  return ink >= 20 && (double)specks >= 0.04 * (double)ink && (double)pinholes >= 0.03 * (double)ink;
+}
+
 bool descreen_line(GrayImage& line, double sigma) {
   check_line_image(line, "descreen_line");
   OCRT_CHECK(std::isfinite(sigma) && sigma > 0, "descreen_line: sigma must be positive, got ", sigma);
   if (line.width == 0 || line.height == 0) return false;
+  if (dotted_ink(line)) {
+    line = gaussian_blur(line, sigma);
+    return true;
+  }
   // Plain paper, cheaply first: a cut with 40% of its pixels near its paper's level or more.
   const std::optional<PaperAndInk> levels = paper_and_ink(line);
   if (levels && levels->near_paper >= 0.4) return false;

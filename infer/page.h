@@ -165,8 +165,17 @@ int64_t erase_rules(GrayImage& line, double min_run = 2.5);
 // "kee@janney.com" as "Idece@jannoy com." and lost numbers in shaded cells. The cut is screened
 // when under 40% of its pixels are within 24 levels of its paper (as in erase_column_rules)
 // and it looks_screened against its blur (runtime/image.h: mostly grey once blurred, and far
-// from the blur on average). Returns whether it was blurred.
+// from the blur on average). A cut whose glyphs themselves are printed in dots (dotted_ink
+// below: a fax of grey type, which the recogniser read "Contral", "Dale", "Repod") is blurred
+// the same way. Returns whether it was blurred.
 bool descreen_line(GrayImage& line, double sigma = 1.0);
+
+// Whether a line image's glyphs are themselves printed in dots (a fax of grey type, a dithered
+// scan): at least 4% of its ink pixels are specks (at most one inked 4-neighbour) and paper
+// pixels with three or four inked neighbours (pinholes in a stroke) make at least 3% as many
+// as its ink pixels; ink as in erase_rules. Solid strokes have neither, past their ends and
+// corners.
+bool dotted_ink(const GrayImage& line);
 
 // A table's column rules erased from a line image cut out of `page` along `outline` (by
 // crop_line), in place: a cell's text set tight against a rule read "16%|" or "(171)|". A run of

@@ -1123,3 +1123,38 @@ TEST_CASE("descreen_line: a line on a halftone screen is blurred, lines on paper
   GrayImage empty;
   CHECK_FALSE(descreen_line(empty));
 }
+
+TEST_CASE("dotted_ink: glyphs printed in dots (a fax of grey type) are dotted, solid and hairline strokes are not",
+          "[page]") {
+  // Strokes 4 columns wide, 20 apart, rows 8-31, on paper (230): solid ink (20), or every other
+  // pixel of them ink (a checkerboard of dots, as a fax dithers grey type).
+  const auto strokes = [](int64_t width, bool dotted) {
+    GrayImage g;
+    g.width = 400, g.height = 40;
+    for (int64_t y = 0; y < 40; ++y)
+      for (int64_t x = 0; x < 400; ++x) {
+        const bool stroke = y >= 8 && y < 32 && x % 20 < width;
+        g.pixels.push_back(stroke && (!dotted || (x + y) % 2 == 0) ? 20 : 230);
+      }
+    return g;
+  };
+  CHECK_FALSE(dotted_ink(strokes(4, false)));
+  CHECK_FALSE(dotted_ink(strokes(1, false)));  // hairlines: each pixel has ink above and below
+  CHECK(dotted_ink(strokes(4, true)));
+  GrayImage line = strokes(4, true);
+  const GrayImage dots = line;
+  CHECK(descreen_line(line));  // blurred as a screened ground is
+  CHECK(line.pixels == gaussian_blur(dots, 1.0).pixels);
+  GrayImage solid = strokes(4, false);
+  const GrayImage solid_before = solid;
+  CHECK_FALSE(descreen_line(solid));
+  CHECK(solid.pixels == solid_before.pixels);
+  // Faint (under 48 levels of contrast), blank and empty images are not dotted; a broken one throws.
+  GrayImage faint = dots;
+  for (uint8_t& p : faint.pixels) p = p == 20 ? 200 : 230;
+  CHECK_FALSE(dotted_ink(faint));
+  CHECK_FALSE(dotted_ink(GrayImage{}));
+  GrayImage broken = dots;
+  broken.pixels.pop_back();
+  CHECK_THROWS_WITH(dotted_ink(broken), Catch::Contains("inconsistent image"));
+}
