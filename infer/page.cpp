@@ -336,6 +336,10 @@ std::vector<PageLine> split_at_gutters(std::vector<PageLine> lines, const std::f
   std::vector<PageLine> out;
   for (size_t i = 0; i < lines.size(); ++i) {
     const UprightLine& u = up[i];
+    // The characters in order, with their fractions along the outline.
+    std::vector<const PageChar*> chars;
+    for (const PageWord& w : lines[i].words)
+      for (const PageChar& ch : w.chars) chars.push_back(&ch);
     std::vector<size_t> cuts;  // split after these characters
     const size_t n = u.centre.size();
     // A line much taller than the page's lines but of their pitch is two lines of text run
@@ -364,6 +368,8 @@ std::vector<PageLine> split_at_gutters(std::vector<PageLine> lines, const std::f
           if (v->x1(m) > g0 && v->x0(m) < g1) taken.push_back({v->x0(m), v->x1(m)});
       const auto [f0, f1] = widest_free(g0, g1, taken);
       if (f1 - f0 < o.min_gutter * u.pitch) continue;
+      if (o.blank_run && o.blank_run(lines[i], chars[k]->centre, chars[k + 1]->centre) < o.min_gutter * u.pitch)
+        continue;  // the page shows ink where the CTC positions leave a band
       // Text on both sides: a line around with min_beside characters within 3 heights of the band
       // on the left, and one on the right (one character alone is not a column: the first
       // characters of a paragraph's lines leave a band beside them where CTC places them apart).
@@ -391,10 +397,6 @@ std::vector<PageLine> split_at_gutters(std::vector<PageLine> lines, const std::f
       out.push_back(std::move(lines[i]));
       continue;
     }
-    // The characters' fractions along the outline, to cut it between the pieces.
-    std::vector<const PageChar*> chars;
-    for (const PageWord& w : lines[i].words)
-      for (const PageChar& ch : w.chars) chars.push_back(&ch);
     const auto& c4 = lines[i].outline.corners;
     const double half_pitch = u.pitch / 2 / distance(c4[0], c4[1]);
     // A piece's outline ends half a pitch past its text at a gutter (the line's own ends stay).
@@ -487,6 +489,29 @@ int64_t erase_rules(GrayImage& line, double min_run) {
     }
   for (const Run& r : runs) std::fill(line.pixels.begin() + r.y * W + r.x0, line.pixels.begin() + r.y * W + r.x1, (uint8_t)paper);
   return (int64_t)runs.size();
+}
+
+double widest_blank(const GrayImage& page, const Quad& outline, double f0, double f1) {
+  OCRT_CHECK(std::isfinite(f0) && std::isfinite(f1) && 0 <= f0 && f0 <= f1 && f1 <= 1,
+             "widest_blank: the fractions must satisfy 0 <= f0 <= f1 <= 1, got ", f0, " and ", f1);
+  const auto& c = outline.corners;
+  const double along = distance(c[0], c[1]), across = distance(c[0], c[3]);
+  if (!(along >= 1 && across >= 1)) return 0;
+  const GrayImage cut = crop_line(page, outline, std::max<int64_t>(1, std::llround(across)));
+  const std::optional<PaperAndInk> levels = paper_and_ink(cut);
+  const double scale = along / (double)cut.width;  // page pixels a column
+  const int64_t u0 = std::clamp<int64_t>((int64_t)std::floor(f0 * (double)cut.width), 0, cut.width);
+  const int64_t u1 = std::clamp<int64_t>((int64_t)std::ceil(f1 * (double)cut.width), u0, cut.width);
+  if (!levels) return (double)(u1 - u0) * scale;
+  const int64_t y0 = cut.height / 10, y1 = std::max(y0 + 1, cut.height - cut.height / 10);
+  int64_t best = 0, run = 0;
+  for (int64_t u = u0; u < u1; ++u) {
+    bool blank = true;
+    for (int64_t y = y0; y < y1 && blank; ++y) blank = !levels->ink(cut.at(u, y));
+    run = blank ? run + 1 : 0;
+    best = std::max(best, run);
+  }
+  return (double)best * scale;
 }
 
 bool dotted_ink(const GrayImage& line) {

@@ -135,6 +135,12 @@ struct GutterOptions {
   // own. A heading in large type is as much wider in pitch as it is taller.
   double joined_height = 1.6;
   double joined_pitch = 1.5;
+  // When set: the widest run of columns free of ink across a line between fractions f0 and f1
+  // of its outline, in page pixels (the page reader measures it on the page with widest_blank);
+  // a cut then also needs min_gutter pitches of blank between the two characters' CTC
+  // positions. CTC positions alone took the gap after a wide "@" for a gutter where a column of
+  // right-aligned e-mail addresses ("mderchin@crtllc.com") lined up its "@crtllc.com"s.
+  std::function<double(const PageLine&, double f0, double f1)> blank_run;
 };
 std::vector<PageLine> split_at_gutters(std::vector<PageLine> lines, const std::function<Point(const Point&)>& upright,
                                        const GutterOptions& o = {});
@@ -176,6 +182,11 @@ bool descreen_line(GrayImage& line, double sigma = 1.0);
 // as its ink pixels; ink as in erase_rules. Solid strokes have neither, past their ends and
 // corners.
 bool dotted_ink(const GrayImage& line);
+
+// The widest run of columns with no ink in the middle 80% of their rows, between fractions f0
+// and f1 (0 <= f0 <= f1 <= 1) of `outline` cut from `page` at the page's scale, in the page's
+// pixels; ink as in erase_rules, over the whole cut (a cut with no contrast is all blank).
+double widest_blank(const GrayImage& page, const Quad& outline, double f0, double f1);
 
 // A table's column rules erased from a line image cut out of `page` along `outline` (by
 // crop_line), in place: a cell's text set tight against a rule read "16%|" or "(171)|". A run of

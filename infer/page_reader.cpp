@@ -427,8 +427,9 @@ std::vector<PageLine> place_lines(PageWork& w) {
 // overlaps its neighbours' rows). The order is found on stand-ins holding only the turned
 // outlines, each tagged with its line's index, and applied to the lines themselves, which keep
 // the image's pixels.
-std::vector<PageBlock> order_lines(std::vector<PageLine> lines, int64_t W, int64_t H, const PageReaderOptions& o,
+std::vector<PageBlock> order_lines(std::vector<PageLine> lines, const GrayImage& image, const PageReaderOptions& o,
                                    PageReadInfo& info) {
+  const int64_t W = image.width, H = image.height;
   const int r = info.rotation;
   const double skew = skew_of(lines, r, W, H);
   info.skew_deg = skew * 180 / M_PI;
@@ -443,7 +444,12 @@ std::vector<PageBlock> order_lines(std::vector<PageLine> lines, int64_t W, int64
   // Lines the detector ran across a gutter become one line per column.
   if (o.split_gutters) {
     const size_t before = lines.size();
-    lines = split_at_gutters(std::move(lines), stand, o.gutters);
+    GutterOptions gutters = o.gutters;
+    if (!gutters.blank_run)  // a gutter is blank on the page, not only between CTC positions
+      gutters.blank_run = [&image](const PageLine& l, double f0, double f1) {
+        return widest_blank(image, l.outline, f0, f1);
+      };
+    lines = split_at_gutters(std::move(lines), stand, gutters);
     info.gutter_splits = (int64_t)(lines.size() - before);
     info.lines = (int64_t)lines.size();
   }
@@ -512,7 +518,7 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
     std::vector<LineResult> read = w.cut_and_read(rest, info.rotation, quads, image_widths);
     w.keep(rest, std::move(read), quads, image_widths);
     auto t = Clock::now();
-    page.blocks = order_lines(place_lines(w), image.width, image.height, o, info);  // 5-6. place, order
+    page.blocks = order_lines(place_lines(w), image, o, info);  // 5-6. place, order
     lap(t, info.layout_s);
   }
   if (info_out) *info_out = info;

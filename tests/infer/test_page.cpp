@@ -396,6 +396,58 @@ TEST_CASE("split_at_gutters: lines joined across a gutter are split there, and r
     for (const PageLine& l : b.lines) x0s.push_back(l.box.x0);
   REQUIRE(x0s.size() == 12);
   for (size_t i = 0; i < 12; ++i) CHECK((i < 6 ? x0s[i] < 300 : x0s[i] > 480));
+
+  // With blank_run, the band must be blank on the page too: where the page shows a blank run of
+  // 4 pixels only (under min_gutter's half pitch, 5) the lines stay whole; where it shows 30, they
+  // split as before. The callback is asked about the span between the two characters around
+  // the band, by their fractions along the outline.
+  GutterOptions inked;
+  std::vector<std::pair<double, double>> asked;
+  inked.blank_run = [&](const PageLine& l, double f0, double f1) {
+    const auto& c = l.outline.corners;
+    asked.push_back({c[0].x + f0 * (c[1].x - c[0].x), c[0].x + f1 * (c[1].x - c[0].x)});
+    return 4.0;
+  };
+  CHECK(texts(split_at_gutters(lines, same_place, inked)) == texts(lines));
+  REQUIRE(asked.size() == 3);  // once for each joined row
+  for (size_t i = 0; i < 3; ++i) {
+    const std::string left_text = row_text((int)i, 0).substr(0, 38);
+    const std::string right_text = row_text((int)i, 2).substr(0, 38);
+    CHECK(asked[i].first == Approx(105 + 10 * (double)left_text.find_last_not_of(' ')).margin(1e-6));
+    CHECK(asked[i].second == Approx(515 + 10 * (double)right_text.find_first_not_of(' ')).margin(1e-6));
+  }
+  GutterOptions blank;
+  blank.blank_run = [](const PageLine&, double, double) { return 30.0; };
+  CHECK(texts(split_at_gutters(lines, same_place, blank)) == texts(split));
+}
+
+TEST_CASE("widest_blank: the widest run of inkless columns between two fractions of a line, in page pixels",
+          "[page]") {
+  // A page of paper (230) with ink (20) in columns 40-59 and 100-109 of rows 10-29, and a
+  // speck in column 80, row 11 (in the top 10% of the cut: ignored).
+  GrayImage page;
+  page.width = 200, page.height = 40;
+  page.pixels.assign(200 * 40, 230);
+  for (int64_t y = 10; y < 30; ++y)
+    for (int64_t x = 0; x < 200; ++x)
+      if ((x >= 40 && x < 60) || (x >= 100 && x < 110)) page.pixels[(size_t)(y * 200 + x)] = 20;
+  page.pixels[(size_t)(11 * 200 + 80)] = 20;
+  const Quad line = Quad::from_rect({20, 10, 180, 30});  // 160 x 20: columns 0-159 are page x 20-179
+  CHECK(widest_blank(page, line, 0, 1) == Approx(70));                    // page x 110-179
+  CHECK(widest_blank(page, line, 0.25, 0.5) == Approx(40));               // page x 60-99 inside [60, 100)
+  CHECK(widest_blank(page, line, 0.1, 0.3) == Approx(8));                 // page x 60-67 of [36, 68)
+  CHECK(widest_blank(page, line, 0.2, 0.2) == 0);
+  // The speck in the middle rows (row 20) is ink: it splits page x 60-99.
+  GrayImage speck = page;
+  speck.pixels[(size_t)(20 * 200 + 80)] = 20;
+  CHECK(widest_blank(speck, line, 0.25, 0.5) == Approx(20));
+  // A blank cut (no contrast) is blank all along.
+  GrayImage paper = page;
+  std::fill(paper.pixels.begin(), paper.pixels.end(), 230);
+  CHECK(widest_blank(paper, line, 0.25, 0.75) == Approx(80));
+  CHECK_THROWS_WITH(widest_blank(page, line, 0.6, 0.5), Catch::Contains("0 <= f0 <= f1 <= 1"));
+  CHECK_THROWS_WITH(widest_blank(page, line, -0.1, 0.5), Catch::Contains("0 <= f0 <= f1 <= 1"));
+  CHECK(widest_blank(page, Quad::from_rect({20, 10, 20.5, 30}), 0, 1) == 0);  // under a pixel long
 }
 
 TEST_CASE("split_at_gutters: two lines a row apart joined across the gutter are split, a tall heading stays", "[page]") {
