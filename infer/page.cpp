@@ -491,6 +491,45 @@ int64_t erase_rules(GrayImage& line, double min_run) {
   return (int64_t)runs.size();
 }
 
+int64_t align_short_outlines(std::vector<Quad>& outlines) {
+  // Directions as doubled angles, so that a and a + 180 degrees agree.
+  double cx = 0, cy = 0;
+  int64_t long_ones = 0;
+  for (const Quad& q : outlines) {
+    const auto& c = q.corners;
+    for (const Point& p : c)
+      OCRT_CHECK(std::isfinite(p.x) && std::isfinite(p.y), "align_short_outlines: an outline corner is not finite");
+    const double along = distance(c[0], c[1]), across = distance(c[0], c[3]);
+    if (!(across > 0) || along < 3 * across) continue;
+    const double a = std::atan2(c[1].y - c[0].y, c[1].x - c[0].x);
+    cx += std::cos(2 * a), cy += std::sin(2 * a), ++long_ones;
+  }
+  if (long_ones < 3 || std::hypot(cx, cy) < 0.9 * (double)long_ones) return 0;
+  const double page_angle = std::atan2(cy, cx) / 2;
+  int64_t turned = 0;
+  for (Quad& q : outlines) {
+    auto& c = q.corners;
+    const double along = distance(c[0], c[1]), across = distance(c[0], c[3]);
+    if (!(along > 0 && across > 0) || along >= 2 * across) continue;
+    double off = std::remainder(std::atan2(c[1].y - c[0].y, c[1].x - c[0].x) - page_angle, M_PI);
+    if (std::abs(off) <= 5 * M_PI / 180) continue;
+    // The outline's own reading direction is the page's, or its opposite (a region read upside
+    // down keeps its way round): the one nearer its own.
+    const double own = std::atan2(c[1].y - c[0].y, c[1].x - c[0].x);
+    const double a = std::abs(std::remainder(own - page_angle, 2 * M_PI)) <= M_PI / 2 ? page_angle : page_angle + M_PI;
+    const Point u{std::cos(a), std::sin(a)}, v{-std::sin(a), std::cos(a)};
+    double s0 = INFINITY, s1 = -INFINITY, t0 = INFINITY, t1 = -INFINITY;
+    for (const Point& p : c) {
+      const double s = p.x * u.x + p.y * u.y, t = p.x * v.x + p.y * v.y;
+      s0 = std::min(s0, s), s1 = std::max(s1, s), t0 = std::min(t0, t), t1 = std::max(t1, t);
+    }
+    const auto at = [&](double s, double t) { return Point{s * u.x + t * v.x, s * u.y + t * v.y}; };
+    c = {at(s0, t0), at(s1, t0), at(s1, t1), at(s0, t1)};
+    ++turned;
+  }
+  return turned;
+}
+
 double widest_blank(const GrayImage& page, const Quad& outline, double f0, double f1) {
   OCRT_CHECK(std::isfinite(f0) && std::isfinite(f1) && 0 <= f0 && f0 <= f1 && f1 <= 1,
              "widest_blank: the fractions must satisfy 0 <= f0 <= f1 <= 1, got ", f0, " and ", f1);

@@ -183,6 +183,17 @@ bool descreen_line(GrayImage& line, double sigma = 1.0);
 // corners.
 bool dotted_ink(const GrayImage& line);
 
+// Short outlines turned to the page's text direction, in place. The detector fits each region
+// its least-area rectangle, and a region of one or two glyphs has no direction of its own: a
+// lone "1" in a table cell (its flag and stem) was fitted at -26.5 degrees on an upright page,
+// cut out slanted and read "7". Outlines at least 3 times as long as they are high give the
+// page's direction (the mean of their angles taken modulo 180 degrees; none is changed when
+// there are fewer than 3 of them or they disagree: the mean's resultant under 0.9); an outline
+// under twice as long as high whose direction is more than 5 degrees off it (modulo 180) becomes
+// the smallest rectangle in that direction around its corners, its corners in outline order.
+// Returns the outlines turned.
+int64_t align_short_outlines(std::vector<Quad>& outlines);
+
 // The widest run of columns with no ink in the middle 80% of their rows, between fractions f0
 // and f1 (0 <= f0 <= f1 <= 1) of `outline` cut from `page` at the page's scale, in the page's
 // pixels; ink as in erase_rules, over the whole cut (a cut with no contrast is all blank).

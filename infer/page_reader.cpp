@@ -281,6 +281,18 @@ std::vector<nn::TextBox> detect_boxes(const GrayImage& image, TextDetector& dete
     const auto& c = b.outline.corners;
     if (distance(c[0], c[1]) >= 1 && distance(c[0], c[3]) >= 1) boxes.push_back(std::move(b));
   }
+  // Outlines of a glyph or two take the page's direction (align_short_outlines in page.h).
+  std::vector<Quad> outlines;
+  for (const nn::TextBox& b : boxes) outlines.push_back(b.outline);
+  if (align_short_outlines(outlines) > 0)
+    for (size_t i = 0; i < boxes.size(); ++i) {
+      nn::TextBox& b = boxes[i];
+      b.outline = outlines[i];
+      const auto& c = b.outline.corners;
+      b.angle = std::atan2(c[1].y - c[0].y, c[1].x - c[0].x) * 180 / M_PI;
+      if (b.angle <= -90) b.angle += 180;
+      if (b.angle > 90) b.angle -= 180;
+    }
   info.detect += t;
   info.boxes = (int64_t)boxes.size();
   return boxes;

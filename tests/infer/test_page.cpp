@@ -1210,3 +1210,69 @@ TEST_CASE("dotted_ink: glyphs printed in dots (a fax of grey type) are dotted, s
   broken.pixels.pop_back();
   CHECK_THROWS_WITH(dotted_ink(broken), Catch::Contains("inconsistent image"));
 }
+
+TEST_CASE("align_short_outlines: a glyph's outline fitted askew takes the page's direction", "[page]") {
+  // A quad around centre (cx, cy), `w` long and `h` high, its text direction at `deg` degrees.
+  const auto quad = [](double cx, double cy, double w, double h, double deg) {
+    const double a = deg * M_PI / 180;
+    const Point u{std::cos(a), std::sin(a)}, v{-std::sin(a), std::cos(a)};
+    const auto at = [&](double s, double t) { return Point{cx + s * u.x + t * v.x, cy + s * u.y + t * v.y}; };
+    return Quad{{at(-w / 2, -h / 2), at(w / 2, -h / 2), at(w / 2, h / 2), at(-w / 2, h / 2)}};
+  };
+  const auto angle_of = [](const Quad& q) {
+    const auto& c = q.corners;
+    return std::atan2(c[1].y - c[0].y, c[1].x - c[0].x) * 180 / M_PI;
+  };
+  // Three lines of text at 1 degree, then a lone "1" fitted at -26.5 degrees (as the detector
+  // fitted one in a table), a short word at 3 degrees (within 5 of the page's: kept), a glyph
+  // fitted at 150 degrees (nearer the page's direction turned round: it keeps its way round, at
+  // 181), and a word 2.5 times as long as high at 20 degrees (neither short nor long: kept, and
+  // no part of the page's direction).
+  std::vector<Quad> outlines = {quad(500, 100, 600, 30, 1), quad(500, 140, 600, 30, 1), quad(500, 180, 500, 30, 1),
+                                quad(100, 300, 28, 30, -26.5), quad(200, 300, 50, 30, 3), quad(300, 300, 30, 30, 150),
+                                quad(500, 400, 75, 30, 20)};
+  const std::vector<Quad> before = outlines;
+  CHECK(align_short_outlines(outlines) == 2);
+  for (size_t i : {0, 1, 2, 4, 6}) {
+    INFO("outline " << i);
+    for (size_t k = 0; k < 4; ++k) {
+      CHECK(outlines[i].corners[k].x == before[i].corners[k].x);
+      CHECK(outlines[i].corners[k].y == before[i].corners[k].y);
+    }
+  }
+  CHECK(angle_of(outlines[3]) == Approx(1).margin(1e-9));
+  CHECK(std::abs(angle_of(outlines[5])) == Approx(179).margin(1e-9));  // still read right to left
+  // The new outline is the smallest rectangle at 1 degree around the old corners: each old
+  // corner inside it (or on its edge), and it touches them on all four sides.
+  for (size_t i : {3, 5}) {
+    const auto& c = outlines[i].corners;
+    const double a = std::atan2(c[1].y - c[0].y, c[1].x - c[0].x);
+    const Point u{std::cos(a), std::sin(a)}, v{-std::sin(a), std::cos(a)};
+    const auto s_of = [&](const Point& p) { return (p.x - c[0].x) * u.x + (p.y - c[0].y) * u.y; };
+    const auto t_of = [&](const Point& p) { return (p.x - c[0].x) * v.x + (p.y - c[0].y) * v.y; };
+    const double len = distance(c[0], c[1]), high = distance(c[0], c[3]);
+    double s0 = INFINITY, s1 = -INFINITY, t0 = INFINITY, t1 = -INFINITY;
+    for (const Point& p : before[i].corners)
+      s0 = std::min(s0, s_of(p)), s1 = std::max(s1, s_of(p)), t0 = std::min(t0, t_of(p)), t1 = std::max(t1, t_of(p));
+    CHECK(s0 == Approx(0).margin(1e-9));
+    CHECK(s1 == Approx(len).margin(1e-9));
+    CHECK(t0 == Approx(0).margin(1e-9));
+    CHECK(t1 == Approx(high).margin(1e-9));
+    CHECK(t_of(c[3]) == Approx(high).margin(1e-9));  // corners in outline order: c[3] below c[0]
+  }
+
+  // A page lying sideways: the lines run down it at 90 degrees, a glyph at 60 turns to 90.
+  std::vector<Quad> sideways = {quad(100, 500, 600, 30, 90), quad(140, 500, 600, 30, 90),
+                                quad(180, 500, 600, 30, -90), quad(300, 100, 28, 30, 60)};
+  CHECK(align_short_outlines(sideways) == 1);
+  CHECK(angle_of(sideways[3]) == Approx(90).margin(1e-9));
+  // Fewer than three long lines, or long lines that disagree: nothing is turned.
+  std::vector<Quad> two = {quad(500, 100, 600, 30, 1), quad(500, 140, 600, 30, 1), quad(100, 300, 28, 30, -26.5)};
+  CHECK(align_short_outlines(two) == 0);
+  std::vector<Quad> mixed = {quad(500, 100, 600, 30, 0), quad(500, 140, 600, 30, 45), quad(500, 180, 600, 30, 90),
+                             quad(100, 300, 28, 30, -26.5)};
+  CHECK(align_short_outlines(mixed) == 0);
+  std::vector<Quad> bad = outlines;
+  bad[3].corners[1].x = std::nan("");
+  CHECK_THROWS_WITH(align_short_outlines(bad), Catch::Contains("not finite"));
+}
