@@ -55,6 +55,7 @@ struct SynthConfig {
   std::string degrade = "none";
   bool pages = false;             // --pages: whole pages (train/synth_page.h)
   double min_dpi = 150, max_dpi = 300;
+  double numbered = 0;  // --numbered: the share of article pages drawn with numbered lines
   std::vector<std::string> layouts;  // --layouts: only these (default: the usual mix)
 };
 
@@ -124,6 +125,9 @@ cli::Parser synth_flags(SynthConfig& c) {
            c.min_dpi = cli::parse_double("--dpi", v.substr(0, colon), {50, 600});
            c.max_dpi = colon == std::string::npos ? c.min_dpi : cli::parse_double("--dpi", v.substr(colon + 1), {50, 600});
          }});
+  p.add(cli::real("--numbered", "P", c.numbered, cli::Range{0, 1},
+                  "--pages: this share of the article pages is drawn as a transcript or\n"
+                  "pleading, every line numbered in the left margin (default 0)"));
   p.add(cli::list("--layouts", "NAMES", c.layouts,
                   "--pages: only these layouts, commas between: article, table, form,\n"
                   "receipt, slide, chart (default: all, articles 45% of the pages)"));
@@ -166,6 +170,7 @@ PageSynthOptions page_options(const SynthConfig& c) {
   const double em = o.min_word_space;  // the pages' own word space, which --spacing scales
   o.min_word_space = em * c.min_spacing, o.max_word_space = em * c.max_spacing;
   o.p_scan = c.degrade == "scan" ? 1 : 0;
+  o.p_numbered = c.numbered;
   if (c.degrade == "none") o.p_bleed = o.p_light = 0;  // a clean page is clean
   if (!c.layouts.empty()) {
     std::vector<double> weights(kPageLayouts, 0.0);
@@ -216,7 +221,8 @@ void validate(const SynthConfig& c) {
     OCRT_CHECK(c.max_spacing <= most, "--pages: --spacing at most ", most, " (2 ems), got ", c.max_spacing);
     page_options(c);  // the layout names
   } else {
-    OCRT_CHECK(c.layouts.empty() && c.min_dpi == 150 && c.max_dpi == 300, "--dpi and --layouts: only with --pages");
+    OCRT_CHECK(c.layouts.empty() && c.min_dpi == 150 && c.max_dpi == 300 && c.numbered == 0,
+               "--dpi, --layouts and --numbered: only with --pages");
   }
   check_no_stale_files(c);
 }

@@ -50,6 +50,7 @@ void PageSynthOptions::validate() const {
   in(p_light, 0, 1, "p_light");
   in(max_light, 0, 0.8, "max_light");
   in(p_bleed, 0, 1, "p_bleed");
+  in(p_numbered, 0, 1, "p_numbered");
   in(max_bleed, 0, 128, "max_bleed");
   scan.validate();
   OCRT_CHECK(scan.p_crop == 0 && scan.p_margin == 0 && scan.p_skew == 0 && scan.p_curve == 0 && scan.p_lowres == 0,
@@ -424,8 +425,59 @@ bool draw_chart(Composer& k, Canvas& c, const Rect& r) {
 
 // ---- layouts (sizes in pixels; `m` is the margin)
 
-void layout_article(Composer& k, Canvas& c) {
+// A transcript or a pleading: every line of the page numbered in the left margin (a court
+// reporter's 1 to 25, a pleading paper's 1 to 28), double spaced, the numbers apart from the
+// text and often behind a rule, the text's lines in speakers' turns ("Q.", "A.", indented) or
+// paragraphs; some numbered lines are blank. The numbers are lines of their own, as a page's
+// detector must find them: one or two digits, alone.
+void layout_numbered(Composer& k, Canvas& c) {
   SampleRng& rng = k.rng();
+  const double W = (double)c.width(), H = (double)c.height();
+  const double m = rng.uniform(0.06, 0.12) * W, body = k.body_px();
+  const double lead = rng.uniform(1.6, 2.3) * body;
+  double y = m;
+  if (rng.uniform() < 0.5) {  // a running head
+    k.text_line(k.body(), 0.9 * body, m, y, rng.uniform(0.3, 0.7) * (W - 2 * m), false);
+    y += 2 * body;
+  }
+  const double numbers_right = m + rng.uniform(1.2, 2.5) * body;  // the numbers' right edge
+  const double text_x = numbers_right + rng.uniform(1.0, 3.5) * body;
+  const double width = W - m - text_x;
+  const int count = std::min<int>((int)((H - m - y) / lead), rng.uniform() < 0.5 ? 25 : 28);
+  if (count < 2 || width < 10 * body) return;
+  const double rule_w = std::max(1.0, body / 12);
+  if (rng.uniform() < 0.6) {  // a rule between the numbers and the text, sometimes doubled
+    const double x = (numbers_right + text_x) / 2;
+    c.fill({x, y - 0.3 * lead, x + rule_w, y + count * lead}, k.ink());
+    if (rng.uniform() < 0.3) c.fill({x + 3 * rule_w, y - 0.3 * lead, x + 4 * rule_w, y + count * lead}, k.ink());
+  }
+  const double indent = rng.uniform(1.5, 5) * body;
+  bool turns = rng.uniform() < 0.6;  // "Q." and "A." turns, or paragraphs
+  int turn = rng.uniform() < 0.5 ? 0 : 1;
+  for (int n = 1; n <= count; ++n, y += lead) {
+    const std::string num = std::to_string(n);
+    k.text_at(k.body(), num, body, numbers_right - k.measure(k.body(), num, body), y);
+    const double u = rng.uniform();
+    if (u < 0.08) continue;  // a blank numbered line
+    if (turns && u < 0.4) {  // a new turn: its mark indented, the text after it
+      const std::string mark = turn++ % 2 == 0 ? "Q." : "A.";
+      k.text_line(k.body(), body, text_x + indent, y, width - indent, false, mark);
+    } else {
+      const double in = u < 0.5 ? indent : 0;
+      k.text_line(k.body(), body, text_x + in, y, rng.uniform() < 0.15 ? rng.uniform(0.2, 1.0) * (width - in) : width - in,
+                  false);
+    }
+  }
+  if (rng.uniform() < 0.6) {  // the page number
+    const std::string num = std::to_string(rng.integer(1, 480));
+    k.text_at(k.body(), num, 0.9 * body, (W - k.measure(k.body(), num, 0.9 * body)) / 2, H - m * 0.6);
+  }
+}
+
+void layout_article(Composer& k, Canvas& c, double p_numbered) {
+  SampleRng& rng = k.rng();
+  // Drawn only when asked for, so that a seed gives the pages it gave before.
+  if (p_numbered > 0 && rng.uniform() < p_numbered) return layout_numbered(k, c);
   const double W = (double)c.width(), H = (double)c.height();
   const double m = rng.uniform(0.06, 0.12) * W;
   const double body = k.body_px(), lead = rng.uniform(1.15, 1.45) * body;
@@ -832,7 +884,7 @@ SynthPage render_page(const TextSource& text, const std::vector<std::shared_ptr<
              word_space);
   k.start(&canvas, ink);
   switch (page.layout) {
-    case PageLayout::article: layout_article(k, canvas); break;
+    case PageLayout::article: layout_article(k, canvas, o.p_numbered); break;
     case PageLayout::table: layout_table(k, canvas); break;
     case PageLayout::form: layout_form(k, canvas); break;
     case PageLayout::receipt: layout_receipt(k, canvas); break;

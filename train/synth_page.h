@@ -4,7 +4,8 @@
 //
 // A page is drawn in one of several layouts, each the kind of page users scan:
 //   article  1 to 3 columns of paragraphs (indented or spaced), a heading, sometimes a list, a
-//            running head, a page number, rules and figures (pictures that are not text)
+//            running head, a page number, rules and figures (pictures that are not text); with
+//            p_numbered, sometimes a transcript or pleading (every line numbered in the margin)
 //   table    a title over a grid of short cells (words, numbers, prices), with or without rules
 //   form     labels beside values written in boxes or on underlines, and check boxes
 //   receipt  a narrow slip: a centred header, items with right-aligned prices, a total
@@ -47,6 +48,10 @@ struct PageSynthOptions {
   double p_scan = 0.7;                  // the scan simulation applied (probability)
   double p_light = 0.25;                // uneven light (a photo's vignette and a gradient across the sheet)
   double max_light = 0.35;              //   darkening by up to this share of a pixel's value, in [0, 0.8]
+  // An article page drawn as a transcript or pleading instead, every line numbered in the left
+  // margin (probability; 0, the default, draws nothing, so that a seed gives the pages it gave
+  // before).
+  double p_numbered = 0;
   double p_bleed = 0.15;                // bleed-through: the other side's print, mirrored and blurred,
   double max_bleed = 40;                //   up to this many gray levels darker, in [0, 128]
   ScanOptions scan = page_scan_options();

@@ -271,3 +271,52 @@ TEST_CASE("synthetic pages: the space between words is the options' share of an 
   same.min_word_space = same.max_word_space = 0.28;
   CHECK(render_page(test_text(), fonts, 9, d).image.pixels == render_page(test_text(), fonts, 9, same).image.pixels);
 }
+
+TEST_CASE("synthetic pages: numbered transcripts number every line in the margin, and p_numbered 0 draws as before",
+          "[synth_page]") {
+  const auto fonts = test_fonts();
+  if (fonts.empty()) {
+    WARN("no Debian fonts installed (scripts/install-deps.sh); skipping");
+    return;
+  }
+  PageSynthOptions o = quick((int)PageLayout::article);
+  const SynthPage plain = render_page(test_text(), fonts, 31, o);
+  o.p_numbered = 0;  // the default, said out loud: the same page, no draw for it
+  const SynthPage same = render_page(test_text(), fonts, 31, o);
+  CHECK(same.image.pixels == plain.image.pixels);
+  REQUIRE(same.lines.size() == plain.lines.size());
+
+  o.p_numbered = 1;
+  for (uint64_t seed : {31, 32, 33}) {
+    INFO("seed " << seed);
+    const SynthPage page = render_page(test_text(), fonts, seed, o);
+    CHECK(page.layout == PageLayout::article);
+    // The numbers: lines of one or two digits, 1, 2, 3, ... down the page, their right edges
+    // lined up left of the start of every line beside them (the running head above them and
+    // the page number at the foot aside).
+    std::vector<const SynthLine*> numbers;
+    const auto is_number = [](const SynthLine& l) {
+      return !l.text.empty() && l.text.size() <= 2 &&
+             std::all_of(l.text.begin(), l.text.end(), [](unsigned char ch) { return std::isdigit(ch) != 0; });
+    };
+    for (const SynthLine& l : page.lines)
+      if (is_number(l) && l.outline.box().x0 < 0.3 * (double)page.image.width) numbers.push_back(&l);
+    REQUIRE(numbers.size() >= 2);
+    double text_left = 1e9;
+    for (const SynthLine& l : page.lines) {
+      const Rect b = l.outline.box();
+      const double middle = (b.y0 + b.y1) / 2;
+      if (!is_number(l) && middle > numbers.front()->outline.box().y0 && middle < numbers.back()->outline.box().y1)
+        text_left = std::min(text_left, b.x0);
+    }
+    for (size_t i = 0; i < numbers.size(); ++i) {
+      CHECK(numbers[i]->text == std::to_string(i + 1));
+      CHECK(numbers[i]->outline.box().x1 < text_left);
+      CHECK(numbers[i]->outline.box().x1 == Approx(numbers[0]->outline.box().x1).margin(1.0));
+      if (i > 0) CHECK(numbers[i]->outline.box().y0 > numbers[i - 1]->outline.box().y0);
+    }
+    CHECK(numbers.size() <= 28);
+  }
+  o.p_numbered = 1.5;
+  CHECK_THROWS_WITH(render_page(test_text(), fonts, 31, o), Catch::Contains("p_numbered"));
+}
