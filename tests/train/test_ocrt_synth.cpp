@@ -84,7 +84,9 @@ TEST_CASE("ocrt-synth --pages writes pages with their truth, and checks its page
                   {"--pages --dpi 40", "--dpi: must be in [50, 600], got 40"},
                   {"--pages --dpi 300:200", "--dpi: LO (300) must not exceed HI (200)"},
                   {"--pages --degrade jpeg", "--degrade: pages take none or scan"},
-                  {"--dpi 100", "--dpi and --layouts: only with --pages"}});
+                  {"--pages --numbered 1.5", "--numbered: must be in [0, 1], got 1.5"},
+                  {"--dpi 100", "--dpi, --layouts and --numbered: only with --pages"},
+                  {"--numbered 0.5", "--dpi, --layouts and --numbered: only with --pages"}});
   CHECK_FALSE(fs::exists(dir.path / "bad"));
 }
 
