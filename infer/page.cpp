@@ -511,11 +511,10 @@ int64_t align_short_outlines(std::vector<Quad>& outlines) {
     auto& c = q.corners;
     const double along = distance(c[0], c[1]), across = distance(c[0], c[3]);
     if (!(along > 0 && across > 0) || along >= 2 * across) continue;
-    double off = std::remainder(std::atan2(c[1].y - c[0].y, c[1].x - c[0].x) - page_angle, M_PI);
-    if (std::abs(off) <= 5 * M_PI / 180) continue;
-    // The outline's own reading direction is the page's, or its opposite (a region read upside
-    // down keeps its way round): the one nearer its own.
     const double own = std::atan2(c[1].y - c[0].y, c[1].x - c[0].x);
+    if (std::abs(std::remainder(own - page_angle, M_PI)) <= 5 * M_PI / 180) continue;
+    // Its new reading direction is the page's, or its opposite (a region read upside down keeps
+    // its way round): the one nearer its own.
     const double a = std::abs(std::remainder(own - page_angle, 2 * M_PI)) <= M_PI / 2 ? page_angle : page_angle + M_PI;
     const Point u{std::cos(a), std::sin(a)}, v{-std::sin(a), std::cos(a)};
     double s0 = INFINITY, s1 = -INFINITY, t0 = INFINITY, t1 = -INFINITY;
