@@ -177,10 +177,10 @@ int64_t erase_rules(GrayImage& line, double min_run = 2.5);
 bool descreen_line(GrayImage& line, double sigma = 1.0);
 
 // Whether a line image's glyphs are themselves printed in dots (a fax of grey type, a dithered
-// scan): at least 4% of its ink pixels are specks (at most one inked 4-neighbour) and paper
-// pixels with three or four inked neighbours (pinholes in a stroke) make at least 3% as many
-// as its ink pixels; ink as in erase_rules. Solid strokes have neither, past their ends and
-// corners.
+// scan): 4% to 10% of its ink pixels are specks (at most one inked 4-neighbour) and paper
+// pixels with three or four inked neighbours (pinholes in a stroke) make 3% to 8% as many as
+// its ink pixels; ink as in erase_rules. Solid strokes have neither, past their ends and
+// corners; noise scattered over a scan has more specks than that.
 bool dotted_ink(const GrayImage& line);
 
 // Short outlines turned to the page's text direction, in place. The detector fits each region

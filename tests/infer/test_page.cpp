@@ -1176,28 +1176,37 @@ TEST_CASE("descreen_line: a line on a halftone screen is blurred, lines on paper
   CHECK_FALSE(descreen_line(empty));
 }
 
-TEST_CASE("dotted_ink: glyphs printed in dots (a fax of grey type) are dotted, solid and hairline strokes are not",
+TEST_CASE("dotted_ink: glyphs printed in dots (a fax of grey type) are dotted, solid strokes and noise are not",
           "[page]") {
-  // Strokes 4 columns wide, 20 apart, rows 8-31, on paper (230): solid ink (20), or every other
-  // pixel of them ink (a checkerboard of dots, as a fax dithers grey type).
-  const auto strokes = [](int64_t width, bool dotted) {
+  // Strokes 4 columns wide, 20 apart, rows 8-31, ink (20) on paper (230). Dithered, as a fax
+  // prints grey type: a pinhole of paper in every 4th row (column 1 or 2 of the stroke, in turn)
+  // and a speck of ink beside the stroke (column 6) every `speck_every` rows: 7.3% of the ink
+  // pixels specks and 6.2% as many pinholes with a speck every 4 rows. Scattered noise: a speck
+  // every 2nd row, 12.7% specks.
+  const auto strokes = [](int64_t width, bool dithered, int64_t speck_every) {
     GrayImage g;
     g.width = 400, g.height = 40;
-    for (int64_t y = 0; y < 40; ++y)
+    g.pixels.assign(400 * 40, 230);
+    for (int64_t y = 8; y < 32; ++y)
       for (int64_t x = 0; x < 400; ++x) {
-        const bool stroke = y >= 8 && y < 32 && x % 20 < width;
-        g.pixels.push_back(stroke && (!dotted || (x + y) % 2 == 0) ? 20 : 230);
+        const int64_t c = x % 20;
+        uint8_t& p = g.pixels[(size_t)(y * 400 + x)];
+        if (c < width) p = 20;
+        if (!dithered) continue;
+        if ((c == 1 || c == 2) && y % 4 == 0 && (c == 1) == ((y / 4) % 2 == 0)) p = 230;
+        if (c == 6 && y % speck_every == 0) p = 20;
       }
     return g;
   };
-  CHECK_FALSE(dotted_ink(strokes(4, false)));
-  CHECK_FALSE(dotted_ink(strokes(1, false)));  // hairlines: each pixel has ink above and below
-  CHECK(dotted_ink(strokes(4, true)));
-  GrayImage line = strokes(4, true);
+  CHECK_FALSE(dotted_ink(strokes(4, false, 4)));
+  CHECK_FALSE(dotted_ink(strokes(1, false, 4)));  // hairlines: each pixel has ink above and below
+  CHECK(dotted_ink(strokes(4, true, 4)));
+  CHECK_FALSE(dotted_ink(strokes(4, true, 2)));  // too many specks: noise, not a dither
+  GrayImage line = strokes(4, true, 4);
   const GrayImage dots = line;
   CHECK(descreen_line(line));  // blurred as a screened ground is
   CHECK(line.pixels == gaussian_blur(dots, 1.0).pixels);
-  GrayImage solid = strokes(4, false);
+  GrayImage solid = strokes(4, false, 4);
   const GrayImage solid_before = solid;
   CHECK_FALSE(descreen_line(solid));
   CHECK(solid.pixels == solid_before.pixels);
