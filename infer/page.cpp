@@ -552,9 +552,10 @@ double widest_blank(const GrayImage& page, const Quad& outline, double f0, doubl
   return (double)best * scale;
 }
 
-bool dotted_ink(const GrayImage& line) {
-  check_line_image(line, "dotted_ink");
-  const std::optional<PaperAndInk> levels = paper_and_ink(line);
+namespace {
+
+// dotted_ink (page.h) with the line's paper and ink already read.
+bool dotted_ink(const GrayImage& line, const std::optional<PaperAndInk>& levels) {
   if (!levels) return false;
   const int64_t W = line.width, H = line.height;
   int64_t ink = 0, specks = 0, pinholes = 0;
@@ -578,16 +579,23 @@ bool dotted_ink(const GrayImage& line) {
   return ink >= 20 && s >= 0.04 && s < 0.10 && h >= 0.03 && h <= 0.08;
 }
 
+}  // namespace
+
+bool dotted_ink(const GrayImage& line) {
+  check_line_image(line, "dotted_ink");
+  return dotted_ink(line, paper_and_ink(line));
+}
+
 bool descreen_line(GrayImage& line, double sigma) {
   check_line_image(line, "descreen_line");
   OCRT_CHECK(std::isfinite(sigma) && sigma > 0, "descreen_line: sigma must be positive, got ", sigma);
   if (line.width == 0 || line.height == 0) return false;
-  if (dotted_ink(line)) {
+  const std::optional<PaperAndInk> levels = paper_and_ink(line);
+  if (dotted_ink(line, levels)) {
     line = gaussian_blur(line, sigma);
     return true;
   }
   // Plain paper, cheaply first: a cut with 40% of its pixels near its paper's level or more.
-  const std::optional<PaperAndInk> levels = paper_and_ink(line);
   if (levels && levels->near_paper >= 0.4) return false;
   GrayImage blurred = gaussian_blur(line, sigma);
   if (!looks_screened(line, blurred, 0, 0, line.width, line.height)) return false;
@@ -622,11 +630,15 @@ int64_t erase_column_rules(const GrayImage& page, const Quad& outline, GrayImage
   const auto full = [&](int64_t x) { return (double)inked[(size_t)x] >= 0.9 * (double)H; };
   const Point unit{(c[1].x - c[0].x) / along, (c[1].y - c[0].y) / along};
   const double page_per_column = along / (double)W;
+  // The page pixel under p is ink (ink = true) or paper (false), as the cut's levels say;
+  // outside the page it is neither.
+  const auto page_is = [&](const Point& p, bool ink) {
+    const int64_t x = (int64_t)std::floor(p.x), y = (int64_t)std::floor(p.y);
+    return x >= 0 && y >= 0 && x < page.width && y < page.height && levels->ink(page.at(x, y)) == ink;
+  };
   const auto page_ink = [&](const Point& p, double half) {  // any ink within `half` page pixels along the line
-    for (double d = -half; d <= half + 1e-9; d += 1) {
-      const int64_t x = (int64_t)std::floor(p.x + d * unit.x), y = (int64_t)std::floor(p.y + d * unit.y);
-      if (x >= 0 && y >= 0 && x < page.width && y < page.height && levels->ink(page.at(x, y))) return true;
-    }
+    for (double d = -half; d <= half + 1e-9; d += 1)
+      if (page_is({p.x + d * unit.x, p.y + d * unit.y}, true)) return true;
     return false;
   };
   // The page past one edge of the cut (fv < 0: above its top; > 1: below its bottom), on the
@@ -635,10 +647,6 @@ int64_t erase_column_rules(const GrayImage& page, const Quad& outline, GrayImage
   // And the page beside that line, 2 pixels out from the run's width, is paper on at least
   // 80% of the way on one side: a rule stands alone (at least on one side), where a screened
   // shade, a field of dots, has ink and paper side by side wherever one looks.
-  const auto paper_at = [&](const Point& p) {
-    const int64_t x = (int64_t)std::floor(p.x), y = (int64_t)std::floor(p.y);
-    return x >= 0 && y >= 0 && x < page.width && y < page.height && !levels->ink(page.at(x, y));
-  };
   const auto goes_on = [&](double fu, double half, int side) {
     int64_t hits = 0, clear_before = 0, clear_after = 0;
     for (int64_t k = 1; k <= steps; ++k) {
@@ -646,8 +654,8 @@ int64_t erase_column_rules(const GrayImage& page, const Quad& outline, GrayImage
       const Point p = lerp(lerp(c[0], c[3], fv), lerp(c[1], c[2], fv), fu);
       hits += page_ink(p, half);
       const double d = half + 2;
-      clear_before += paper_at({p.x - d * unit.x, p.y - d * unit.y});
-      clear_after += paper_at({p.x + d * unit.x, p.y + d * unit.y});
+      clear_before += page_is({p.x - d * unit.x, p.y - d * unit.y}, false);
+      clear_after += page_is({p.x + d * unit.x, p.y + d * unit.y}, false);
     }
     return (double)hits >= 0.9 * (double)steps && (double)std::max(clear_before, clear_after) >= 0.8 * (double)steps;
   };

@@ -272,6 +272,15 @@ struct PageWork {
   }
 };
 
+// An outline's text direction as nn::TextBox::angle holds it: degrees in (-90, 90].
+double text_angle(const Quad& outline) {
+  const auto& c = outline.corners;
+  double angle = std::atan2(c[1].y - c[0].y, c[1].x - c[0].x) * 180 / M_PI;
+  if (angle <= -90) angle += 180;
+  if (angle > 90) angle -= 180;
+  return angle;
+}
+
 // 1. The detector's outlines, less those too small to cut out (clamped to the page's edge); the
 // detector's time adds to info's.
 std::vector<nn::TextBox> detect_boxes(const GrayImage& image, TextDetector& detector, PageReadInfo& info) {
@@ -286,12 +295,8 @@ std::vector<nn::TextBox> detect_boxes(const GrayImage& image, TextDetector& dete
   for (const nn::TextBox& b : boxes) outlines.push_back(b.outline);
   if (align_short_outlines(outlines) > 0)
     for (size_t i = 0; i < boxes.size(); ++i) {
-      nn::TextBox& b = boxes[i];
-      b.outline = outlines[i];
-      const auto& c = b.outline.corners;
-      b.angle = std::atan2(c[1].y - c[0].y, c[1].x - c[0].x) * 180 / M_PI;
-      if (b.angle <= -90) b.angle += 180;
-      if (b.angle > 90) b.angle -= 180;
+      boxes[i].outline = outlines[i];
+      boxes[i].angle = text_angle(outlines[i]);
     }
   info.detect += t;
   info.boxes = (int64_t)boxes.size();
@@ -371,10 +376,7 @@ std::vector<nn::TextBox> detect_turned(const GrayImage& image, int rotation, Tex
   std::vector<nn::TextBox> boxes = detect_boxes(upright_image(image, rotation), detector, info);
   for (nn::TextBox& b : boxes) {
     for (Point& c : b.outline.corners) c = from_upright(c, rotation, image.width, image.height);
-    const auto& c = b.outline.corners;
-    b.angle = std::atan2(c[1].y - c[0].y, c[1].x - c[0].x) * 180 / M_PI;
-    if (b.angle <= -90) b.angle += 180;
-    if (b.angle > 90) b.angle -= 180;
+    b.angle = text_angle(b.outline);
   }
   return boxes;
 }
