@@ -28,6 +28,10 @@ struct Cache {
   // Blocks handed out for a smaller request (best fit): their real size, for cpu_free.
   std::unordered_map<void*, size_t> larger;
   size_t cached = 0, allocated = 0, peak = 0;
+  // Bytes of the blocks (of the cached sizes) that live tensors hold, their real sizes: a block
+  // is up to a quarter larger than its request (block_size) and, taken by best fit, up to twice
+  // that. The cache's bound is the most of them in use at once (the working set in blocks).
+  size_t in_blocks = 0, peak_blocks = 0;
   size_t limit = size_t(2) << 30;
   bool trim = false;  // cpu_set_cache_trim
 };
@@ -90,20 +94,23 @@ void* system_alloc(size_t size, size_t requested) {
 }
 
 // The smallest cached block of at least `size` bytes and less than twice that, or null.
+// Counts it as in use (in_blocks) when there is one.
 void* take_best_fit(Cache& c, size_t size) {
   for (auto it = c.free_blocks.lower_bound(size); it != c.free_blocks.end() && it->first < 2 * size; ++it) {
     if (it->second.empty()) continue;
     void* p = it->second.back();
     it->second.pop_back();
     c.cached -= it->first;
+    c.in_blocks += it->first;
+    c.peak_blocks = std::max(c.peak_blocks, c.in_blocks);
     if (it->first != size) c.larger[p] = it->first;
     return p;
   }
   return nullptr;
 }
 
-// The cache's bound: what the largest working set so far needed back (at least 64 MiB).
-size_t cache_bound(const Cache& c) { return std::min(c.limit, std::max(kCacheMinBound, c.peak)); }
+// The cache's bound: the blocks the largest working set so far held (at least 64 MiB).
+size_t cache_bound(const Cache& c) { return std::min(c.limit, std::max(kCacheMinBound, c.peak_blocks)); }
 
 thread_local CpuAllocationCap* t_cap = nullptr;
 
@@ -134,7 +141,11 @@ void* cpu_alloc(size_t nbytes) {
       p = take_best_fit(c, size);
       // With trimming on, a miss first gives back cached blocks (which could not serve it),
       // largest first, while live and cached bytes together pass the bound.
-      while (c.trim && !p && c.cached > 0 && c.allocated + c.cached > cache_bound(c)) {  // allocated counts this request
+      if (!p) {  // a block of `size` will be mapped for it
+        c.in_blocks += size;
+        c.peak_blocks = std::max(c.peak_blocks, c.in_blocks);
+      }
+      while (c.trim && !p && c.cached > 0 && c.in_blocks + c.cached > cache_bound(c)) {  // in_blocks counts this request
         auto it = std::prev(c.free_blocks.end());
         if (it->second.empty()) {
           c.free_blocks.erase(it);
@@ -153,6 +164,7 @@ void* cpu_alloc(size_t nbytes) {
     } catch (...) {
       std::lock_guard<std::mutex> lock(c.mu);
       c.allocated -= nbytes;
+      if (size >= kCacheMinBytes) c.in_blocks -= size;
       throw;
     }
   }
@@ -172,8 +184,9 @@ void cpu_free(void* ptr, size_t nbytes) {
         size = it->second;
         c.larger.erase(it);
       }
+      c.in_blocks -= size;
     }
-    // The cache never holds more than the largest working set seen (`peak`): that is what a
+    // The cache never holds more than the largest working set seen (`peak_blocks`): that is what a
     // training step or a batch needs back, and without this bound, lines of ever-new widths
     // would fill it with blocks of sizes that never come again (RSS = live + the whole limit).
     if (size >= kCacheMinBytes && c.cached + size <= cache_bound(c)) {
@@ -188,13 +201,14 @@ void cpu_free(void* ptr, size_t nbytes) {
 CpuMemoryStats cpu_memory_stats() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
-  return {c.allocated, c.cached, c.peak};
+  return {c.allocated, c.cached, c.peak, c.in_blocks, c.peak_blocks};
 }
 
 void cpu_reset_peak() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   c.peak = c.allocated;
+  c.peak_blocks = c.in_blocks;
 }
 
 void cpu_empty_cache() {

@@ -10,9 +10,14 @@
 // Sizes of cached blocks are rounded up to 4 steps per power of two (at most 25% slack), so
 // tensors of slightly different widths (text lines!) still reuse each other's blocks, and a
 // request takes the smallest cached block of its size class or larger, up to twice its size.
-// The cache holds at most the peak of live tensor bytes so far (at least 64 MiB) and at most a
-// fixed limit (cpu_set_cache_limit), and can be emptied. Blocks of the cached sizes are mapped
-// from the kernel (mmap) and unmapped when they leave the cache, not taken from malloc: glibc
+// The cache holds at most the peak of the blocks live tensors hold at once (at least 64 MiB),
+// counted at the blocks' real sizes, and at most a fixed limit (cpu_set_cache_limit), and can
+// be emptied. (Counted at the requests' sizes instead, as until 2026-11-29, the bound fell
+// short of the blocks a training step needs back by the rounding and the best fits: bench_train
+// crnn in bf16 on 2 AMX Xeon cores mapped blocks afresh every step, 44k page faults and 1.0 s of
+// system time in 12 steps; 28k and 0.2 s with the blocks counted, peak RSS 597 -> 581 MiB.)
+// Blocks of the cached sizes are mapped from the kernel (mmap) and unmapped when they leave the
+// cache, not taken from malloc: glibc
 // raises its mmap threshold after such frees and then keeps freed large blocks in its heaps,
 // which held a page read at 860 MiB RSS for 490 MiB of tensors (600 MiB mapped here).
 //
@@ -29,6 +34,9 @@
 // bf16, 30 and 90 steps): twice the peak removed the ~500 page faults a step (2.5 s less system
 // time in 60 steps, about 8% of the step's CPU time) but raised peak RSS from 970 to 1,280 MiB;
 // evicting the oldest cached block instead of the one just freed made it 2,700 faults a step.
+// Real training still maps blocks afresh, where line widths change from batch to batch by more
+// than the best fit's factor of two: ocrt-train crnn-s bf16, 90 steps, mapped 6.8 GB in all for
+// a working set of 656 MiB of blocks (88k page faults, 3.4 s of system time in 37 s of CPU time).
 #pragma once
 #include <cstddef>
 #include <string>
@@ -39,6 +47,8 @@ struct CpuMemoryStats {
   size_t allocated = 0;  // bytes of live CPU tensors (as requested)
   size_t cached = 0;     // bytes held in the cache, free for reuse
   size_t peak = 0;       // highest `allocated` so far
+  size_t held = 0;       // bytes of the cached-size blocks that live tensors hold (their real sizes)
+  size_t peak_held = 0;  // highest `held` so far: the cache's bound
 };
 
 void* cpu_alloc(size_t nbytes);          // never null: throws on out-of-memory
