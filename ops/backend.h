@@ -134,6 +134,10 @@ struct LayerBackend {
   // v = beta2 v + (1 - beta2) g'^2; p -= step_size m / (sqrt(v) / sqrt_bias2 + eps).
   // p, g, m, v contiguous, of one shape and floating dtype; g is not written.
   void (*adam_step)(const AdamStepParams& a, const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v);
+  // The sum of x's squares in float64 (x contiguous, float32 or float64), for a gradient's norm
+  // (train/optim.cpp's grad_norm) without a float64 copy of the gradient. Its value does not
+  // depend on the thread count. CPU only: on a GPU grad_norm sums every gradient in one vector.
+  double (*sum_squares)(const Tensor& x);
 };
 
 // The layer table for a device's kind (validating the device); throws when the build lacks it.

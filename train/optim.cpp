@@ -163,7 +163,9 @@ void Adam::step() {
 double grad_norm(const std::vector<Tensor>& params) {
   NoGradGuard no_grad;
   // In float64. On the CPU each gradient's sum of squares is taken on its own and added up in
-  // parameter order (one float64 copy of a gradient at a time). On a GPU every gradient there is
+  // parameter order, by one kernel that reads the gradient once (LayerBackend::sum_squares;
+  // a float64 copy, a product and a sum took crnn's clipping 12-22 ms a step on 2 AMX Xeon
+  // cores; a gradient that is not contiguous still goes that way). On a GPU every gradient there is
   // copied into one float64 vector (a conversion each, in parameter order), squared and summed
   // at once, and read back once: two launches and one host read for the sum, where a copy, a
   // product, a sum and an addition per parameter were four launches each. (On the CPU that
@@ -178,13 +180,16 @@ double grad_norm(const std::vector<Tensor>& params) {
     std::vector<Tensor> here, elsewhere;
     for (const Tensor& g : left) (g.device() == dev ? here : elsewhere).push_back(g);
     if (dev.is_cpu()) {
-      Tensor sum_here;
+      double sum_here = 0;
       for (const Tensor& g : here) {
-        const Tensor g64 = g.to(DType::f64);
-        const Tensor s = sum(mul(g64, g64));
-        sum_here = sum_here.defined() ? add(sum_here, s) : s;
+        if (g.is_contiguous() && (g.dtype() == DType::f32 || g.dtype() == DType::f64)) {
+          sum_here += kernel(dev, &LayerBackend::sum_squares, "sum_squares")(g);
+        } else {
+          const Tensor g64 = g.to(DType::f64);
+          sum_here += sum(mul(g64, g64)).item();
+        }
       }
-      total += sum_here.item();
+      total += sum_here;
     } else {
       int64_t n = 0;
       for (const Tensor& g : here) n += g.numel();

@@ -1,13 +1,18 @@
 // One Adam / AdamW step on the CPU, fused (ops/backend.h's adam_step): one pass over the
-// parameter, its gradient and its two moments instead of a dozen elementwise passes.
+// parameter, its gradient and its two moments instead of a dozen elementwise passes; and the
+// float64 sum of a gradient's squares for its norm (sum_squares).
 //
 // Every operation rounds to the parameter's dtype in the order train/optim.cpp's composite of
 // elementwise ops used (and torch.optim uses), with the constants rounded to the dtype first:
 // this file is compiled with -ffp-contract=off (CMakeLists.txt), so no product is fused into a
 // following sum and the fused step takes the composite's steps bit for bit (tests/train/
 // test_optim.cpp checks it). The CUDA kernel (ops/cuda/optim.cu) rounds the same way.
+#include <omp.h>
+
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <vector>
 
 #include "ops/backend.h"
 #include "runtime/cpu/loops.h"
@@ -52,8 +57,48 @@ void cpu_adam_step(const AdamStepParams& a, const Tensor& p, const Tensor& g, co
   });
 }
 
+// The sum of squares of n values in float64: eight lanes of partial sums (vectorised; the
+// lanes are independent, so no reordering is needed for it), added up at the end.
+template <class T>
+double squares_run(const T* x, int64_t n) {
+  constexpr int kLanes = 8;
+  double lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) {
+      const double v = (double)x[i + j];
+      lane[j] += v * v;
+    }
+  double s = 0;
+  for (; i < n; ++i) s += (double)x[i] * (double)x[i];
+  for (int j = 0; j < kLanes; ++j) s += lane[j];
+  return s;
+}
+
+// In chunks of a fixed size, whatever the thread count, their sums added in order: the same
+// float64 result on 1 thread or 16.
+double cpu_sum_squares(const Tensor& x) {
+  OCRT_CHECK(x.is_contiguous() && x.device().is_cpu(), "sum_squares: expected a contiguous CPU tensor");
+  constexpr int64_t kChunk = int64_t(1) << 15;
+  const int64_t n = x.numel(), chunks = (n + kChunk - 1) / kChunk;
+  std::vector<double> part((size_t)chunks);
+  dispatch_float(x.dtype(), "sum_squares", [&](auto zero) {
+    using T = decltype(zero);
+    const T* data = x.data<T>();
+#pragma omp parallel for schedule(static) if (chunks > 1 && !omp_in_parallel())
+    for (int64_t c = 0; c < chunks; ++c)
+      part[(size_t)c] = squares_run(data + c * kChunk, std::min(kChunk, n - c * kChunk));
+  });
+  double total = 0;
+  for (const double p : part) total += p;
+  return total;
+}
+
 }  // namespace
 
-void register_cpu_optim(LayerBackend& b) { b.adam_step = cpu_adam_step; }
+void register_cpu_optim(LayerBackend& b) {
+  b.adam_step = cpu_adam_step;
+  b.sum_squares = cpu_sum_squares;
+}
 
 }  // namespace ocrt

@@ -12,6 +12,7 @@
 #include "optim_fixture.h"
 #include "train/optim.h"
 #include "train/schedule.h"
+#include "runtime/threading.h"
 
 using namespace ocrt;
 using namespace ocrt::train;
@@ -126,6 +127,39 @@ TEST_CASE("clip_grad_norm matches torch.nn.utils.clip_grad_norm_", "[optim]") {
   const auto before = params[0].grad().to_vector<float>();
   CHECK(std::isinf(clip_grad_norm(params, 1.0)));
   CHECK(params[0].grad().to_vector<float>() == before);
+}
+
+TEST_CASE("a gradient's norm is its float64 sum of squares, read in place, the same on any thread count", "[optim]") {
+  // 1,000,003 values (chunks of 32768 and a ragged tail) of both signs, from 1e-3 to 1e3: the
+  // float64 sum in order is the reference; a sum of n products reordered differs by at most
+  // n * 2^-52 of it (each product is exact in float64 for float32 values).
+  const int64_t n = 1000003;
+  Tensor g = Tensor::empty({n});
+  float* d = g.data<float>();
+  double want = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    d[i] = (float)((i % 2 ? -1.0 : 1.0) * std::pow(10.0, -3.0 + 6.0 * (double)((i * 7919) % 1000) / 1000.0));
+    want += (double)d[i] * (double)d[i];
+  }
+  Tensor p = Tensor::zeros({n});
+  p.set_requires_grad(true);
+  p.set_grad(g);
+  const int threads = num_threads();
+  set_num_threads(1);
+  const double one = grad_norm({p});
+  set_num_threads(2);
+  const double two = grad_norm({p});
+  set_num_threads(threads);
+  CHECK(one == two);
+  CHECK(std::abs(one * one - want) <= (double)n * std::ldexp(1.0, -52) * want);
+  // A gradient that is not contiguous (a transposed view) takes the composite path: the same norm.
+  Tensor q = Tensor::zeros({1000, 1000});
+  q.set_requires_grad(true);
+  q.set_grad(g.narrow(0, 0, 1000000).reshape({1000, 1000}).transpose(0, 1));
+  Tensor r = Tensor::zeros({1000000});
+  r.set_requires_grad(true);
+  r.set_grad(g.narrow(0, 0, 1000000).clone());
+  CHECK(grad_norm({q}) == Approx(grad_norm({r})).epsilon(1e-12));
 }
 
 TEST_CASE("optimizer and schedule arguments are validated", "[optim]") {
