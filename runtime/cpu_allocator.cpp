@@ -82,6 +82,29 @@ void block_free(void* p, size_t size) {
   else std::free(p);
 }
 
+// Linux can grow a mapping in place or move it (mremap): the pages it had keep what they hold,
+// only the new ones fault in (zeroed).
+#if defined(MREMAP_MAYMOVE)
+constexpr bool kGrowBlocks = true;
+void* grow_block(void* p, size_t from, size_t size) {
+  void* q = ::mremap(p, from, size, MREMAP_MAYMOVE);
+  if (q != MAP_FAILED) {
+#ifdef MADV_HUGEPAGE
+    if (size >= kHugeBlockBytes) ::madvise(q, size, MADV_HUGEPAGE);
+#endif
+    return q;
+  }
+  ::munmap(p, from);
+  return nullptr;
+}
+#else
+constexpr bool kGrowBlocks = false;
+void* grow_block(void* p, size_t from, size_t) {
+  ::munmap(p, from);
+  return nullptr;
+}
+#endif
+
 void* system_alloc(size_t size, size_t requested) {
   void* p = block_alloc(size);
   if (!p) {
@@ -104,6 +127,21 @@ void* take_best_fit(Cache& c, size_t size) {
     c.in_blocks += it->first;
     c.peak_blocks = std::max(c.peak_blocks, c.in_blocks);
     if (it->first != size) c.larger[p] = it->first;
+    return p;
+  }
+  return nullptr;
+}
+
+// The largest cached block smaller than `size`, taken out of the cache (its size in *from), or
+// null: a miss grows it (mremap) rather than mapping a block afresh.
+void* take_largest_below(Cache& c, size_t size, size_t* from) {
+  for (auto it = c.free_blocks.lower_bound(size); it != c.free_blocks.begin();) {
+    --it;
+    if (it->second.empty()) continue;
+    void* p = it->second.back();
+    it->second.pop_back();
+    c.cached -= it->first;
+    *from = it->first;
     return p;
   }
   return nullptr;
@@ -132,6 +170,8 @@ void* cpu_alloc(size_t nbytes) {
   size_t size = block_size(nbytes);
   Cache& c = cache();
   void* p = nullptr;
+  void* grow = nullptr;  // a smaller cached block to grow into this one
+  size_t grow_from = 0;
   std::vector<std::pair<void*, size_t>> release;  // freed outside the lock
   {
     std::lock_guard<std::mutex> lock(c.mu);
@@ -141,7 +181,8 @@ void* cpu_alloc(size_t nbytes) {
       p = take_best_fit(c, size);
       // With trimming on, a miss first gives back cached blocks (which could not serve it),
       // largest first, while live and cached bytes together pass the bound.
-      if (!p) {  // a block of `size` will be mapped for it
+      if (!p) {  // a block of `size` will be mapped (or grown) for it
+        if (kGrowBlocks) grow = take_largest_below(c, size, &grow_from);
         c.in_blocks += size;
         c.peak_blocks = std::max(c.peak_blocks, c.in_blocks);
       }
@@ -158,6 +199,7 @@ void* cpu_alloc(size_t nbytes) {
     }
   }
   for (auto [block, bytes] : release) block_free(block, bytes);
+  if (grow) p = grow_block(grow, grow_from, size);
   if (!p) {
     try {
       p = system_alloc(size, nbytes);

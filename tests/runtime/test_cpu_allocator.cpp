@@ -125,3 +125,29 @@ TEST_CASE("the CPU allocator's cache keeps every block a repeated working set ho
   CHECK(cpu_memory_stats().held == before);
   cpu_empty_cache();
 }
+
+TEST_CASE("the CPU allocator grows a smaller cached block for a request that no cached block fits", "[allocator]") {
+  // A batch of wider lines after a narrower one: its activations are more than twice as large
+  // as any cached block, so none serves it by best fit. The largest smaller one is taken out of
+  // the cache and grown (Linux: mremap), keeping its pages; only the new ones fault in.
+  cpu_empty_cache();
+  {
+    Tensor t = Tensor::empty({1 << 20});  // 4 MiB
+    t.fill_(7.0);
+  }
+  REQUIRE(cpu_memory_stats().cached == (4u << 20));
+  {
+    Tensor wide = Tensor::empty({3 << 20});  // 12 MiB: no cached block within twice of it
+    const CpuMemoryStats s = cpu_memory_stats();
+#if defined(__linux__)
+    CHECK(s.cached == 0);  // the 4 MiB block became this one
+    const float* v = wide.data<float>();
+    CHECK(v[0] == 7.0f);  // its pages kept what they held
+    CHECK(v[(1 << 20) - 1] == 7.0f);
+#endif
+    CHECK(s.held >= (12u << 20));
+    wide.fill_(1.0);  // every page of the grown block can be written
+  }
+  CHECK(cpu_memory_stats().cached == (12u << 20));
+  cpu_empty_cache();
+}
