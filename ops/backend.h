@@ -136,7 +136,8 @@ struct LayerBackend {
   void (*adam_step)(const AdamStepParams& a, const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v);
   // The sum of x's squares in float64 (x contiguous, float32 or float64), for a gradient's norm
   // (train/optim.cpp's grad_norm) without a float64 copy of the gradient. Its value does not
-  // depend on the thread count. CPU only: on a GPU grad_norm sums every gradient in one vector.
+  // depend on the thread count. grad_norm calls it on the CPU; on a GPU it sums all gradients
+  // in one float64 vector instead (one read-back for all of them, not one a parameter).
   double (*sum_squares)(const Tensor& x);
 };
 

@@ -28,16 +28,20 @@ void bn_stats(const Tensor& x, const Tensor& mean, const Tensor& var) {
   T* vp = var.data<T>();
 #pragma omp parallel for schedule(static) if (N * C * S > cpu::kParallelGrain)
   for (int64_t c = 0; c < C; ++c) {
+    // Sums in float64 lanes (cpu::lane_sum), a row of the plane at a time.
     double sum = 0;
     for (int64_t n = 0; n < N; ++n) {
       const T* row = xp + (n * C + c) * S;
-      for (int64_t s = 0; s < S; ++s) sum += row[s];
+      sum += cpu::lane_sum(S, [row](int64_t s) { return (double)row[s]; });
     }
     const double m = sum / (double)(N * S);
     double sq = 0;  // two passes: no cancellation when |mean| >> std
     for (int64_t n = 0; n < N; ++n) {
       const T* row = xp + (n * C + c) * S;
-      for (int64_t s = 0; s < S; ++s) sq += ((double)row[s] - m) * ((double)row[s] - m);
+      sq += cpu::lane_sum(S, [row, m](int64_t s) {
+        const double d = (double)row[s] - m;
+        return d * d;
+      });
     }
     mp[c] = (T)m;
     vp[c] = (T)(sq / (double)(N * S));
@@ -79,10 +83,8 @@ void bn_backward(const Tensor& x, const Tensor& dy, const Tensor& mean, const Te
     double sum_dy = 0, sum_dy_xhat = 0;
     for (int64_t k = 0; k < N; ++k) {
       const T *xr = xp + (k * C + c) * S, *gr = gp + (k * C + c) * S;
-      for (int64_t s = 0; s < S; ++s) {
-        sum_dy += gr[s];
-        sum_dy_xhat += (double)gr[s] * (((double)xr[s] - m) * inv);
-      }
+      sum_dy += cpu::lane_sum(S, [gr](int64_t s) { return (double)gr[s]; });
+      sum_dy_xhat += cpu::lane_sum(S, [gr, xr, m, inv](int64_t s) { return (double)gr[s] * (((double)xr[s] - m) * inv); });
     }
     if (dbp) dbp[c] = (T)sum_dy;
     if (dwp) dwp[c] = (T)sum_dy_xhat;
@@ -111,11 +113,11 @@ void ln_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
 #pragma omp parallel for schedule(static) if (M * D > cpu::kParallelGrain)
   for (int64_t i = 0; i < M; ++i) {
     const T* row = xp + i * D;
-    double sum = 0;
-    for (int64_t j = 0; j < D; ++j) sum += row[j];
-    const double m = sum / (double)D;
-    double sq = 0;
-    for (int64_t j = 0; j < D; ++j) sq += ((double)row[j] - m) * ((double)row[j] - m);
+    const double m = cpu::lane_sum(D, [row](int64_t j) { return (double)row[j]; }) / (double)D;
+    const double sq = cpu::lane_sum(D, [row, m](int64_t j) {
+      const double d = (double)row[j] - m;
+      return d * d;
+    });
     const double r = 1.0 / std::sqrt(sq / (double)D + eps);
     mp[i] = (T)m;
     rp[i] = (T)r;
@@ -139,12 +141,10 @@ void ln_backward(const Tensor& x, const Tensor& dy, const Tensor& mean, const Te
     for (int64_t i = 0; i < M; ++i) {
       const T *row = xp + i * D, *g = gp + i * D;
       const double m = mp[i], r = rp[i];
-      double sum_g = 0, sum_g_xhat = 0;  // g = dy * weight
-      for (int64_t j = 0; j < D; ++j) {
-        const double gj = (double)g[j] * (wp ? (double)wp[j] : 1.0);
-        sum_g += gj;
-        sum_g_xhat += gj * ((double)row[j] - m) * r;
-      }
+      // g = dy * weight; its sums in float64 lanes (cpu::lane_sum)
+      auto gw = [g, wp](int64_t j) { return (double)g[j] * (wp ? (double)wp[j] : 1.0); };
+      const double sum_g = cpu::lane_sum(D, gw);
+      const double sum_g_xhat = cpu::lane_sum(D, [&](int64_t j) { return gw(j) * ((double)row[j] - m) * r; });
       const double mean_g = sum_g / (double)D, mean_g_xhat = sum_g_xhat / (double)D;
       T* out = dxp + i * D;
       for (int64_t j = 0; j < D; ++j) {

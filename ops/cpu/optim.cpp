@@ -57,24 +57,6 @@ void cpu_adam_step(const AdamStepParams& a, const Tensor& p, const Tensor& g, co
   });
 }
 
-// The sum of squares of n values in float64: eight lanes of partial sums (vectorised; the
-// lanes are independent, so no reordering is needed for it), added up at the end.
-template <class T>
-double squares_run(const T* x, int64_t n) {
-  constexpr int kLanes = 8;
-  double lane[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) {
-      const double v = (double)x[i + j];
-      lane[j] += v * v;
-    }
-  double s = 0;
-  for (; i < n; ++i) s += (double)x[i] * (double)x[i];
-  for (int j = 0; j < kLanes; ++j) s += lane[j];
-  return s;
-}
-
 // In chunks of a fixed size, whatever the thread count, their sums added in order: the same
 // float64 result on 1 thread or 16.
 double cpu_sum_squares(const Tensor& x) {
@@ -87,7 +69,10 @@ double cpu_sum_squares(const Tensor& x) {
     const T* data = x.data<T>();
 #pragma omp parallel for schedule(static) if (chunks > 1 && !omp_in_parallel())
     for (int64_t c = 0; c < chunks; ++c)
-      part[(size_t)c] = squares_run(data + c * kChunk, std::min(kChunk, n - c * kChunk));
+      part[(size_t)c] = cpu::lane_sum(std::min(kChunk, n - c * kChunk), [x = data + c * kChunk](int64_t i) {
+        const double v = (double)x[i];
+        return v * v;
+      });
   });
   double total = 0;
   for (const double p : part) total += p;

@@ -4,11 +4,14 @@
 // bench/results/gpu-profile-h100.md). The twin of ops/cpu/optim.cpp, rounding as it does: every
 // operation through the round-to-nearest intrinsics (__fmul_rn, __fadd_rn, __fdiv_rn,
 // __fsqrt_rn and their double forms), which the compiler never fuses into an FMA, so the step
-// equals the CPU's bit for bit (tests/cuda/test_optim.cpp).
+// equals the CPU's bit for bit (tests/cuda/test_optim.cpp). And a gradient's float64 sum of
+// squares (sum_squares).
+#include <algorithm>
 #include <cstdint>
 
 #include "ops/backend.h"
 #include "runtime/cuda/common.cuh"
+#include "runtime/cuda/cuda_glue.h"
 
 namespace ocrt {
 
@@ -61,8 +64,57 @@ void cuda_adam_step(const AdamStepParams& a, const Tensor& p, const Tensor& g, c
   OCRT_CUDA_LAUNCH_CHECK("adam_step", ds.device);
 }
 
+// The sum of x's squares in float64 (ops/backend.h's sum_squares): each of a fixed number of
+// blocks sums a grid-stride share in double and writes its partial sum; one block adds the
+// partials in block order; the host reads the one value. The same grid for a given n, so the
+// same sum every time (it differs from the CPU's only in the order of float64 additions).
+constexpr int kSquareBlocks = 256;
+using cuda::block_sum;
+
+template <class T>
+__global__ void squares_partial_kernel(const T* __restrict__ x, int64_t n, double* __restrict__ part) {
+  __shared__ double scratch[32];
+  double s = 0;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)blockDim.x * gridDim.x) {
+    const double v = (double)x[i];
+    s += v * v;
+  }
+  s = block_sum(s, scratch);
+  if (threadIdx.x == 0) part[blockIdx.x] = s;
+}
+
+__global__ void squares_final_kernel(const double* __restrict__ part, int blocks, double* __restrict__ out) {
+  __shared__ double scratch[32];
+  double s = 0;
+  for (int i = threadIdx.x; i < blocks; i += blockDim.x) s += part[i];
+  s = block_sum(s, scratch);
+  if (threadIdx.x == 0) *out = s;
+}
+
+double cuda_sum_squares(const Tensor& x) {
+  OCRT_CHECK(x.is_contiguous(), "sum_squares: expected a contiguous tensor");
+  const cuda::DeviceScope ds(x);
+  const int64_t n = x.numel();
+  if (n == 0) return 0;
+  const Tensor part = Tensor::empty({kSquareBlocks + 1}, DType::f64, x.device());
+  double* p = part.data<double>();
+  const int blocks = (int)std::min<int64_t>(kSquareBlocks, (n + cuda::kThreads - 1) / cuda::kThreads);
+  dispatch_float(x.dtype(), "sum_squares", [&](auto zero) {
+    using T = decltype(zero);
+    squares_partial_kernel<T><<<blocks, cuda::kThreads, 0, ds.stream>>>(x.data<T>(), n, p);
+  });
+  squares_final_kernel<<<1, cuda::kThreads, 0, ds.stream>>>(p, blocks, p + kSquareBlocks);
+  OCRT_CUDA_LAUNCH_CHECK("sum_squares", ds.device);
+  double total = 0;
+  cuda_copy_to_host(ds.device, &total, p + kSquareBlocks, sizeof(double));
+  return total;
+}
+
 }  // namespace
 
-void register_cuda_optim(LayerBackend& b) { b.adam_step = cuda_adam_step; }
+void register_cuda_optim(LayerBackend& b) {
+  b.adam_step = cuda_adam_step;
+  b.sum_squares = cuda_sum_squares;
+}
 
 }  // namespace ocrt

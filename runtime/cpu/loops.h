@@ -99,4 +99,21 @@ inline bool all_unit(const std::array<int64_t, N>& s) {
   return true;
 }
 
+// The float64 sum of f(i) for i < n, in kSumLanes running sums added up at the end: the
+// compiler makes the independent lanes vector instructions, where one running sum (each addition
+// waiting for the one before) stays scalar. The order is fixed by n alone. For reductions that
+// keep float64 sums (a gradient's squares, BatchNorm's statistics).
+constexpr int kSumLanes = 8;
+template <class F>
+double lane_sum(int64_t n, F&& f) {
+  double lane[kSumLanes] = {};
+  int64_t i = 0;
+  for (; i + kSumLanes <= n; i += kSumLanes)
+    for (int j = 0; j < kSumLanes; ++j) lane[j] += f(i + j);
+  double total = 0;
+  for (; i < n; ++i) total += f(i);
+  for (int j = 0; j < kSumLanes; ++j) total += lane[j];
+  return total;
+}
+
 }  // namespace ocrt::cpu

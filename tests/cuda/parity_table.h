@@ -25,6 +25,7 @@ struct ParityRow {
 
 inline const std::vector<ParityRow>& parity_table() {
   static const ParityCase adam{"test_optim.cpp", "Adam and AdamW steps on CUDA equal the CPU's bit for bit"};
+  static const ParityCase squares{"test_optim.cpp", "a gradient's sum of squares on CUDA matches the CPU's in float64"};
   static const ParityCase copy{"test_parity_core.cpp", "copy: dtype conversions, strided and broadcast sources, fill"};
   static const ParityCase unary{"test_parity_core.cpp", "unary ops and their gradients"};
   static const ParityCase binary{"test_parity_core.cpp", "binary ops with broadcasting, comparisons, where"};
@@ -96,6 +97,7 @@ inline const std::vector<ParityRow>& parity_table() {
       {"ctc_loss", {ctc, ctc_f64}},
       {"ctc_loss_backward", {ctc, ctc_f64}},
       {"adam_step", {adam}},
+      {"sum_squares", {squares}},
   };
   return table;
 }

@@ -4,9 +4,11 @@
 // parameters and moments after several steps must be equal bit for bit, not merely close.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <vector>
 
 #include "cuda/parity.h"
+#include "ops/backend.h"
 #include "train/optim.h"
 
 using namespace ocrt;
@@ -50,4 +52,20 @@ TEST_CASE("Adam and AdamW steps on CUDA equal the CPU's bit for bit", "[cuda][op
         }
       }
     }
+}
+
+TEST_CASE("a gradient's sum of squares on CUDA matches the CPU's in float64", "[cuda][optim]") {
+  // ops/backend.h's sum_squares: the same float64 products, added in another order, so within
+  // n * 2^-52 of the sum; one block's worth, many blocks and a ragged tail; empty gives 0.
+  ParityEnv env;
+  for (DType dtype : {DType::f32, DType::f64})
+    for (int64_t n : {int64_t(1), int64_t(1000), int64_t(300007)}) {
+      INFO(dtype_name(dtype) << ", " << n << " values (seed " << env.seed << ")");
+      const Tensor x = env.uniform({n}, -2, 2, dtype);
+      const double cpu = layer_backend(Device::cpu()).sum_squares(x);
+      const double gpu = layer_backend(kGpu).sum_squares(x.to(kGpu));
+      CHECK(std::abs(gpu - cpu) <= (double)n * std::ldexp(1.0, -52) * cpu);
+      CHECK(gpu == layer_backend(kGpu).sum_squares(x.to(kGpu)));  // the same grid, the same sum
+    }
+  CHECK(layer_backend(kGpu).sum_squares(Tensor::empty({0}, DType::f32, kGpu)) == 0);
 }

@@ -26,7 +26,7 @@ using namespace ocrt;
   X(avg_pool2d) X(avg_pool2d_backward) X(adaptive_avg_pool2d) X(adaptive_avg_pool2d_backward)        \
   X(upsample_nearest2d) X(upsample_nearest2d_backward)                                               \
   X(batch_norm_stats) X(batch_norm_apply) X(batch_norm_backward) X(layer_norm) X(layer_norm_backward) \
-  X(lstm_cell) X(lstm_cell_backward) X(ctc_loss) X(ctc_loss_backward) X(adam_step)
+  X(lstm_cell) X(lstm_cell_backward) X(ctc_loss) X(ctc_loss_backward) X(adam_step) X(sum_squares)
 
 #define OCRT_COUNT(field) +1
 #define OCRT_CHECK_FILLED(field)                   \
