@@ -54,6 +54,13 @@ constexpr int64_t kMC = 20 * kMR;
 // NC: KC x NC floats = 4 MiB in the L3, shared by the threads.
 constexpr int64_t kNC = 2048;
 
+// The avx512 file packs A's rows through a register transpose (pack_a_rows there); here the
+// plain loop of gemm_loops.inc does it.
+template <int64_t MR>
+bool pack_a_rows(int64_t, int64_t, const float*, int64_t, float*) {
+  return false;
+}
+
 #define OCRT_GEMM_F32_KERNEL 1
 #include "runtime/cpu/gemm_loops.inc"
 #undef OCRT_GEMM_F32_KERNEL
