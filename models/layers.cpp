@@ -303,6 +303,17 @@ Tensor Sequential::forward(const Tensor& x) {
         continue;
       }
     }
+    // In training, a ReLU right before a max pool runs after it instead: max and ReLU commute
+    // (relu(max(a, b)) = max(relu(a), relu(b)), exactly, padding included), and the gradient
+    // reaches the same input (the window's first largest value if it is positive, nothing
+    // otherwise, either way), so the ReLU and its backward see a quarter (2 x 2) or half (2 x 1)
+    // of the values, and autograd keeps the pooled ReLU output instead of a full-size one.
+    if (grad_enabled() && dynamic_cast<const ReLU*>(child) && i + 1 < kids.size() &&
+        dynamic_cast<const MaxPool2d*>(kids[i + 1].second.get())) {
+      y = child->forward(kids[i + 1].second->forward(y));
+      ++i;
+      continue;
+    }
     y = child->forward(y);
   }
   return y;

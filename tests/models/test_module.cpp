@@ -4,9 +4,11 @@
 
 #include <cmath>
 #include <thread>
+#include <vector>
 
 #include "models/layers.h"
 #include "models/recognizer.h"
+#include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
@@ -254,4 +256,31 @@ TEST_CASE("SkipInit: new parameters draw no random numbers, for its scope on its
   }
   nn::Linear drawn_here(4, 3, true, g);
   CHECK(g.offset() > 0);
+}
+
+TEST_CASE("Sequential in training pools before a ReLU that comes before a max pool: the same values and gradients", "[module]") {
+  // relu(max(a, b)) = max(relu(a), relu(b)), and the gradient reaches the window's first
+  // largest value when it is positive, nothing otherwise, in either order. Values on a grid of
+  // halves, so that windows tie, and windows of negatives only; a 2 x 2 pool, and CRNN's 2 x 1
+  // pool with a padded column.
+  Generator gen(11);
+  for (const MaxPool2dOptions& pool : {MaxPool2dOptions{}, MaxPool2dOptions{{2, 2}, {2, 1}, {0, 1}}}) {
+    Sequential s;
+    s.add(std::make_shared<ReLU>());
+    s.add(std::make_shared<MaxPool2d>(pool));
+    std::vector<float> grid = uniform({2, 3, 6, 9}, -1.0, 1.0, gen).to_vector<float>();
+    for (float& v : grid) v = std::round(v * 2) / 2;
+    Tensor x = Tensor::from_vector(grid, {2, 3, 6, 9});
+    x.set_requires_grad(true);
+    Tensor x_ref = x.detach().clone();
+    x_ref.set_requires_grad(true);
+    const Tensor y = s.forward(x);
+    const Tensor y_ref = max_pool2d(relu(x_ref), pool);
+    REQUIRE(y.shape() == y_ref.shape());
+    CHECK(y.to_vector<float>() == y_ref.to_vector<float>());
+    const Tensor w = uniform(y.shape(), -1.0, 1.0, gen);
+    sum(mul(y, w)).backward();
+    sum(mul(y_ref, w)).backward();
+    CHECK(x.grad().to_vector<float>() == x_ref.grad().to_vector<float>());
+  }
 }
