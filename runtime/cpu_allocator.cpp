@@ -179,14 +179,15 @@ void* cpu_alloc(size_t nbytes) {
     c.peak = std::max(c.peak, c.allocated);
     if (size >= kCacheMinBytes) {
       p = take_best_fit(c, size);
-      // With trimming on, a miss first gives back cached blocks (which could not serve it),
-      // largest first, while live and cached bytes together pass the bound.
       if (!p) {  // a block of `size` will be mapped (or grown) for it
         if (kGrowBlocks) grow = take_largest_below(c, size, &grow_from);
         c.in_blocks += size;
         c.peak_blocks = std::max(c.peak_blocks, c.in_blocks);
       }
-      while (c.trim && !p && c.cached > 0 && c.in_blocks + c.cached > cache_bound(c)) {  // in_blocks counts this request
+      // With trimming on, a miss first gives back cached blocks (which could not serve it),
+      // largest first, while live and cached bytes together pass the bound.
+      // (in_blocks counts this request.)
+      while (c.trim && !p && c.cached > 0 && c.in_blocks + c.cached > cache_bound(c)) {
         auto it = std::prev(c.free_blocks.end());
         if (it->second.empty()) {
           c.free_blocks.erase(it);

@@ -84,7 +84,8 @@ void bn_backward(const Tensor& x, const Tensor& dy, const Tensor& mean, const Te
     for (int64_t k = 0; k < N; ++k) {
       const T *xr = xp + (k * C + c) * S, *gr = gp + (k * C + c) * S;
       sum_dy += cpu::lane_sum(S, [gr](int64_t s) { return (double)gr[s]; });
-      sum_dy_xhat += cpu::lane_sum(S, [gr, xr, m, inv](int64_t s) { return (double)gr[s] * (((double)xr[s] - m) * inv); });
+      sum_dy_xhat +=
+          cpu::lane_sum(S, [gr, xr, m, inv](int64_t s) { return (double)gr[s] * (((double)xr[s] - m) * inv); });
     }
     if (dbp) dbp[c] = (T)sum_dy;
     if (dwp) dwp[c] = (T)sum_dy_xhat;
