@@ -165,7 +165,7 @@ double grad_norm(const std::vector<Tensor>& params) {
   // In float64. On the CPU each gradient's sum of squares is taken on its own and added up in
   // parameter order, by one kernel that reads the gradient once (LayerBackend::sum_squares;
   // a float64 copy, a product and a sum took crnn's clipping 12-22 ms a step on 2 AMX Xeon
-  // cores; a gradient that is not contiguous still goes that way). On a GPU every gradient there is
+  // cores). On a GPU every gradient there is
   // copied into one float64 vector (a conversion each, in parameter order), squared and summed
   // at once, and read back once: two launches and one host read for the sum, where a copy, a
   // product, a sum and an addition per parameter were four launches each. (On the CPU that
@@ -181,14 +181,10 @@ double grad_norm(const std::vector<Tensor>& params) {
     for (const Tensor& g : left) (g.device() == dev ? here : elsewhere).push_back(g);
     if (dev.is_cpu()) {
       double sum_here = 0;
-      for (const Tensor& g : here) {
-        if (g.is_contiguous() && (g.dtype() == DType::f32 || g.dtype() == DType::f64)) {
-          sum_here += kernel(dev, &LayerBackend::sum_squares, "sum_squares")(g);
-        } else {
-          const Tensor g64 = g.to(DType::f64);
-          sum_here += sum(mul(g64, g64)).item();
-        }
-      }
+      const auto sum_squares = kernel(dev, &LayerBackend::sum_squares, "sum_squares");
+      for (const Tensor& g : here)  // (a gradient that is not contiguous, or of another dtype, copied first)
+        sum_here += sum_squares(g.dtype() == DType::f32 || g.dtype() == DType::f64 ? g.contiguous()
+                                                                                   : g.to(DType::f64).contiguous());
       total += sum_here;
     } else {
       int64_t n = 0;

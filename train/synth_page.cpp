@@ -464,8 +464,8 @@ void layout_numbered(Composer& k, Canvas& c) {
       k.text_line(k.body(), body, text_x + indent, y, width - indent, false, mark);
     } else {
       const double in = u < 0.5 ? indent : 0;
-      k.text_line(k.body(), body, text_x + in, y, rng.uniform() < 0.15 ? rng.uniform(0.2, 1.0) * (width - in) : width - in,
-                  false);
+      const double room = width - in;  // a short last line of a paragraph now and then
+      k.text_line(k.body(), body, text_x + in, y, rng.uniform() < 0.15 ? rng.uniform(0.2, 1.0) * room : room, false);
     }
   }
   if (rng.uniform() < 0.6) {  // the page number

@@ -66,7 +66,7 @@ void cuda_adam_step(const AdamStepParams& a, const Tensor& p, const Tensor& g, c
 
 // The sum of x's squares in float64 (ops/backend.h's sum_squares): each of a fixed number of
 // blocks sums a grid-stride share in double and writes its partial sum; one block adds the
-// partials in block order; the host reads the one value. The same grid for a given n, so the
+// partials (a fixed tree); the host reads the one value. The same grid for a given n, so the
 // same sum every time (it differs from the CPU's only in the order of float64 additions).
 constexpr int kSquareBlocks = 256;
 using cuda::block_sum;

@@ -152,7 +152,7 @@ TEST_CASE("a gradient's norm is its float64 sum of squares, read in place, the s
   set_num_threads(threads);
   CHECK(one == two);
   CHECK(std::abs(one * one - want) <= (double)n * std::ldexp(1.0, -52) * want);
-  // A gradient that is not contiguous (a transposed view) takes the composite path: the same norm.
+  // A gradient that is not contiguous (a transposed view) is made contiguous first: the same norm.
   Tensor q = Tensor::zeros({1000, 1000});
   q.set_requires_grad(true);
   q.set_grad(g.narrow(0, 0, 1000000).reshape({1000, 1000}).transpose(0, 1));
