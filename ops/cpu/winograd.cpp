@@ -67,9 +67,15 @@ constexpr int64_t kChunkBytes = int64_t(32) << 20;
 // (inference_scratch), so the chunk is memory held, and on 2 Zen 5 threads crnn-en read as fast
 // with these (bench/peers_cpu.sh's 300 lines, 8 alternating runs: median 99.0 lines/s against
 // 99.6 with the old 32 MB chunks in the allocator's cache; 103.1 with 32 MB in the buffer, at
-// 201 MiB peak RSS against 192).
+// 201 MiB peak RSS against 192). 8 MB rather than 24 since the twenty-sixth session: on 2 Zen 4
+// cores (L3 32 MB, shared) a chunk's V and M of 24 MB beside the layer's transformed weights and
+// the rest no longer stayed in the L3, and the transforms waited on memory. crnn-s, bf16 and
+// fp32, 300 peer lines, alternating: CPU time 5-15% lower in every pair (bf16 2.52-2.65 -> 2.09-
+// 2.50 s, fp32 3.30-3.65 -> 3.09-3.32 s), peak RSS 11 MiB lower; 2 MB was slower than either.
+// crnn-en's deep layers take the 192-tile minimum either way (36 x 1024 channels x 4 bytes a
+// tile) and read as fast; so did whole pages (bench/results/cpu-bf16.md).
 constexpr int64_t kInferenceMinChunkTiles = 192;
-constexpr int64_t kInferenceChunkBytes = int64_t(24) << 20;
+constexpr int64_t kInferenceChunkBytes = int64_t(8) << 20;
 
 // Forward passes of at most this many tiles take the small-tile path (small_forward). Outside
 // autograd every forward pass keeps its weights transformed and packed between calls, at most
