@@ -110,6 +110,20 @@ MatmulRhsReuse::MatmulRhsReuse(const Tensor& b, int64_t rows) {
 
 MatmulRhsReuse::~MatmulRhsReuse() = default;
 
+void matmul_into(const Tensor& a, const Tensor& b, const Tensor& out) {
+  OCRT_CHECK(a.defined() && b.defined() && out.defined(), "matmul_into: an operand is an undefined tensor");
+  check_pair(a, b, "matmul_into");
+  OCRT_CHECK(a.dim() == 2 && b.dim() == 2 && out.dim() == 2, "matmul_into: expected 2-D operands, got shapes ",
+             shape_str(a.shape()), ", ", shape_str(b.shape()), " and ", shape_str(out.shape()));
+  OCRT_CHECK(a.size(1) == b.size(0) && out.size(0) == a.size(0) && out.size(1) == b.size(1),
+             "matmul_into: shapes ", shape_str(a.shape()), " @ ", shape_str(b.shape()), " do not make ",
+             shape_str(out.shape()));
+  OCRT_CHECK(out.is_contiguous() && out.dtype() == a.dtype() && out.device() == a.device(),
+             "matmul_into: out must be contiguous ", dtype_name(a.dtype()), " on ", a.device().str());
+  OCRT_CHECK(!a.requires_grad() && !b.requires_grad(), "matmul_into: records no gradient; use matmul");
+  gemm(a.unsqueeze(0), b.unsqueeze(0), out.view({1, out.size(0), out.size(1)}));
+}
+
 Tensor matmul(const Tensor& a, const Tensor& b) {
   OCRT_CHECK(a.defined() && b.defined(), "matmul: an input is an undefined tensor");
   OCRT_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both inputs need at least 1 dim, got shapes ",

@@ -13,6 +13,12 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // x (..., in_features) -> (..., out_features). Same as torch.nn.functional.linear.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
+// out (M, N) = a (M, K) @ b (K, N), written into out (contiguous, same dtype and device): the
+// product of matmul for 2-D operands without a new tensor and without autograd (neither operand
+// may require a gradient). For loops that make the same product shape many times, such as the
+// LSTM's recurrent step in inference, where a fresh (N, 4H) tensor a step cost allocations.
+void matmul_into(const Tensor& a, const Tensor& b, const Tensor& out);
+
 // A right operand that many products on this thread will use, unchanged: the LSTM's recurrent
 // weight at every time step, with `rows` rows of a each. While this lives, matmul(a, b) on this
 // thread reads the 2-D float32 CPU matrix b packed once for ocrt's GEMM (runtime/cpu/gemm.h

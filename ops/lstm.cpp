@@ -150,10 +150,20 @@ DirSaved forward_direction(const Tensor& x, const DirWeights& w, bool biases, co
     w_hh_t = w.w_hh.t().contiguous();
     reuse.emplace(w_hh_t, N);
   }
+  // Without a backward every step's recurrent product goes into the same (N, 4H) rows.
+  const Tensor gh_rows = !for_backward && !p.recurrent ? Tensor::empty({N, 4 * H}, dt, dev) : Tensor();
   for (int64_t step = 0; step < T; ++step) {
     const int64_t t = d == 0 ? step : T - 1 - step;
     const Tensor h_prev = state_before(s.hs, h_first, t, d, T), c_prev = state_before(s.cs, c_first, t, d, T);
-    const Tensor gh = p.recurrent ? p.recurrent(h_prev, l, d) : matmul(h_prev, w_hh_t);
+    Tensor gh;
+    if (p.recurrent) {
+      gh = p.recurrent(h_prev, l, d);
+    } else if (gh_rows.defined()) {
+      matmul_into(h_prev, w_hh_t, gh_rows);
+      gh = gh_rows;
+    } else {
+      gh = matmul(h_prev, w_hh_t);
+    }
     cell(gx.select(0, t), gh, h_prev, c_prev, active.select(0, t), s.act.select(0, for_backward ? t : 0),
          s.hs.select(0, t), s.cs.select(0, t), out.select(0, t).narrow(1, d * H, H));
   }

@@ -239,6 +239,41 @@ TEST_CASE("linear forward and gradients", "[linalg]") {
   }, {det_uniform({4, 2, 3}, 9), w, bias});
 }
 
+TEST_CASE("matmul_into writes matmul's result into the given rows, bit for bit", "[linalg]") {
+  // The LSTM's recurrent step in inference: a few rows, a transposed-then-copied right operand,
+  // the same out written again and again (ops/lstm.cpp). Every size of rows that the GEMM's
+  // tiles split differently, float32 and float64, and a strided left operand.
+  for (DType dt : {DType::f32, DType::f64}) {
+    for (int64_t rows : {1, 3, 4, 5, 10, 14, 15, 32}) {
+      INFO(dtype_name(dt) << ", " << rows << " rows");
+      const Tensor a = det_uniform({rows, 64}, 1 + rows, -1, 1, dt);
+      const Tensor b = det_uniform({256, 64}, 2, -1, 1, dt).t().contiguous();
+      const Tensor out = Tensor::full({rows, 256}, 7.0, dt);
+      for (int pass = 0; pass < 2; ++pass) {  // written over, not added to
+        matmul_into(a, b, out);
+        const Tensor expected = matmul(a, b);
+        REQUIRE(out.shape() == expected.shape());
+        REQUIRE(sum(abs(sub(out, expected))).item() == 0.0);
+      }
+      const Tensor wide = det_uniform({rows, 128}, 3, -1, 1, dt);
+      const Tensor strided = wide.slice(1, 0, 128, 2);  // every other column
+      matmul_into(strided, b, out);
+      REQUIRE(sum(abs(sub(out, matmul(strided, b)))).item() == 0.0);
+    }
+  }
+  const Tensor a = Tensor::ones({2, 3}), b = Tensor::ones({3, 4});
+  REQUIRE_THROWS_WITH(matmul_into(a, b, Tensor::empty({2, 5})),
+                      Catch::Contains("matmul_into") && Catch::Contains("[2, 5]"));
+  REQUIRE_THROWS_WITH(matmul_into(a, Tensor::ones({4, 4}), Tensor::empty({2, 4})),
+                      Catch::Contains("matmul_into") && Catch::Contains("[4, 4]"));
+  REQUIRE_THROWS_WITH(matmul_into(a, b, Tensor::empty({4, 2}).t()), Catch::Contains("contiguous"));
+  REQUIRE_THROWS_WITH(matmul_into(a, b, Tensor::empty({2, 4}, DType::f64)), Catch::Contains("float32"));
+  REQUIRE_THROWS_WITH(matmul_into(Tensor::ones({2, 2, 3}), b, Tensor::empty({2, 4})), Catch::Contains("2-D"));
+  Tensor w = Tensor::ones({3, 4});
+  w.set_requires_grad(true);
+  REQUIRE_THROWS_WITH(matmul_into(a, w, Tensor::empty({2, 4})), Catch::Contains("gradient"));
+}
+
 TEST_CASE("matmul and linear reject bad arguments", "[linalg]") {
   Tensor a = Tensor::ones({2, 3}), b = Tensor::ones({4, 5});
   REQUIRE_THROWS_WITH(matmul(a, b), Catch::Contains("matmul") && Catch::Contains("inner dimensions") &&
