@@ -77,30 +77,34 @@ struct Bf16PairKernel {
 
   // A partial tile at C's bottom or right edge, mr < MR or nr < NR, written straight into C: the
   // micro-kernel's loop on only the R = mr rows there are (a layer of 64 or 128 output channels
-  // leaves 8 or 2 of 14, and the full tile would cost 14) and masked columns. Each element sees
-  // the same sequence of operations as in micro_kernel, so results do not depend on where tiles fall.
-  template <int R>
+  // leaves 8 or 2 of 14, and the full tile would cost 14) and masked columns; with at most 16
+  // columns (V = 1) only the first of the panel's two column vectors is read and multiplied,
+  // at half the cost (a Winograd product's last panel: its columns are tiles, 175 or 300 of them
+  // for crnn's layers, 15 or 12 past the last whole panel). Each element sees the same sequence
+  // of operations as in micro_kernel, so results do not depend on where tiles fall.
+  template <int R, int V>
   static void rows_kernel(int64_t d, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc, bool accumulate,
                           int64_t nr) {
-    __m512 acc[R][NV];
+    static_assert(V >= 1 && V <= NV, "a partial tile reads 1 to NV column vectors");
+    __m512 acc[R][V];
     for (int i = 0; i < R; ++i)
-      for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+      for (int v = 0; v < V; ++v) acc[i][v] = _mm512_setzero_ps();
     for (int64_t p = 0; p < d; ++p, a += MR, b += NR) {
-      __m512bh bv[NV];
-      for (int v = 0; v < NV; ++v) bv[v] = (__m512bh)_mm512_load_si512(b + v * 16);
+      __m512bh bv[V];
+      for (int v = 0; v < V; ++v) bv[v] = (__m512bh)_mm512_load_si512(b + v * 16);
       for (int i = 0; i < R; ++i) {
         const __m512bh ai = (__m512bh)_mm512_set1_epi32((int)a[i]);
-        for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], ai, bv[v]);
+        for (int v = 0; v < V; ++v) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], ai, bv[v]);
       }
     }
-    __mmask16 mask[NV];
-    for (int v = 0; v < NV; ++v) {
+    __mmask16 mask[V];
+    for (int v = 0; v < V; ++v) {
       const int64_t n = std::clamp<int64_t>(nr - v * 16, 0, 16);
       mask[v] = (__mmask16)((1u << n) - 1);
     }
     for (int i = 0; i < R; ++i) {
       float* row = c + i * ldc;
-      for (int v = 0; v < NV; ++v) {
+      for (int v = 0; v < V; ++v) {
         if (accumulate) acc[i][v] = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], row + v * 16), acc[i][v]);
         _mm512_mask_storeu_ps(row + v * 16, mask[v], acc[i][v]);
       }
@@ -109,7 +113,10 @@ struct Bf16PairKernel {
   template <int... Rs>
   static void partial_tile(std::integer_sequence<int, Rs...>, int64_t d, const uint32_t* a, const uint32_t* b,
                            float* c, int64_t ldc, bool accumulate, int64_t mr, int64_t nr) {
-    ((mr == Rs + 1 ? rows_kernel<Rs + 1>(d, a, b, c, ldc, accumulate, nr) : void()), ...);
+    if (nr <= 16)
+      ((mr == Rs + 1 ? rows_kernel<Rs + 1, 1>(d, a, b, c, ldc, accumulate, nr) : void()), ...);
+    else
+      ((mr == Rs + 1 ? rows_kernel<Rs + 1, NV>(d, a, b, c, ldc, accumulate, nr) : void()), ...);
   }
   static void partial_tile(int64_t d, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc, bool accumulate,
                            int64_t mr, int64_t nr) {
