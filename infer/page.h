@@ -57,6 +57,7 @@ struct PageBlock {
 struct Page {
   std::string name;        // the input's path (and "#N" for the Nth page of a multi-page file)
   int64_t width = 0, height = 0;
+  int rotation = 0;        // degrees clockwise the page was found (or said) to be turned
   std::vector<PageBlock> blocks;  // in reading order
   std::string error;       // set when the page could not be read at all
 };

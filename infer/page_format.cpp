@@ -346,6 +346,7 @@ Json page_json(const Page& page, const PageFormatOptions& o) {
   j.set("path", valid_utf8(page.name));
   j.set("width", page.width);
   j.set("height", page.height);
+  j.set("rotation", (int64_t)page.rotation);
   j.set("text", valid_utf8(page_text(page)));
   j.set("blocks", blocks);
   if (!page.error.empty()) j.set("error", valid_utf8(page.error));

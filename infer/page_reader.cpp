@@ -2,6 +2,7 @@
 #include "infer/page_reader.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <numeric>
@@ -181,6 +182,19 @@ Point from_upright(const Point& p, int rotation, int64_t width, int64_t height) 
   }
 }
 
+double vote_confidence(const LineResult& r) {
+  if (!r.ok()) return 0;
+  int64_t alnum = 0, marks = 0;
+  for (const CharPosition& c : r.chars) {
+    const std::string& t = c.ch;
+    if (t.size() == 1 && std::isspace((unsigned char)t[0])) continue;
+    ++marks;
+    if (t.size() > 1 || std::isalnum((unsigned char)t[0])) ++alnum;  // multi-byte: a letter of some script
+  }
+  if (alnum < 3 || 2 * alnum < marks) return 0;
+  return confidence_per_char({&r});
+}
+
 int orientation_vote(const std::vector<double>& upright, const std::vector<double>& turned, double mean_upright,
                      double mean_turned, int votes[2]) {
   OCRT_CHECK(upright.size() == turned.size(), "orientation_vote: ", upright.size(), " lines read upright, ",
@@ -318,8 +332,8 @@ int decide_orientation(PageWork& w) {
     return std::max(distance(c[0], c[1]), distance(c[0], c[3]));
   };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return long_side(a) > long_side(b); });
-  order.resize(std::min<size_t>(order.size(), (size_t)w.o.orientation_lines));
-  info.probe_lines = (int64_t)order.size();
+  const size_t limit = std::min<size_t>(order.size(), (size_t)w.o.orientation_max_lines);
+  size_t probed = std::min<size_t>(limit, (size_t)w.o.orientation_lines);
 
   std::vector<Quad> quads[2];
   std::vector<double> image_widths[2];
@@ -329,21 +343,45 @@ int decide_orientation(PageWork& w) {
     for (const LineResult& r : results) of.push_back(&r);
     return confidence_per_char(of);
   };
-  read[0] = w.cut_and_read(order, first, quads[0], image_widths[0]);
+  // Reads lines [from, to) of `order` the way k (0: first, 1: second), after those read before.
+  auto read_more = [&](int k, size_t from, size_t to) {
+    std::vector<size_t> which(order.begin() + (ptrdiff_t)from, order.begin() + (ptrdiff_t)to);
+    std::vector<Quad> q;
+    std::vector<double> widths;
+    std::vector<LineResult> r = w.cut_and_read(which, k ? second : first, q, widths);
+    quads[k].insert(quads[k].end(), q.begin(), q.end());
+    image_widths[k].insert(image_widths[k].end(), widths.begin(), widths.end());
+    for (LineResult& x : r) read[k].push_back(std::move(x));
+  };
+  read_more(0, 0, probed);
   info.probe_confidence[0] = mean_confidence(read[0]);
   info.probed_both = !(info.probe_confidence[0] >= w.o.orientation_sure);
-  if (info.probed_both) {
-    read[1] = w.cut_and_read(order, second, quads[1], image_widths[1]);
-    info.probe_confidence[1] = mean_confidence(read[1]);
-  }
-  std::vector<double> per_line[2];
-  if (info.probed_both)
-    for (int k = 0; k < 2; ++k)
-      for (const LineResult& r : read[k]) per_line[k].push_back(confidence_per_char({&r}));
   int votes[2] = {0, 0};
-  const int way = info.probed_both ? orientation_vote(per_line[0], per_line[1], info.probe_confidence[0],
-                                                      info.probe_confidence[1], votes)
-                                   : 0;
+  int way = 0;
+  if (info.probed_both) {
+    read_more(1, 0, probed);
+    // An undecided vote (the ways within one vote of each other) reads the next longest lines
+    // both ways, up to orientation_max_lines: on a ruled table the longest outlines are its
+    // rules, which read as runs of dots either way and do not vote.
+    for (;;) {
+      std::vector<double> per_line[2];
+      for (int k = 0; k < 2; ++k)
+        for (const LineResult& r : read[k]) per_line[k].push_back(vote_confidence(r));
+      info.probe_confidence[0] = mean_confidence(read[0]), info.probe_confidence[1] = mean_confidence(read[1]);
+      way = orientation_vote(per_line[0], per_line[1], info.probe_confidence[0], info.probe_confidence[1], votes);
+      info.probe_sure_votes[0] = info.probe_sure_votes[1] = 0;
+      for (size_t j = 0; j < per_line[0].size(); ++j) {
+        const double a = per_line[0][j], b = per_line[1][j];
+        if (a != b && std::max(a, b) >= kSureVote) ++info.probe_sure_votes[b > a ? 1 : 0];
+      }
+      if (std::abs(votes[0] - votes[1]) >= 2 || probed == limit) break;
+      const size_t next = std::min(limit, probed + (size_t)w.o.orientation_lines);
+      read_more(0, probed, next), read_more(1, probed, next);
+      probed = next;
+    }
+  }
+  order.resize(probed);
+  info.probe_lines = (int64_t)probed;
   info.probe_votes[0] = votes[0], info.probe_votes[1] = votes[1];
   w.keep(order, std::move(read[way]), quads[way], image_widths[way]);
   return way ? second : first;
@@ -382,10 +420,11 @@ std::vector<nn::TextBox> detect_turned(const GrayImage& image, int rotation, Tex
 }
 
 // The probe lines' vote was decisive: the winning way had at least three quarters of them more
-// than the other (a table's text lines read one way while its rules and dots read as junk both
-// ways). Junk from a page lying sideways can vote 5 to 1.
+// than the other among the sure votes (kSureVote: a table's text lines read one way while its
+// rules and dots read as junk both ways). Junk from a page lying sideways can vote 7 to 0, but
+// at 0.5-0.8 a character, not surely.
 bool decisive(const PageReadInfo& info) {
-  return 4 * std::abs(info.probe_votes[0] - info.probe_votes[1]) >= 3 * info.probe_lines;
+  return 4 * std::abs(info.probe_sure_votes[0] - info.probe_sure_votes[1]) >= 3 * info.probe_lines;
 }
 
 // 2b. When the probe lines read poorly both ways, the page may stand sideways with lines the
@@ -413,7 +452,8 @@ bool look_sideways(PageWork& w, TextDetector& detector) {
   info.rotation = side_info.rotation, info.boxes = side_info.boxes, info.probe_lines = side_info.probe_lines;
   info.probed_both = side_info.probed_both;
   for (int k = 0; k < 2; ++k)
-    info.probe_confidence[k] = side_info.probe_confidence[k], info.probe_votes[k] = side_info.probe_votes[k];
+    info.probe_confidence[k] = side_info.probe_confidence[k], info.probe_votes[k] = side_info.probe_votes[k],
+    info.probe_sure_votes[k] = side_info.probe_sure_votes[k];
   return true;
 }
 
@@ -498,8 +538,9 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
   if (o.rotation >= 0) check_rotation(o.rotation);
   OCRT_CHECK(o.min_confidence >= 0 && o.min_confidence <= 1, "read_page: min_confidence must be in [0, 1], got ",
              o.min_confidence);
-  OCRT_CHECK(o.orientation_lines >= 1 && o.min_line_height >= 8, "read_page: bad options (orientation_lines ",
-             o.orientation_lines, ", min_line_height ", o.min_line_height, ")");
+  OCRT_CHECK(o.orientation_lines >= 1 && o.orientation_max_lines >= o.orientation_lines && o.min_line_height >= 8,
+             "read_page: bad options (orientation_lines ", o.orientation_lines, ", orientation_max_lines ",
+             o.orientation_max_lines, ", min_line_height ", o.min_line_height, ")");
   PageReadInfo info;
   Page page;
   page.name = name;
@@ -535,6 +576,7 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
     page.blocks = order_lines(place_lines(w), image, o, info);  // 5-6. place, order
     lap(t, info.layout_s);
   }
+  page.rotation = info.rotation;
   if (info_out) *info_out = info;
   return page;
 }

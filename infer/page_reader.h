@@ -58,6 +58,9 @@ struct PageReaderOptions {
   // is taken as given (e.g. ocrt-infer --rotation 0 for pages known to be upright).
   int rotation = -1;
   int64_t orientation_lines = 8;  // lines read both ways to tell 0 from 180 (90 from 270)
+  // When those lines' vote is undecided (the two ways within one vote), the next longest
+  // orientation_lines are read both ways too, up to this many in all.
+  int64_t orientation_max_lines = 32;
   // Read upright (0 or 90) with at least this mean confidence per character, the probe lines
   // are not read the other way: upright pages read at 0.952 or more (24 synthetic pages), pages
   // turned by 180 degrees at 0.847 or less read as if upright (16 pages), and the second reading
@@ -142,6 +145,10 @@ struct PageReadInfo {
   // Read both ways: the probe lines that read surer (per character) each way; the way with
   // more wins, the mean confidence above breaks a tie.
   int64_t probe_votes[2] = {0, 0};
+  // Of those votes, the ones of lines read at least kSureVote per character the way they voted:
+  // what decides whether the vote was decisive (options.sideways_check). A page lying sideways
+  // reads as junk such as "88838" at 0.5-0.8 either way, which looks like text and votes.
+  int64_t probe_sure_votes[2] = {0, 0};
   // The page was detected again turned by a quarter turn (options.sideways_check), and the
   // winning way's mean confidence there (0 when nothing was found); when it beat the first
   // detection's, rotation, boxes and the probe's figures above are the turned detection's.
@@ -174,6 +181,12 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
 // upright read at 0.54 against 0.63 turned while 7 of its 8 probe lines were surer upright; a
 // chart page turned by 180 degrees had 2 lines of text among its 8 longest, and 6 of junk.
 constexpr double kOrientationVoteFloor = 0.5;
+constexpr double kSureVote = 0.8;
+// A probe line's confidence per character as it votes: 0 unless its reading looks like text (at
+// least 3 letters or digits, making up at least half of its characters other than spaces), so
+// that a table's rules and leader dots, read as runs of dots and dashes about as surely either
+// way up, do not vote. A failed reading is 0.
+double vote_confidence(const LineResult& reading);
 int orientation_vote(const std::vector<double>& upright, const std::vector<double>& turned, double mean_upright,
                      double mean_turned, int votes[2]);
 

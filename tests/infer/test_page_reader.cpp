@@ -269,6 +269,88 @@ TEST_CASE("detector: a second look at pages of small print, at what size", "[pag
   CHECK(second_look_side(lines(10, 25), 2000, 2600, wider) == 1664);
 }
 
+TEST_CASE("page reader: a probe line votes only when it reads as text, not as a rule of dots", "[page_reader]") {
+  const auto reading = [](const std::string& text, double confidence) {
+    LineResult r;
+    r.text = text;
+    for (size_t i = 0; i < text.size(); ++i) r.chars.push_back({text.substr(i, 1), (int64_t)i, (double)i, confidence});
+    return r;
+  };
+  CHECK(vote_confidence(reading("Generalist, Distressed", 0.9)) == Approx(0.9));
+  CHECK(vote_confidence(reading("(203) 569-4345", 0.8)) == Approx(0.8));
+  // Runs of dots and dashes (a ruled table's rules, leader dots), however sure: no vote.
+  CHECK(vote_confidence(reading("..............................", 0.99)) == 0);
+  CHECK(vote_confidence(reading("en..........................e", 0.57)) == 0);
+  CHECK(vote_confidence(reading("--- -- --- ---", 0.9)) == 0);
+  // Fewer than 3 letters or digits say nothing of which way is up.
+  CHECK(vote_confidence(reading("a 7", 0.9)) == 0);
+  CHECK(vote_confidence(reading("abc", 0.9)) == Approx(0.9));
+  // Half letters or digits is enough; spaces do not count either way.
+  CHECK(vote_confidence(reading("ab.c.d..", 0.7)) == Approx(0.7));
+  CHECK(vote_confidence(reading("ab.c....", 0.7)) == 0);
+  CHECK(vote_confidence(reading("", 0.9)) == 0);
+  LineResult failed = reading("words", 0.9);
+  failed.error = "could not read";
+  CHECK(vote_confidence(failed) == 0);
+}
+
+TEST_CASE("page reader: a ruled table's rules, the longest outlines, do not decide its orientation",
+          "[page_reader]") {
+  const train::SynthPage* page7 = seventh_page();
+  if (!page7) return;
+  // The page with ten dotted rules below its text, each outlined longer than any text line: the
+  // first probe lines are all rules, which read as dots either way and do not vote, so the probe
+  // goes on to the next longest outlines, the text.
+  train::SynthPage page = *page7;
+  const int64_t W = page.image.width, rules = 10, pitch = 24, top = page.image.height + 8;
+  page.image.height += rules * pitch + 16;
+  page.image.pixels.resize((size_t)(W * page.image.height), 255);
+  std::vector<Quad> rule_outlines;
+  for (int64_t k = 0; k < rules; ++k) {
+    const int64_t y = top + k * pitch + pitch / 2;
+    for (int64_t x = 12; x < W - 12; x += 6)
+      for (int64_t dy = 0; dy < 2; ++dy)
+        for (int64_t dx = 0; dx < 2; ++dx) page.image.pixels[(size_t)((y + dy) * W + x + dx)] = 0;
+    rule_outlines.push_back(Quad::from_rect({8, (double)(y - 8), (double)(W - 8), (double)(y + 10)}));
+  }
+  double longest_text = 0;
+  for (const train::SynthLine& l : page.lines) longest_text = std::max(longest_text, l.outline.box().width());
+  REQUIRE(longest_text < (double)(W - 16));
+  for (int rotation : {0, 180}) {
+    DYNAMIC_SECTION("turned by " << rotation << " degrees") {
+      const train::SynthPage shown = turned(page, rotation);
+      std::vector<Quad> shown_rules = rule_outlines;
+      for (Quad& q : shown_rules)
+        for (Point& c : q.corners) c = from_upright(c, rotation, shown.image.width, shown.image.height);
+      TextDetector detector(
+          [&](const GrayImage& image) {
+            // Detected again upright after a turn: the upright page's outlines.
+            const bool upright = image.pixels == page.image.pixels;
+            std::vector<Quad> quads = outlines(upright ? page : shown);
+            const std::vector<Quad>& r = upright ? rule_outlines : shown_rules;
+            quads.insert(quads.end(), r.begin(), r.end());
+            return painted_map(quads, image.width, image.height);
+          },
+          painted_options());
+      PageReaderOptions o;
+      o.orientation_sure = 1.01;  // always read both ways
+      PageReadInfo info;
+      const Page read_back = read_page(shown.image, "ruled.png", detector, shipped_predictor(), o, &info);
+      INFO(page_text(read_back));
+      INFO("probe " << info.probe_lines << " lines, votes " << info.probe_votes[0] << " / " << info.probe_votes[1]
+                    << ", confidence " << info.probe_confidence[0] << " / " << info.probe_confidence[1]);
+      CHECK(info.rotation == rotation);
+      CHECK(info.probed_both);
+      CHECK(info.probe_lines > o.orientation_lines);  // past the rules
+      CHECK(info.probe_lines <= o.orientation_max_lines);
+      const int right = rotation == 0 ? 0 : 1;
+      CHECK(info.probe_votes[right] >= info.probe_votes[1 - right] + 2);
+      const PageScore s = score_page(read_back, truth_from_synth_json(train::page_truth_json(shown), "ruled.json"));
+      CHECK(s.right >= s.truth_words * 85 / 100);
+    }
+  }
+}
+
 TEST_CASE("page reader: outlines turned to a page's orientation, and points to the upright page and back",
           "[page_reader]") {
   const Quad q = Quad::from_rect({10, 20, 110, 40});  // a line reading right
