@@ -427,6 +427,16 @@ bool decisive(const PageReadInfo& info) {
   return 4 * std::abs(info.probe_sure_votes[0] - info.probe_sure_votes[1]) >= 3 * info.probe_lines;
 }
 
+}  // namespace
+
+bool take_sideways(const PageReadInfo& first, const PageReadInfo& turned) {
+  auto winner = [](const PageReadInfo& i) { return i.probe_confidence[i.rotation == 180 || i.rotation == 270 ? 1 : 0]; };
+  if (winner(turned) >= winner(first) + kSidewaysMargin) return true;
+  return turned.probed_both && decisive(turned);
+}
+
+namespace {
+
 // 2b. When the probe lines read poorly both ways, the page may stand sideways with lines the
 // detector, which learnt upright text, did not find: it sees a page turned by 90 degrees as
 // columns of short pieces across the text. The page is detected again turned by a quarter turn,
@@ -446,7 +456,7 @@ bool look_sideways(PageWork& w, TextDetector& detector) {
     info.sideways_confidence = side.winner_confidence();
   }
   info.cut_s += side_info.cut_s, info.recognise_s += side_info.recognise_s;
-  if (side.boxes.empty() || !(info.sideways_confidence >= w.winner_confidence() + kSidewaysMargin)) return false;
+  if (side.boxes.empty() || !take_sideways(info, side_info)) return false;
   std::swap(w.boxes, side.boxes), std::swap(w.readings, side.readings), std::swap(w.outlines, side.outlines);
   std::swap(w.widths, side.widths), std::swap(w.done, side.done);
   info.rotation = side_info.rotation, info.boxes = side_info.boxes, info.probe_lines = side_info.probe_lines;

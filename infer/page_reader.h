@@ -69,7 +69,8 @@ struct PageReaderOptions {
   // Read both ways, still below this mean confidence per character and without a decisive vote
   // (the winner ahead by three quarters of the probe lines), the page is detected again turned by
   // a quarter turn (a page lying sideways, whose lines the detector misses), and that detection
-  // is kept when its probe reads at least kSidewaysMargin better; 0: never. Real pages standing upright or on their heads read their winning way
+  // is kept when its probe reads at least kSidewaysMargin better or votes decisively
+  // (take_sideways); 0: never. Real pages standing upright or on their heads read their winning way
   // at 0.92 or more, except pages of charts and ruled tables (0.40-0.87, half of them with a
   // decisive vote); pages lying sideways read 0.18-0.75 (docs/pages.md, "Orientation").
   double sideways_check = 0.9;
@@ -187,6 +188,15 @@ constexpr double kSureVote = 0.8;
 // that a table's rules and leader dots, read as runs of dots and dashes about as surely either
 // way up, do not vote. A failed reading is 0.
 double vote_confidence(const LineResult& reading);
+
+// Whether a page's detection turned by a quarter turn (options.sideways_check) replaces the first
+// one: when its probe's winning way reads at least kSidewaysMargin better per character than the
+// first's, or when its probe lines, read both ways, voted decisively (three quarters of them
+// ahead among the sure votes, PageReadInfo::probe_sure_votes), which the first's had not. A dense
+// table lying sideways (scribeocr's table_10 turned by 90) read 0.392 a character in its turned
+// detection against 0.415 in the first, one long line of junk holding the mean down, while its
+// turned probe voted 6 sure lines to none.
+bool take_sideways(const PageReadInfo& first, const PageReadInfo& turned);
 int orientation_vote(const std::vector<double>& upright, const std::vector<double>& turned, double mean_upright,
                      double mean_turned, int votes[2]);
 

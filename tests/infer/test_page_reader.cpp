@@ -351,6 +351,33 @@ TEST_CASE("page reader: a ruled table's rules, the longest outlines, do not deci
   }
 }
 
+TEST_CASE("page reader: a page's detection turned by a quarter turn is kept when it reads better or votes decisively",
+          "[page_reader]") {
+  PageReadInfo first, turned;
+  first.rotation = 180, first.probed_both = true, first.probe_lines = 8;
+  first.probe_confidence[0] = 0.324, first.probe_confidence[1] = 0.415;  // its winner: 0.415
+  first.probe_votes[1] = 2;
+  turned.rotation = 90, turned.probed_both = true, turned.probe_lines = 8;
+  turned.probe_confidence[0] = 0.392, turned.probe_confidence[1] = 0.699;
+  // table_10 turned by 90: 7 votes to none, 6 of them sure; the mean is lower than the first's.
+  turned.probe_votes[0] = 7, turned.probe_sure_votes[0] = 6;
+  CHECK(take_sideways(first, turned));
+  // Fewer sure votes than three quarters of the probe lines: not decisive, and not better.
+  turned.probe_sure_votes[0] = 5;
+  CHECK_FALSE(take_sideways(first, turned));
+  turned.probe_sure_votes[1] = 0, turned.probe_sure_votes[0] = 6;
+  turned.probed_both = false;  // read one way only: no vote at all
+  CHECK_FALSE(take_sideways(first, turned));
+  // Reading better by kSidewaysMargin is enough without a vote; the winner is the way it took
+  // (270: the second reading).
+  turned.probe_sure_votes[0] = 0;
+  turned.probe_confidence[0] = 0.2, turned.probe_confidence[1] = 0.415 + kSidewaysMargin + 0.01;
+  turned.rotation = 270;
+  CHECK(take_sideways(first, turned));
+  turned.rotation = 90;
+  CHECK_FALSE(take_sideways(first, turned));
+}
+
 TEST_CASE("page reader: outlines turned to a page's orientation, and points to the upright page and back",
           "[page_reader]") {
   const Quad q = Quad::from_rect({10, 20, 110, 40});  // a line reading right
