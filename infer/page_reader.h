@@ -29,12 +29,14 @@
 // 180. Which of the two cannot be seen from outlines (a line turned by 180 degrees has the same
 // box), so the recogniser reads up to `orientation_lines` of the longest lines as if upright (0
 // or 90); when their mean confidence per character is below `orientation_sure` it reads them the
-// other way too, and the way with the higher confidence wins (ties go to 0 or 90). Those lines'
-// readings are kept, so the probe costs at most the reading of those lines once more, not a
-// second run over the page. A page whose probe still reads poorly both ways (below
-// `sideways_check`) may lie sideways with lines the detector, trained on upright text, did not
-// find: it is detected again turned by a quarter turn, and the detection whose probe reads
-// better is kept (unless the probe lines voted decisively). A page found turned is then detected again standing upright, where the
+// other way too, and the lines that read as text vote for the way they read surer
+// (orientation_vote, vote_confidence); an undecided vote reads the next longest lines both ways
+// too, up to `orientation_max_lines`. Those lines' readings are kept, so the probe costs at most
+// the reading of those lines once more, not a second run over the page. A page whose probe still
+// reads poorly both ways (below `sideways_check`) without a decisive vote may lie sideways with
+// lines the detector, trained on upright text, did not find: it is detected again turned by a
+// quarter turn, and that detection is kept when its probe reads better or votes decisively
+// (take_sideways). A page found turned is then detected again standing upright, where the
 // detector finds its lines best (`detect_upright`). Vertical scripts are not read (a page of vertical text looks like a
 // page turned by 90 degrees).
 #pragma once
