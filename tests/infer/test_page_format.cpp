@@ -155,11 +155,14 @@ TEST_CASE("page formats: PAGE XML", "[page]") {
 TEST_CASE("page formats: JSON lines", "[page]") {
   PageFormatOptions o;
   o.char_boxes = true;
-  const std::string s = format_pages({sample_page(), Page{}}, PageFormat::jsonl, o);
+  Page turned = sample_page();
+  turned.rotation = 270;  // found turned by 270 degrees (PageReadInfo::rotation)
+  const std::string s = format_pages({turned, Page{}}, PageFormat::jsonl, o);
   const size_t nl = s.find('\n');
   REQUIRE(nl != std::string::npos);
   const Json j = parse_json(s.substr(0, nl));
   CHECK(j.at("width").as_int() == 1000);
+  CHECK(j.at("rotation").as_int() == 270);
   CHECK(j.at("blocks").size() == 2);
   const Json& l0 = j.at("blocks")[0].at("lines")[0];
   CHECK(l0.at("text").as_string() == "Hello world");
@@ -169,6 +172,7 @@ TEST_CASE("page formats: JSON lines", "[page]") {
   CHECK(j.at("blocks")[1].at("lines")[0].at("error").as_string() == "cannot read");
   const Json empty = parse_json(s.substr(nl + 1, s.size() - nl - 2));
   CHECK(empty.at("blocks").size() == 0);
+  CHECK(empty.at("rotation").as_int() == 0);
   CHECK(empty.at("text").as_string().empty());
 }
 

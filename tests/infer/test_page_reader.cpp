@@ -502,6 +502,7 @@ TEST_CASE("page reader: a synthetic page read in reading order, a blank page, an
                     << " cer " << s.cer() << " probe " << info.probe_confidence[0] << " / "
                     << info.probe_confidence[1]);
       CHECK(info.rotation == rotation);
+      CHECK(page.rotation == rotation);  // what --format jsonl writes
       CHECK(info.vertical == (rotation != 180));
       // Read as if upright (0 or 90), a page turned by 180 (or 270) is not sure; one turned by
       // 90 is read right the first way.
