@@ -29,24 +29,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The image turned clockwise by `rotation` degrees (0, 90, 180 or 270).
-GrayImage turn_clockwise(const GrayImage& in, int rotation) {
-  const int64_t W = in.width, H = in.height;
-  const bool swap = rotation == 90 || rotation == 270;
-  GrayImage out;
-  out.width = swap ? H : W, out.height = swap ? W : H;
-  out.pixels.resize(in.pixels.size());
-  for (int64_t y = 0; y < H; ++y)
-    for (int64_t x = 0; x < W; ++x) {
-      int64_t u = x, v = y;
-      if (rotation == 90) u = H - 1 - y, v = x;
-      if (rotation == 180) u = W - 1 - x, v = H - 1 - y;
-      if (rotation == 270) u = y, v = W - 1 - x;
-      out.pixels[(size_t)(v * out.width + u)] = in.pixels[(size_t)(y * W + x)];
-    }
-  return out;
-}
-
 bool is_image(const fs::path& p) {
   const std::string e = p.extension().string();
   return e == ".png" || e == ".jpg" || e == ".jpeg" || e == ".tif" || e == ".tiff" || e == ".bmp" || e == ".pgm";

@@ -408,6 +408,16 @@ GrayImage upright_image(const GrayImage& image, int rotation) {
   return out;
 }
 
+}  // namespace
+
+GrayImage turn_clockwise(const GrayImage& image, int degrees) {
+  OCRT_CHECK(degrees == 0 || degrees == 90 || degrees == 180 || degrees == 270, "turn_clockwise: ", degrees,
+             " degrees (0, 90, 180 or 270)");
+  return upright_image(image, (360 - degrees) % 360);
+}
+
+namespace {
+
 // The detector's outlines on the page turned upright by `rotation`, put back on the page.
 std::vector<nn::TextBox> detect_turned(const GrayImage& image, int rotation, TextDetector& detector,
                                        PageReadInfo& info) {

@@ -199,6 +199,11 @@ double vote_confidence(const LineResult& reading);
 // detection against 0.415 in the first, one long line of junk holding the mean down, while its
 // turned probe voted 6 sure lines to none.
 bool take_sideways(const PageReadInfo& first, const PageReadInfo& turned);
+
+// The image turned clockwise by `degrees` (0, 90, 180 or 270; width and height swap for 90 and
+// 270), pixel for pixel: turning by 90 and then by 270 gives the image back. What the page
+// reader does to a page it found turned, in reverse (tests and bench_orientation turn pages).
+GrayImage turn_clockwise(const GrayImage& image, int degrees);
 int orientation_vote(const std::vector<double>& upright, const std::vector<double>& turned, double mean_upright,
                      double mean_turned, int votes[2]);
 

@@ -351,6 +351,21 @@ TEST_CASE("page reader: a ruled table's rules, the longest outlines, do not deci
   }
 }
 
+TEST_CASE("page reader: turn_clockwise turns an image as the tests' pages are turned, and back", "[page_reader]") {
+  const train::SynthPage* page7 = seventh_page();
+  if (!page7) return;
+  for (int rotation : {0, 90, 180, 270}) {
+    INFO("turned by " << rotation);
+    const GrayImage turned_image = turn_clockwise(page7->image, rotation);
+    const train::SynthPage reference = turned(*page7, rotation);  // this file's own pixel loop
+    CHECK(turned_image.width == reference.image.width);
+    CHECK(turned_image.height == reference.image.height);
+    CHECK(turned_image.pixels == reference.image.pixels);
+    CHECK(turn_clockwise(turned_image, (360 - rotation) % 360).pixels == page7->image.pixels);
+  }
+  CHECK_THROWS_WITH(turn_clockwise(page7->image, 45), Catch::Contains("0, 90, 180 or 270"));
+}
+
 TEST_CASE("page reader: a page's detection turned by a quarter turn is kept when it reads better or votes decisively",
           "[page_reader]") {
   PageReadInfo first, turned;
