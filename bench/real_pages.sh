@@ -5,14 +5,15 @@
 # form, multi-column reports and papers, tables, a receipt, a slide. They are real documents
 # (scans, faxes, photocopies and PDF pages rendered to images), not renders of ocrt's.
 #
-#   bench/real_pages.sh [--src DIR] [--work DIR] [page_bench.sh options...]
+#   bench/real_pages.sh [--src DIR] [--work DIR] [--layout-only] [page_bench.sh options...]
 #
 # The pages are not in this repository: the repository states no licence for its images, so
 # they are read from a clone (--src DIR, or cloned into the work folder at the commit below).
 # The script lays them out as bench/page_bench.sh wants them, NAME.png beside its truth
 # NAME.hocr, in two sets judged by eye: `scans` (12 pages with scanning's noise, blur,
 # photocopy or fax marks, binarisation, skew) and `digital` (17 PDF pages rendered to images).
-# Then it runs bench/page_bench.sh on each set (the detector and recogniser ocrt-infer takes by
+# With --layout-only it stops there (the folders for `ocrt-infer --page --eval` or
+# build/bench_orientation). Then it runs bench/page_bench.sh on each set (the detector and recogniser ocrt-infer takes by
 # default on a CPU with an int8 kernel, weights/det-en-int8.safetensors and
 # weights/crnn-en-int8.safetensors, unless --det or --weights is given; other options go to
 # page_bench.sh as they are) and prints both
@@ -27,12 +28,13 @@ cd "$(dirname "$0")/.."
 REPO=https://github.com/scribeocr/ocr-benchmark
 COMMIT=818efa700e6811bb056efd353b3e1f6fd383de2c
 SCANS="chart_01 chart_02 deposition_01 deposition_02 filing_01 form_01 multicol_05 table_04 table_05 table_08 table_09 table_10"
-SRC="" WORK=/tmp/ocrt-real-pages
+SRC="" WORK=/tmp/ocrt-real-pages LAYOUT_ONLY=0
 pass=()
 while (($#)); do
   case $1 in
     --src) SRC=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
+    --layout-only) LAYOUT_ONLY=1; shift ;;
     -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) pass+=("$1"); shift ;;
   esac
@@ -68,6 +70,7 @@ for img in "$SRC"/img/*; do
 done
 ((n > 0)) || { say "no page with a truth file in $SRC/img"; exit 1; }
 say "$n pages: $(ls "$WORK"/scans/*.hocr | wc -l) scans, $(ls "$WORK"/digital/*.hocr | wc -l) digital"
+((LAYOUT_ONLY)) && exit 0
 
 has_det=0 has_weights=0
 for a in "${pass[@]}"; do
