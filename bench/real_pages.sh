@@ -35,7 +35,7 @@ while (($#)); do
     --src) SRC=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
     --layout-only) LAYOUT_ONLY=1; shift ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) pass+=("$1"); shift ;;
   esac
 done
