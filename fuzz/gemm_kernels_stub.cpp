@@ -1,6 +1,7 @@
 // Fuzz builds only (fuzz/CMakeLists.txt, -DOCRT_FUZZ=ON): stand-ins for the GEMM kernels of
 // runtime/cpu/gemm_avx2.cpp, gemm_avx512.cpp, gemm_avx512bf16.cpp and gemm_amx.cpp (the AMX
-// tiles of the int8 product too).
+// tiles of the int8 product and of the bf16 convolutions too: every function gemm_kernels.h
+// declares for those files).
 //
 // Those files compile their kernels for an instruction set with `#pragma GCC target`, which
 // clang does not honour, so clang cannot build them; compiling them with -mavx512f instead would
@@ -35,6 +36,35 @@ void amx_int8_tiles(const uint8_t*, int64_t, const int8_t*, const int8_t*, int64
 }
 void amx_int8_store(const int32_t*, int64_t, int64_t, int64_t, int64_t, const Int8Epilogue&, float*, int64_t,
                     int64_t) {
+  not_in_fuzz_builds(GemmArgs{});
+}
+
+void amx_int8_tiles_taps(const uint8_t*, int64_t, const int64_t*, int64_t, int64_t, const int8_t*, const int8_t*,
+                         int32_t*) {
+  not_in_fuzz_builds(GemmArgs{});
+}
+void amx_int8_store_mapped(const int32_t*, const int64_t*, int64_t, int64_t, int64_t, const Int8Epilogue&, float*,
+                           int64_t, int64_t) {
+  not_in_fuzz_builds(GemmArgs{});
+}
+// The AMX convolutions' tiles and operands (ops/cpu/conv_amx.cpp).
+void amx_bf16_image(const float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, uint32_t*) {
+  not_in_fuzz_builds(GemmArgs{});
+}
+void amx_bf16_conv_tiles(const uint32_t*, int64_t, const int64_t*, int64_t, int64_t, const uint32_t*,
+                         const uint32_t*, float*) {
+  not_in_fuzz_builds(GemmArgs{});
+}
+void amx_f32_store_mapped(const float*, const int64_t*, int64_t, int64_t, const float*, float*, int64_t) {
+  not_in_fuzz_builds(GemmArgs{});
+}
+void amx_bf16_pitched_planes(const float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                             uint16_t*) {
+  not_in_fuzz_builds(GemmArgs{});
+}
+void amx_bf16_pixel_pairs(const uint16_t*, int64_t, int64_t, int64_t, uint32_t*) { not_in_fuzz_builds(GemmArgs{}); }
+void amx_bf16_wgrad_tiles(const uint16_t* const*, const uint32_t* const*, int64_t, int64_t, int64_t, int64_t, float*,
+                          bool) {
   not_in_fuzz_builds(GemmArgs{});
 }
 
