@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "infer/detector.h"
+#include "infer/inputs.h"
 #include "infer/page_reader.h"
 #include "infer/predictor.h"
 #include "runtime/cli.h"
@@ -26,15 +27,6 @@
 using namespace ocrt;
 using namespace ocrt::infer;
 namespace fs = std::filesystem;
-
-namespace {
-
-bool is_image(const fs::path& p) {
-  const std::string e = p.extension().string();
-  return e == ".png" || e == ".jpg" || e == ".jpeg" || e == ".tif" || e == ".tiff" || e == ".bmp" || e == ".pgm";
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   try {
@@ -54,7 +46,7 @@ int main(int argc, char** argv) {
       }
       std::vector<std::string> in_dir;
       for (const auto& e : fs::directory_iterator(a))
-        if (e.is_regular_file() && is_image(e.path())) in_dir.push_back(e.path().string());
+        if (e.is_regular_file() && is_image_file_name(e.path().string())) in_dir.push_back(e.path().string());
       std::sort(in_dir.begin(), in_dir.end());
       pages.insert(pages.end(), in_dir.begin(), in_dir.end());
     }

@@ -195,15 +195,33 @@ double vote_confidence(const LineResult& r) {
   return confidence_per_char({&r});
 }
 
+namespace {
+
+// The lines that read at least `floor` a character one way or the other, each counted for the
+// way it reads surer (votes[0] upright, votes[1] turned); equal readings count for neither.
+void count_votes(const std::vector<double>& upright, const std::vector<double>& turned, double floor,
+                 int64_t votes[2]) {
+  votes[0] = votes[1] = 0;
+  for (size_t j = 0; j < upright.size(); ++j) {
+    const double a = upright[j], b = turned[j];
+    if (a != b && std::max(a, b) >= floor) ++votes[b > a ? 1 : 0];
+  }
+}
+
+// The mean confidence per character of a page's probe lines read the way it was found turned.
+double winner_confidence(const PageReadInfo& info) {
+  return info.probe_confidence[info.rotation == 180 || info.rotation == 270 ? 1 : 0];
+}
+
+}  // namespace
+
 int orientation_vote(const std::vector<double>& upright, const std::vector<double>& turned, double mean_upright,
                      double mean_turned, int votes[2]) {
   OCRT_CHECK(upright.size() == turned.size(), "orientation_vote: ", upright.size(), " lines read upright, ",
              turned.size(), " turned");
-  votes[0] = votes[1] = 0;
-  for (size_t j = 0; j < upright.size(); ++j) {
-    const double a = upright[j], b = turned[j];
-    if (a != b && std::max(a, b) >= kOrientationVoteFloor) ++votes[b > a ? 1 : 0];
-  }
+  int64_t counted[2];
+  count_votes(upright, turned, kOrientationVoteFloor, counted);
+  votes[0] = (int)counted[0], votes[1] = (int)counted[1];
   if (votes[0] != votes[1]) return votes[1] > votes[0] ? 1 : 0;
   return mean_turned > mean_upright ? 1 : 0;
 }
@@ -231,10 +249,7 @@ struct PageWork {
     readings.assign(n, {}), outlines.assign(n, {}), widths.assign(n, 0), done.assign(n, false);
   }
   // The mean confidence per character of the probe lines read the way decide_orientation took.
-  double winner_confidence() const {
-    const bool second = info.rotation == 180 || info.rotation == 270;
-    return info.probe_confidence[second ? 1 : 0];
-  }
+  double winner_confidence() const { return ocrt::infer::winner_confidence(info); }
 
   // Cuts out boxes `which`, each turned by `rotation`, and reads them; returns the readings,
   // the oriented outlines and the images' widths in the order of `which`.
@@ -369,11 +384,7 @@ int decide_orientation(PageWork& w) {
         for (const LineResult& r : read[k]) per_line[k].push_back(vote_confidence(r));
       info.probe_confidence[0] = mean_confidence(read[0]), info.probe_confidence[1] = mean_confidence(read[1]);
       way = orientation_vote(per_line[0], per_line[1], info.probe_confidence[0], info.probe_confidence[1], votes);
-      info.probe_sure_votes[0] = info.probe_sure_votes[1] = 0;
-      for (size_t j = 0; j < per_line[0].size(); ++j) {
-        const double a = per_line[0][j], b = per_line[1][j];
-        if (a != b && std::max(a, b) >= kSureVote) ++info.probe_sure_votes[b > a ? 1 : 0];
-      }
+      count_votes(per_line[0], per_line[1], kSureVote, info.probe_sure_votes);
       if (std::abs(votes[0] - votes[1]) >= 2 || probed == limit) break;
       const size_t next = std::min(limit, probed + (size_t)w.o.orientation_lines);
       read_more(0, probed, next), read_more(1, probed, next);
@@ -440,8 +451,7 @@ bool decisive(const PageReadInfo& info) {
 }  // namespace
 
 bool take_sideways(const PageReadInfo& first, const PageReadInfo& turned) {
-  auto winner = [](const PageReadInfo& i) { return i.probe_confidence[i.rotation == 180 || i.rotation == 270 ? 1 : 0]; };
-  if (winner(turned) >= winner(first) + kSidewaysMargin) return true;
+  if (winner_confidence(turned) >= winner_confidence(first) + kSidewaysMargin) return true;
   return turned.probed_both && decisive(turned);
 }
 
