@@ -180,8 +180,9 @@ struct Geometry {
 // time), then through B along each tile's six columns. rows and t are scratch of 6 * Wp floats.
 // (Until the twenty-seventh session the six rows were first copied into padded scratch: 2-4% of
 // a crnn-s run in memmove.)
-void input_row(const float* x, const Geometry& g, int64_t c, int64_t n, int64_t ty, float* V, int64_t P,
-               int64_t p0, float* rows, float* t) {
+// Compiled for each path (input_row_plain, _avx2, _avx512 below, chosen by input_row_for_path).
+[[gnu::always_inline]] inline void input_row(const float* x, const Geometry& g, int64_t c, int64_t n, int64_t ty,
+                                             float* V, int64_t P, int64_t p0, float* rows, float* t) {
   // The six input rows are read where they lie in x; rows above or below the image read as a
   // row of zeros (the start of `rows`, free until the pass along the rows below). Columns of the
   // padding read only zeros, and B^T of zeros is zero: they are set, not computed.
@@ -243,6 +244,36 @@ void input_row(const float* x, const Geometry& g, int64_t c, int64_t n, int64_t 
   }
 }
 
+// input_row for the baseline x86-64, for AVX2 + FMA and for AVX-512, so that a distribution
+// build runs its loops as wide as the CPU allows (a native build's own input_row had run 16 wide
+// where a distribution build's ran 4 wide on SSE2: 11% of a bf16 run against 9%).
+using InputRow = void (*)(const float*, const Geometry&, int64_t, int64_t, int64_t, float*, int64_t, int64_t, float*,
+                          float*);
+
+void input_row_plain(const float* x, const Geometry& g, int64_t c, int64_t n, int64_t ty, float* V, int64_t P,
+                     int64_t p0, float* rows, float* t) {
+  input_row(x, g, c, n, ty, V, P, p0, rows, t);
+}
+
+#if defined(OCRT_TARGET_ATTRS)
+OCRT_TARGET_AVX2 void input_row_avx2(const float* x, const Geometry& g, int64_t c, int64_t n, int64_t ty, float* V,
+                                     int64_t P, int64_t p0, float* rows, float* t) {
+  input_row(x, g, c, n, ty, V, P, p0, rows, t);
+}
+OCRT_TARGET_AVX512 void input_row_avx512(const float* x, const Geometry& g, int64_t c, int64_t n, int64_t ty,
+                                         float* V, int64_t P, int64_t p0, float* rows, float* t) {
+  input_row(x, g, c, n, ty, V, P, p0, rows, t);
+}
+#endif
+
+InputRow input_row_for_path() {
+#if defined(OCRT_TARGET_ATTRS)
+  if (cpu_isa() >= CpuIsa::avx512) return input_row_avx512;
+  if (cpu_isa() >= CpuIsa::avx2) return input_row_avx2;
+#endif
+  return input_row_plain;
+}
+
 // Pooled rows 2 ty and 2 ty + 1 (those below Hp) from the tile row's output rows 4 ty .. 4 ty + 3
 // (those below Ho) in `rows`, past the ReLU: no value is NaN or -0 there, so the first maximum
 // of a window that max_pool2d keeps is simply its maximum, and the order of the comparisons does
@@ -292,8 +323,8 @@ void input_row(const float* x, const Geometry& g, int64_t c, int64_t n, int64_t 
 // where the 4x4 tile lies inside the output. q is scratch of 4 * 6 * tw floats.
 // M's planes hold (Cout x P) products, or (P x Cout) ones when `transposed` (the small-tile path).
 // With a pool, the four rows go (after ReLU) to `rows` (scratch of 5 * Wo floats) instead, and
-// the tile row's two pooled rows to y (pooled_rows). Compiled twice (output_row_plain,
-// output_row_avx2 below).
+// the tile row's two pooled rows to y (pooled_rows). Compiled once per path (output_row_plain,
+// _avx2 and _avx512 below).
 [[gnu::always_inline]] inline void output_row(const float* M, const Geometry& g, int64_t k, int64_t n, int64_t ty,
                                               int64_t P, int64_t p0, float bias, float* y, float* q, bool transposed,
                                               const WinogradReluPool* pool, float* rows) {
@@ -350,6 +381,7 @@ void input_row(const float* x, const Geometry& g, int64_t c, int64_t n, int64_t 
 // thread.
 void input_tiles(const float* x, const Geometry& g, int64_t r0, int64_t rows, float* V) {
   const int64_t P = rows * g.tw;
+  const InputRow input_row = input_row_for_path();
 #pragma omp parallel
   {
     std::vector<float> scratch((size_t)(2 * kIn * g.Wp));
@@ -361,10 +393,10 @@ void input_tiles(const float* x, const Geometry& g, int64_t r0, int64_t rows, fl
   }
 }
 
-// output_row for the baseline x86-64 and for AVX2 + FMA, so that a build for any x86-64 runs its
-// loops 8 wide where the CPU has AVX2 (chosen by the path, as the kernels outside the GEMM are:
-// runtime/cpu_isa.h). A distribution build had run them on SSE2 alone: 19% of a bf16 run there
-// against 8% in a -march=native build.
+// output_row for the baseline x86-64, for AVX2 + FMA and for AVX-512, so that a build for any
+// x86-64 runs its loops 8 or 16 wide where the CPU has AVX2 or AVX-512 (chosen by the path, as
+// the kernels outside the GEMM are: runtime/cpu_isa.h). A distribution build had run them on
+// SSE2 alone: 19% of a bf16 run there against 8% in a -march=native build.
 using OutputRow = void (*)(const float*, const Geometry&, int64_t, int64_t, int64_t, int64_t, int64_t, float, float*,
                            float*, bool, const WinogradReluPool*, float*);
 
@@ -379,10 +411,16 @@ OCRT_TARGET_AVX2 void output_row_avx2(const float* M, const Geometry& g, int64_t
                                       const WinogradReluPool* pool, float* rows) {
   output_row(M, g, k, n, ty, P, p0, bias, y, q, transposed, pool, rows);
 }
+OCRT_TARGET_AVX512 void output_row_avx512(const float* M, const Geometry& g, int64_t k, int64_t n, int64_t ty,
+                                          int64_t P, int64_t p0, float bias, float* y, float* q, bool transposed,
+                                          const WinogradReluPool* pool, float* rows) {
+  output_row(M, g, k, n, ty, P, p0, bias, y, q, transposed, pool, rows);
+}
 #endif
 
 OutputRow output_row_for_path() {
 #if defined(OCRT_TARGET_ATTRS)
+  if (cpu_isa() >= CpuIsa::avx512) return output_row_avx512;
   if (cpu_isa() >= CpuIsa::avx2) return output_row_avx2;
 #endif
   return output_row_plain;
@@ -754,6 +792,7 @@ void winograd_conv2d_weight_grad(const float* x, const float* dy, float* dw, int
   const Geometry& g = plan.g;
   const int64_t tile_rows = plan.tile_rows, rows_per_chunk = plan.rows_per_chunk, max_tiles = plan.max_tiles;
 
+  const InputRow input_row = input_row_for_path();
   Tensor S_mem = Tensor::empty({kPoints * Cout * C}), V_mem = Tensor::empty({kPoints * C * max_tiles}),
          D_mem = Tensor::empty({kPoints * Cout * max_tiles});
   float *S = S_mem.data<float>(), *V = V_mem.data<float>(), *D = D_mem.data<float>();
