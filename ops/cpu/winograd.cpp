@@ -47,6 +47,10 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(OCRT_TARGET_ATTRS)
+#include <immintrin.h>
+#endif
+
 #include "ops/cpu/fingerprint.h"
 #include "runtime/error.h"
 #include "runtime/tensor.h"
@@ -162,8 +166,8 @@ void transform_weights(const float* w, int64_t Cout, int64_t C, float* U, int64_
 //         [ 0  1 -1  8 -8  1 ]
 #define OCRT_WINOGRAD_OUTPUT_1D(m0, m1, m2, m3, m4, m5, o0, o1, o2, o3) \
   do {                                                                   \
-    const float s12 = (m1) + (m2), d12 = (m1) - (m2);                    \
-    const float s34 = (m3) + (m4), d34 = (m3) - (m4);                    \
+    const auto s12 = (m1) + (m2), d12 = (m1) - (m2);                     \
+    const auto s34 = (m3) + (m4), d34 = (m3) - (m4);                     \
     o0 = (m0) + s12 + s34;                                               \
     o1 = d12 + 2 * d34;                                                  \
     o2 = s12 + 4 * s34;                                                  \
@@ -260,9 +264,75 @@ OCRT_TARGET_AVX2 void input_row_avx2(const float* x, const Geometry& g, int64_t 
                                      int64_t P, int64_t p0, float* rows, float* t) {
   input_row(x, g, c, n, ty, V, P, p0, rows, t);
 }
+
+// The loads of 16 columns starting at image column `from` of a row W wide: a mask of the lanes
+// that lie inside the row (the others read as zero: the padding).
+OCRT_TARGET_AVX512 inline __mmask16 columns_inside(int64_t from, int64_t W) {
+  const int64_t lo = std::clamp<int64_t>(-from, 0, 16), hi = std::clamp<int64_t>(W - from, 0, 16);
+  return hi > lo ? (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u)) : (__mmask16)0;
+}
+
+// input_row on AVX-512, 16 tiles at a time, with no scalar loop: each of the six input rows
+// under the tiles is loaded as 64 + 2 columns (masked: columns outside the image read as zero)
+// and dealt by permutes into its six phases (phase m holds column 4 tx + m of each of the 16
+// tiles), then the phases go through B^T down the rows and through B across the phases, with the
+// scalar path's formulas (OCRT_WINOGRAD_INPUT_1D, on vectors) in the same order: the same V.
+// The scalar path's deal of a row into phases had taken most of its time (stride-4 loads the
+// compiler leaves scalar, and rows of 13 to 50 tiles that a 16-lane loop mostly leaves to its
+// remainder).
 OCRT_TARGET_AVX512 void input_row_avx512(const float* x, const Geometry& g, int64_t c, int64_t n, int64_t ty,
-                                         float* V, int64_t P, int64_t p0, float* rows, float* t) {
-  input_row(x, g, c, n, ty, V, P, p0, rows, t);
+                                         float* V, int64_t P, int64_t p0, float*, float*) {
+  const float* plane = x + (n * g.C + c) * g.H * g.W;
+  const float* r[kIn];
+  for (int64_t i = 0; i < kIn; ++i) {
+    const int64_t ih = kOut * ty - g.ph + i;
+    r[i] = ih >= 0 && ih < g.H ? plane + ih * g.W : nullptr;
+  }
+  // Lanes 0..7 of (a, b) and 8..15 of (c, d) at positions 4 t + m: phase m of 16 tiles.
+  alignas(64) int32_t lo_index[4][16], hi_index[4][16];
+  for (int m = 0; m < 4; ++m)
+    for (int t = 0; t < 16; ++t) lo_index[m][t] = (4 * t + m) & 31, hi_index[m][t] = (4 * (t - 8) + m) & 31;
+  __m512i lo_idx[4], hi_idx[4];
+  for (int m = 0; m < 4; ++m)
+    lo_idx[m] = _mm512_load_si512(lo_index[m]), hi_idx[m] = _mm512_load_si512(hi_index[m]);
+  float* out[kPoints];
+  for (int64_t xi = 0; xi < kPoints; ++xi) out[xi] = V + (xi * g.C + c) * P + p0;
+  for (int64_t tx0 = 0; tx0 < g.tw; tx0 += 16) {
+    const int64_t tiles = std::min<int64_t>(16, g.tw - tx0);
+    const __mmask16 store_mask = (__mmask16)((1u << tiles) - 1u);
+    const int64_t from = kOut * tx0 - g.pw;  // image column of the block's first padded column
+    __m512 ph[kIn][kIn];                     // ph[row][phase]
+    for (int64_t i = 0; i < kIn; ++i) {
+      if (!r[i]) {
+        for (int m = 0; m < kIn; ++m) ph[i][m] = _mm512_setzero_ps();
+        continue;
+      }
+      __m512 a[5];
+      for (int k = 0; k < 5; ++k)
+        a[k] = _mm512_maskz_loadu_ps(columns_inside(from + 16 * k, g.W), r[i] + from + 16 * k);
+      for (int m = 0; m < 4; ++m)
+        ph[i][m] = _mm512_mask_blend_ps((__mmask16)0xFF00, _mm512_permutex2var_ps(a[0], lo_idx[m], a[1]),
+                                        _mm512_permutex2var_ps(a[2], hi_idx[m], a[3]));
+      // Phases 4 and 5 are phases 0 and 1 one tile on: the 16th tile's from columns 64 and 65.
+      ph[i][4] = _mm512_castsi512_ps(
+          _mm512_alignr_epi32(_mm512_castps_si512(a[4]), _mm512_castps_si512(ph[i][0]), 1));
+      const __m512 a4_next = _mm512_castsi512_ps(
+          _mm512_alignr_epi32(_mm512_castps_si512(_mm512_setzero_ps()), _mm512_castps_si512(a[4]), 1));
+      ph[i][5] = _mm512_castsi512_ps(
+          _mm512_alignr_epi32(_mm512_castps_si512(a4_next), _mm512_castps_si512(ph[i][1]), 1));
+    }
+    for (int m = 0; m < kIn; ++m) {  // down the rows: u[i][m] = (B^T d)[i], column 4 tx + m
+      __m512 u0, u1, u2, u3, u4, u5;
+      OCRT_WINOGRAD_INPUT_1D(ph[0][m], ph[1][m], ph[2][m], ph[3][m], ph[4][m], ph[5][m], u0, u1, u2, u3, u4, u5);
+      ph[0][m] = u0, ph[1][m] = u1, ph[2][m] = u2, ph[3][m] = u3, ph[4][m] = u4, ph[5][m] = u5;
+    }
+    for (int64_t i = 0; i < kIn; ++i) {  // across the phases: V[i * 6 + j]
+      __m512 v[kIn];
+      OCRT_WINOGRAD_INPUT_1D(ph[i][0], ph[i][1], ph[i][2], ph[i][3], ph[i][4], ph[i][5], v[0], v[1], v[2], v[3], v[4],
+                             v[5]);
+      for (int64_t j = 0; j < kIn; ++j) _mm512_mask_storeu_ps(out[i * kIn + j] + tx0, store_mask, v[j]);
+    }
+  }
 }
 #endif
 
@@ -411,10 +481,55 @@ OCRT_TARGET_AVX2 void output_row_avx2(const float* M, const Geometry& g, int64_t
                                       const WinogradReluPool* pool, float* rows) {
   output_row(M, g, k, n, ty, P, p0, bias, y, q, transposed, pool, rows);
 }
+// output_row on AVX-512 (the usual, untransposed M), 16 tiles at a time: A^T down the columns
+// of each tile, then across, with the scalar path's formulas (OCRT_WINOGRAD_OUTPUT_1D on
+// vectors) in the same order, and the four values of each tile's row dealt back into place by
+// permutes (the scalar path stored them a tile at a time): the same bits.
 OCRT_TARGET_AVX512 void output_row_avx512(const float* M, const Geometry& g, int64_t k, int64_t n, int64_t ty,
                                           int64_t P, int64_t p0, float bias, float* y, float* q, bool transposed,
                                           const WinogradReluPool* pool, float* rows) {
-  output_row(M, g, k, n, ty, P, p0, bias, y, q, transposed, pool, rows);
+  if (transposed) return output_row(M, g, k, n, ty, P, p0, bias, y, q, transposed, pool, rows);
+  // (o0[t], o1[t]) pairs for t = 0..7 (lo) and 8..15 (hi); then pairs of pairs, as doubles.
+  alignas(64) int32_t pair_lo[16], pair_hi[16];
+  for (int l = 0; l < 16; ++l) pair_lo[l] = (l & 1) * 16 + l / 2, pair_hi[l] = (l & 1) * 16 + 8 + l / 2;
+  const __m512i idx_lo = _mm512_load_si512(pair_lo), idx_hi = _mm512_load_si512(pair_hi);
+  const __m512i quad_lo = _mm512_set_epi64(11, 3, 10, 2, 9, 1, 8, 0), quad_hi = _mm512_set_epi64(15, 7, 14, 6, 13, 5, 12, 4);
+  const __m512 vbias = _mm512_set1_ps(bias), zero = _mm512_setzero_ps();
+  const float* m[kPoints];
+  for (int64_t xi = 0; xi < kPoints; ++xi) m[xi] = M + xi * g.Cout * P + k * P + p0;
+  float* plane = y + (n * g.Cout + k) * g.Ho * g.Wo;
+  const int64_t out_rows = std::min<int64_t>(kOut, g.Ho - kOut * ty);
+  for (int64_t tx0 = 0; tx0 < g.tw; tx0 += 16) {
+    const int64_t tiles = std::min<int64_t>(16, g.tw - tx0);
+    const __mmask16 load_mask = (__mmask16)((1u << tiles) - 1u);
+    __m512 qv[kOut][kIn];  // qv[a][j] = sum_i A^T[a][i] M[i * 6 + j]
+    for (int64_t j = 0; j < kIn; ++j) {
+      __m512 mi[kIn];
+      for (int64_t i = 0; i < kIn; ++i) mi[i] = _mm512_maskz_loadu_ps(load_mask, m[i * kIn + j] + tx0);
+      OCRT_WINOGRAD_OUTPUT_1D(mi[0], mi[1], mi[2], mi[3], mi[4], mi[5], qv[0][j], qv[1][j], qv[2][j], qv[3][j]);
+    }
+    for (int64_t a = 0; a < out_rows; ++a) {
+      __m512 o[kOut];
+      OCRT_WINOGRAD_OUTPUT_1D(qv[a][0], qv[a][1], qv[a][2], qv[a][3], qv[a][4], qv[a][5], o[0], o[1], o[2], o[3]);
+      for (__m512& v : o) {
+        v = _mm512_add_ps(v, vbias);
+        if (pool) v = _mm512_max_ps(v, zero);  // v > 0 ? v : 0, as the scalar path: NaN and -0 become +0
+      }
+      const __m512 lo01 = _mm512_permutex2var_ps(o[0], idx_lo, o[1]), hi01 = _mm512_permutex2var_ps(o[0], idx_hi, o[1]);
+      const __m512 lo23 = _mm512_permutex2var_ps(o[2], idx_lo, o[3]), hi23 = _mm512_permutex2var_ps(o[2], idx_hi, o[3]);
+      const __m512d a01[2] = {_mm512_castps_pd(lo01), _mm512_castps_pd(hi01)};
+      const __m512d a23[2] = {_mm512_castps_pd(lo23), _mm512_castps_pd(hi23)};
+      float* row = (pool ? rows + a * g.Wo : plane + (kOut * ty + a) * g.Wo) + kOut * tx0;
+      for (int s = 0; s < 4; ++s) {  // columns 16 s .. 16 s + 15 of the block: tiles 4 s .. 4 s + 3
+        const __m512 part = _mm512_castpd_ps(_mm512_permutex2var_pd(a01[s / 2], s % 2 ? quad_hi : quad_lo, a23[s / 2]));
+        const int64_t first = kOut * tx0 + 16 * s;
+        if (first >= g.Wo) break;
+        const int64_t cols = std::min<int64_t>(16, g.Wo - first);
+        _mm512_mask_storeu_ps(row + 16 * s, (__mmask16)((1u << cols) - 1u), part);
+      }
+    }
+  }
+  if (pool) pooled_rows(rows, g, *pool, k, n, ty, y);
 }
 #endif
 

@@ -390,6 +390,8 @@ TEST_CASE("fast mode through 3x3 layers: Winograd F(4x4,3x3) against the plain-l
       {1, 32, 1, 12, 16, 1, 1, false},  // one input row
       {2, 16, 6, 1, 16, 1, 1, true},    // one input column
       {2, 64, 16, 40, 48, 1, 1, true},  // several tile rows and columns per image
+      {1, 16, 6, 70, 24, 1, 1, true},   // rows of 18 tiles: a block of 16 and a partial one (AVX-512)
+      {1, 16, 4, 128, 16, 1, 1, false}, // rows of two whole blocks of 16 tiles
   };
   for (size_t gi = 0; gi < geos.size(); ++gi) {
     const Geo& g = geos[gi];
@@ -457,6 +459,7 @@ TEST_CASE("Winograd's weight gradient against the plain-loop reference", "[conv]
       {1, 32, 1, 12, 16, 1, 1},   // one input row
       {2, 16, 6, 1, 16, 1, 1},    // one input column
       {4, 64, 16, 40, 48, 1, 1},  // many tiles summed
+      {1, 16, 6, 70, 24, 1, 1},   // rows of 18 tiles: a block of 16 and a partial one (AVX-512)
   };
   for (size_t gi = 0; gi < geos.size(); ++gi) {
     const Geo& g = geos[gi];
@@ -502,7 +505,8 @@ TEST_CASE("Winograd in bf16: y and dw within the bf16 bound of the plain-loop re
   struct Geo {
     int64_t N, C, H, W, Cout, pad;
   };
-  const std::vector<Geo> geos = {{2, 16, 5, 7, 16, 1}, {1, 24, 4, 33, 20, 1}, {2, 64, 8, 30, 128, 1}, {2, 17, 3, 3, 16, 2}};
+  const std::vector<Geo> geos = {{2, 16, 5, 7, 16, 1},    {1, 24, 4, 33, 20, 1}, {2, 64, 8, 30, 128, 1},
+                                 {2, 17, 3, 3, 16, 2},    {1, 16, 6, 70, 24, 1}};
   for (size_t gi = 0; gi < geos.size(); ++gi) {
     const Geo& g = geos[gi];
     INFO("geometry " << gi);

@@ -1,0 +1,85 @@
+// Winograd's 3x3 convolution (ops/cpu/winograd.h) alone, in inference (weights kept transformed),
+// on crnn-en's five 3x3 layers at a batch of 32 lines of 32 x 400: milliseconds per call and the
+// rate counted as the direct convolution's FLOPs, in float32 and bf16 products.
+//
+//   bench_winograd [--threads N] [--reps R]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "ops/cpu/winograd.h"
+#include "runtime/cpu/gemm.h"
+#include "runtime/tensor.h"
+#include "runtime/threading.h"
+
+using namespace ocrt;
+
+int main(int argc, char** argv) {
+  int threads = 2, reps = 9;
+  for (int i = 1; i < argc; i += 2) {
+    const bool known = i + 1 < argc && (!std::strcmp(argv[i], "--threads") || !std::strcmp(argv[i], "--reps"));
+    const int value = known ? std::atoi(argv[i + 1]) : 0;
+    if (!known || value < 1) {
+      std::fprintf(stderr, "usage: bench_winograd [--threads N] [--reps R]  (N, R >= 1)\n");
+      return 2;
+    }
+    (argv[i][2] == 't' ? threads : reps) = value;
+  }
+  set_num_threads(threads);
+#if defined(OCRT_CPU_WINOGRAD)
+  NoGradGuard no_grad;
+  struct Layer {
+    const char* name;
+    int64_t C, Cout, H, W;
+    int pool;  // 0 none, 1: (2, 2) stride (2, 2), 2: (2, 2) stride (2, 1) padding (0, 1)
+  };
+  const Layer layers[] = {{"cnn.3 64->128", 64, 128, 16, 200, 1},
+                          {"cnn.6 128->256", 128, 256, 8, 100, 0},
+                          {"cnn.9 256->256", 256, 256, 8, 100, 2},
+                          {"cnn.12 256->512", 256, 512, 4, 101, 0},
+                          {"cnn.15 512->512", 512, 512, 4, 101, 2}};
+  const int64_t N = 32;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  std::printf("%-18s %-5s %10s %10s\n", "layer", "prec", "ms", "GFLOP/s");
+  double total[2] = {0, 0};
+  for (const Layer& l : layers) {
+    std::vector<float> x((size_t)(N * l.C * l.H * l.W)), w((size_t)(l.Cout * l.C * 9)), b((size_t)l.Cout);
+    for (float& v : x) v = u(rng);
+    for (float& v : w) v = u(rng) - 0.5f;
+    for (float& v : b) v = u(rng);
+    cpu::WinogradReluPool pool{};
+    const cpu::WinogradReluPool* pp = nullptr;
+    int64_t out = N * l.Cout * l.H * l.W;
+    if (l.pool == 1) pool = {2, 2, 0, l.H / 2, l.W / 2}, pp = &pool, out /= 4;
+    if (l.pool == 2) pool = {2, 1, 1, l.H / 2, l.W + 1}, pp = &pool;
+    std::vector<float> y((size_t)out);
+    const double flop = 2.0 * N * l.H * l.W * l.Cout * l.C * 9;
+    for (int pi = 0; pi < 2; ++pi) {
+      cpu::MatmulPrecisionScope scope(pi ? cpu::MatmulPrecision::bf16 : cpu::MatmulPrecision::f32);
+      auto call = [&] {
+        cpu::winograd_conv2d(x.data(), w.data(), b.data(), y.data(), N, l.C, l.H, l.W, l.Cout, 1, 1, 0, pp);
+      };
+      call(), call(), call();
+      std::vector<double> ms;
+      for (int r = 0; r < reps; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        call();
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::sort(ms.begin(), ms.end());
+      const double m = ms[ms.size() / 2];
+      total[pi] += m;
+      std::printf("%-18s %-5s %10.2f %10.1f\n", l.name, pi ? "bf16" : "fp32", m, flop / m / 1e6);
+    }
+  }
+  std::printf("%-18s %-5s %10.2f\n%-18s %-5s %10.2f\n", "all five", "fp32", total[0], "all five", "bf16", total[1]);
+#else
+  std::printf("no Winograd path in this build\n");
+#endif
+  return 0;
+}
