@@ -599,8 +599,8 @@ Plan make_plan(int64_t N, int64_t C, int64_t H, int64_t W, int64_t Cout, int64_t
 //       [ 0  0  0  1 ]
 #define OCRT_WINOGRAD_DY_1D(d0, d1, d2, d3, e0, e1, e2, e3, e4, e5) \
   do {                                                               \
-    const float s02 = (d0) + (d2), s13 = (d1) + (d3);                \
-    const float t02 = (d0) + 4 * (d2), t13 = 2 * (d1) + 8 * (d3);     \
+    const auto s02 = (d0) + (d2), s13 = (d1) + (d3);                 \
+    const auto t02 = (d0) + 4 * (d2), t13 = 2 * (d1) + 8 * (d3);      \
     e0 = (d0);                                                       \
     e1 = s02 + s13;                                                  \
     e2 = s02 - s13;                                                  \
@@ -612,8 +612,9 @@ Plan make_plan(int64_t N, int64_t C, int64_t H, int64_t W, int64_t Cout, int64_t
 // D for output channel k and one row of tiles: the four dy rows of the tile row (zero past Ho
 // and Wo) through A down the columns, then through A along each tile's four columns. rows is
 // scratch of 4 * 4 tw floats, t of 6 * 4 tw.
-void dy_row(const float* dy, const Geometry& g, int64_t k, int64_t n, int64_t ty, float* D, int64_t P, int64_t p0,
-            float* rows, float* t) {
+// Compiled for each path (dy_row_plain, _avx2, _avx512 below, chosen by dy_row_for_path).
+[[gnu::always_inline]] inline void dy_row(const float* dy, const Geometry& g, int64_t k, int64_t n, int64_t ty,
+                                          float* D, int64_t P, int64_t p0, float* rows, float* t) {
   const int64_t len = kOut * g.tw;
   const float* plane = dy + (n * g.Cout + k) * g.Ho * g.Wo;
   for (int64_t a = 0; a < kOut; ++a) {
@@ -642,6 +643,75 @@ void dy_row(const float* dy, const Geometry& g, int64_t k, int64_t n, int64_t ty
                           out[5][tx]);
     }
   }
+}
+
+using DyRow = void (*)(const float*, const Geometry&, int64_t, int64_t, int64_t, float*, int64_t, int64_t, float*,
+                       float*);
+
+void dy_row_plain(const float* dy, const Geometry& g, int64_t k, int64_t n, int64_t ty, float* D, int64_t P,
+                  int64_t p0, float* rows, float* t) {
+  dy_row(dy, g, k, n, ty, D, P, p0, rows, t);
+}
+
+#if defined(OCRT_TARGET_ATTRS)
+OCRT_TARGET_AVX2 void dy_row_avx2(const float* dy, const Geometry& g, int64_t k, int64_t n, int64_t ty, float* D,
+                                  int64_t P, int64_t p0, float* rows, float* t) {
+  dy_row(dy, g, k, n, ty, D, P, p0, rows, t);
+}
+
+// dy_row on AVX-512, 16 tiles at a time, as input_row_avx512: each of the four dy rows loaded as
+// 64 columns (masked: past Wo, zero) and dealt by permutes into its four phases, then A down the
+// rows and A across the phases with the portable code's formulas in its order: the same D. The
+// portable pass across stores its six values a tile at a time (most of its time in training).
+OCRT_TARGET_AVX512 void dy_row_avx512(const float* dy, const Geometry& g, int64_t k, int64_t n, int64_t ty, float* D,
+                                      int64_t P, int64_t p0, float*, float*) {
+  const float* plane = dy + (n * g.Cout + k) * g.Ho * g.Wo;
+  alignas(64) int32_t lo_index[4][16], hi_index[4][16];
+  for (int m = 0; m < 4; ++m)
+    for (int t = 0; t < 16; ++t) lo_index[m][t] = (4 * t + m) & 31, hi_index[m][t] = (4 * (t - 8) + m) & 31;
+  __m512i lo_idx[4], hi_idx[4];
+  for (int m = 0; m < 4; ++m)
+    lo_idx[m] = _mm512_load_si512(lo_index[m]), hi_idx[m] = _mm512_load_si512(hi_index[m]);
+  float* out[kPoints];
+  for (int64_t xi = 0; xi < kPoints; ++xi) out[xi] = D + (xi * g.Cout + k) * P + p0;
+  for (int64_t tx0 = 0; tx0 < g.tw; tx0 += 16) {
+    const int64_t tiles = std::min<int64_t>(16, g.tw - tx0);
+    const __mmask16 store_mask = (__mmask16)((1u << tiles) - 1u);
+    __m512 ph[kOut][kOut];  // ph[row][phase]
+    for (int64_t a = 0; a < kOut; ++a) {
+      const int64_t oh = kOut * ty + a;
+      if (oh >= g.Ho) {
+        for (int m = 0; m < kOut; ++m) ph[a][m] = _mm512_setzero_ps();
+        continue;
+      }
+      const float* row = plane + oh * g.Wo;
+      __m512 v[4];
+      for (int q = 0; q < 4; ++q) {
+        const int64_t from = kOut * tx0 + 16 * q;
+        v[q] = _mm512_maskz_loadu_ps(columns_inside(from, g.Wo), row + from);
+      }
+      for (int m = 0; m < kOut; ++m)
+        ph[a][m] = _mm512_mask_blend_ps((__mmask16)0xFF00, _mm512_permutex2var_ps(v[0], lo_idx[m], v[1]),
+                                        _mm512_permutex2var_ps(v[2], hi_idx[m], v[3]));
+    }
+    __m512 e[kIn][kOut];  // e[i][m] = (A dy)[i], column 4 tx + m
+    for (int m = 0; m < kOut; ++m)
+      OCRT_WINOGRAD_DY_1D(ph[0][m], ph[1][m], ph[2][m], ph[3][m], e[0][m], e[1][m], e[2][m], e[3][m], e[4][m], e[5][m]);
+    for (int64_t i = 0; i < kIn; ++i) {
+      __m512 o[kIn];
+      OCRT_WINOGRAD_DY_1D(e[i][0], e[i][1], e[i][2], e[i][3], o[0], o[1], o[2], o[3], o[4], o[5]);
+      for (int64_t j = 0; j < kIn; ++j) _mm512_mask_storeu_ps(out[i * kIn + j] + tx0, store_mask, o[j]);
+    }
+  }
+}
+#endif
+
+DyRow dy_row_for_path() {
+#if defined(OCRT_TARGET_ATTRS)
+  if (cpu_isa() >= CpuIsa::avx512) return dy_row_avx512;
+  if (cpu_isa() >= CpuIsa::avx2) return dy_row_avx2;
+#endif
+  return dy_row_plain;
 }
 
 // dw[k, c] (3x3) = G^T S G for the summed 6x6 S of every (k, c) pair of output channel k.
@@ -908,6 +978,7 @@ void winograd_conv2d_weight_grad(const float* x, const float* dy, float* dw, int
   const int64_t tile_rows = plan.tile_rows, rows_per_chunk = plan.rows_per_chunk, max_tiles = plan.max_tiles;
 
   const InputRow input_row = input_row_for_path();
+  const DyRow dy_row = dy_row_for_path();
   Tensor S_mem = Tensor::empty({kPoints * Cout * C}), V_mem = Tensor::empty({kPoints * C * max_tiles}),
          D_mem = Tensor::empty({kPoints * Cout * max_tiles});
   float *S = S_mem.data<float>(), *V = V_mem.data<float>(), *D = D_mem.data<float>();
