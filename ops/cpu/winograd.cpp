@@ -49,6 +49,8 @@
 
 #if defined(OCRT_TARGET_ATTRS)
 #include <immintrin.h>
+// input_row_pairs: AVX-512 with vcvtne2ps2bf16 (the avx512bf16 path).
+#define OCRT_TARGET_AVX512BF16 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx512bf16,avx2,fma")))
 #endif
 
 #include "ops/cpu/fingerprint.h"
@@ -280,57 +282,107 @@ OCRT_TARGET_AVX512 inline __mmask16 columns_inside(int64_t from, int64_t W) {
 // The scalar path's deal of a row into phases had taken most of its time (stride-4 loads the
 // compiler leaves scalar, and rows of 13 to 50 tiles that a 16-lane loop mostly leaves to its
 // remainder).
-OCRT_TARGET_AVX512 void input_row_avx512(const float* x, const Geometry& g, int64_t c, int64_t n, int64_t ty,
-                                         float* V, int64_t P, int64_t p0, float*, float*) {
-  const float* plane = x + (n * g.C + c) * g.H * g.W;
+// The rows under a tile row of one channel (null: outside the image, read as zeros), and the
+// permute indices that deal 32 columns into phases: lanes 0..7 of (a, b) and 8..15 of (c, d) at
+// positions 4 t + m are phase m of 16 tiles.
+struct InputRows {
   const float* r[kIn];
+  __m512i lo_idx[4], hi_idx[4];
+};
+
+OCRT_TARGET_AVX512 inline void input_rows(const float* x, const Geometry& g, int64_t c, int64_t n, int64_t ty,
+                                          InputRows& in) {
+  const float* plane = x + (n * g.C + c) * g.H * g.W;
   for (int64_t i = 0; i < kIn; ++i) {
     const int64_t ih = kOut * ty - g.ph + i;
-    r[i] = ih >= 0 && ih < g.H ? plane + ih * g.W : nullptr;
+    in.r[i] = ih >= 0 && ih < g.H ? plane + ih * g.W : nullptr;
   }
-  // Lanes 0..7 of (a, b) and 8..15 of (c, d) at positions 4 t + m: phase m of 16 tiles.
   alignas(64) int32_t lo_index[4][16], hi_index[4][16];
   for (int m = 0; m < 4; ++m)
     for (int t = 0; t < 16; ++t) lo_index[m][t] = (4 * t + m) & 31, hi_index[m][t] = (4 * (t - 8) + m) & 31;
-  __m512i lo_idx[4], hi_idx[4];
   for (int m = 0; m < 4; ++m)
-    lo_idx[m] = _mm512_load_si512(lo_index[m]), hi_idx[m] = _mm512_load_si512(hi_index[m]);
+    in.lo_idx[m] = _mm512_load_si512(lo_index[m]), in.hi_idx[m] = _mm512_load_si512(hi_index[m]);
+}
+
+// The 36 values of V (v[i * 6 + j]) of the 16 tiles from tile tx0 of a row (lanes past the row's
+// last tile hold what its columns of zeros give).
+[[gnu::always_inline]] OCRT_TARGET_AVX512 inline void input_block16(const InputRows& in, const Geometry& g,
+                                                                    int64_t tx0, __m512* v) {
+  const int64_t from = kOut * tx0 - g.pw;  // image column of the block's first padded column
+  __m512 ph[kIn][kIn];                     // ph[row][phase]
+  for (int64_t i = 0; i < kIn; ++i) {
+    if (!in.r[i]) {
+      for (int m = 0; m < kIn; ++m) ph[i][m] = _mm512_setzero_ps();
+      continue;
+    }
+    __m512 a[5];
+    for (int k = 0; k < 5; ++k)
+      a[k] = _mm512_maskz_loadu_ps(columns_inside(from + 16 * k, g.W), in.r[i] + from + 16 * k);
+    for (int m = 0; m < 4; ++m)
+      ph[i][m] = _mm512_mask_blend_ps((__mmask16)0xFF00, _mm512_permutex2var_ps(a[0], in.lo_idx[m], a[1]),
+                                      _mm512_permutex2var_ps(a[2], in.hi_idx[m], a[3]));
+    // Phases 4 and 5 are phases 0 and 1 one tile on: the 16th tile's from columns 64 and 65.
+    ph[i][4] =
+        _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(a[4]), _mm512_castps_si512(ph[i][0]), 1));
+    const __m512 a4_next = _mm512_castsi512_ps(
+        _mm512_alignr_epi32(_mm512_castps_si512(_mm512_setzero_ps()), _mm512_castps_si512(a[4]), 1));
+    ph[i][5] =
+        _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(a4_next), _mm512_castps_si512(ph[i][1]), 1));
+  }
+  for (int m = 0; m < kIn; ++m) {  // down the rows: u[i][m] = (B^T d)[i], column 4 tx + m
+    __m512 u0, u1, u2, u3, u4, u5;
+    OCRT_WINOGRAD_INPUT_1D(ph[0][m], ph[1][m], ph[2][m], ph[3][m], ph[4][m], ph[5][m], u0, u1, u2, u3, u4, u5);
+    ph[0][m] = u0, ph[1][m] = u1, ph[2][m] = u2, ph[3][m] = u3, ph[4][m] = u4, ph[5][m] = u5;
+  }
+  for (int64_t i = 0; i < kIn; ++i)  // across the phases: V[i * 6 + j]
+    OCRT_WINOGRAD_INPUT_1D(ph[i][0], ph[i][1], ph[i][2], ph[i][3], ph[i][4], ph[i][5], v[i * kIn + 0], v[i * kIn + 1],
+                           v[i * kIn + 2], v[i * kIn + 3], v[i * kIn + 4], v[i * kIn + 5]);
+}
+
+OCRT_TARGET_AVX512 void input_row_avx512(const float* x, const Geometry& g, int64_t c, int64_t n, int64_t ty,
+                                         float* V, int64_t P, int64_t p0, float*, float*) {
+  InputRows in;
+  input_rows(x, g, c, n, ty, in);
   float* out[kPoints];
   for (int64_t xi = 0; xi < kPoints; ++xi) out[xi] = V + (xi * g.C + c) * P + p0;
   for (int64_t tx0 = 0; tx0 < g.tw; tx0 += 16) {
+    const __mmask16 store_mask = (__mmask16)((1u << std::min<int64_t>(16, g.tw - tx0)) - 1u);
+    __m512 v[kPoints];
+    input_block16(in, g, tx0, v);
+    for (int64_t xi = 0; xi < kPoints; ++xi) _mm512_mask_storeu_ps(out[xi] + tx0, store_mask, v[xi]);
+  }
+}
+
+// input_row for channels c0 and c0 + 1 (c0 even), written as the bf16 pairs of the products'
+// packed B (runtime/cpu/gemm.h, sgemm_bf16_pairs_layout: panels of nr tiles, C / 2 rows of nr
+// pairs each, one such B per point xi, `plane` uint32 apart) instead of float32 V that the GEMM
+// then packs: half the bytes written, none read back for packing. Each pair (channel c0 in the
+// low half, c0 + 1 in the high one) rounded to nearest even as the GEMM's packing rounds, so
+// the products see the same operands.
+OCRT_TARGET_AVX512BF16 void input_row_pairs(const float* x, const Geometry& g, int64_t c0, int64_t n, int64_t ty,
+                                            uint32_t* Vp, int64_t plane, int64_t nr, int64_t p0) {
+  InputRows in0, in1;
+  input_rows(x, g, c0, n, ty, in0);
+  input_rows(x, g, c0 + 1, n, ty, in1);
+  const int64_t d = g.C / 2, kp = c0 / 2;
+  const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
+                                              6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  for (int64_t tx0 = 0; tx0 < g.tw; tx0 += 16) {
     const int64_t tiles = std::min<int64_t>(16, g.tw - tx0);
-    const __mmask16 store_mask = (__mmask16)((1u << tiles) - 1u);
-    const int64_t from = kOut * tx0 - g.pw;  // image column of the block's first padded column
-    __m512 ph[kIn][kIn];                     // ph[row][phase]
-    for (int64_t i = 0; i < kIn; ++i) {
-      if (!r[i]) {
-        for (int m = 0; m < kIn; ++m) ph[i][m] = _mm512_setzero_ps();
-        continue;
-      }
-      __m512 a[5];
-      for (int k = 0; k < 5; ++k)
-        a[k] = _mm512_maskz_loadu_ps(columns_inside(from + 16 * k, g.W), r[i] + from + 16 * k);
-      for (int m = 0; m < 4; ++m)
-        ph[i][m] = _mm512_mask_blend_ps((__mmask16)0xFF00, _mm512_permutex2var_ps(a[0], lo_idx[m], a[1]),
-                                        _mm512_permutex2var_ps(a[2], hi_idx[m], a[3]));
-      // Phases 4 and 5 are phases 0 and 1 one tile on: the 16th tile's from columns 64 and 65.
-      ph[i][4] = _mm512_castsi512_ps(
-          _mm512_alignr_epi32(_mm512_castps_si512(a[4]), _mm512_castps_si512(ph[i][0]), 1));
-      const __m512 a4_next = _mm512_castsi512_ps(
-          _mm512_alignr_epi32(_mm512_castps_si512(_mm512_setzero_ps()), _mm512_castps_si512(a[4]), 1));
-      ph[i][5] = _mm512_castsi512_ps(
-          _mm512_alignr_epi32(_mm512_castps_si512(a4_next), _mm512_castps_si512(ph[i][1]), 1));
-    }
-    for (int m = 0; m < kIn; ++m) {  // down the rows: u[i][m] = (B^T d)[i], column 4 tx + m
-      __m512 u0, u1, u2, u3, u4, u5;
-      OCRT_WINOGRAD_INPUT_1D(ph[0][m], ph[1][m], ph[2][m], ph[3][m], ph[4][m], ph[5][m], u0, u1, u2, u3, u4, u5);
-      ph[0][m] = u0, ph[1][m] = u1, ph[2][m] = u2, ph[3][m] = u3, ph[4][m] = u4, ph[5][m] = u5;
-    }
-    for (int64_t i = 0; i < kIn; ++i) {  // across the phases: V[i * 6 + j]
-      __m512 v[kIn];
-      OCRT_WINOGRAD_INPUT_1D(ph[i][0], ph[i][1], ph[i][2], ph[i][3], ph[i][4], ph[i][5], v[0], v[1], v[2], v[3], v[4],
-                             v[5]);
-      for (int64_t j = 0; j < kIn; ++j) _mm512_mask_storeu_ps(out[i * kIn + j] + tx0, store_mask, v[j]);
+    // Tiles p0 + tx0 .. + tiles - 1 lie in one panel or two: the first `head` in the panel of
+    // the first (from column j0), the rest from column 0 of the next.
+    const int64_t p = p0 + tx0, j0 = p % nr, head = std::min(tiles, nr - j0);
+    const __mmask16 head_mask = (__mmask16)((1u << head) - 1u);
+    const __mmask16 tail_mask = (__mmask16)(((1u << tiles) - 1u) & ~((1u << head) - 1u));
+    uint32_t* at = Vp + (p / nr) * nr * d + kp * nr + j0;  // tile p's pair, point 0
+    uint32_t* next = Vp + (p / nr + 1) * nr * d + kp * nr - head;  // lane `head` lands on column 0
+    __m512 v0[kPoints], v1[kPoints];
+    input_block16(in0, g, tx0, v0);
+    input_block16(in1, g, tx0, v1);
+    for (int64_t xi = 0; xi < kPoints; ++xi) {
+      const __m512i pairs = _mm512_permutexvar_epi16(interleave, (__m512i)_mm512_cvtne2ps_pbh(v1[xi], v0[xi]));
+      _mm512_mask_storeu_epi32(at + xi * plane, head_mask, pairs);
+      if (tail_mask) _mm512_mask_storeu_epi32(next + xi * plane, tail_mask, pairs);
     }
   }
 }
@@ -913,8 +965,53 @@ void chunked_forward(const float* x, const Plan& plan, const float* bias, float*
 // The usual forward pass with the weights kept transformed and packed as the products' A: the
 // transform and the packing of U, redone at every call otherwise, are gone (6% of a bf16 run of
 // ocrt-infer on 32-line batches). The same products as the usual path, bit for bit.
+#if defined(OCRT_TARGET_ATTRS)
+// kept_forward in bf16 on the avx512bf16 path: the input transform writes each chunk's V as the
+// products' packed B (input_row_pairs), and the products read it as it lies (sgemm_packed_ab)
+// with the kept A. Float32 V, written and read again by the GEMM's packing (3.4% of a crnn-en
+// bf16 run in pack_b_pairs alone), is gone. The same operands, the same sums: the same bits.
+void pairs_forward(const float* x, const KeptWeights& kept, const float* bias, float* y, const Plan& plan,
+                   const WinogradReluPool* pool, const SgemmBf16Pairs& layout) {
+  const Geometry& g = plan.g;
+  const int64_t nr = layout.nr, d = g.C / 2;
+  const int64_t plane = (plan.max_tiles + nr - 1) / nr * nr * d;  // uint32 pairs of one point's B
+  const int64_t v_size = kPoints * plane, m_size = kPoints * g.Cout * plan.max_tiles;
+  float* scratch = inference_scratch(v_size + m_size);
+  uint32_t* Vp = reinterpret_cast<uint32_t*>(scratch);
+  float* M = scratch + v_size;
+  for (int64_t r0 = 0; r0 < plan.tile_rows; r0 += plan.rows_per_chunk) {
+    const int64_t rows = std::min(plan.rows_per_chunk, plan.tile_rows - r0), P = rows * g.tw;
+    // The last panel's columns past P are zero, as the GEMM's own packing leaves them.
+    if (const int64_t used = P % nr; used > 0) {
+      const int64_t last = P / nr * nr * d;
+      for (int64_t xi = 0; xi < kPoints; ++xi)
+        for (int64_t kp = 0; kp < d; ++kp) {
+          uint32_t* row = Vp + xi * plane + last + kp * nr;
+          std::fill(row + used, row + nr, 0u);
+        }
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t cr = 0; cr < d * rows; ++cr) {
+      const int64_t cp = cr / rows, r = r0 + cr % rows;
+      input_row_pairs(x, g, 2 * cp, r / g.th, r % g.th, Vp, plane, nr, (r - r0) * g.tw);
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t xi = 0; xi < kPoints; ++xi)
+      sgemm_packed_ab(*kept.a_planes[(size_t)xi], P, Vp + xi * plane, M + xi * g.Cout * P, P);
+    output_tiles(M, g, r0, rows, bias, y, false, pool);
+  }
+}
+#endif
+
 void kept_forward(const float* x, const KeptWeights& kept, const float* bias, float* y, const Plan& plan,
                   const WinogradReluPool* pool) {
+#if defined(OCRT_TARGET_ATTRS)
+  if (matmul_precision() == MatmulPrecision::bf16) {
+    const SgemmBf16Pairs layout = sgemm_bf16_pairs_layout();
+    if (layout.nr > 0 && plan.g.C % 2 == 0 && plan.g.C <= layout.kc && plan.max_tiles <= layout.nc)
+      return pairs_forward(x, kept, bias, y, plan, pool, layout);
+  }
+#endif
   chunked_forward(x, plan, bias, y, pool, /*scratch=*/true, [&](int64_t xi, int64_t P, const float* V, float* M) {
     sgemm_packed_a(*kept.a_planes[(size_t)xi], P, V, P, 1, M, P);
   });

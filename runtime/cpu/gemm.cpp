@@ -198,6 +198,23 @@ void sgemm_packed_a(const SgemmPackedA& A, int64_t N, const float* B, int64_t ld
   k.run(g);
 }
 
+SgemmBf16Pairs sgemm_bf16_pairs_layout() {
+  if (chosen().isa != CpuIsa::avx512bf16) return {};
+  const SgemmBlocking b = chosen().bf16.blocking;
+  return {b.nr, b.kc, b.nc};
+}
+
+void sgemm_packed_ab(const SgemmPackedA& A, int64_t N, const uint32_t* packed_b, float* C, int64_t ldc) {
+  const SgemmBf16Pairs layout = sgemm_bf16_pairs_layout();
+  OCRT_CHECK(layout.nr > 0 && A.precision_ == MatmulPrecision::bf16 && matmul_precision() == MatmulPrecision::bf16,
+             "sgemm_packed_ab: bf16 products on the avx512bf16 path only");
+  OCRT_CHECK(A.K_ % 2 == 0 && A.K_ <= layout.kc && N >= 1 && N <= layout.nc, "sgemm_packed_ab: B of ", A.K_, " x ", N,
+             " does not fit one block of ", layout.kc, " x ", layout.nc, " with K even");
+  detail::GemmArgs g{A.M_, N, A.K_, nullptr, 0, 0, nullptr, 0, 0, C, ldc, false, packed_b};
+  g.packed_a = A.buffer_.get();
+  chosen().bf16.run(g);
+}
+
 bool sgemm_available() { return chosen().isa != CpuIsa::generic; }
 
 SgemmBlocking sgemm_blocking(CpuIsa isa, MatmulPrecision p) { return kernel_for(isa, p).blocking; }

@@ -163,6 +163,7 @@ class SgemmPackedA {
 
  private:
   friend void sgemm_packed_a(const SgemmPackedA&, int64_t, const float*, int64_t, int64_t, float*, int64_t, bool);
+  friend void sgemm_packed_ab(const SgemmPackedA&, int64_t, const uint32_t*, float*, int64_t);
   int64_t M_, K_;
   MatmulPrecision precision_;
   size_t bytes_ = 0;
@@ -172,6 +173,25 @@ class SgemmPackedA {
 // C (A.rows() x N) = A @ B (A.cols() x N), or += with accumulate, as sgemm.
 void sgemm_packed_a(const SgemmPackedA& A, int64_t N, const float* B, int64_t ldb_row, int64_t ldb_col, float* C,
                     int64_t ldc, bool accumulate = false);
+
+// Where the bf16 products of this path read B as pairs packed by vdpbf16ps's kernel (the
+// avx512bf16 path; AMX and the paths that round float32 operands pack otherwise): its panel
+// width nr and blocks kc (values of K) and nc (columns); all zero elsewhere. A B of K <= kc rows
+// and N <= nc columns, K even, packed in that layout is ceil(N / nr) panels of K / 2 rows of nr
+// uint32 pairs: element (k, j) is the low (k even) or high half of
+//   packed[(j / nr) * nr * (K / 2) + (k / 2) * nr + j % nr]
+// and columns past N in the last panel are zero. Products may then read such a B that its maker
+// packed itself (ops/cpu/winograd.cpp writes its transformed tiles so), through sgemm_packed_ab.
+struct SgemmBf16Pairs {
+  int64_t nr = 0, kc = 0, nc = 0;
+};
+SgemmBf16Pairs sgemm_bf16_pairs_layout();
+
+// C (A.rows() x N) = A @ B for A packed (SgemmPackedA, in bf16) and B packed by the caller in
+// sgemm_bf16_pairs_layout()'s layout (A.cols() rows, even, at most kc; N at most nc). The same
+// bits as sgemm_packed_a with B itself in float32 when B's pairs are its values rounded to bf16
+// as the kernel rounds them (to nearest even).
+void sgemm_packed_ab(const SgemmPackedA& A, int64_t N, const uint32_t* packed_b, float* C, int64_t ldc);
 
 #endif  // OCRT_CPU_SGEMM
 

@@ -527,6 +527,20 @@ TEST_CASE("Winograd in bf16: y and dw within the bf16 bound of the plain-loop re
                            g.pad, g.pad);
     }
     CHECK(y != y32);  // the bf16 kernel did the products
+    // Outside autograd the weights are kept transformed from the second call on, and on the
+    // avx512bf16 path the input tiles then go straight into the products' packed bf16 pairs
+    // (sgemm_packed_ab, a row of 18 tiles straddling panels of 32 in the last geometry): the same
+    // operands and sums as the training path's, so every call gives its bits.
+    {
+      NoGradGuard no_grad;
+      for (int call = 0; call < 3; ++call) {
+        INFO("inference call " << call);
+        std::vector<float> yi(y.size());
+        cpu::winograd_conv2d(x.data<float>(), w.data<float>(), b.data<float>(), yi.data(), g.N, g.C, g.H, g.W, g.Cout,
+                             g.pad, g.pad);
+        REQUIRE(yi == y);
+      }
+    }
     const Conv2dParams p{1, 1, g.pad, g.pad, 1, 1, 1};
     Tensor ry = Tensor::empty(ys), rdx = Tensor::empty(x.shape()), rdw = Tensor::empty(w.shape()),
            rdb = Tensor::empty({g.Cout});
