@@ -274,14 +274,6 @@ OCRT_TARGET_AVX512 inline __mmask16 columns_inside(int64_t from, int64_t W) {
   return hi > lo ? (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u)) : (__mmask16)0;
 }
 
-// input_row on AVX-512, 16 tiles at a time, with no scalar loop: each of the six input rows
-// under the tiles is loaded as 64 + 2 columns (masked: columns outside the image read as zero)
-// and dealt by permutes into its six phases (phase m holds column 4 tx + m of each of the 16
-// tiles), then the phases go through B^T down the rows and through B across the phases, with the
-// scalar path's formulas (OCRT_WINOGRAD_INPUT_1D, on vectors) in the same order: the same V.
-// The scalar path's deal of a row into phases had taken most of its time (stride-4 loads the
-// compiler leaves scalar, and rows of 13 to 50 tiles that a 16-lane loop mostly leaves to its
-// remainder).
 // The rows under a tile row of one channel (null: outside the image, read as zeros), and the
 // permute indices that deal 32 columns into phases: lanes 0..7 of (a, b) and 8..15 of (c, d) at
 // positions 4 t + m are phase m of 16 tiles.
@@ -339,6 +331,13 @@ OCRT_TARGET_AVX512 inline void input_rows(const float* x, const Geometry& g, int
                            v[i * kIn + 2], v[i * kIn + 3], v[i * kIn + 4], v[i * kIn + 5]);
 }
 
+// input_row on AVX-512, 16 tiles at a time, with no scalar loop: each of the six input rows
+// under the tiles is loaded as 64 + 2 columns (masked: columns outside the image read as zero)
+// and dealt by permutes into its six phases (phase m holds column 4 tx + m of each of the 16
+// tiles), then the phases go through B^T down the rows and through B across the phases, with the
+// portable code's formulas (OCRT_WINOGRAD_INPUT_1D, on vectors) in the same order: the same V.
+// The portable code deals a row into phases with stride-4 loads that the compiler leaves
+// scalar, and runs rows of 13 to 50 tiles mostly in a 16-lane loop's scalar remainder.
 OCRT_TARGET_AVX512 void input_row_avx512(const float* x, const Geometry& g, int64_t c, int64_t n, int64_t ty,
                                          float* V, int64_t P, int64_t p0, float*, float*) {
   InputRows in;
