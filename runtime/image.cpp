@@ -191,6 +191,17 @@ DecodeReservation::~DecodeReservation() {
   in_flight_cv.notify_all();
 }
 
+// The channel count of a Photoshop file (PSD: "8BPS", version 1, then six reserved bytes and a
+// big-endian 16-bit count), or 0 for any other file. stb_image takes a PSD's fourth channel for
+// alpha whatever the file says it is (CMYK has four) and "removes the white matte" from the first
+// three with color / alpha + 255 (1 - 1 / alpha), which leaves [0, 255] wherever a channel is
+// darker than the matte: a float outside the range of the integer it is cast to (undefined
+// behaviour: found by fuzzing, fuzz/image.cpp, UBSan). So such files are refused before stb.
+int psd_channels(const uint8_t* b, size_t size) {
+  if (size < 14 || std::memcmp(b, "8BPS", 4) != 0 || b[4] != 0 || b[5] != 1) return 0;
+  return (b[12] << 8) | b[13];
+}
+
 GrayImage decode_gray_image(const void* data, size_t size, const std::string& name, int64_t max_pixels) {
   OCRT_CHECK(size > 0, name, ": the image file is empty (0 bytes)");
   if (is_tiff(data, size)) return decode_tiff_page(data, size, name, 0, max_pixels);  // libtiff, not stb
@@ -201,6 +212,10 @@ GrayImage decode_gray_image(const void* data, size_t size, const std::string& na
              " declares more than 256 codes)");
   OCRT_CHECK(!pnm_header_number_too_large(bytes, size), name,
              ": a corrupt PGM/PPM header (a number over 2147483647)");
+  const int psd = psd_channels(bytes, size);
+  OCRT_CHECK(psd < 4, name, ": a Photoshop (PSD) file of ", psd,
+             " channels: ocrt reads PSD files of 1 to 3 channels only (gray or RGB, no alpha or CMYK); "
+             "flatten it and save it as PNG");
   uint64_t chunk_length = 0;
   const int64_t long_chunk = png_chunk_past_end(bytes, size, &chunk_length);
   OCRT_CHECK(long_chunk < 0, name, ": the image file is truncated (", size, " bytes; its PNG chunk at byte ", long_chunk,

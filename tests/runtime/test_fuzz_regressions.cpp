@@ -106,6 +106,36 @@ TEST_CASE("fuzz regression: a PGM/PPM header number over 2^31 - 1 is refused", "
   CHECK_THROWS_WITH(decode_gray_image(wide.data(), wide.size(), "wide.pgm"), Catch::Contains("too large"));
 }
 
+// stb_image "removes the white matte" of a PSD's first three channels whenever the file has
+// four or more (RGBA, CMYK, or the 11 of fuzz/corpus/image/crash-b4900377...): color / alpha +
+// 255 (1 - 1 / alpha) falls below 0 where a channel is darker than the matte, and the float is
+// cast to an unsigned char (undefined behaviour, UBSan). Such files are refused before stb_image;
+// gray and RGB PSDs (1 to 3 channels) still decode.
+TEST_CASE("fuzz regression: a PSD of 4 or more channels is refused, an RGB one decodes", "[image][fuzz]") {
+  auto psd = [](int channels, uint8_t value) {
+    std::string f = "8BPS";
+    f += std::string("\0\1", 2) + std::string(6, '\0');                 // version 1, reserved
+    f += std::string{(char)0, (char)channels} + be32(2) + be32(3);       // channels, height 2, width 3
+    f += std::string("\0\x08\0\x03", 4);                                 // 8 bits, RGB mode
+    f += be32(0) + be32(0) + be32(0) + std::string(2, '\0');            // no sections; raw data
+    f += std::string((size_t)(channels * 2 * 3), (char)value);           // planar channels
+    return f;
+  };
+  for (int channels : {4, 5, 11}) {
+    INFO(channels);
+    const std::string f = psd(channels, 20);
+    CHECK_THROWS_WITH(decode_gray_image(f.data(), f.size(), "layers.psd"),
+                      Catch::Contains("layers.psd: a Photoshop (PSD) file of " + std::to_string(channels) +
+                                      " channels") &&
+                          Catch::Contains("1 to 3 channels"));
+  }
+  const std::string rgb = psd(3, 200);
+  const GrayImage img = decode_gray_image(rgb.data(), rgb.size(), "rgb.psd");
+  CHECK(img.width == 3);
+  CHECK(img.height == 2);
+  CHECK(img.pixels == std::vector<uint8_t>(6, 200));
+}
+
 // A JPEG cut short was "cannot decode the image (expected marker)", or even "(bad png sig)", a
 // reason left over from another format (fuzz/corpus/image/seed_truncated.jpg). A decoder that
 // ran out of bytes now says the file is truncated.
