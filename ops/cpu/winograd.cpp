@@ -38,6 +38,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -274,12 +275,27 @@ OCRT_TARGET_AVX512 inline __mmask16 columns_inside(int64_t from, int64_t W) {
   return hi > lo ? (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u)) : (__mmask16)0;
 }
 
-// The rows under a tile row of one channel (null: outside the image, read as zeros), and the
-// permute indices that deal 32 columns into phases: lanes 0..7 of (a, b) and 8..15 of (c, d) at
-// positions 4 t + m are phase m of 16 tiles.
+// The permute indices that deal 64 consecutive columns a[0..3] (16 tiles of 4) into their four
+// phases: lanes 0..7 of (a[0], a[1]) and 8..15 of (a[2], a[3]) at positions 4 t + m.
+constexpr std::array<std::array<int32_t, 16>, 4> phase_index(bool high) {
+  std::array<std::array<int32_t, 16>, 4> index{};
+  for (int m = 0; m < 4; ++m)
+    for (int t = 0; t < 16; ++t) index[(size_t)m][(size_t)t] = (4 * (high ? t - 8 : t) + m) & 31;
+  return index;
+}
+alignas(64) constexpr std::array<std::array<int32_t, 16>, 4> kPhaseLo = phase_index(false), kPhaseHi = phase_index(true);
+
+// ph[m] = column 4 t + m of each of the 16 tiles whose 64 columns are a[0..3], m = 0..3.
+[[gnu::always_inline]] OCRT_TARGET_AVX512 inline void deal_phases(const __m512* a, __m512* ph) {
+  for (size_t m = 0; m < 4; ++m)
+    ph[m] = _mm512_mask_blend_ps((__mmask16)0xFF00,
+                                 _mm512_permutex2var_ps(a[0], _mm512_load_si512(kPhaseLo[m].data()), a[1]),
+                                 _mm512_permutex2var_ps(a[2], _mm512_load_si512(kPhaseHi[m].data()), a[3]));
+}
+
+// The rows under a tile row of one channel (null: outside the image, read as zeros).
 struct InputRows {
   const float* r[kIn];
-  __m512i lo_idx[4], hi_idx[4];
 };
 
 OCRT_TARGET_AVX512 inline void input_rows(const float* x, const Geometry& g, int64_t c, int64_t n, int64_t ty,
@@ -289,11 +305,6 @@ OCRT_TARGET_AVX512 inline void input_rows(const float* x, const Geometry& g, int
     const int64_t ih = kOut * ty - g.ph + i;
     in.r[i] = ih >= 0 && ih < g.H ? plane + ih * g.W : nullptr;
   }
-  alignas(64) int32_t lo_index[4][16], hi_index[4][16];
-  for (int m = 0; m < 4; ++m)
-    for (int t = 0; t < 16; ++t) lo_index[m][t] = (4 * t + m) & 31, hi_index[m][t] = (4 * (t - 8) + m) & 31;
-  for (int m = 0; m < 4; ++m)
-    in.lo_idx[m] = _mm512_load_si512(lo_index[m]), in.hi_idx[m] = _mm512_load_si512(hi_index[m]);
 }
 
 // The 36 values of V (v[i * 6 + j]) of the 16 tiles from tile tx0 of a row (lanes past the row's
@@ -310,9 +321,7 @@ OCRT_TARGET_AVX512 inline void input_rows(const float* x, const Geometry& g, int
     __m512 a[5];
     for (int k = 0; k < 5; ++k)
       a[k] = _mm512_maskz_loadu_ps(columns_inside(from + 16 * k, g.W), in.r[i] + from + 16 * k);
-    for (int m = 0; m < 4; ++m)
-      ph[i][m] = _mm512_mask_blend_ps((__mmask16)0xFF00, _mm512_permutex2var_ps(a[0], in.lo_idx[m], a[1]),
-                                      _mm512_permutex2var_ps(a[2], in.hi_idx[m], a[3]));
+    deal_phases(a, ph[i]);
     // Phases 4 and 5 are phases 0 and 1 one tile on: the 16th tile's from columns 64 and 65.
     ph[i][4] =
         _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(a[4]), _mm512_castps_si512(ph[i][0]), 1));
@@ -532,6 +541,15 @@ OCRT_TARGET_AVX2 void output_row_avx2(const float* M, const Geometry& g, int64_t
                                       const WinogradReluPool* pool, float* rows) {
   output_row(M, g, k, n, ty, P, p0, bias, y, q, transposed, pool, rows);
 }
+// The permute indices that interleave two vectors of 16 into pairs (a[t], b[t]): t = 0..7 (lo)
+// and 8..15 (hi).
+constexpr std::array<int32_t, 16> pair_index(bool high) {
+  std::array<int32_t, 16> index{};
+  for (int l = 0; l < 16; ++l) index[(size_t)l] = (l & 1) * 16 + (high ? 8 : 0) + l / 2;
+  return index;
+}
+alignas(64) constexpr std::array<int32_t, 16> kPairLo = pair_index(false), kPairHi = pair_index(true);
+
 // output_row on AVX-512 (the usual, untransposed M), 16 tiles at a time: A^T down the columns
 // of each tile, then across, with the scalar path's formulas (OCRT_WINOGRAD_OUTPUT_1D on
 // vectors) in the same order, and the four values of each tile's row dealt back into place by
@@ -541,9 +559,7 @@ OCRT_TARGET_AVX512 void output_row_avx512(const float* M, const Geometry& g, int
                                           const WinogradReluPool* pool, float* rows) {
   if (transposed) return output_row(M, g, k, n, ty, P, p0, bias, y, q, transposed, pool, rows);
   // (o0[t], o1[t]) pairs for t = 0..7 (lo) and 8..15 (hi); then pairs of pairs, as doubles.
-  alignas(64) int32_t pair_lo[16], pair_hi[16];
-  for (int l = 0; l < 16; ++l) pair_lo[l] = (l & 1) * 16 + l / 2, pair_hi[l] = (l & 1) * 16 + 8 + l / 2;
-  const __m512i idx_lo = _mm512_load_si512(pair_lo), idx_hi = _mm512_load_si512(pair_hi);
+  const __m512i idx_lo = _mm512_load_si512(kPairLo.data()), idx_hi = _mm512_load_si512(kPairHi.data());
   const __m512i quad_lo = _mm512_set_epi64(11, 3, 10, 2, 9, 1, 8, 0), quad_hi = _mm512_set_epi64(15, 7, 14, 6, 13, 5, 12, 4);
   const __m512 vbias = _mm512_set1_ps(bias), zero = _mm512_setzero_ps();
   const float* m[kPoints];
@@ -717,12 +733,6 @@ OCRT_TARGET_AVX2 void dy_row_avx2(const float* dy, const Geometry& g, int64_t k,
 OCRT_TARGET_AVX512 void dy_row_avx512(const float* dy, const Geometry& g, int64_t k, int64_t n, int64_t ty, float* D,
                                       int64_t P, int64_t p0, float*, float*) {
   const float* plane = dy + (n * g.Cout + k) * g.Ho * g.Wo;
-  alignas(64) int32_t lo_index[4][16], hi_index[4][16];
-  for (int m = 0; m < 4; ++m)
-    for (int t = 0; t < 16; ++t) lo_index[m][t] = (4 * t + m) & 31, hi_index[m][t] = (4 * (t - 8) + m) & 31;
-  __m512i lo_idx[4], hi_idx[4];
-  for (int m = 0; m < 4; ++m)
-    lo_idx[m] = _mm512_load_si512(lo_index[m]), hi_idx[m] = _mm512_load_si512(hi_index[m]);
   float* out[kPoints];
   for (int64_t xi = 0; xi < kPoints; ++xi) out[xi] = D + (xi * g.Cout + k) * P + p0;
   for (int64_t tx0 = 0; tx0 < g.tw; tx0 += 16) {
@@ -741,9 +751,7 @@ OCRT_TARGET_AVX512 void dy_row_avx512(const float* dy, const Geometry& g, int64_
         const int64_t from = kOut * tx0 + 16 * q;
         v[q] = _mm512_maskz_loadu_ps(columns_inside(from, g.Wo), row + from);
       }
-      for (int m = 0; m < kOut; ++m)
-        ph[a][m] = _mm512_mask_blend_ps((__mmask16)0xFF00, _mm512_permutex2var_ps(v[0], lo_idx[m], v[1]),
-                                        _mm512_permutex2var_ps(v[2], hi_idx[m], v[3]));
+      deal_phases(v, ph[a]);
     }
     __m512 e[kIn][kOut];  // e[i][m] = (A dy)[i], column 4 tx + m
     for (int m = 0; m < kOut; ++m)
