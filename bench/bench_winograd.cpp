@@ -6,30 +6,26 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <random>
 #include <vector>
 
 #include "ops/cpu/winograd.h"
+#include "runtime/cli.h"
 #include "runtime/cpu/gemm.h"
+#include "runtime/error.h"
 #include "runtime/tensor.h"
 #include "runtime/threading.h"
 
 using namespace ocrt;
 
 int main(int argc, char** argv) {
-  int threads = 2, reps = 9;
-  for (int i = 1; i < argc; i += 2) {
-    const bool known = i + 1 < argc && (!std::strcmp(argv[i], "--threads") || !std::strcmp(argv[i], "--reps"));
-    const int value = known ? std::atoi(argv[i + 1]) : 0;
-    if (!known || value < 1) {
-      std::fprintf(stderr, "usage: bench_winograd [--threads N] [--reps R]  (N, R >= 1)\n");
-      return 2;
-    }
-    (argv[i][2] == 't' ? threads : reps) = value;
-  }
-  set_num_threads(threads);
+  int64_t threads = 2, reps = 9;
+  cli::Parser p("bench_winograd",
+                "usage: bench_winograd [options]: Winograd's 3x3 convolutions alone, crnn-en's five layers\n");
+  p.add(cli::integer("--threads", "N", threads, 1, 4096, "CPU threads (2)"));
+  p.add(cli::integer("--reps", "N", reps, 1, 1000, "timed calls of each layer; the median is printed (9)"));
+  OCRT_CHECK(p.parse(argc, argv).empty(), "bench_winograd takes no arguments besides its flags");
+  set_num_threads((int)threads);
 #if defined(OCRT_CPU_WINOGRAD)
   NoGradGuard no_grad;
   struct Layer {
