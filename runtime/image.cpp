@@ -170,6 +170,17 @@ struct MemoryReader {
   }
 };
 
+// The channel count of a Photoshop file (PSD: "8BPS", version 1, then six reserved bytes and a
+// big-endian 16-bit count), or 0 for any other file. stb_image takes a PSD's fourth channel for
+// alpha whatever the file says it is (CMYK has four) and "removes the white matte" from the first
+// three with color / alpha + 255 (1 - 1 / alpha), which falls below 0 wherever a channel is
+// darker than the matte: a float outside the range of the integer it is cast to (undefined
+// behaviour: found by fuzzing, fuzz/image.cpp, UBSan). So such files are refused before stb.
+int psd_channels(const uint8_t* b, size_t size) {
+  if (size < 14 || std::memcmp(b, "8BPS", 4) != 0 || b[4] != 0 || b[5] != 1) return 0;
+  return (b[12] << 8) | b[13];
+}
+
 // Pixels being decoded in all threads at once (see kDecodePixelsInFlight in image.h).
 std::mutex in_flight_mu;
 std::condition_variable in_flight_cv;
@@ -189,17 +200,6 @@ DecodeReservation::~DecodeReservation() {
     in_flight_pixels -= pixels_;
   }
   in_flight_cv.notify_all();
-}
-
-// The channel count of a Photoshop file (PSD: "8BPS", version 1, then six reserved bytes and a
-// big-endian 16-bit count), or 0 for any other file. stb_image takes a PSD's fourth channel for
-// alpha whatever the file says it is (CMYK has four) and "removes the white matte" from the first
-// three with color / alpha + 255 (1 - 1 / alpha), which leaves [0, 255] wherever a channel is
-// darker than the matte: a float outside the range of the integer it is cast to (undefined
-// behaviour: found by fuzzing, fuzz/image.cpp, UBSan). So such files are refused before stb.
-int psd_channels(const uint8_t* b, size_t size) {
-  if (size < 14 || std::memcmp(b, "8BPS", 4) != 0 || b[4] != 0 || b[5] != 1) return 0;
-  return (b[12] << 8) | b[13];
 }
 
 GrayImage decode_gray_image(const void* data, size_t size, const std::string& name, int64_t max_pixels) {
