@@ -7,6 +7,8 @@
 //
 //   bench_orientation [--det FILE] [--model FILE] [--threads N] PAGE_OR_FOLDER...
 //
+// A folder gives its images and those of its subfolders, in path order (as ocrt-infer reads one).
+//
 // The models default to what ocrt-infer takes on a CPU with an int8 kernel (the int8 detector
 // and recogniser) with its default decoding (greedy, the beam and the shipped language model on
 // lines in doubt). bench/results/pages.md records runs.
@@ -44,10 +46,7 @@ int main(int argc, char** argv) {
         pages.push_back(a);
         continue;
       }
-      std::vector<std::string> in_dir;
-      for (const auto& e : fs::directory_iterator(a))
-        if (e.is_regular_file() && is_image_file_name(e.path().string())) in_dir.push_back(e.path().string());
-      std::sort(in_dir.begin(), in_dir.end());
+      const std::vector<std::string> in_dir = folder_image_files(a);
       pages.insert(pages.end(), in_dir.begin(), in_dir.end());
     }
     PredictorOptions po;

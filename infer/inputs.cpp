@@ -102,6 +102,14 @@ bool InputReader::read_line(std::istream& in, std::string& line) {
   return false;
 }
 
+std::vector<std::string> folder_image_files(const std::string& dir) {
+  std::vector<std::string> images;
+  for (const auto& entry : fs::recursive_directory_iterator(dir))
+    if (entry.is_regular_file() && is_image_file_name(entry.path().string())) images.push_back(entry.path().string());
+  std::sort(images.begin(), images.end());
+  return images;
+}
+
 bool InputReader::open_next_source() {
   if (next_source_ == sources_.size()) return false;
   current_ = sources_[next_source_++];
@@ -115,10 +123,7 @@ bool InputReader::open_next_source() {
     file_ = std::make_unique<std::ifstream>(s.path, std::ios::binary);
     OCRT_CHECK(file_->good(), s.path, ": cannot open it");
   } else if (s.kind == Kind::folder) {
-    for (const auto& entry : fs::recursive_directory_iterator(s.path))
-      if (entry.is_regular_file() && is_image_file_name(entry.path().string()))
-        folder_images_.push_back(entry.path().string());
-    std::sort(folder_images_.begin(), folder_images_.end());  // a stable order whatever the file system's
+    folder_images_ = folder_image_files(s.path);
     if (folder_images_.empty())
       notes_.push_back(s.path + ": the folder holds no image (.png .jpg .jpeg .bmp .tga .gif .pgm .ppm .pnm "
                        ".tif .tiff, in it or below)");

@@ -94,6 +94,10 @@ class InputReader {
 // Image file name extensions a folder is scanned for (lower case, with the dot).
 bool is_image_file_name(const std::string& path);
 
+// The image files (is_image_file_name) in folder `dir` and below, sorted by path: a stable order
+// whatever the file system's.
+std::vector<std::string> folder_image_files(const std::string& dir);
+
 // ---- Lines and pages
 //
 // ocrt-infer reads an image as a text line or as a whole page (docs/cli.md, "Pages"). Unless
