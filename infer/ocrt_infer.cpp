@@ -334,7 +334,7 @@ with --format tsv (a table of lines) every image is a line.)");
                     "accuracy and the worst lines, and for pages word accuracy, missed and\n"
                     "extra words and CER; with --format jsonl, per-line and per-page results\n"
                     "and last {\"summary\": ...} / {\"page_summary\": ...} lines"));
-  p.add(cli::integer("--worst", "N", a.worst, 0, 1000000, "lines listed by --eval (10)"));
+  p.add(cli::integer("--worst", "N", a.worst, 0, 1000000, "lines listed by --eval, and words of each page not read right (10)"));
   p.add(cli::text("--logits-out", "FILE", a.logits_out,
                   "write each line's T x C logits to FILE (safetensors), under its path\n"
                   "(line inputs only)"));
@@ -717,22 +717,26 @@ Page line_as_page(const LineResult& r, int64_t width, int64_t height) {
 // --eval on pages: each page's words against its truth file, and the totals.
 class PageEvaluation {
  public:
-  void add(const std::string& name, const PageScore& s, const std::string& error) {
-    rows_.push_back({name, s, error});
+  void add(const std::string& name, const PageScore& s, const std::string& error, std::vector<WordMiss> misses) {
+    rows_.push_back({name, s, error, std::move(misses)});
     total_ += s;
     failed_ += !error.empty();
   }
   void no_truth() { ++failed_, ++unscored_; }
 
-  std::string report() const {
+  // The totals, each page's scores and, with worst > 0, the first `worst` words of each page
+  // that were not read right.
+  std::string report(int64_t worst) const {
     std::ostringstream os;
     char buf[512];
     os << "pages: " << rows_.size() + (size_t)unscored_ << " (" << failed_ << " failed";
     if (unscored_) os << ", " << unscored_ << " without truth, not scored";
     os << ")\n";
-    std::snprintf(buf, sizeof buf, "words: %lld, right %lld (%.2f%%), wrong %lld, missed %lld, extra %lld\n",
+    std::snprintf(buf, sizeof buf,
+                  "words: %lld, right %lld (%.2f%%), wrong %lld (joined %lld, case only %lld), missed %lld, extra %lld\n",
                   (long long)total_.truth_words, (long long)total_.right, 100 * total_.word_accuracy(),
-                  (long long)total_.wrong, (long long)total_.missed, (long long)total_.extra);
+                  (long long)total_.wrong, (long long)total_.joined, (long long)total_.case_only,
+                  (long long)total_.missed, (long long)total_.extra);
     os << buf;
     std::snprintf(buf, sizeof buf, "CER: %.2f%% (distance %lld / %lld characters, reading order included)\n",
                   100 * total_.cer(), (long long)total_.distance, (long long)total_.truth_chars);
@@ -745,6 +749,20 @@ class PageEvaluation {
       os << "  " << r.name << ": " << buf;
       if (!r.error.empty()) os << " (failed; its error is on stderr)";
       os << "\n";
+    }
+    bool any = false;
+    for (const Row& r : rows_) {
+      if (worst <= 0 || r.misses.empty()) continue;
+      if (!any) os << "words not read right (truth, then what was read there; at most " << worst << " a page):\n";
+      any = true;
+      os << "  " << r.name << ":\n";
+      for (size_t i = 0; i < r.misses.size() && (int64_t)i < worst; ++i) {
+        const WordMiss& m = r.misses[i];
+        os << "    " << word_miss_kind_name(m.kind) << ": \"" << m.truth << "\"";
+        if (m.kind != WordMissKind::missed) os << " read as \"" << m.read << "\"";
+        os << "\n";
+      }
+      if ((int64_t)r.misses.size() > worst) os << "    (" << (int64_t)r.misses.size() - worst << " more)\n";
     }
     return os.str();
   }
@@ -764,6 +782,7 @@ class PageEvaluation {
     std::string name;
     PageScore score;
     std::string error;
+    std::vector<WordMiss> misses;
   };
   std::vector<Row> rows_;
   PageScore total_;
@@ -1150,11 +1169,16 @@ std::optional<Json> InferRun::score_read_page(const InputItem& item, const Page&
     OCRT_CHECK(!truth_file.empty(), item.name, ": --eval: no truth file beside the page (",
                fs::path(item.path).replace_extension().string(),
                item.page_number > 0 ? "-" + std::to_string(item.page_number) : std::string(), ".json, .hocr or .xml)");
-    const PageScore s = score_page(page, read_page_truth(truth_file));
-    page_evaluation_.add(item.name, s, page.error);
+    std::vector<WordMiss> misses;
+    const PageScore s = score_page(page, read_page_truth(truth_file), &misses);
+    Json eval = s.to_json();
+    Json listed = Json::array();
+    for (size_t i = 0; i < misses.size() && (int64_t)i < args_.worst; ++i) listed.push_back(misses[i].to_json());
+    eval.set("misses", std::move(listed));
+    page_evaluation_.add(item.name, s, page.error, std::move(misses));
     Json scores = Json::object();
     scores.set("truth", truth_file);
-    scores.set("eval", s.to_json());
+    scores.set("eval", std::move(eval));
     return scores;
   } catch (const std::exception& e) {
     page_evaluation_.no_truth();
@@ -1197,7 +1221,7 @@ void InferRun::finish_outputs() {
       if (lines) std::fputs(evaluation_->report(args_.worst).c_str(), stdout);
       if (!page_evaluation_.empty()) {
         if (evaluation_->lines() > 0) std::fputs("\n", stdout);
-        std::fputs(page_evaluation_.report().c_str(), stdout);
+        std::fputs(page_evaluation_.report(args_.worst).c_str(), stdout);
       }
     }
     if (const int64_t skipped = reader_->skipped_without_truth() + skipped_without_truth_)

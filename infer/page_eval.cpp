@@ -182,6 +182,13 @@ void walk_page_xml(const XmlElement& e, TruthBuilder& b, const std::string& name
 
 namespace {
 
+// The text with ASCII's capital letters made small (other letters are left as they are).
+std::string ascii_lower(std::string s) {
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+  return s;
+}
+
 // Whether a code point is punctuation: ASCII's by std::ispunct (which also counts the ASCII
 // symbols, $ + < = > ^ ` | ~), and beyond ASCII the characters of Unicode's punctuation
 // categories (Pc, Pd, Ps, Pe, Pi, Pf, Po) in the blocks print uses: Latin-1's (inverted marks,
@@ -278,6 +285,7 @@ double PageScore::cer() const {
 
 PageScore& PageScore::operator+=(const PageScore& o) {
   truth_words += o.truth_words, right += o.right, wrong += o.wrong, missed += o.missed, extra += o.extra;
+  joined += o.joined, case_only += o.case_only;
   distance += o.distance, truth_chars += o.truth_chars;
   return *this;
 }
@@ -287,6 +295,8 @@ Json PageScore::to_json() const {
   j.set("truth_words", truth_words);
   j.set("right", right);
   j.set("wrong", wrong);
+  j.set("joined", joined);
+  j.set("case_only", case_only);
   j.set("missed", missed);
   j.set("extra", extra);
   j.set("word_accuracy", word_accuracy());
@@ -296,27 +306,70 @@ Json PageScore::to_json() const {
   return j;
 }
 
-PageScore score_page(const Page& output, const PageTruth& truth) {
+const char* word_miss_kind_name(WordMissKind k) {
+  switch (k) {
+    case WordMissKind::wrong: return "wrong";
+    case WordMissKind::joined: return "joined";
+    case WordMissKind::case_only: return "case";
+    case WordMissKind::missed: return "missed";
+  }
+  return "?";
+}
+
+Json WordMiss::to_json() const {
+  Json j = Json::object();
+  j.set("kind", word_miss_kind_name(kind));
+  j.set("truth", truth);
+  j.set("read", read);
+  Json b = Json::array();
+  for (double v : {box.x0, box.y0, box.x1, box.y1}) b.push_back(std::round(v));
+  j.set("box", std::move(b));
+  return j;
+}
+
+PageScore score_page(const Page& output, const PageTruth& truth, std::vector<WordMiss>* misses) {
   const std::vector<TruthWord> out = page_words(output);
   PageScore s;
   s.truth_words = (int64_t)truth.words.size();
-  std::vector<bool> used(out.size(), false);
-  for (const TruthWord& t : truth.words) {
+  // Each truth word's output word (out.size(): none overlaps it), and how many truth words
+  // each output word was matched by.
+  std::vector<size_t> match(truth.words.size(), out.size());
+  std::vector<int> matched_by(out.size(), 0);
+  for (size_t w = 0; w < truth.words.size(); ++w) {
     double best = 0;
-    size_t at = out.size();
     for (size_t i = 0; i < out.size(); ++i) {
-      const double o = overlap_area(t.box, out[i].box);
-      if (o > best) best = o, at = i;
+      const double o = overlap_area(truth.words[w].box, out[i].box);
+      if (o > best) best = o, match[w] = i;
     }
+    if (match[w] < out.size()) ++matched_by[match[w]];
+  }
+  for (size_t w = 0; w < truth.words.size(); ++w) {
+    const TruthWord& t = truth.words[w];
+    const size_t at = match[w];
+    WordMiss miss{WordMissKind::missed, t.text, "", t.box};
     if (at == out.size()) {
       ++s.missed;
-      continue;
+    } else {
+      const std::string a = without_punctuation(t.text), b = without_punctuation(out[at].text);
+      if (a.empty() || a == b) {
+        ++s.right;
+        continue;
+      }
+      ++s.wrong;
+      miss.read = out[at].text;
+      if (matched_by[at] > 1) {
+        miss.kind = WordMissKind::joined;
+        ++s.joined;
+      } else if (ascii_lower(a) == ascii_lower(b)) {
+        miss.kind = WordMissKind::case_only;
+        ++s.case_only;
+      } else {
+        miss.kind = WordMissKind::wrong;
+      }
     }
-    used[at] = true;
-    const std::string a = without_punctuation(t.text);
-    (a.empty() || a == without_punctuation(out[at].text) ? s.right : s.wrong) += 1;
+    if (misses) misses->push_back(std::move(miss));
   }
-  for (bool u : used) s.extra += u ? 0 : 1;
+  for (int m : matched_by) s.extra += m > 0 ? 0 : 1;
   const std::string truth_text = squeeze_spaces(truth.text);
   s.distance = char_edit_distance(squeeze_spaces(page_text(output)), truth_text);
   s.truth_chars = char_count(truth_text);

@@ -9,6 +9,10 @@
 //     "Plaintiff’s" and "Plaintiff's" agree, "end" and "End" do not). A truth word that is
 //     only punctuation is right when it is matched at all.
 //   - An output word that no truth word matched is extra.
+//   - A wrong word is also counted by how it went wrong, where that is plain: joined (its output
+//     word was matched by another truth word too: a space not read, "YoYChange" for "YoY" and
+//     "Change") or case only ("DAVENPORT" for "Davenport": small capitals, usually); the other
+//     wrong words are misread letters, or a space read where there is none.
 //   - The CER of the reading-order text: the edit distance, in code points, between the output
 //     and the truth texts with every run of white space made one space, over the truth's length.
 //
@@ -60,7 +64,9 @@ PageTruth read_page_truth(const std::string& path);
 struct PageScore {
   int64_t truth_words = 0;
   int64_t right = 0;       // matched and agreeing
-  int64_t wrong = 0;       // matched, disagreeing
+  int64_t wrong = 0;       // matched, disagreeing; of them:
+  int64_t joined = 0;      //   matched to an output word that another truth word matched too
+  int64_t case_only = 0;   //   (not joined) agreeing once letter case is ignored as well
   int64_t missed = 0;      // no output word overlaps them
   int64_t extra = 0;       // output words no truth word matched
   int64_t distance = 0;    // edit distance of the reading-order texts, code points
@@ -75,7 +81,19 @@ struct PageScore {
 // The words of a page's output, in reading order.
 std::vector<TruthWord> page_words(const Page& page);
 
-PageScore score_page(const Page& output, const PageTruth& truth);
+// A truth word that was not read right, and what was read there (--eval lists them).
+enum class WordMissKind { wrong, joined, case_only, missed };
+const char* word_miss_kind_name(WordMissKind k);  // "wrong", "joined", "case", "missed"
+struct WordMiss {
+  WordMissKind kind = WordMissKind::wrong;
+  std::string truth;
+  std::string read;  // the output word it was matched to ("" when missed)
+  Rect box;          // the truth word's
+  Json to_json() const;
+};
+
+// The page's scores; with `misses`, also every truth word not read right, in the truth's order.
+PageScore score_page(const Page& output, const PageTruth& truth, std::vector<WordMiss>* misses = nullptr);
 
 // The text with punctuation removed, for comparing words: ASCII punctuation and symbols, and the
 // punctuation of Latin-1, General Punctuation and Supplemental Punctuation (curly quotes and

@@ -87,6 +87,53 @@ TEST_CASE("score_page: two words read as one, punctuation-only words, white spac
   CHECK(score_page(two_blocks, truth_of(truth)).distance == 0);
 }
 
+TEST_CASE("score_page: the words not read right, and how", "[page]") {
+  const std::vector<PageWord> truth = {word("YoY", 0, 0, 30, 10),   word("Change", 35, 0, 90, 10),
+                                       word("Davenport", 0, 20, 90, 30), word("Agency", 0, 40, 60, 50),
+                                       word("1", 0, 60, 8, 70),       word("end.", 20, 60, 60, 70)};
+  const Page read = page_of({word("YoYChange", 0, 0, 90, 10), word("DAVENPORT", 0, 20, 90, 30),
+                             word("Agancy", 0, 40, 60, 50), word("end", 20, 60, 60, 70)});
+  std::vector<WordMiss> misses;
+  const PageScore s = score_page(read, truth_of(truth), &misses);
+  CHECK(s.right == 1);  // "end" for "end."
+  CHECK(s.wrong == 4);
+  CHECK(s.joined == 2);
+  CHECK(s.case_only == 1);
+  CHECK(s.missed == 1);
+  CHECK(s.extra == 0);
+  // In the truth's order, each with what was read where it lies.
+  REQUIRE(misses.size() == 5);
+  CHECK(misses[0].kind == WordMissKind::joined);
+  CHECK(misses[0].truth == "YoY");
+  CHECK(misses[0].read == "YoYChange");
+  CHECK(misses[1].kind == WordMissKind::joined);
+  CHECK(misses[1].truth == "Change");
+  CHECK(misses[2].kind == WordMissKind::case_only);
+  CHECK(misses[2].read == "DAVENPORT");
+  CHECK(misses[3].kind == WordMissKind::wrong);
+  CHECK(misses[3].read == "Agancy");
+  CHECK(misses[4].kind == WordMissKind::missed);
+  CHECK(misses[4].truth == "1");
+  CHECK(misses[4].read.empty());
+  CHECK(misses[4].box.x1 == 8);
+  const Json j = misses[2].to_json();
+  CHECK(j.at("kind").as_string() == "case");
+  CHECK(j.at("truth").as_string() == "Davenport");
+  CHECK(j.at("box").as_array().size() == 4);
+  // A joined pair that happens to differ only in case is joined, not case: the space is the error.
+  const PageScore joined_case = score_page(page_of({word("ab", 0, 0, 20, 10)}),
+                                           truth_of({word("A", 0, 0, 8, 10), word("B", 12, 0, 20, 10)}));
+  CHECK(joined_case.joined == 2);
+  CHECK(joined_case.case_only == 0);
+  // The counts add up in totals and go into the JSON.
+  PageScore total = s;
+  total += joined_case;
+  CHECK(total.joined == 4);
+  CHECK(total.to_json().at("case_only").as_number() == 1);
+  // Without the list, the same scores.
+  CHECK(score_page(read, truth_of(truth)).to_json().dump() == s.to_json().dump());
+}
+
 TEST_CASE("without_punctuation removes typographic punctuation as well as ASCII's", "[page]") {
   // Print's curly quotes and apostrophes, dashes, pilcrow, section sign, bullet and ellipsis
   // against the ASCII a reader writes for them.
