@@ -81,6 +81,8 @@ SynthDataset::SynthDataset(std::vector<std::shared_ptr<Font>> fonts, std::shared
              "SynthDataset: need 4 <= min_pixel_height <= max_pixel_height <= 512, got ", opt_.min_pixel_height,
              " and ", opt_.max_pixel_height);
   OCRT_CHECK(opt_.size >= 1, "SynthDataset: size must be >= 1, got ", opt_.size);
+  OCRT_CHECK(opt_.small_caps >= 0 && opt_.small_caps <= 1, "SynthDataset: small_caps must be a share in [0, 1], got ",
+             opt_.small_caps);
   OCRT_CHECK(opt_.min_word_spacing >= 0 && opt_.min_word_spacing <= opt_.max_word_spacing && opt_.max_word_spacing <= 4,
              "SynthDataset: need 0 <= min_word_spacing <= max_word_spacing <= 4, got ", opt_.min_word_spacing, " and ",
              opt_.max_word_spacing);
@@ -123,9 +125,10 @@ LineSample SynthDataset::get(int64_t index, uint64_t seed) const {
     const double pixel_height = rng.uniform(opt_.min_pixel_height, opt_.max_pixel_height);
     const int64_t margin = rng.integer(1, 4);
     const uint8_t ink = (uint8_t)rng.integer(0, 90), paper = (uint8_t)rng.integer(165, 255);
-    const TextSpacing spacing =
+    TypeSetting setting =
         draw_spacing(rng, opt_.min_word_spacing, opt_.max_word_spacing, opt_.min_tracking, opt_.max_tracking);
-    GrayImage image = font->render(text, pixel_height, margin, ink, paper, spacing);
+    setting.small_caps = draw_small_caps(rng, opt_.small_caps);
+    GrayImage image = font->render(text, pixel_height, margin, ink, paper, setting);
     if (opt_.scan) image = degrade(image, opt_.scan_options, rng);
     image = resize_to_height(image, height_);
     if (!ctc_feasible(image, classes, opt_.frames)) {

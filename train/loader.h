@@ -72,6 +72,10 @@ struct SynthOptions {
   // the font's own).
   double min_word_spacing = 1, max_word_spacing = 1;
   double min_tracking = 0, max_tracking = 0;
+  // The share of lines set in small capitals (TypeSetting::small_caps, at a size drawn per line):
+  // print sets names, headings and table heads so, and a model that never saw them reads
+  // "DAVENPORT" where a reader writes "Davenport". 0 (the default): none, and no draw.
+  double small_caps = 0;
   int64_t size = 100000;  // samples per "epoch" (the sequence is endless; this sets epoch length)
   FrameRule frames;       // the model's frames for a width, for the CTC check (empty: CRNN's)
 };

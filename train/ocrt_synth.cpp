@@ -49,6 +49,7 @@ struct SynthConfig {
   double min_height = 22, max_height = 40;
   // --spacing, --tracking: the type's spacing drawn per line (draw_spacing, train/synth.h).
   double min_spacing = 1, max_spacing = 1, min_tracking = 0, max_tracking = 0;
+  double small_caps = 0;  // --small-caps: the share of lines set in small capitals (draw_small_caps)
   bool augment = false, list_fonts = false;
   std::string texts;  // --texts FILE: render these lines (one a line) instead of random text
   std::vector<std::string> prose;
@@ -110,6 +111,9 @@ cli::Parser synth_flags(SynthConfig& c) {
   p.add(range_flag("--tracking",
                    "lines: extra space between letters in glyph heights, drawn per line\n(0; -0.5 <= LO <= HI <= 0.5)",
                    -0.5, 0.5, c.min_tracking, c.max_tracking));
+  p.add(cli::real("--small-caps", "P", c.small_caps, cli::Range{0, 1},
+                  "lines: this share of the lines set in small capitals (lower-case\n"
+                  "letters drawn as smaller capitals; the text keeps them lower case; 0)"));
   p.add(cli::toggle("--augment", c.augment, true,
                     "apply the training augmentations (blur, noise, contrast, rotation,\n"
                     "morphology, padding) with their default settings"));
@@ -217,6 +221,7 @@ void validate(const SynthConfig& c) {
     OCRT_CHECK(c.degrade == "none" || c.degrade == "scan", "--degrade: pages take none or scan, got ", c.degrade);
     OCRT_CHECK(c.texts.empty() && !c.augment, "--pages: --texts and --augment are for lines");
     OCRT_CHECK(c.min_tracking == 0 && c.max_tracking == 0, "--pages: --tracking is for lines");
+    OCRT_CHECK(c.small_caps == 0, "--pages: --small-caps is for lines");
     const double most = 2 / PageSynthOptions().max_word_space;  // 2 ems, PageSynthOptions::validate's bound
     OCRT_CHECK(c.max_spacing <= most, "--pages: --spacing at most ", most, " (2 ems), got ", c.max_spacing);
     page_options(c);  // the layout names
@@ -289,8 +294,9 @@ Sample make_sample(const SynthConfig& c, const TextSource& text_source, const st
     const double height = rng.uniform(c.min_height, c.max_height);
     const int64_t margin = rng.integer(1, 6);
     const auto ink = (uint8_t)rng.integer(0, 70), paper = (uint8_t)rng.integer(180, 255);
-    const TextSpacing spacing = draw_spacing(rng, c.min_spacing, c.max_spacing, c.min_tracking, c.max_tracking);
-    GrayImage image = font->render(text, height, margin, ink, paper, spacing);
+    TypeSetting setting = draw_spacing(rng, c.min_spacing, c.max_spacing, c.min_tracking, c.max_tracking);
+    setting.small_caps = draw_small_caps(rng, c.small_caps);
+    GrayImage image = font->render(text, height, margin, ink, paper, setting);
     if (c.degrade != "none") image = degrade(image, scan, rng);
     if (c.augment) image = augment(image, AugmentOptions{}, rng);
     if (image.height < kMinLineHeight) image = pad_to_height(image, kMinLineHeight, paper);

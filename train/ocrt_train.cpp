@@ -81,6 +81,8 @@ cli::Parser train_flags(TrainConfig& c) {
   p.add(synth_height(c.synth));
   p.add(synth_spacing(c.synth));
   p.add(synth_tracking(c.synth));
+  p.add(cli::real("--synth-small-caps", "P", c.synth.small_caps, Range{0, 1},
+                  "share of synthetic lines set in small capitals, their text kept lower case (0)"));
   p.add(cli::integer("--synth-epoch", "N", c.synth.size, 1, kMaxLines, "synthetic lines per epoch (100000)"));
   p.add(cli::toggle("--augment", c.augment, true,
                     "blur, noise, contrast, rotation, morphology, padding (on; --no-augment: off)"));

@@ -114,15 +114,17 @@ bool Font::covers(const std::string& text) const {
 }
 
 GrayImage Font::render(const std::string& text, double pixel_height, int64_t margin, uint8_t ink, uint8_t paper,
-                       TextSpacing spacing) const {
+                       TypeSetting setting) const {
   OCRT_CHECK(pixel_height >= 4 && pixel_height <= 512, "render: pixel height must be in [4, 512], got ", pixel_height);
   OCRT_CHECK(margin >= 0 && margin <= 1024, "render: margin must be in [0, 1024], got ", margin);
   const auto chars = nn::utf8_chars(text, "render");
   OCRT_CHECK(!chars.empty(), "render: empty text");
-  OCRT_CHECK(std::isfinite(spacing.word) && spacing.word >= 0 && std::isfinite(spacing.tracking) &&
-                 std::abs(spacing.tracking) <= 1,
-             "render: spacing must have a word factor >= 0 and a tracking within [-1, 1] heights, got ", spacing.word,
-             " and ", spacing.tracking);
+  OCRT_CHECK(std::isfinite(setting.word) && setting.word >= 0 && std::isfinite(setting.tracking) &&
+                 std::abs(setting.tracking) <= 1,
+             "render: spacing must have a word factor >= 0 and a tracking within [-1, 1] heights, got ", setting.word,
+             " and ", setting.tracking);
+  OCRT_CHECK(setting.small_caps == 0 || (setting.small_caps >= 0.3 && setting.small_caps <= 1),
+             "render: small capitals must be 0 (none) or within [0.3, 1] of the capitals' size, got ", setting.small_caps);
   const stbtt_fontinfo* info = info_of(info_);
   const float scale = stbtt_ScaleForPixelHeight(info, (float)pixel_height);
   int ascent, descent, gap;
@@ -132,20 +134,36 @@ GrayImage Font::render(const std::string& text, double pixel_height, int64_t mar
   // relative to the pen's start on the baseline, y pointing down.
   struct Placed {
     int glyph;
+    float scale;     // the font's scale, or a small capital's
     float shift;     // sub-pixel part of the pen position
     int64_t x, y;    // top-left of the glyph's bitmap
     int w, h;
+  };
+  // Character i's glyph and scale: with small capitals, a lower-case ASCII letter is its
+  // capital made smaller (where the font has that capital).
+  const float small_scale = scale * (float)setting.small_caps;
+  auto glyph_of = [&](size_t i, float* glyph_scale) {
+    const uint32_t c = codepoint(chars[i]);
+    *glyph_scale = scale;
+    if (setting.small_caps > 0 && c >= 'a' && c <= 'z') {
+      if (const int capital = stbtt_FindGlyphIndex(info, (int)(c - 'a' + 'A'))) {
+        *glyph_scale = small_scale;
+        return capital;
+      }
+    }
+    return stbtt_FindGlyphIndex(info, (int)c);
   };
   std::vector<Placed> placed;
   int64_t left = 0, top = -(int64_t)std::ceil(ascent * scale);
   int64_t bottom = (int64_t)std::ceil(-descent * scale), right = 0;
   float pen = 0;
   for (size_t i = 0; i < chars.size(); ++i) {
-    const int g = stbtt_FindGlyphIndex(info, (int)codepoint(chars[i]));
+    float gs;
+    const int g = glyph_of(i, &gs);
     OCRT_CHECK(g != 0 || chars[i] == " ", path_, ": the font has no glyph for '", chars[i], "'");
-    Placed p{g, pen - std::floor(pen), 0, 0, 0, 0};
+    Placed p{g, gs, pen - std::floor(pen), 0, 0, 0, 0};
     int x0, y0, x1, y1;
-    stbtt_GetGlyphBitmapBoxSubpixel(info, g, scale, scale, p.shift, 0, &x0, &y0, &x1, &y1);
+    stbtt_GetGlyphBitmapBoxSubpixel(info, g, gs, gs, p.shift, 0, &x0, &y0, &x1, &y1);
     p.x = (int64_t)std::floor(pen) + x0, p.y = y0, p.w = x1 - x0, p.h = y1 - y0;
     if (p.w > 0 && p.h > 0) {  // a space has no bitmap
       left = std::min(left, p.x), right = std::max(right, p.x + p.w);
@@ -154,12 +172,13 @@ GrayImage Font::render(const std::string& text, double pixel_height, int64_t mar
     }
     int advance, lsb;
     stbtt_GetGlyphHMetrics(info, g, &advance, &lsb);
-    // A space's advance scaled by spacing.word (x 1 is exact: the font's own spacing).
-    pen += chars[i] == " " ? advance * scale * (float)spacing.word : advance * scale;
+    // A space's advance scaled by setting.word (x 1 is exact: the font's own spacing).
+    pen += chars[i] == " " ? advance * scale * (float)setting.word : advance * gs;
     if (i + 1 < chars.size()) {
-      const int next = stbtt_FindGlyphIndex(info, (int)codepoint(chars[i + 1]));
-      pen += scale * stbtt_GetGlyphKernAdvance(info, g, next);
-      if (spacing.tracking != 0) pen += (float)(spacing.tracking * pixel_height);
+      float next_scale;
+      const int next = glyph_of(i + 1, &next_scale);
+      pen += std::min(gs, next_scale) * stbtt_GetGlyphKernAdvance(info, g, next);
+      if (setting.tracking != 0) pen += (float)(setting.tracking * pixel_height);
     }
   }
   right = std::max(right, (int64_t)std::ceil(pen));
@@ -173,7 +192,7 @@ GrayImage Font::render(const std::string& text, double pixel_height, int64_t mar
   std::vector<unsigned char> bmp;
   for (const Placed& p : placed) {
     bmp.assign((size_t)p.w * (size_t)p.h, 0);
-    stbtt_MakeGlyphBitmapSubpixel(info, bmp.data(), p.w, p.h, p.w, scale, scale, p.shift, 0, p.glyph);
+    stbtt_MakeGlyphBitmapSubpixel(info, bmp.data(), p.w, p.h, p.w, p.scale, p.scale, p.shift, 0, p.glyph);
     const int64_t ox = margin - left + p.x, oy = margin - top + p.y;  // inside the canvas by construction
     for (int r = 0; r < p.h; ++r)
       for (int c = 0; c < p.w; ++c) {
@@ -600,9 +619,14 @@ void SampleRng::normals(double* out, size_t n) {
 
 double draw_in(SampleRng& rng, double lo, double hi) { return lo < hi ? rng.uniform(lo, hi) : lo; }
 
-TextSpacing draw_spacing(SampleRng& rng, double word_lo, double word_hi, double tracking_lo, double tracking_hi) {
+TypeSetting draw_spacing(SampleRng& rng, double word_lo, double word_hi, double tracking_lo, double tracking_hi) {
   const double word = draw_in(rng, word_lo, word_hi);  // in this order: the word space first
   return {word, draw_in(rng, tracking_lo, tracking_hi)};
+}
+
+double draw_small_caps(SampleRng& rng, double share) {
+  if (share <= 0 || rng.uniform() >= share) return 0;
+  return rng.uniform(kSmallCapsSize[0], kSmallCapsSize[1]);
 }
 
 double SampleRng::normal() {

@@ -13,12 +13,17 @@
 
 namespace ocrt::train {
 
-// The spacing of rendered type: `word` scales the space's advance (1: the font's own; print set
-// tight, as many PDFs are, has word spaces half the font's), and `tracking` adds that many pixel
-// heights between every two neighbouring characters (negative: closer).
-struct TextSpacing {
+// How rendered type is set beyond the font itself. `word` scales the space's advance (1: the
+// font's own; print set tight, as many PDFs are, has word spaces half the font's), and
+// `tracking` adds that many pixel heights between every two neighbouring characters (negative:
+// closer). `small_caps` > 0 sets the line in small capitals: each lower-case ASCII letter is
+// drawn as its capital at that fraction of the capitals' size (about the x-height: 0.66-0.8 in
+// print), on the baseline, while the text (the label) keeps the lower-case letter, as a reader
+// transcribes "Davenport" set in small capitals. 0: the font's own letters.
+struct TypeSetting {
   double word = 1;
   double tracking = 0;
+  double small_caps = 0;
 };
 
 // A loaded font (the file's bytes and stb_truetype's view of them).
@@ -40,10 +45,10 @@ class Font {
   // about pixel_height + 2 * margin high; glyphs reaching beyond the ascent, the descent or
   // their advance (accents, italic overhangs) widen the canvas rather than being cut. Throws
   // when the font lacks a character.
-  // `spacing` sets the type's spacing (TextSpacing above); the default renders exactly as the
-  // font says.
+  // `setting` sets the type's spacing and small capitals (TypeSetting above); the default
+  // renders exactly as the font says.
   GrayImage render(const std::string& text, double pixel_height, int64_t margin = 2, uint8_t ink = 0,
-                   uint8_t paper = 255, TextSpacing spacing = TextSpacing()) const;
+                   uint8_t paper = 255, TypeSetting setting = TypeSetting()) const;
   ~Font();
   Font(const Font&) = delete;  // stb's view points into data_: a copy would share and free it twice
   Font& operator=(const Font&) = delete;
@@ -153,6 +158,13 @@ double draw_in(SampleRng& rng, double lo, double hi);
 // tracking_hi] (ocrt-train's --synth-spacing / --synth-tracking, ocrt-synth's --spacing /
 // --tracking). A range with equal ends is that value and draws nothing, so that the default
 // (1:1, 0:0) leaves every other draw of a seed where it was.
-TextSpacing draw_spacing(SampleRng& rng, double word_lo, double word_hi, double tracking_lo, double tracking_hi);
+TypeSetting draw_spacing(SampleRng& rng, double word_lo, double word_hi, double tracking_lo, double tracking_hi);
+
+// Whether a line is set in small capitals, with probability `share` (ocrt-train's
+// --synth-small-caps, ocrt-synth's --small-caps), and at which size: kSmallCapsSize's range,
+// drawn uniformly. 0 where it is not; a share of 0 draws nothing (every other draw of a seed
+// stays where it was).
+constexpr double kSmallCapsSize[2] = {0.66, 0.8};
+double draw_small_caps(SampleRng& rng, double share);
 
 }  // namespace ocrt::train

@@ -187,6 +187,8 @@ void TrainConfig::validate() const {
   OCRT_CHECK(synth.min_word_spacing >= 0 && synth.min_word_spacing <= synth.max_word_spacing &&
                  synth.max_word_spacing <= 4,
              "--synth-spacing: need 0 <= LO <= HI <= 4, got ", synth.min_word_spacing, ":", synth.max_word_spacing);
+  OCRT_CHECK(synth.small_caps >= 0 && synth.small_caps <= 1, "--synth-small-caps: need a share in [0, 1], got ",
+             synth.small_caps);
   OCRT_CHECK(synth.min_tracking >= -0.5 && synth.min_tracking <= synth.max_tracking && synth.max_tracking <= 0.5,
              "--synth-tracking: need -0.5 <= LO <= HI <= 0.5, got ", synth.min_tracking, ":", synth.max_tracking);
   // The same ranges as ocrt-train's flags (ocrt_train.cpp), for callers that fill a TrainConfig
@@ -258,6 +260,7 @@ Json TrainConfig::to_json() const {
   j.set("synth_epoch", synth.size);
   j.set("synth_spacing", pair(synth.min_word_spacing, synth.max_word_spacing));
   j.set("synth_tracking", pair(synth.min_tracking, synth.max_tracking));
+  j.set("synth_small_caps", synth.small_caps);
   j.set("device", device.str());
   j.set("batch", batch);
   j.set("steps", steps);
@@ -314,6 +317,7 @@ const KeptSetting kKeptOnResume[] = {
     {"--synth-epoch", "synth_epoch", synthetic},
     {"--synth-spacing", "synth_spacing", synthetic},  // a checkpoint from before them lacks both:
     {"--synth-tracking", "synth_tracking", synthetic},  // not compared
+    {"--synth-small-caps", "synth_small_caps", synthetic},  // likewise
     {"--augment/--no-augment", "augment", always},
     {"--no-shuffle", "shuffle", always},
     {"--bucket-window", "bucket_window", always},

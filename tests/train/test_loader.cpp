@@ -319,6 +319,32 @@ TEST_CASE("synth: the type's spacing comes from its ranges, and the default draw
   CHECK_THROWS_WITH(synth_dataset(32, bad), Catch::Contains("tracking"));
 }
 
+TEST_CASE("synth: a share of lines in small capitals keeps its text; a share of 0 draws nothing", "[loader]") {
+  auto plain = synth_dataset();
+  if (!plain) return;
+  SynthOptions none_opt, all_opt;
+  none_opt.small_caps = 0;
+  all_opt.small_caps = 1;
+  auto none = synth_dataset(32, none_opt), all = synth_dataset(32, all_opt);
+  int64_t lower = 0, changed = 0;
+  for (int64_t i = 0; i < 24; ++i) {
+    const LineSample a = plain->get(i, 2000 + (uint64_t)i), b = none->get(i, 2000 + (uint64_t)i);
+    REQUIRE(b.text == a.text);  // no draw: the same line, pixel for pixel
+    REQUIRE(b.image.pixels == a.image.pixels);
+    const LineSample c = all->get(i, 2000 + (uint64_t)i);
+    REQUIRE(c.text == a.text);  // the small capitals' draws come after the text's and the font's
+    if (std::any_of(a.text.begin(), a.text.end(), [](char ch) { return ch >= 'a' && ch <= 'z'; })) {
+      ++lower;
+      changed += c.image.width != a.image.width || c.image.pixels != a.image.pixels;
+    }
+  }
+  REQUIRE(lower > 0);
+  CHECK(changed == lower);  // every line with a lower-case letter looks different in small capitals
+  SynthOptions bad;
+  bad.small_caps = 1.5;
+  CHECK_THROWS_WITH(synth_dataset(32, bad), Catch::Contains("small_caps"));
+}
+
 TEST_CASE("synth: a charset no font covers fails with a clear message", "[loader]") {
   if (default_font_dirs().empty()) {
     WARN("no Debian font installed: synthetic checks skipped");

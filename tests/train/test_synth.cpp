@@ -128,13 +128,13 @@ TEST_CASE("render's spacing: word spaces scaled, letters tracked, the default th
   const auto font = Font::load(path);
   // The default and an explicit {1, 0} are the same pixels.
   const GrayImage plain = font->render("tight type", 40, 0);
-  const GrayImage same = font->render("tight type", 40, 0, 0, 255, TextSpacing{1, 0});
+  const GrayImage same = font->render("tight type", 40, 0, 0, 255, TypeSetting{1, 0});
   CHECK(same.width == plain.width);
   CHECK(same.pixels == plain.pixels);
   // The space's advance S: 0, 1 and 2 spaces' worth between the words (pen positions are
   // fractional, the canvas whole pixels: within a pixel).
   auto width = [&](double word, double tracking, const std::string& text) {
-    return (double)font->render(text, 40, 0, 0, 255, TextSpacing{word, tracking}).width;
+    return (double)font->render(text, 40, 0, 0, 255, TypeSetting{word, tracking}).width;
   };
   const double s1 = width(1, 0, "a b") - width(0, 0, "a b"), s2 = width(2, 0, "a b") - width(1, 0, "a b");
   CHECK(s1 > 0.15 * 40);
@@ -144,9 +144,60 @@ TEST_CASE("render's spacing: word spaces scaled, letters tracked, the default th
   CHECK(std::abs(width(1, 0.1, "abcd") - width(1, 0, "abcd") - 12) <= 1.5);
   CHECK(std::abs(width(1, -0.05, "abcd") - width(1, 0, "abcd") + 6) <= 1.5);
   // Nonsense is refused.
-  CHECK_THROWS_WITH(font->render("a b", 40, 0, 0, 255, TextSpacing{-1, 0}), Catch::Contains("spacing"));
-  CHECK_THROWS_WITH(font->render("a b", 40, 0, 0, 255, TextSpacing{1, 2}), Catch::Contains("spacing"));
-  CHECK_THROWS_WITH(font->render("a b", 40, 0, 0, 255, TextSpacing{std::nan(""), 0}), Catch::Contains("spacing"));
+  CHECK_THROWS_WITH(font->render("a b", 40, 0, 0, 255, TypeSetting{-1, 0}), Catch::Contains("spacing"));
+  CHECK_THROWS_WITH(font->render("a b", 40, 0, 0, 255, TypeSetting{1, 2}), Catch::Contains("spacing"));
+  CHECK_THROWS_WITH(font->render("a b", 40, 0, 0, 255, TypeSetting{std::nan(""), 0}), Catch::Contains("spacing"));
+}
+
+// The rows that hold ink (below 128) in columns [x0, x1) of an image.
+static std::pair<int64_t, int64_t> ink_rows(const GrayImage& img, int64_t x0, int64_t x1) {
+  int64_t top = img.height, bottom = -1;
+  for (int64_t y = 0; y < img.height; ++y)
+    for (int64_t x = x0; x < x1; ++x)
+      if (img.at(x, y) < 128) top = std::min(top, y), bottom = std::max(bottom, y);
+  return {top, bottom};
+}
+
+TEST_CASE("render's small capitals: lower-case letters as smaller capitals on the baseline", "[synth]") {
+  const std::string path = find_font();
+  if (path.empty()) {
+    WARN("no Debian font installed (scripts/install-deps.sh); skipping");
+    return;
+  }
+  const auto font = Font::load(path);
+  // small_caps 0 is the font's own letters, pixel for pixel.
+  CHECK(font->render("Risk profile", 40, 0, 0, 255, TypeSetting{1, 0, 0}).pixels == font->render("Risk profile", 40, 0).pixels);
+  // "xxx" in small capitals at 0.7 is "XXX" at 0.7 of the size: capitals' ink 0.7 as high (within
+  // two pixels of rounding), standing on the same baseline (their ink ends on the same row).
+  const GrayImage caps = font->render("XXX", 60, 0), small = font->render("xxx", 60, 0, 0, 255, TypeSetting{1, 0, 0.7});
+  const GrayImage lower = font->render("xxx", 60, 0);
+  REQUIRE(caps.height == small.height);
+  const auto [caps_top, caps_bottom] = ink_rows(caps, 0, caps.width);
+  const auto [small_top, small_bottom] = ink_rows(small, 0, small.width);
+  const double caps_h = (double)(caps_bottom - caps_top + 1), small_h = (double)(small_bottom - small_top + 1);
+  CHECK(std::abs(small_h - 0.7 * caps_h) <= 2);
+  CHECK(std::abs(small_bottom - caps_bottom) <= 1);
+  CHECK(std::abs(small.width - 0.7 * caps.width) <= 3);
+  CHECK(small.pixels != font->render("xxx", 60, 0, 0, 255, TypeSetting{1, 0, 0.8}).pixels);
+  CHECK(small.pixels != lower.pixels);
+  // Capitals, digits and punctuation stay as they are: only a-z change.
+  CHECK(font->render("AB 12.", 40, 0, 0, 255, TypeSetting{1, 0, 0.7}).pixels == font->render("AB 12.", 40, 0).pixels);
+  // A mixed word: "Ab" is narrower than "AB" and its "b" shorter than its "A".
+  const GrayImage ab = font->render("Ab", 60, 0, 0, 255, TypeSetting{1, 0, 0.7}), AB = font->render("AB", 60, 0);
+  CHECK(ab.width < AB.width);
+  CHECK(ink_rows(ab, ab.width * 3 / 4, ab.width).first > ink_rows(ab, 0, ab.width / 4).first + 8);
+  // Sizes outside [0.3, 1] are refused.
+  CHECK_THROWS_WITH(font->render("ab", 40, 0, 0, 255, TypeSetting{1, 0, 0.1}), Catch::Contains("small capitals"));
+  CHECK_THROWS_WITH(font->render("ab", 40, 0, 0, 255, TypeSetting{1, 0, 1.5}), Catch::Contains("small capitals"));
+  // draw_small_caps: a share of 0 draws nothing; 1 always a size in kSmallCapsSize's range.
+  SampleRng r0(5), r1(5);
+  CHECK(draw_small_caps(r0, 0) == 0);
+  CHECK(r0.next() == r1.next());
+  for (int i = 0; i < 20; ++i) {
+    const double size = draw_small_caps(r0, 1);
+    CHECK(size >= kSmallCapsSize[0]);
+    CHECK(size <= kSmallCapsSize[1]);
+  }
 }
 
 TEST_CASE("render and covers: missing glyphs, bad sizes and bad text are errors", "[synth]") {
