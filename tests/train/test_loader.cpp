@@ -319,7 +319,7 @@ TEST_CASE("synth: the type's spacing comes from its ranges, and the default draw
   CHECK_THROWS_WITH(synth_dataset(32, bad), Catch::Contains("tracking"));
 }
 
-TEST_CASE("synth: a share of lines in small capitals keeps its text; a share of 0 draws nothing", "[loader]") {
+TEST_CASE("synth: a share of lines in small capitals keeps its text, and a share of 0 draws nothing", "[loader]") {
   auto plain = synth_dataset();
   if (!plain) return;
   SynthOptions none_opt, all_opt;
