@@ -12,7 +12,6 @@
 // (or --replicas of them). Under mpirun: one replica per rank, MPI for CPU tensors, NCCL for GPU
 // tensors (--device cuda takes cuda:<local rank mod GPUs>). Every rank prints its own line.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -27,6 +26,7 @@
 #include "runtime/nccl_comm.h"
 #include "runtime/threading.h"
 #include "train/grad_sync.h"
+#include "timing.h"
 
 using namespace ocrt;
 
@@ -38,7 +38,6 @@ struct Settings {
   double bucket_mb = 4;
 };
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // One replica: a model's parameters with gradients, synced `reps` times; returns the median.
 double time_syncs(const Settings& s, Communicator& comm, Device device, int64_t* bytes) {
@@ -55,17 +54,16 @@ double time_syncs(const Settings& s, Communicator& comm, Device device, int64_t*
   std::vector<double> times;
   for (int r = -2; r < s.reps; ++r) {  // two warm-up syncs
     comm.barrier();
-    const double t0 = now();
+    const double t0 = bench::now_seconds();
     sync.all_reduce(comm);
     if (device.is_cuda()) cuda_synchronize(device.index);
-    if (r >= 0) times.push_back(now() - t0);
+    if (r >= 0) times.push_back(bench::now_seconds() - t0);
   }
   // The sum of ones over n replicas is n everywhere: check one value.
   const float v = params[0].grad().flatten().narrow(0, 0, 1).item();
   if (v != (float)comm.size() * (float)std::pow(comm.size(), s.reps + 1))
     std::fprintf(stderr, "warning: rank %d: unexpected gradient value %g after the syncs\n", comm.rank(), v);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return bench::median(times);
 }
 
 void report(const Settings& s, const Communicator& comm, Device device, int64_t bytes, double t) {

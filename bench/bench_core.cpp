@@ -14,7 +14,6 @@
 // add_ (in place) shows the rate without that allocation, and copy_ into an existing tensor
 // is the ceiling a streaming op can reach on this machine.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -27,6 +26,7 @@
 #include "ops/linalg.h"
 #include "ops/random.h"
 #include "runtime/threading.h"
+#include "timing.h"
 
 using namespace ocrt;
 
@@ -38,24 +38,16 @@ struct Result {
   int reps, inner;
 };
 
-double seconds_of(const std::function<void()>& f, int times) {
-  auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < times; ++i) f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 // Runs f with warm-up and repetitions; `work` is the amount (FLOP or bytes) of one call,
 // reported per second divided by `scale` (1e9: GFLOP/s or GB/s).
 Result measure(const std::string& name, const std::string& size, const std::string& unit, double work,
                int reps, const std::function<void()>& f) {
-  double warm = seconds_of(f, 2) / 2;  // warm-up: first touch of memory, thread start, caches
+  double warm = bench::seconds_of(f, 2) / 2;  // warm-up: first touch of memory, thread start, caches
   int inner = std::max(1, (int)(0.1 / std::max(warm, 1e-9)));
   std::vector<double> rates;
-  for (int r = 0; r < reps; ++r) rates.push_back(work * inner / seconds_of(f, inner) / 1e9);
-  std::sort(rates.begin(), rates.end());
-  size_t n = rates.size();
-  double median = n % 2 ? rates[n / 2] : 0.5 * (rates[n / 2 - 1] + rates[n / 2]);
-  return {name, size, unit, median, rates.front(), rates.back(), reps, inner};
+  for (int r = 0; r < reps; ++r) rates.push_back(work * inner / bench::seconds_of(f, inner) / 1e9);
+  const auto [lo, hi] = std::minmax_element(rates.begin(), rates.end());
+  return {name, size, unit, bench::median(rates), *lo, *hi, reps, inner};
 }
 
 void print_table(const char* impl, int threads, const std::vector<Result>& results) {

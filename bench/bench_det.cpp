@@ -3,7 +3,6 @@
 // batch of crops of a given size. Random inputs and targets: the cost does not depend on them.
 //
 //   build/bench_det [--batch 4] [--crop 256] [--steps 5] [--threads N]
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,11 +13,11 @@
 #include "runtime/threading.h"
 #include "train/det_loss.h"
 #include "train/optim.h"
+#include "timing.h"
 
 using namespace ocrt;
 
 namespace {
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -54,17 +53,17 @@ int main(int argc, char** argv) {
   const train::DetLossTargets targets = train::det_loss_targets(ptrs, Device::cpu());
   double t_fwd = 0, t_loss = 0, t_bwd = 0, t_opt = 0;
   for (int64_t s = 0; s < steps + 1; ++s) {
-    const double t0 = now();
+    const double t0 = bench::now_seconds();
     auto out = model->forward_maps(x, true);
-    const double t1 = now();
+    const double t1 = bench::now_seconds();
     auto l = train::det_loss(out.prob, out.thresh, targets);
     l.total.item();
-    const double t2 = now();
+    const double t2 = bench::now_seconds();
     l.total.backward();
-    const double t3 = now();
+    const double t3 = bench::now_seconds();
     optim.step();
     optim.zero_grad();
-    const double t4 = now();
+    const double t4 = bench::now_seconds();
     if (s == 0) continue;  // warm-up
     t_fwd += t1 - t0, t_loss += t2 - t1, t_bwd += t3 - t2, t_opt += t4 - t3;
   }

@@ -50,25 +50,19 @@
 #include "runtime/cpu_isa.h"
 #include "runtime/json.h"
 #include "runtime/threading.h"
+#include "timing.h"
 
 using namespace ocrt;
 
 #if defined(OCRT_CPU_SGEMM)
 namespace {
 
-double seconds_of(const std::function<void()>& f, int times) {
-  auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < times; ++i) f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 double median_rate(double flop, int reps, const std::function<void()>& f) {
-  const double warm = seconds_of(f, 2) / 2;
+  const double warm = bench::seconds_of(f, 2) / 2;
   const int inner = std::max(1, (int)(0.1 / std::max(warm, 1e-9)));
   std::vector<double> rates;
-  for (int r = 0; r < reps; ++r) rates.push_back(flop * inner / seconds_of(f, inner) / 1e9);
-  std::sort(rates.begin(), rates.end());
-  return rates[rates.size() / 2];
+  for (int r = 0; r < reps; ++r) rates.push_back(flop * inner / bench::seconds_of(f, inner) / 1e9);
+  return bench::median(rates);
 }
 
 // The core clock while it works, measured: a chain of dependent integer additions retires one

@@ -10,7 +10,6 @@
 // Each layer's time is the median of --reps runs of that layer alone on the previous layer's
 // output. The inputs are random: the cost of these layers does not depend on the pixels.
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cxxabi.h>
 #include <typeinfo>
@@ -33,13 +32,13 @@
 #include "runtime/image.h"
 #include "runtime/precision.h"
 #include "runtime/threading.h"
+#include "timing.h"
 
 using namespace ocrt;
 using namespace ocrt::nn;
 
 namespace {
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // "Conv2d" for an ocrt::nn::Conv2d.
 std::string type_of(const Module& m) {
@@ -62,12 +61,11 @@ Tensor timed(int64_t reps, const std::function<Tensor()>& f, double& ms) {
   std::vector<double> t;
   Tensor out;
   for (int64_t r = 0; r < reps; ++r) {
-    const double t0 = now();
+    const double t0 = bench::now_seconds();
     out = f();
-    t.push_back(1e3 * (now() - t0));
+    t.push_back(1e3 * (bench::now_seconds() - t0));
   }
-  std::sort(t.begin(), t.end());
-  ms = t[t.size() / 2];
+  ms = bench::median(t);
   return out;
 }
 

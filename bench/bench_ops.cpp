@@ -10,7 +10,6 @@
 // median and the min-max spread are reported, in milliseconds. With --forward, one repetition
 // is the forward pass alone under no-grad (what inference runs).
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,6 +27,7 @@
 #include "ops/lstm.h"
 #include "runtime/autograd.h"
 #include "runtime/threading.h"
+#include "timing.h"
 
 using namespace ocrt;
 
@@ -192,12 +192,6 @@ std::vector<Case> all_cases() {
   };
 }
 
-double seconds_of(const std::function<void()>& f) {
-  auto t0 = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -246,11 +240,11 @@ int main(int argc, char** argv) {
     std::function<void()> step = c.make(gen);
     step(), step();  // warm-up
     std::vector<double> ms;
-    for (int r = 0; r < reps; ++r) ms.push_back(1e3 * seconds_of(step));
-    std::sort(ms.begin(), ms.end());
-    const double median = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
-    results.push_back({c.name, c.size, median, ms.front(), ms.back(), reps});
-    std::printf("%-22s %-26s %9.2f %10.2f - %8.2f\n", c.name.c_str(), c.size.c_str(), median, ms.front(), ms.back());
+    for (int r = 0; r < reps; ++r) ms.push_back(1e3 * bench::seconds_of(step));
+    const double median = bench::median(ms);
+    const auto [lo, hi] = std::minmax_element(ms.begin(), ms.end());
+    results.push_back({c.name, c.size, median, *lo, *hi, reps});
+    std::printf("%-22s %-26s %9.2f %10.2f - %8.2f\n", c.name.c_str(), c.size.c_str(), median, *lo, *hi);
     std::fflush(stdout);
   }
   if (!json.empty()) {

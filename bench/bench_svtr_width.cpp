@@ -7,7 +7,6 @@
 //
 //   bench_svtr_width [--widths 100,200,400,800,1600] [--batch 1] [--reps 5] [--threads 0]
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -19,6 +18,7 @@
 #include "ops/random.h"
 #include "runtime/autograd.h"
 #include "runtime/threading.h"
+#include "timing.h"
 
 using namespace ocrt;
 
@@ -28,13 +28,8 @@ template <class F>
 double median_ms(int reps, F&& f) {
   f();  // warm-up
   std::vector<double> ms;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  for (int r = 0; r < reps; ++r) ms.push_back(1e3 * bench::seconds_of(f));
+  return bench::median(ms);
 }
 
 }  // namespace

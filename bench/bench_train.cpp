@@ -17,12 +17,10 @@
 // high-water mark, so with --arch both each preset runs in a child process (this program
 // re-executed with --arch <preset>) and reports its own. The JSON also has the peak of live
 // tensor bytes and the allocator cache, which say how much of the RSS is tensors.
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -42,6 +40,7 @@
 #include "runtime/cuda/cuda_glue.h"
 #include "runtime/threading.h"
 #include "train/optim.h"
+#include "timing.h"
 
 using namespace ocrt;
 
@@ -63,23 +62,11 @@ struct Phases {
   double total() const { return forward + loss + backward + clip + optim; }
 };
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-double peak_rss_mib() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return (double)ru.ru_maxrss / 1024.0;  // Linux: KiB
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // Trains one preset for warmup + steps steps; returns its result as a JSON object.
 Json run_arch(const Settings& s) {
-  const double rss_start = peak_rss_mib();
+  const double rss_start = bench::peak_rss_mib();
   Generator gen(s.seed);
   const int64_t classes = 96;  // blank + 95 characters, as the English charset
   std::shared_ptr<nn::Recognizer> net = nn::make_recognizer(s.arch, classes, gen);
@@ -112,35 +99,35 @@ Json run_arch(const Settings& s) {
   double last_loss = 0;
   for (int i = 0; i < s.warmup + s.steps; ++i) {
     Phases p;
-    double t0 = now();
+    double t0 = bench::now_seconds();
     Tensor logits = model.forward(x, widths);
     sync();
-    double t1 = now();
+    double t1 = bench::now_seconds();
     p.forward = t1 - t0;
     Tensor loss = ctc_loss_from_logits(logits, tg, input_lengths, target_lengths, co);
     last_loss = loss.item();
-    t0 = now(), p.loss = t0 - t1;
+    t0 = bench::now_seconds(), p.loss = t0 - t1;
     loss.backward();
     sync();
-    t1 = now(), p.backward = t1 - t0;
+    t1 = bench::now_seconds(), p.backward = t1 - t0;
     train::clip_grad_norm(optim.params(), 5.0);
     sync();
-    t0 = now(), p.clip = t0 - t1;
+    t0 = bench::now_seconds(), p.clip = t0 - t1;
     optim.step();
     optim.zero_grad();
     sync();
-    p.optim = now() - t0;
+    p.optim = bench::now_seconds() - t0;
     if (i >= s.warmup) timed.push_back(p);
   }
 
   auto med = [&](double Phases::*f) {
     std::vector<double> v;
     for (const Phases& p : timed) v.push_back(1e3 * (p.*f));
-    return median(v);
+    return bench::median(v);
   };
   std::vector<double> ms;
   for (const Phases& p : timed) ms.push_back(1e3 * p.total());
-  const double step_ms = median(ms);
+  const double step_ms = bench::median(ms);
   Json ph = Json::object();
   ph.set("forward", med(&Phases::forward));
   ph.set("loss", med(&Phases::loss));
@@ -155,7 +142,7 @@ Json run_arch(const Settings& s) {
   r.set("ms_min", *std::min_element(ms.begin(), ms.end()));
   r.set("ms_max", *std::max_element(ms.begin(), ms.end()));
   r.set("samples_per_s", 1e3 * (double)N / step_ms);
-  r.set("peak_rss_mib", peak_rss_mib());
+  r.set("peak_rss_mib", bench::peak_rss_mib());
   r.set("rss_before_model_mib", rss_start);
   // Of the peak RSS: the most bytes live tensors held at once, and what the CPU allocator's
   // cache (runtime/cpu_allocator.h) holds at the end, free for reuse.

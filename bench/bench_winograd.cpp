@@ -4,7 +4,6 @@
 //
 //   bench_winograd [--threads N] [--reps R]
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -15,6 +14,7 @@
 #include "runtime/error.h"
 #include "runtime/tensor.h"
 #include "runtime/threading.h"
+#include "timing.h"
 
 using namespace ocrt;
 
@@ -62,13 +62,8 @@ int main(int argc, char** argv) {
       };
       call(), call(), call();
       std::vector<double> ms;
-      for (int r = 0; r < reps; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        call();
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-      }
-      std::sort(ms.begin(), ms.end());
-      const double m = ms[ms.size() / 2];
+      for (int r = 0; r < reps; ++r) ms.push_back(1e3 * bench::seconds_of(call));
+      const double m = bench::median(ms);
       total[pi] += m;
       std::printf("%-18s %-5s %10.2f %10.1f\n", l.name, pi ? "bf16" : "fp32", m, flop / m / 1e6);
     }
