@@ -517,7 +517,7 @@ std::string TextSource::structured_item(SampleRng& rng) const {
     }
     return out;
   };
-  const int64_t kind = rng.integer(0, 13);
+  const int64_t kind = rng.integer(0, 14);
   const int64_t year = rng.integer(1890, 2035);
   switch (kind) {
     case 0:  // dates, in the forms print uses
@@ -590,6 +590,16 @@ std::string TextSource::structured_item(SampleRng& rng) const {
       }
     case 12:  // a year or an ordinal
       return rng.uniform() < 0.5 ? std::to_string(year) : num(1, 99) + (rng.uniform() < 0.5 ? "th" : "nd");
+    case 13:  // reporting periods, as business and financial print writes them: Q1, 2Q14, FY2015E, H1 2019
+      switch (rng.integer(0, 3)) {
+        case 0: return "Q" + num(1, 4) + (rng.uniform() < 0.5 ? " " + std::to_string(year) : "");
+        case 1: return num(1, 4) + "Q" + two(0, 99);
+        case 2: {
+          const double r = rng.uniform();
+          return "FY" + (rng.uniform() < 0.5 ? std::to_string(year) : two(0, 99)) + (r < 0.3 ? "A" : r < 0.6 ? "E" : "");
+        }
+        default: return "H" + num(1, 2) + " " + std::to_string(year);
+      }
     default: {  // measures
       static const char* const kUnits[] = {"kg", "km", "mm", "cm", "lb", "oz", "ft", "in.", "mph", "MB", "GB", "ml"};
       return num(1, 999) + (rng.uniform() < 0.5 ? "." + num(0, 9) : "") + " " + kUnits[rng.integer(0, 11)];

@@ -434,7 +434,7 @@ TEST_CASE("TextSource structured lines hold dates, prices, addresses and the lik
   TextMix only;
   only.prose = 0, only.structured = 1;
   const TextSource src({"invoice", "total", "page"}, nn::Charset::ascii(), {}, only);
-  int with_digit = 0, with_at = 0, with_dollar = 0, capitalised_mail = 0;
+  int with_digit = 0, with_at = 0, with_dollar = 0, capitalised_mail = 0, periods = 0;
   for (uint64_t seed = 0; seed < 1000; ++seed) {
     TextSource::Kind kind;
     const std::string t = src.sample(seed, 8, 48, &kind);
@@ -444,6 +444,7 @@ TEST_CASE("TextSource structured lines hold dates, prices, addresses and the lik
     with_digit += std::any_of(t.begin(), t.end(), [](char c) { return std::isdigit((unsigned char)c); });
     with_at += t.find('@') != std::string::npos;
     with_dollar += t.find('$') != std::string::npos;
+    periods += t.find("FY") != std::string::npos || t.find("Q1") != std::string::npos;
     // "Invoice.Total@page.com": an address's name parts capitalised as a person's name is.
     for (size_t at = t.find('@'); at != std::string::npos && at > 0; at = std::string::npos) {
       size_t start = t.rfind(' ', at);
@@ -454,6 +455,7 @@ TEST_CASE("TextSource structured lines hold dates, prices, addresses and the lik
   CHECK(with_digit > 500);
   CHECK(with_at > 10);
   CHECK(capitalised_mail > 0);
+  CHECK(periods > 10);
   CHECK(capitalised_mail < with_at);
   CHECK(with_dollar > 10);
   // A charset without digits still gets lines (items that do not fit it are skipped).
