@@ -930,11 +930,35 @@ float* inference_scratch(int64_t floats) {
   return b.data;
 }
 
-// The usual forward pass, chunk by chunk of tile rows: the input tiles V, the 36 products
-// product(xi, P, V[xi], M[xi]) giving M[xi] (Cout x P) = U[xi] (Cout x C) @ V[xi] (C x P), one
-// thread each (the GEMM runs on the calling thread inside a parallel region), the output tiles.
-// With prepare_row, the products go a row of the tile at a time (xi = 6 i .. 6 i + 5), each row
-// after prepare_row(i): the caller makes U's planes of that row only.
+// The chunk loop of every forward pass but the small-tile one: for each chunk of whole tile rows
+// [r0, r0 + rows) (P = rows * tw tiles), make_inputs(r0, rows, P) writes the chunk's input tiles
+// in whatever form the products read, the 36 products product(xi, P, M[xi]) give M[xi] (Cout x
+// P), one thread each (the GEMM runs on the calling thread inside a parallel region), and the
+// output tiles go to y. With prepare_row, the products go a row of the tile at a time (xi = 6 i
+// .. 6 i + 5), each row after prepare_row(i): the caller makes U's planes of that row only.
+template <class MakeInputs, class Product, class PrepareRow = std::nullptr_t>
+void for_each_chunk(const Plan& plan, float* M, const float* bias, float* y, const WinogradReluPool* pool,
+                    const MakeInputs& make_inputs, const Product& product, const PrepareRow& prepare_row = nullptr) {
+  const Geometry& g = plan.g;
+  for (int64_t r0 = 0; r0 < plan.tile_rows; r0 += plan.rows_per_chunk) {
+    const int64_t rows = std::min(plan.rows_per_chunk, plan.tile_rows - r0), P = rows * g.tw;
+    make_inputs(r0, rows, P);
+    if constexpr (std::is_same_v<PrepareRow, std::nullptr_t>) {
+#pragma omp parallel for schedule(static)
+      for (int64_t xi = 0; xi < kPoints; ++xi) product(xi, P, M + xi * g.Cout * P);
+    } else {
+      for (int64_t i = 0; i < kIn; ++i) {
+        prepare_row(i);
+#pragma omp parallel for schedule(static)
+        for (int64_t xi = i * kIn; xi < (i + 1) * kIn; ++xi) product(xi, P, M + xi * g.Cout * P);
+      }
+    }
+    output_tiles(M, g, r0, rows, bias, y, false, pool);
+  }
+}
+
+// The usual forward pass with float32 input tiles: V[xi] (C x P) made by input_tiles, and
+// product(xi, P, V[xi], M[xi]) giving M[xi] = U[xi] (Cout x C) @ V[xi] (C x P).
 //
 // Where V and M live, the caller says (`scratch`). In inference, in one buffer per thread that
 // only grows (inference_scratch), not in the tensor allocator: every layer's pair comes to about
@@ -952,21 +976,9 @@ void chunked_forward(const float* x, const Plan& plan, const float* bias, float*
   Tensor V_mem = scratch ? Tensor() : Tensor::empty({v_size}), M_mem = scratch ? Tensor() : Tensor::empty({m_size});
   float* V = scratch ? inference_scratch(v_size + m_size) : V_mem.data<float>();
   float* M = scratch ? V + v_size : M_mem.data<float>();
-  for (int64_t r0 = 0; r0 < plan.tile_rows; r0 += plan.rows_per_chunk) {
-    const int64_t rows = std::min(plan.rows_per_chunk, plan.tile_rows - r0), P = rows * g.tw;
-    input_tiles(x, g, r0, rows, V);
-    if constexpr (std::is_same_v<PrepareRow, std::nullptr_t>) {
-#pragma omp parallel for schedule(static)
-      for (int64_t xi = 0; xi < kPoints; ++xi) product(xi, P, V + xi * g.C * P, M + xi * g.Cout * P);
-    } else {
-      for (int64_t i = 0; i < kIn; ++i) {
-        prepare_row(i);
-#pragma omp parallel for schedule(static)
-        for (int64_t xi = i * kIn; xi < (i + 1) * kIn; ++xi) product(xi, P, V + xi * g.C * P, M + xi * g.Cout * P);
-      }
-    }
-    output_tiles(M, g, r0, rows, bias, y, false, pool);
-  }
+  for_each_chunk(
+      plan, M, bias, y, pool, [&](int64_t r0, int64_t rows, int64_t) { input_tiles(x, g, r0, rows, V); },
+      [&](int64_t xi, int64_t P, float* Mxi) { product(xi, P, V + xi * g.C * P, Mxi); }, prepare_row);
 }
 
 // The usual forward pass with the weights kept transformed and packed as the products' A: the
@@ -986,27 +998,25 @@ void pairs_forward(const float* x, const KeptWeights& kept, const float* bias, f
   float* scratch = inference_scratch(v_size + m_size);
   uint32_t* Vp = reinterpret_cast<uint32_t*>(scratch);
   float* M = scratch + v_size;
-  for (int64_t r0 = 0; r0 < plan.tile_rows; r0 += plan.rows_per_chunk) {
-    const int64_t rows = std::min(plan.rows_per_chunk, plan.tile_rows - r0), P = rows * g.tw;
-    // The last panel's columns past P are zero, as the GEMM's own packing leaves them.
-    if (const int64_t used = P % nr; used > 0) {
-      const int64_t last = P / nr * nr * d;
-      for (int64_t xi = 0; xi < kPoints; ++xi)
-        for (int64_t kp = 0; kp < d; ++kp) {
-          uint32_t* row = Vp + xi * plane + last + kp * nr;
-          std::fill(row + used, row + nr, 0u);
+  for_each_chunk(
+      plan, M, bias, y, pool,
+      [&](int64_t r0, int64_t rows, int64_t P) {
+        // The last panel's columns past P are zero, as the GEMM's own packing leaves them.
+        if (const int64_t used = P % nr; used > 0) {
+          const int64_t last = P / nr * nr * d;
+          for (int64_t xi = 0; xi < kPoints; ++xi)
+            for (int64_t kp = 0; kp < d; ++kp) {
+              uint32_t* row = Vp + xi * plane + last + kp * nr;
+              std::fill(row + used, row + nr, 0u);
+            }
         }
-    }
 #pragma omp parallel for schedule(static)
-    for (int64_t cr = 0; cr < d * rows; ++cr) {
-      const int64_t cp = cr / rows, r = r0 + cr % rows;
-      input_row_pairs(x, g, 2 * cp, r / g.th, r % g.th, Vp, plane, nr, (r - r0) * g.tw);
-    }
-#pragma omp parallel for schedule(static)
-    for (int64_t xi = 0; xi < kPoints; ++xi)
-      sgemm_packed_ab(*kept.a_planes[(size_t)xi], P, Vp + xi * plane, M + xi * g.Cout * P, P);
-    output_tiles(M, g, r0, rows, bias, y, false, pool);
-  }
+        for (int64_t cr = 0; cr < d * rows; ++cr) {
+          const int64_t cp = cr / rows, r = r0 + cr % rows;
+          input_row_pairs(x, g, 2 * cp, r / g.th, r % g.th, Vp, plane, nr, (r - r0) * g.tw);
+        }
+      },
+      [&](int64_t xi, int64_t P, float* Mxi) { sgemm_packed_ab(*kept.a_planes[(size_t)xi], P, Vp + xi * plane, Mxi, P); });
 }
 #endif
 
