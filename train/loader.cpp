@@ -127,7 +127,7 @@ LineSample SynthDataset::get(int64_t index, uint64_t seed) const {
     const uint8_t ink = (uint8_t)rng.integer(0, 90), paper = (uint8_t)rng.integer(165, 255);
     TypeSetting setting =
         draw_spacing(rng, opt_.min_word_spacing, opt_.max_word_spacing, opt_.min_tracking, opt_.max_tracking);
-    setting.small_caps = draw_small_caps(rng, opt_.small_caps);
+    setting.small_caps = draw_small_caps(rng, opt_.small_caps, text);
     GrayImage image = font->render(text, pixel_height, margin, ink, paper, setting);
     if (opt_.scan) image = degrade(image, opt_.scan_options, rng);
     image = resize_to_height(image, height_);

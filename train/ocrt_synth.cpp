@@ -295,7 +295,7 @@ Sample make_sample(const SynthConfig& c, const TextSource& text_source, const st
     const int64_t margin = rng.integer(1, 6);
     const auto ink = (uint8_t)rng.integer(0, 70), paper = (uint8_t)rng.integer(180, 255);
     TypeSetting setting = draw_spacing(rng, c.min_spacing, c.max_spacing, c.min_tracking, c.max_tracking);
-    setting.small_caps = draw_small_caps(rng, c.small_caps);
+    setting.small_caps = draw_small_caps(rng, c.small_caps, text);
     GrayImage image = font->render(text, height, margin, ink, paper, setting);
     if (c.degrade != "none") image = degrade(image, scan, rng);
     if (c.augment) image = augment(image, AugmentOptions{}, rng);

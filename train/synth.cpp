@@ -645,8 +645,11 @@ TypeSetting draw_spacing(SampleRng& rng, double word_lo, double word_hi, double 
   return {word, draw_in(rng, tracking_lo, tracking_hi)};
 }
 
-double draw_small_caps(SampleRng& rng, double share) {
-  if (share <= 0 || rng.uniform() >= share) return 0;
+double draw_small_caps(SampleRng& rng, double share, const std::string& text) {
+  const auto has = [&](auto test) { return std::any_of(text.begin(), text.end(), [&](char c) { return test((unsigned char)c); }); };
+  const bool lower = has([](unsigned char c) { return c >= 'a' && c <= 'z'; });
+  const bool full_height = has([](unsigned char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); });
+  if (share <= 0 || !lower || !full_height || rng.uniform() >= share) return 0;
   return rng.uniform(kSmallCapsSize[0], kSmallCapsSize[1]);
 }
 

@@ -160,11 +160,16 @@ double draw_in(SampleRng& rng, double lo, double hi);
 // (1:1, 0:0) leaves every other draw of a seed where it was.
 TypeSetting draw_spacing(SampleRng& rng, double word_lo, double word_hi, double tracking_lo, double tracking_hi);
 
-// Whether a line is set in small capitals, with probability `share` (ocrt-train's
+// Whether a line of `text` is set in small capitals, with probability `share` (ocrt-train's
 // --synth-small-caps, ocrt-synth's --small-caps), and at which size: kSmallCapsSize's range,
-// drawn uniformly. 0 where it is not; a share of 0 draws nothing (every other draw of a seed
-// stays where it was).
+// drawn uniformly. Only a text with a lower-case letter and with a capital or a digit can be:
+// those stand at full height beside the small capitals and tell a reader (and the model) which
+// letters are small. A line of small capitals alone looks like a line of capitals once cut to
+// its ink and scaled, as the page reader cuts lines: labelled lower case, it taught a first
+// model (bench/results/pages.md, twenty-ninth session) to read real capitals as lower case.
+// 0 where it is not; a share of 0, or a text that cannot be, draws nothing (every other draw
+// of a seed stays where it was).
 constexpr double kSmallCapsSize[2] = {0.66, 0.8};
-double draw_small_caps(SampleRng& rng, double share);
+double draw_small_caps(SampleRng& rng, double share, const std::string& text);
 
 }  // namespace ocrt::train

@@ -189,15 +189,19 @@ TEST_CASE("render's small capitals: lower-case letters as smaller capitals on th
   // Sizes outside [0.3, 1] are refused.
   CHECK_THROWS_WITH(font->render("ab", 40, 0, 0, 255, TypeSetting{1, 0, 0.1}), Catch::Contains("small capitals"));
   CHECK_THROWS_WITH(font->render("ab", 40, 0, 0, 255, TypeSetting{1, 0, 1.5}), Catch::Contains("small capitals"));
-  // draw_small_caps: a share of 0 draws nothing; 1 always a size in kSmallCapsSize's range.
+  // draw_small_caps: a share of 0 draws nothing; 1 always a size in kSmallCapsSize's range for a
+  // text with lower-case letters beside a capital or a digit, and nothing for one without either.
   SampleRng r0(5), r1(5);
-  CHECK(draw_small_caps(r0, 0) == 0);
+  CHECK(draw_small_caps(r0, 0, "Risk profile") == 0);
+  CHECK(draw_small_caps(r0, 1, "risk profile") == 0);  // nothing at full height beside them
+  CHECK(draw_small_caps(r0, 1, "RISK 12") == 0);       // no lower-case letter to make small
   CHECK(r0.next() == r1.next());
-  for (int i = 0; i < 20; ++i) {
-    const double size = draw_small_caps(r0, 1);
-    CHECK(size >= kSmallCapsSize[0]);
-    CHECK(size <= kSmallCapsSize[1]);
-  }
+  for (const char* text : {"Risk profile", "risk 2019"})
+    for (int i = 0; i < 10; ++i) {
+      const double size = draw_small_caps(r0, 1, text);
+      CHECK(size >= kSmallCapsSize[0]);
+      CHECK(size <= kSmallCapsSize[1]);
+    }
 }
 
 TEST_CASE("render and covers: missing glyphs, bad sizes and bad text are errors", "[synth]") {
