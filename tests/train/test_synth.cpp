@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -37,6 +38,26 @@ std::string find_font() {
                         "/usr/share/fonts/opentype/urw-base35/NimbusSans-Regular.otf"})
     if (fs::exists(p)) return p;
   return "";
+}
+
+// The font of find_font(), loaded, or null (with a warning that the test is skipped) when none is
+// installed.
+std::shared_ptr<Font> test_font() {
+  const std::string path = find_font();
+  if (path.empty()) {
+    WARN("no Debian font installed (scripts/install-deps.sh); skipping");
+    return nullptr;
+  }
+  return Font::load(path);
+}
+
+// The rows that hold ink (below 128) in columns [x0, x1) of an image.
+std::pair<int64_t, int64_t> ink_rows(const GrayImage& img, int64_t x0, int64_t x1) {
+  int64_t top = img.height, bottom = -1;
+  for (int64_t y = 0; y < img.height; ++y)
+    for (int64_t x = x0; x < x1; ++x)
+      if (img.at(x, y) < 128) top = std::min(top, y), bottom = std::max(bottom, y);
+  return {top, bottom};
 }
 
 fs::path fresh_dir(const std::string& name) {
@@ -67,13 +88,9 @@ int64_t length(const std::string& text) { return (int64_t)nn::utf8_chars(text).s
 }  // namespace
 
 TEST_CASE("a font renders 'Hello 123' as dark ink on light paper", "[synth]") {
-  const std::string path = find_font();
-  if (path.empty()) {
-    WARN("no Debian font installed (scripts/install-deps.sh); skipping");
-    return;
-  }
-  const auto font = Font::load(path);
-  CHECK(font->path() == path);
+  const auto font = test_font();
+  if (!font) return;
+  CHECK(font->path() == find_font());
   CHECK(font->covers("Hello 123"));
   const GrayImage img = font->render("Hello 123", 32, 2);
   REQUIRE((int64_t)img.pixels.size() == img.width * img.height);
@@ -99,12 +116,8 @@ TEST_CASE("a font renders 'Hello 123' as dark ink on light paper", "[synth]") {
 }
 
 TEST_CASE("rendered size scales with the pixel height", "[synth]") {
-  const std::string path = find_font();
-  if (path.empty()) {
-    WARN("no Debian font installed (scripts/install-deps.sh); skipping");
-    return;
-  }
-  const auto font = Font::load(path);
+  const auto font = test_font();
+  if (!font) return;
   const GrayImage small = font->render("Scaling text 42", 20, 0), large = font->render("Scaling text 42", 40, 0);
   CHECK(std::abs((double)large.height - 2.0 * (double)small.height) <= 3);
   CHECK(std::abs((double)large.width / (double)small.width - 2.0) < 0.1);
@@ -120,12 +133,8 @@ TEST_CASE("rendered size scales with the pixel height", "[synth]") {
 }
 
 TEST_CASE("render's spacing: word spaces scaled, letters tracked, the default the font's own", "[synth]") {
-  const std::string path = find_font();
-  if (path.empty()) {
-    WARN("no Debian font installed (scripts/install-deps.sh); skipping");
-    return;
-  }
-  const auto font = Font::load(path);
+  const auto font = test_font();
+  if (!font) return;
   // The default and an explicit {1, 0} are the same pixels.
   const GrayImage plain = font->render("tight type", 40, 0);
   const GrayImage same = font->render("tight type", 40, 0, 0, 255, TypeSetting{1, 0});
@@ -149,22 +158,9 @@ TEST_CASE("render's spacing: word spaces scaled, letters tracked, the default th
   CHECK_THROWS_WITH(font->render("a b", 40, 0, 0, 255, TypeSetting{std::nan(""), 0}), Catch::Contains("spacing"));
 }
 
-// The rows that hold ink (below 128) in columns [x0, x1) of an image.
-static std::pair<int64_t, int64_t> ink_rows(const GrayImage& img, int64_t x0, int64_t x1) {
-  int64_t top = img.height, bottom = -1;
-  for (int64_t y = 0; y < img.height; ++y)
-    for (int64_t x = x0; x < x1; ++x)
-      if (img.at(x, y) < 128) top = std::min(top, y), bottom = std::max(bottom, y);
-  return {top, bottom};
-}
-
 TEST_CASE("render's small capitals: lower-case letters as smaller capitals on the baseline", "[synth]") {
-  const std::string path = find_font();
-  if (path.empty()) {
-    WARN("no Debian font installed (scripts/install-deps.sh); skipping");
-    return;
-  }
-  const auto font = Font::load(path);
+  const auto font = test_font();
+  if (!font) return;
   // small_caps 0 is the font's own letters, pixel for pixel.
   CHECK(font->render("Risk profile", 40, 0, 0, 255, TypeSetting{1, 0, 0}).pixels == font->render("Risk profile", 40, 0).pixels);
   // "xxx" in small capitals at 0.7 is "XXX" at 0.7 of the size: capitals' ink 0.7 as high (within
@@ -205,12 +201,8 @@ TEST_CASE("render's small capitals: lower-case letters as smaller capitals on th
 }
 
 TEST_CASE("render and covers: missing glyphs, bad sizes and bad text are errors", "[synth]") {
-  const std::string path = find_font();
-  if (path.empty()) {
-    WARN("no Debian font installed (scripts/install-deps.sh); skipping");
-    return;
-  }
-  const auto font = Font::load(path);
+  const auto font = test_font();
+  if (!font) return;
   const std::string cjk = "\xe4\xb8\xad";  // 中: no Latin font here has it
   CHECK_FALSE(font->covers(cjk));
   CHECK_FALSE(font->covers("ab" + cjk));
