@@ -717,15 +717,16 @@ Page line_as_page(const LineResult& r, int64_t width, int64_t height) {
 // --eval on pages: each page's words against its truth file, and the totals.
 class PageEvaluation {
  public:
-  void add(const std::string& name, const PageScore& s, const std::string& error, std::vector<WordMiss> misses) {
-    rows_.push_back({name, s, error, std::move(misses)});
+  // `listed`: the first of the page's words not read right, as many as the report lists.
+  void add(const std::string& name, const PageScore& s, const std::string& error, std::vector<WordMiss> listed) {
+    rows_.push_back({name, s, error, std::move(listed)});
     total_ += s;
     failed_ += !error.empty();
   }
   void no_truth() { ++failed_, ++unscored_; }
 
-  // The totals, each page's scores and, with worst > 0, the first `worst` words of each page
-  // that were not read right.
+  // The totals, each page's scores and the words of each page not read right that were listed
+  // (at most `worst` a page).
   std::string report(int64_t worst) const {
     std::ostringstream os;
     char buf[512];
@@ -752,17 +753,18 @@ class PageEvaluation {
     }
     bool any = false;
     for (const Row& r : rows_) {
-      if (worst <= 0 || r.misses.empty()) continue;
+      if (r.listed.empty()) continue;
       if (!any) os << "words not read right (truth, then what was read there; at most " << worst << " a page):\n";
       any = true;
       os << "  " << r.name << ":\n";
-      for (size_t i = 0; i < r.misses.size() && (int64_t)i < worst; ++i) {
-        const WordMiss& m = r.misses[i];
+      for (const WordMiss& m : r.listed) {
         os << "    " << word_miss_kind_name(m.kind) << ": \"" << m.truth << "\"";
         if (m.kind != WordMissKind::missed) os << " read as \"" << m.read << "\"";
         os << "\n";
       }
-      if ((int64_t)r.misses.size() > worst) os << "    (" << (int64_t)r.misses.size() - worst << " more)\n";
+      // Every truth word not read right is wrong or missed.
+      if (const int64_t more = r.score.wrong + r.score.missed - (int64_t)r.listed.size(); more > 0)
+        os << "    (" << more << " more)\n";
     }
     return os.str();
   }
@@ -782,7 +784,7 @@ class PageEvaluation {
     std::string name;
     PageScore score;
     std::string error;
-    std::vector<WordMiss> misses;
+    std::vector<WordMiss> listed;
   };
   std::vector<Row> rows_;
   PageScore total_;
@@ -1171,9 +1173,10 @@ std::optional<Json> InferRun::score_read_page(const InputItem& item, const Page&
                item.page_number > 0 ? "-" + std::to_string(item.page_number) : std::string(), ".json, .hocr or .xml)");
     std::vector<WordMiss> misses;
     const PageScore s = score_page(page, read_page_truth(truth_file), &misses);
+    if ((int64_t)misses.size() > args_.worst) misses.resize((size_t)args_.worst);  // the first --worst are listed
     Json eval = s.to_json();
     Json listed = Json::array();
-    for (size_t i = 0; i < misses.size() && (int64_t)i < args_.worst; ++i) listed.push_back(misses[i].to_json());
+    for (const WordMiss& m : misses) listed.push_back(m.to_json());
     eval.set("misses", std::move(listed));
     page_evaluation_.add(item.name, s, page.error, std::move(misses));
     Json scores = Json::object();
