@@ -3,7 +3,6 @@
 // rate counted as the direct convolution's FLOPs, in float32 and bf16 products.
 //
 //   bench_winograd [--threads N] [--reps R]
-#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <vector>
