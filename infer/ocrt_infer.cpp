@@ -103,6 +103,7 @@ struct Args {
   double descreen_lines = PageReaderOptions().descreen_lines;
   double erase_rules = PageReaderOptions().erase_rules, sideways_check = PageReaderOptions().sideways_check;
   double min_confidence = PageReaderOptions().min_confidence;
+  double missed_ink = PageReaderOptions().missed_ink;
   double space_gap = PageReaderOptions().space_gap;
   int rotation = -1;
   int page_jobs = 0;  // 0: page_lanes_for's default
@@ -221,6 +222,10 @@ with --format tsv (a table of lines) every image is a line.)");
   p.add(cli::real("--min-confidence", "C", a.min_confidence, Range{0, 1},
                   "a page's line read with a mean confidence per character below C is left out\n"
                   "(junk read from charts, photos, rows of dots; default 0.5; 0: every line)"));
+  p.add(cli::real("--missed-ink", "C", a.missed_ink, Range{0, 1},
+                  "a page's ink the size of a glyph or a dash that no detected line covers (lone\n"
+                  "line numbers, a table's dashes) is read too, and kept when read with at least\n"
+                  "C per character (default 0.8; 0: not looked for)"));
   p.add(cli::real("--sideways-check", "C", a.sideways_check, Range{0, 1.01},
                   "a page whose orientation probe reads below C per character both ways, without\n"
                   "a decisive vote, is detected again turned by a quarter turn in case it lies\n"
@@ -876,6 +881,7 @@ class InferRun {
   // document could not be written (counted as failed).
   int64_t line_items_ = 0, lines_failed_early_ = 0, lines_unwritten_ = 0, skipped_without_truth_ = 0;
   int64_t pages_ = 0, pages_failed_ = 0, page_lines_ = 0, page_lines_failed_ = 0, page_lines_dropped_ = 0;
+  int64_t page_ink_lines_ = 0, page_ink_lines_kept_ = 0;  // PageReadInfo::ink_lines, ink_lines_kept
   double page_seconds_ = 0;
 };
 
@@ -937,6 +943,7 @@ InferRun::InferRun(Args args) : args_(std::move(args)) {
   reader_options.descreen_lines = args_.descreen_lines;
   reader_options.sideways_check = args_.sideways_check;
   reader_options.min_confidence = args_.min_confidence;
+  reader_options.missed_ink = args_.missed_ink;
   reader_options.space_gap = args_.space_gap;
   page_reading_ = std::make_unique<PageReading>(*detector_, *predictor_, reader_options, args_.options.max_image_pixels,
                                                 args_.kind == InputKind::page);
@@ -1068,6 +1075,7 @@ void InferRun::read_one_page(InputItem& item, const std::function<void()>& decod
 
 void InferRun::finish_page(const InputItem& item, const Page& page, const PageReadInfo& info) {
   page_lines_ += info.lines, page_lines_failed_ += info.failed_lines, page_lines_dropped_ += info.dropped_lines;
+  page_ink_lines_ += info.ink_lines, page_ink_lines_kept_ += info.ink_lines_kept;
   if (!page.error.empty()) ++pages_failed_, std::fprintf(stderr, "ocrt-infer: %s\n", page.error.c_str());
   const std::optional<Json> scores = args_.eval ? score_read_page(item, page) : std::nullopt;
   write_page(item, page, scores);
@@ -1241,9 +1249,10 @@ int InferRun::summarise() {
   if (line_items_ > 0 || pages_ == 0) std::fprintf(stderr, "ocrt-infer: %s\n", stats_.summary().c_str());
   if (pages_ > 0) {
     std::fprintf(stderr, "ocrt-infer: %lld pages (%lld failed), %lld text lines on them (%lld not read, %lld left out "
-                 "below confidence %.2f), in %.2f s, %.2f s a page\n", (long long)pages_, (long long)pages_failed_,
-                 (long long)page_lines_, (long long)page_lines_failed_, (long long)page_lines_dropped_,
-                 args_.min_confidence, page_seconds_, page_seconds_ / (double)pages_);
+                 "below confidence %.2f; %lld of %lld read at ink no detected line covered), in %.2f s, %.2f s a page\n",
+                 (long long)pages_, (long long)pages_failed_, (long long)page_lines_, (long long)page_lines_failed_,
+                 (long long)page_lines_dropped_, args_.min_confidence, (long long)page_ink_lines_kept_,
+                 (long long)page_ink_lines_, page_seconds_, page_seconds_ / (double)pages_);
     if (lanes_)
       std::fprintf(stderr, "ocrt-infer: pages' time in %d lanes of %d threads, added up: %s\n", lanes_->lanes(),
                    lanes_->threads_per_lane(), page_reading_->times(lane_seconds_).c_str());

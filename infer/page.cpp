@@ -1286,6 +1286,143 @@ std::vector<std::vector<size_t>> reading_order_indices(std::vector<PageLine> lin
   return order_of(lines, o);
 }
 
+namespace {
+
+// A connected piece of ink on missed_ink's grid, in grid cells: its box [x0, x1] x [y0, y1]
+// (inclusive) and its count of inked cells.
+struct InkPiece {
+  int64_t x0, y0, x1, y1, cells;
+};
+
+// The pieces of ink on `ink` (gw x gh cells, 1: ink) that no `covered` cell touches (8-connected),
+// found by a flood from each unvisited inked cell; at most `most` pieces (nullopt past that:
+// a page of speckle or a photo, where lone glyphs are not to be looked for).
+std::optional<std::vector<InkPiece>> uncovered_pieces(std::vector<uint8_t>& ink, const std::vector<uint8_t>& covered,
+                                                      int64_t gw, int64_t gh, size_t most) {
+  std::vector<InkPiece> pieces;
+  std::vector<int64_t> stack;
+  for (int64_t start = 0; start < gw * gh; ++start) {
+    if (ink[(size_t)start] != 1) continue;
+    InkPiece p{start % gw, start / gw, start % gw, start / gw, 0};
+    bool touches = false;
+    ink[(size_t)start] = 2;  // visited
+    stack.assign(1, start);
+    while (!stack.empty()) {
+      const int64_t at = stack.back();
+      stack.pop_back();
+      const int64_t x = at % gw, y = at / gw;
+      ++p.cells;
+      p.x0 = std::min(p.x0, x), p.x1 = std::max(p.x1, x), p.y0 = std::min(p.y0, y), p.y1 = std::max(p.y1, y);
+      for (int64_t ny = std::max<int64_t>(0, y - 1); ny <= std::min(gh - 1, y + 1); ++ny)
+        for (int64_t nx = std::max<int64_t>(0, x - 1); nx <= std::min(gw - 1, x + 1); ++nx) {
+          const size_t n = (size_t)(ny * gw + nx);
+          if (!ink[n]) continue;
+          if (covered[n]) {
+            touches = true;
+            continue;
+          }
+          if (ink[n] == 1) ink[n] = 2, stack.push_back((int64_t)n);
+        }
+    }
+    if (touches) continue;
+    if (pieces.size() == most) return std::nullopt;
+    pieces.push_back(p);
+  }
+  return pieces;
+}
+
+}  // namespace
+
+std::vector<Quad> missed_ink(const GrayImage& page, const std::vector<Quad>& covered, const MissedInkOptions& o) {
+  const int64_t W = page.width, H = page.height;
+  OCRT_CHECK(W >= 0 && H >= 0 && (int64_t)page.pixels.size() == W * H, "missed_ink: an inconsistent image (", W, "x",
+             H, ", ", page.pixels.size(), " pixels)");
+  OCRT_CHECK(std::isfinite(o.margin) && o.margin >= 0, "missed_ink: margin must be 0 or more, got ", o.margin);
+  for (const Quad& q : covered)
+    for (const Point& c : q.corners)
+      OCRT_CHECK(std::isfinite(c.x) && std::isfinite(c.y), "missed_ink: an outline's corner is not finite");
+  // The type's size: the outlines' median height, from at least three of them.
+  std::vector<double> heights;
+  for (const Quad& q : covered) heights.push_back(distance(q.corners[0], q.corners[3]));
+  if (heights.size() < 3) return {};
+  const double h = median(heights);
+  const std::optional<PaperAndInk> levels = paper_and_ink(page);
+  if (!levels || levels->light_ink || !(h >= 8)) return {};
+  // The grid: cells of f x f pixels, a cell inked when any of its pixels is, so that a line's
+  // height spans 16 cells or more.
+  const int64_t f = std::clamp<int64_t>((int64_t)(h / 16), 1, 4);
+  const int64_t gw = (W + f - 1) / f, gh = (H + f - 1) / f;
+  std::vector<uint8_t> ink((size_t)(gw * gh), 0), cover((size_t)(gw * gh), 0);
+  for (int64_t y = 0; y < H; ++y) {
+    const uint8_t* row = page.pixels.data() + y * W;
+    uint8_t* cells = ink.data() + (y / f) * gw;
+    for (int64_t x = 0; x < W; ++x)
+      if (row[x] < levels->mid) cells[x / f] = 1;
+  }
+  for (const Quad& q : covered) {
+    const Rect b = q.box();
+    const double m = o.margin * distance(q.corners[0], q.corners[3]);
+    const int64_t x0 = std::clamp<int64_t>((int64_t)std::floor((b.x0 - m) / (double)f), 0, gw - 1);
+    const int64_t x1 = std::clamp<int64_t>((int64_t)std::floor((b.x1 + m) / (double)f), 0, gw - 1);
+    const int64_t y0 = std::clamp<int64_t>((int64_t)std::floor((b.y0 - m) / (double)f), 0, gh - 1);
+    const int64_t y1 = std::clamp<int64_t>((int64_t)std::floor((b.y1 + m) / (double)f), 0, gh - 1);
+    for (int64_t y = y0; y <= y1; ++y) std::fill(cover.begin() + y * gw + x0, cover.begin() + y * gw + x1 + 1, 1);
+  }
+  for (size_t i = 0; i < ink.size(); ++i)
+    if (cover[i] && ink[i]) ink[i] = 3;  // covered ink: touched, never flooded
+  const std::optional<std::vector<InkPiece>> pieces = uncovered_pieces(ink, cover, gw, gh, o.max_pieces);
+  if (!pieces) return {};
+  // Glyph-sized pieces, in page pixels: at least 0.3 of the type's height and at most 1.2 of it,
+  // at most 3 heights wide (longer is a rule or a figure's edge); or a dash: under 0.3 heights
+  // high, 0.3 to 2 heights long and solid (half its box inked at least). Specks, dots and
+  // stray strokes are neither.
+  struct Box {
+    double x0, y0, x1, y1;
+  };
+  std::vector<Box> glyphs;
+  for (const InkPiece& p : *pieces) {
+    const double pw = (double)((p.x1 - p.x0 + 1) * f), ph = (double)((p.y1 - p.y0 + 1) * f);
+    const double fill = (double)p.cells / (double)((p.x1 - p.x0 + 1) * (p.y1 - p.y0 + 1));
+    const bool glyph = ph >= 0.3 * h && ph <= 1.2 * h && pw <= 3 * h && fill >= 0.12;
+    const bool dash = ph < 0.3 * h && pw >= 0.3 * h && pw <= 2 * h && fill >= 0.5;
+    if (!glyph && !dash) continue;
+    glyphs.push_back({(double)(p.x0 * f), (double)(p.y0 * f), (double)std::min(W, (p.x1 + 1) * f),
+                      (double)std::min(H, (p.y1 + 1) * f)});
+  }
+  // Glyphs side by side make one line: left to right, each joins the first line it lies level
+  // with (its middle within the line's rows, give or take a fifth of a height) that ends at most
+  // 0.8 heights before it, and keeps the line at most 1.2 heights high.
+  std::sort(glyphs.begin(), glyphs.end(), [](const Box& a, const Box& b) { return a.x0 < b.x0; });
+  std::vector<Box> lines;
+  for (const Box& g : glyphs) {
+    const double mid = (g.y0 + g.y1) / 2;
+    Box* joined = nullptr;
+    for (Box& l : lines)
+      if (mid >= l.y0 - 0.2 * h && mid <= l.y1 + 0.2 * h && g.x0 <= l.x1 + 0.8 * h &&
+          std::max(l.y1, g.y1) - std::min(l.y0, g.y0) <= 1.2 * h) {
+        joined = &l;
+        break;
+      }
+    if (!joined) {
+      lines.push_back(g);
+      continue;
+    }
+    joined->x0 = std::min(joined->x0, g.x0), joined->x1 = std::max(joined->x1, g.x1);
+    joined->y0 = std::min(joined->y0, g.y0), joined->y1 = std::max(joined->y1, g.y1);
+  }
+  // Each line's outline: its ink with 0.15 heights more at each end, and as high as its ink and
+  // 0.3 heights more, 0.8 heights at least, about its middle.
+  if (lines.size() > o.max_lines) return {};
+  std::vector<Quad> out;
+  for (const Box& l : lines) {
+    const double mid = (l.y0 + l.y1) / 2, half = std::max(l.y1 - l.y0 + 0.3 * h, 0.8 * h) / 2;
+    const Rect r{std::max(0.0, l.x0 - 0.15 * h), std::max(0.0, mid - half), std::min((double)W, l.x1 + 0.15 * h),
+                 std::min((double)H, mid + half)};
+    out.push_back(Quad::from_rect(r));
+  }
+  return out;
+}
+
 std::vector<PageBlock> reading_order(std::vector<PageLine> lines, const ReadingOrderOptions& o) {
   fill_boxes(lines);
   std::vector<PageBlock> blocks;

@@ -240,6 +240,7 @@ struct PageWork {
   std::vector<Quad> outlines;        // its outline, oriented
   std::vector<double> widths;        // the width of the image that was read
   std::vector<bool> done;            // read already (a probe line)
+  size_t first_ink = SIZE_MAX;       // boxes from here on were found at ink no outline covered
 
   std::string line_name(size_t i) const { return name + " line " + std::to_string(i + 1); }
 
@@ -487,17 +488,38 @@ bool look_sideways(PageWork& w, TextDetector& detector) {
   return true;
 }
 
+// 3a. Boxes where the page has ink that no outline covers (missed_ink in page.h), after the
+// detector's, on a page whose text runs across it; the time counts as cutting's.
+void add_missed_ink(PageWork& w) {
+  if (!(w.o.missed_ink > 0) || (w.info.rotation != 0 && w.info.rotation != 180)) return;
+  auto t = Clock::now();
+  std::vector<Quad> covered;
+  for (const nn::TextBox& b : w.boxes) covered.push_back(b.outline);
+  const std::vector<Quad> found = missed_ink(w.image, covered);
+  w.first_ink = w.boxes.size();
+  for (const Quad& q : found) {
+    w.boxes.push_back({q, 0.0, 0.0});
+    w.readings.emplace_back(), w.outlines.emplace_back(), w.widths.push_back(0), w.done.push_back(false);
+  }
+  w.info.ink_lines = (int64_t)found.size();
+  lap(t, w.info.cut_s);
+}
+
 // 5. The words placed on the page; regions that read as nothing, or as nothing sure
-// (options.min_confidence), are no text line.
+// (options.min_confidence; options.missed_ink for the lines add_missed_ink found), are no text
+// line.
 std::vector<PageLine> place_lines(PageWork& w) {
   std::vector<PageLine> lines;
   for (size_t i = 0; i < w.boxes.size(); ++i) {
     PageLine line = place_words(w.readings[i], w.outlines[i], w.widths[i]);
     if (line.text.empty() && line.error.empty()) continue;
-    if (line.error.empty() && line.confidence < w.o.min_confidence) {
-      ++w.info.dropped_lines;
+    const bool from_ink = i >= w.first_ink;
+    const double least = from_ink ? std::max(w.o.min_confidence, w.o.missed_ink) : w.o.min_confidence;
+    if (line.error.empty() && line.confidence < least) {
+      if (!from_ink) ++w.info.dropped_lines;
       continue;
     }
+    if (from_ink) ++w.info.ink_lines_kept;
     if (!line.error.empty()) ++w.info.failed_lines;
     lines.push_back(std::move(line));
   }
@@ -568,6 +590,7 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
   if (o.rotation >= 0) check_rotation(o.rotation);
   OCRT_CHECK(o.min_confidence >= 0 && o.min_confidence <= 1, "read_page: min_confidence must be in [0, 1], got ",
              o.min_confidence);
+  OCRT_CHECK(o.missed_ink >= 0 && o.missed_ink <= 1, "read_page: missed_ink must be in [0, 1], got ", o.missed_ink);
   OCRT_CHECK(o.orientation_lines >= 1 && o.orientation_max_lines >= o.orientation_lines && o.min_line_height >= 8,
              "read_page: bad options (orientation_lines ", o.orientation_lines, ", orientation_max_lines ",
              o.orientation_max_lines, ", min_line_height ", o.min_line_height, ")");
@@ -592,6 +615,7 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
       info.detected_upright = true;
       w.start();
     }
+    add_missed_ink(w);  // 3a
     const size_t n = w.boxes.size();
     info.vertical = info.rotation == 90 || info.rotation == 270;
     // 3-4. Cut out and read the lines the probe did not.

@@ -1285,3 +1285,96 @@ TEST_CASE("align_short_outlines: a glyph's outline fitted askew takes the page's
   bad[3].corners[1].x = std::nan("");
   CHECK_THROWS_WITH(align_short_outlines(bad), Catch::Contains("not finite"));
 }
+
+namespace {
+
+// A white page with dark rectangles (x0, y0, x1, y1), end exclusive.
+GrayImage page_with(int64_t W, int64_t H, const std::vector<Rect>& ink, uint8_t level = 20) {
+  GrayImage page;
+  page.width = W, page.height = H;
+  page.pixels.assign((size_t)(W * H), 245);
+  for (const Rect& r : ink)
+    for (int64_t y = (int64_t)r.y0; y < (int64_t)r.y1; ++y)
+      for (int64_t x = (int64_t)r.x0; x < (int64_t)r.x1; ++x) page.pixels[(size_t)(y * W + x)] = level;
+  return page;
+}
+
+}  // namespace
+
+TEST_CASE("missed_ink: a lone glyph, a dash and a pair of glyphs outside the lines found are outlined", "[page]") {
+  // Three lines of "text" (blocks of ink 16 high) under outlines 20 high; type height 20.
+  std::vector<Rect> ink = {{100, 102, 500, 118}, {100, 142, 480, 158}, {100, 182, 450, 198}};
+  const std::vector<Quad> lines = {Quad::from_rect({96, 100, 504, 120}), Quad::from_rect({96, 140, 484, 160}),
+                                   Quad::from_rect({96, 180, 454, 200})};
+  ink.push_back({40, 144, 43, 158});   // a line number "1" in the margin: 3 x 14
+  ink.push_back({40, 260, 50, 263});   // a table's lone dash: 10 x 3
+  ink.push_back({300, 260, 308, 274}); // "17": two glyphs 5 pixels apart, one line
+  ink.push_back({313, 260, 321, 274});
+  ink.push_back({20, 320, 560, 322});  // a rule: too long
+  ink.push_back({200, 300, 202, 302}); // a speck: too small
+  ink.push_back({506, 104, 510, 116}); // a glyph 2 pixels past a line's outline: the line's own
+  ink.push_back({400, 330, 470, 400}); // a block of a figure: too high
+  const GrayImage page = page_with(600, 420, ink);
+  std::vector<Quad> found = missed_ink(page, lines);
+  REQUIRE(found.size() == 3);
+  std::sort(found.begin(), found.end(), [](const Quad& a, const Quad& b) {
+    return std::make_pair(a.box().y0, a.box().x0) < std::make_pair(b.box().y0, b.box().x0);
+  });
+  // Each outline: its ink, 0.15 heights (3 pixels) more at each end, 0.15 heights above and
+  // below (0.8 heights high at least), corners in outline order.
+  const Rect one = found[0].box(), dash = found[1].box(), pair = found[2].box();
+  CHECK(one.x0 == Approx(37));
+  CHECK(one.x1 == Approx(46));
+  CHECK(one.y0 == Approx(141));
+  CHECK(one.y1 == Approx(161));
+  CHECK(dash.x0 == Approx(37));
+  CHECK(dash.x1 == Approx(53));
+  CHECK(dash.height() == Approx(16));
+  CHECK((dash.y0 + dash.y1) / 2 == Approx(261.5));
+  CHECK(pair.x0 == Approx(297));
+  CHECK(pair.x1 == Approx(324));
+  CHECK(pair.y0 == Approx(257));
+  CHECK(pair.y1 == Approx(277));
+  for (const Quad& q : found) {
+    CHECK(q.corners[0].x < q.corners[1].x);
+    CHECK(q.corners[0].y < q.corners[3].y);
+  }
+  // The margin decides what a line's own: with none, the glyph beside the first line is a line
+  // of its own too.
+  MissedInkOptions tight;
+  tight.margin = 0;
+  CHECK(missed_ink(page, lines, tight).size() == 4);
+}
+
+TEST_CASE("missed_ink: pages it leaves alone, and bad arguments", "[page]") {
+  const std::vector<Rect> ink = {{100, 102, 500, 118}, {100, 142, 480, 158}, {100, 182, 450, 198}, {40, 144, 43, 158}};
+  const std::vector<Quad> lines = {Quad::from_rect({96, 100, 504, 120}), Quad::from_rect({96, 140, 484, 160}),
+                                   Quad::from_rect({96, 180, 454, 200})};
+  const GrayImage page = page_with(600, 420, ink);
+  REQUIRE(missed_ink(page, lines).size() == 1);
+  // Fewer than three outlines: the type's size is not known.
+  CHECK(missed_ink(page, {lines[0], lines[1]}).empty());
+  // Light ink on a dark page, and a page of no contrast.
+  GrayImage inverted = page;
+  for (uint8_t& p : inverted.pixels) p = (uint8_t)(255 - p);
+  CHECK(missed_ink(inverted, lines).empty());
+  CHECK(missed_ink(page_with(600, 420, ink, 230), lines).empty());
+  // A page of glyph-sized pieces everywhere (a figure's texture): more lines than max_lines.
+  std::vector<Rect> texture = ink;
+  for (int64_t y = 240; y < 400; y += 24)
+    for (int64_t x = 20; x < 580; x += 40) texture.push_back({(double)x, (double)y, (double)x + 4, (double)y + 12});
+  CHECK(missed_ink(page_with(600, 420, texture), lines).empty());
+  MissedInkOptions many;
+  many.max_lines = 1000;
+  CHECK(missed_ink(page_with(600, 420, texture), lines, many).size() > 64);
+  // Bad arguments.
+  std::vector<Quad> bad = lines;
+  bad[1].corners[2].y = std::nan("");
+  CHECK_THROWS_WITH(missed_ink(page, bad), Catch::Contains("not finite"));
+  MissedInkOptions negative;
+  negative.margin = -1;
+  CHECK_THROWS_WITH(missed_ink(page, lines, negative), Catch::Contains("margin"));
+  GrayImage broken = page;
+  broken.pixels.pop_back();
+  CHECK_THROWS_WITH(missed_ink(broken, lines), Catch::Contains("inconsistent"));
+}

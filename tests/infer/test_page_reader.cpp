@@ -603,6 +603,61 @@ TEST_CASE("page reader: lines read below min_confidence are left out, a band of 
   CHECK_THROWS_WITH(read(1.5, unused), Catch::Contains("min_confidence must be in [0, 1]"));
 }
 
+TEST_CASE("page reader: lone line numbers the detector does not find are read from the page's ink", "[page_reader]") {
+  const train::SynthPage* page7 = seventh_page();
+  if (!page7) return;
+  const auto fonts = page_fonts();
+  REQUIRE(!fonts.empty());
+  // The page moved 60 pixels right, with the line numbers "17" and "3" in the new margin beside
+  // its second and fourth lines, set in the lines' type; the detector outlines the page's lines
+  // only (as the shipped one misses a deposition's line numbers).
+  const int64_t shift = 60;
+  train::SynthPage page = *page7;
+  const int64_t W = page7->image.width + shift, H = page7->image.height;
+  page.image.width = W;
+  page.image.pixels.assign((size_t)(W * H), 255);
+  for (int64_t y = 0; y < H; ++y)
+    std::copy_n(page7->image.pixels.begin() + y * page7->image.width, page7->image.width,
+                page.image.pixels.begin() + y * W + shift);
+  for (train::SynthLine& l : page.lines)
+    for (Point& c : l.outline.corners) c.x += (double)shift;
+  const std::vector<std::pair<std::string, size_t>> numbers = {{"17", 1}, {"3", 3}};
+  for (const auto& [text, line] : numbers) {
+    const Rect box = page.lines[line].outline.box();
+    const GrayImage glyphs = fonts[0]->render(text, 0.8 * box.height());
+    const int64_t top = (int64_t)((box.y0 + box.y1) / 2) - glyphs.height / 2;
+    for (int64_t y = 0; y < glyphs.height; ++y)
+      for (int64_t x = 0; x < glyphs.width; ++x) {
+        uint8_t& p = page.image.pixels[(size_t)((top + y) * W + 12 + x)];
+        p = std::min(p, glyphs.at(x, y));
+      }
+  }
+  TextDetector detector([&](const GrayImage& image) { return painted_map(outlines(page), image.width, image.height); },
+                        painted_options());
+  const auto margin_lines = [&](double missed_ink, PageReadInfo& info) {
+    PageReaderOptions o;
+    o.rotation = 0;
+    o.missed_ink = missed_ink;
+    const Page read = read_page(page.image, "numbered.png", detector, shipped_predictor(), o, &info);
+    std::vector<std::string> texts;
+    for (const PageBlock& b : read.blocks)
+      for (const PageLine& l : b.lines)
+        if (l.box.x1 <= (double)shift) texts.push_back(l.text);
+    std::sort(texts.begin(), texts.end());
+    return texts;
+  };
+  PageReadInfo found, off;
+  CHECK(margin_lines(PageReaderOptions{}.missed_ink, found) == std::vector<std::string>{"17", "3"});
+  CHECK(found.ink_lines >= 2);
+  CHECK(found.ink_lines_kept == 2);
+  CHECK(found.boxes == (int64_t)page.lines.size());  // the detector's count alone
+  CHECK(margin_lines(0, off).empty());
+  CHECK(off.ink_lines == 0);
+  CHECK(off.lines == found.lines - 2);
+  PageReadInfo unused;
+  CHECK_THROWS_WITH(margin_lines(1.5, unused), Catch::Contains("missed_ink must be in [0, 1]"));
+}
+
 TEST_CASE("page reader: a page lying sideways, whose lines the detector does not find, is detected again turned",
           "[page_reader]") {
   const train::SynthPage* page7 = seventh_page();
