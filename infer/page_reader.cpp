@@ -489,16 +489,28 @@ bool look_sideways(PageWork& w, TextDetector& detector) {
 }
 
 // 3a. Boxes where the page has ink that no outline covers (missed_ink in page.h), after the
-// detector's, on a page whose text runs across it; the time counts as cutting's.
+// detector's; the time counts as cutting's. missed_ink looks for text that runs across: a page
+// lying sideways (90 or 270) is looked at turned upright, and what it finds turned back (a page
+// upside down is the same to it: its pieces and lines are the same turned by 180 degrees).
 void add_missed_ink(PageWork& w) {
-  if (!(w.o.missed_ink > 0) || (w.info.rotation != 0 && w.info.rotation != 180)) return;
+  if (!(w.o.missed_ink > 0)) return;
   auto t = Clock::now();
+  const int r = w.info.rotation;
+  const bool sideways = r == 90 || r == 270;
+  const int64_t W = w.image.width, H = w.image.height;
   std::vector<Quad> covered;
-  for (const nn::TextBox& b : w.boxes) covered.push_back(b.outline);
-  const std::vector<Quad> found = missed_ink(w.image, covered);
+  for (const nn::TextBox& b : w.boxes) {
+    Quad q = b.outline;
+    if (sideways)
+      for (Point& c : q.corners) c = to_upright(c, r, W, H);
+    covered.push_back(q);
+  }
+  std::vector<Quad> found = missed_ink(sideways ? upright_image(w.image, r) : w.image, covered);
   w.first_ink = w.boxes.size();
-  for (const Quad& q : found) {
-    w.boxes.push_back({q, 0.0, 0.0});
+  for (Quad& q : found) {
+    if (sideways)
+      for (Point& c : q.corners) c = from_upright(c, r, W, H);
+    w.boxes.push_back({q, 0.0, text_angle(q)});
     w.readings.emplace_back(), w.outlines.emplace_back(), w.widths.push_back(0), w.done.push_back(false);
   }
   w.info.ink_lines = (int64_t)found.size();

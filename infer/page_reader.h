@@ -12,8 +12,8 @@
 //   2. orientation: how the page is turned (0, 90, 180 or 270 degrees clockwise), see below;
 //   3. each outline is given the corner order of that orientation, so that its top edge runs
 //      the way the text reads, and cut out upright (crop_line) at least 32 pixels high;
-//      on a page whose text runs across, lines are added where the page has ink the size of a
-//      glyph or a dash that no outline covers (missed_ink in page.h), and kept when read surely;
+//      lines are added where the page has ink the size of a glyph or a dash that no outline
+//      covers (missed_ink in page.h), and kept when read surely;
 //   4. the predictor reads every line of the page in one run (sorted by width and batched,
 //      on every device it has);
 //   5. place_words puts each line's words back on the page; regions that read as nothing
@@ -119,9 +119,9 @@ struct PageReaderOptions {
   // right (bench/results/pages.md). 0: every line kept.
   double min_confidence = 0.5;
   // Lines are looked for where the page has ink the size of a glyph or a dash that no outline
-  // covers (missed_ink in page.h: a deposition's lone line numbers, a table's "-" cells), on
-  // pages whose text runs across (turned by 0 or 180 degrees), and kept only when read with at
-  // least this mean confidence per character (and min_confidence); 0: not looked for.
+  // covers (missed_ink in page.h: a deposition's lone line numbers, a table's "-" cells; on a
+  // page found turned, on the page turned upright), and kept only when read with at least this
+  // mean confidence per character (and min_confidence); 0: not looked for.
   double missed_ink = 0.8;
   // Spaces the recogniser left out in tightly set print are put in where the line image shows a
   // word gap (split_at_ink_gaps in page.h): at least space_gap times the line image's height and

@@ -632,8 +632,13 @@ TEST_CASE("page reader: lone line numbers the detector does not find are read fr
         p = std::min(p, glyphs.at(x, y));
       }
   }
-  TextDetector detector([&](const GrayImage& image) { return painted_map(outlines(page), image.width, image.height); },
-                        painted_options());
+  const train::SynthPage* shown = &page;  // the page as read_page is given it (turned below)
+  TextDetector detector(
+      [&](const GrayImage& image) {
+        // A page found turned is detected again upright (PageReaderOptions::detect_upright).
+        return painted_map(outlines(image.pixels == page.image.pixels ? page : *shown), image.width, image.height);
+      },
+      painted_options());
   const auto margin_lines = [&](double missed_ink, PageReadInfo& info) {
     PageReaderOptions o;
     o.rotation = 0;
@@ -656,6 +661,24 @@ TEST_CASE("page reader: lone line numbers the detector does not find are read fr
   CHECK(off.lines == found.lines - 2);
   PageReadInfo unused;
   CHECK_THROWS_WITH(margin_lines(1.5, unused), Catch::Contains("missed_ink must be in [0, 1]"));
+  // The same page turned: the numbers are found on it turned upright (90, 270) or as it is (180),
+  // and read the same.
+  for (int rotation : {90, 180, 270}) {
+    const train::SynthPage turned_page = turned(page, rotation);
+    shown = &turned_page;
+    PageReaderOptions o;
+    o.rotation = rotation;
+    PageReadInfo info;
+    const Page read = read_page(turned_page.image, "turned.png", detector, shipped_predictor(), o, &info);
+    std::vector<std::string> texts;
+    for (const PageBlock& b : read.blocks)
+      for (const PageLine& l : b.lines)
+        if (l.text == "17" || l.text == "3") texts.push_back(l.text);
+    std::sort(texts.begin(), texts.end());
+    INFO("turned by " << rotation);
+    CHECK(texts == std::vector<std::string>{"17", "3"});
+    CHECK(info.ink_lines_kept == 2);
+  }
 }
 
 TEST_CASE("page reader: a page lying sideways, whose lines the detector does not find, is detected again turned",
