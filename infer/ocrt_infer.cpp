@@ -218,7 +218,9 @@ with --format tsv (a table of lines) every image is a line.)");
   p.add(cli::real("--space-gap", "G", a.space_gap, Range{0, 4},
                   "a space is put in where a page's line was read run together over a blank\n"
                   "gap in its ink at least G line heights wide and 2.5 times its median gap\n"
-                  "between characters (tightly set tables and columns; default 0.15; 0: never)"));
+                  "between characters (tightly set tables and columns), and one read into an\n"
+                  "e-mail address after a full stop is taken out where the gap is narrower\n"
+                  "(default 0.15; 0: never)"));
   p.add(cli::real("--min-confidence", "C", a.min_confidence, Range{0, 1},
                   "a page's line read with a mean confidence per character below C is left out\n"
                   "(junk read from charts, photos, rows of dots; default 0.5; 0: every line)"));

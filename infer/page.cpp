@@ -790,6 +790,54 @@ int64_t split_at_ink_gaps(LineResult& r, const GrayImage& line, double min_gap, 
   return added;
 }
 
+int64_t join_address_spaces(LineResult& r, const GrayImage& line, double min_gap) {
+  const size_t n = r.chars.size();
+  if (!r.ok() || n < 3 || !(min_gap > 0) || line.width < 2 || line.height < 2) return 0;
+  // Spaces that follow '.', '_' or '-' and come before a word holding an '@'.
+  std::vector<size_t> candidates;
+  for (size_t i = 1; i + 1 < n; ++i) {
+    const std::string& before = r.chars[i - 1].ch;
+    if (r.chars[i].ch != " " || r.chars[i + 1].ch == " " || (before != "." && before != "_" && before != "-")) continue;
+    bool address = false;
+    for (size_t j = i + 1; j < n && r.chars[j].ch != " " && !address; ++j) address = r.chars[j].ch == "@";
+    if (address) candidates.push_back(i);
+  }
+  if (candidates.empty()) return 0;
+  const int64_t W = line.width, h = line.height;
+  const int64_t edge = std::max<int64_t>(1, (int64_t)(0.1 * (double)h));
+  const std::optional<InkRule> rule = ink_rule(line, 0, W, edge, h - edge, edge, h - edge);
+  if (!rule) return 0;
+  const std::vector<bool> ink = inked_columns(line, *rule, edge, h - edge);
+  std::vector<bool> drop(n, false);
+  int64_t dropped = 0;
+  for (size_t i : candidates) {
+    // The widest blank run with ink on both sides from the mark's position to the next glyph's
+    // (as split_at_ink_gaps measures a gap, over the space).
+    const int64_t from = std::clamp<int64_t>((int64_t)std::ceil(r.chars[i - 1].x), 0, W);
+    const int64_t start_by = std::clamp<int64_t>((int64_t)r.chars[i + 1].x, 0, W);
+    const int64_t to = std::clamp<int64_t>(i + 2 < n ? (int64_t)r.chars[i + 2].x : W, start_by, W);
+    int64_t best = 0, run = 0, x = from;
+    while (x < to && !ink[(size_t)x]) ++x;
+    for (; x < to; ++x) {
+      if (!ink[(size_t)x]) {
+        ++run;
+        continue;
+      }
+      if (run > best && x - run < start_by) best = run;
+      run = 0;
+    }
+    if ((double)best < min_gap * (double)h) drop[i] = true, ++dropped;
+  }
+  if (dropped == 0) return 0;
+  std::vector<CharPosition> chars;
+  for (size_t i = 0; i < n; ++i)
+    if (!drop[i]) chars.push_back(r.chars[i]);
+  r.chars = std::move(chars);
+  r.text.clear();
+  for (const CharPosition& c : r.chars) r.text += c.ch;
+  return dropped;
+}
+
 GrayImage crop_line(const GrayImage& page, const Quad& outline, int64_t height, uint8_t outside, int64_t max_width) {
   const auto& c = outline.corners;
   const double along = distance(c[0], c[1]), across = distance(c[0], c[3]);

@@ -255,6 +255,15 @@ struct MissedInkOptions {
 };
 std::vector<Quad> missed_ink(const GrayImage& page, const std::vector<Quad>& covered, const MissedInkOptions& o = {});
 
+// Spaces the recogniser read into an e-mail address, taken out where the line image shows no
+// word gap: "Matthew.Harrison@morganstanley.com" read "Matthew. Harrison@morganstanley.com" (the
+// model learnt a space after a full stop before a capital). A space after '.', '_' or '-' and
+// before a word that holds an '@' goes when the widest blank run between the mark's CTC position
+// and the next character's (ink as split_at_ink_gaps reads it) is under `min_gap` times the line
+// image's height, the least word gap split_at_ink_gaps puts a space into. Failed lines, faint
+// images and min_gap 0 are left alone. Returns the spaces taken out.
+int64_t join_address_spaces(LineResult& r, const GrayImage& line, double min_gap);
+
 // The text of a page in reading order: lines joined by '\n', a blank line between blocks.
 std::string page_text(const Page& page);
 

@@ -281,10 +281,13 @@ struct PageWork {
         lines.empty() ? std::vector<LineResult>() : recognise(predictor, std::move(lines), o.max_batch_columns);
     lap(t, info.recognise_s);
     if (o.space_gap > 0) {
-      int64_t added = 0;
-#pragma omp parallel for schedule(dynamic, 4) reduction(+ : added)
-      for (size_t j = 0; j < read.size(); ++j) added += split_at_ink_gaps(read[j], images[j], o.space_gap, o.space_gap_ratio);
-      info.gap_spaces += added;
+      int64_t added = 0, joined = 0;
+#pragma omp parallel for schedule(dynamic, 4) reduction(+ : added, joined)
+      for (size_t j = 0; j < read.size(); ++j) {
+        added += split_at_ink_gaps(read[j], images[j], o.space_gap, o.space_gap_ratio);
+        joined += join_address_spaces(read[j], images[j], o.space_gap);
+      }
+      info.gap_spaces += added, info.address_spaces += joined;
       lap(t, info.cut_s);
     }
     return read;

@@ -124,7 +124,9 @@ struct PageReaderOptions {
   // mean confidence per character (and min_confidence); 0: not looked for.
   double missed_ink = 0.8;
   // Spaces the recogniser left out in tightly set print are put in where the line image shows a
-  // word gap (split_at_ink_gaps in page.h): at least space_gap times the line image's height and
+  // word gap (split_at_ink_gaps in page.h), and spaces it read into an e-mail address after a
+  // full stop are taken out where it shows none (join_address_spaces): at least (and under)
+  // space_gap times the line image's height and
   // space_gap_ratio times the line's median gap between characters. 0: never. On the 29 real
   // pages (bench/results/pages.md) 0.15 read 27 more words right of the digital pages' 7734
   // (tables of tight PDF spacing: "Inc (PFE.N)", "Keryx Biopharmaceuticals") and the same of
@@ -171,6 +173,7 @@ struct PageReadInfo {
   // recogniser (the orientation probe included), placing the words and finding the order.
   int64_t gutter_splits = 0;  // lines added by splitting lines at gutters
   int64_t gap_spaces = 0;     // spaces put in at word gaps the recogniser read run together
+  int64_t address_spaces = 0; // spaces taken out of e-mail addresses where the ink has no gap
   TextDetector::Times detect;
   double cut_s = 0, recognise_s = 0, layout_s = 0;
 };

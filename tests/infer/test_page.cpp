@@ -954,6 +954,36 @@ InkLine ink_line(const std::string& text, const std::vector<int>& widths, const 
 
 }  // namespace
 
+TEST_CASE("join_address_spaces: a space read after a full stop in an e-mail address goes where the ink has no gap",
+          "[page]") {
+  auto join = [](const std::string& text, const std::vector<int>& widths, const std::vector<int>& gaps,
+                 int64_t expected) {
+    InkLine l = ink_line(text, widths, gaps);
+    CHECK(join_address_spaces(l.reading, l.image, 0.15) == expected);
+    CHECK(l.reading.chars.size() == l.reading.text.size());
+    return l.reading.text;
+  };
+  // "ab. Cd@ef": 2 blank columns between "." and "C", under 0.15 of 40 (6).
+  const std::vector<int> widths{6, 6, 2, 0, 6, 6, 6, 6, 6};
+  CHECK(join("ab. Cd@ef", widths, {2, 2, 1, 1, 2, 2, 2, 2, 0}, 1) == "ab.Cd@ef");
+  CHECK(join("ab_ Cd@ef", widths, {2, 2, 1, 1, 2, 2, 2, 2, 0}, 1) == "ab_Cd@ef");
+  // A word gap in the ink (10 columns) stays: a sentence ending before an address.
+  CHECK(join("ab. Cd@ef", widths, {2, 2, 5, 5, 2, 2, 2, 2, 0}, 0) == "ab. Cd@ef");
+  // No '@' in the next word, a comma before the space, or the '@' a word further on: kept.
+  CHECK(join("ab. Cdxef", widths, {2, 2, 1, 1, 2, 2, 2, 2, 0}, 0) == "ab. Cdxef");
+  CHECK(join("ab, Cd@ef", widths, {2, 2, 1, 1, 2, 2, 2, 2, 0}, 0) == "ab, Cd@ef");
+  CHECK(join("a. b c@de", {6, 2, 0, 6, 0, 6, 6, 6, 6}, {2, 1, 1, 2, 2, 2, 2, 2, 0}, 0) == "a. b c@de");
+  // Failed lines, faint images and min_gap 0 are left alone.
+  InkLine failed = ink_line("ab. Cd@ef", widths, {2, 2, 1, 1, 2, 2, 2, 2, 0});
+  failed.reading.error = "failed";
+  CHECK(join_address_spaces(failed.reading, failed.image, 0.15) == 0);
+  InkLine faint = ink_line("ab. Cd@ef", widths, {2, 2, 1, 1, 2, 2, 2, 2, 0}, 10, 220);
+  CHECK(join_address_spaces(faint.reading, faint.image, 0.15) == 0);
+  InkLine off = ink_line("ab. Cd@ef", widths, {2, 2, 1, 1, 2, 2, 2, 2, 0});
+  CHECK(join_address_spaces(off.reading, off.image, 0) == 0);
+  CHECK(off.reading.text == "ab. Cd@ef");
+}
+
 TEST_CASE("split_at_ink_gaps: a word gap read run together gets its space", "[page]") {
   // "abcdefgh": gaps of 2 pixels, and one of 10 (a quarter of the height) after "d".
   InkLine l = ink_line("abcdefgh", {6, 6, 6, 6, 6, 6, 6, 6}, {2, 2, 2, 10, 2, 2, 2, 0});
