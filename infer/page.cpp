@@ -838,6 +838,100 @@ int64_t join_address_spaces(LineResult& r, const GrayImage& line, double min_gap
   return dropped;
 }
 
+int64_t lower_small_caps(LineResult& r, const GrayImage& line) {
+  const size_t n = r.chars.size();
+  if (!r.ok() || n < 3 || line.width < 2 || line.height < 8) return 0;
+  const int64_t W = line.width, h = line.height;
+  const int64_t edge = std::max<int64_t>(1, (int64_t)(0.1 * (double)h));
+  const std::optional<InkRule> rule = ink_rule(line, 0, W, edge, h - edge, edge, h - edge);
+  if (!rule) return 0;
+  // Glyphs are runs of columns inked in the middle band (rows 0.2 to 0.8 of the height, where
+  // capitals and small capitals both have ink); each column's top and bottom ink over all rows.
+  const std::vector<bool> ink = inked_columns(line, *rule, (int64_t)(0.2 * (double)h), (int64_t)std::ceil(0.8 * (double)h));
+  // A column's top: from its highest ink in the middle band up through the ink joined to it (a
+  // neighbouring line's descender above a blank row is not the glyph's); its bottom likewise.
+  const int64_t band0 = (int64_t)(0.2 * (double)h), band1 = (int64_t)std::ceil(0.8 * (double)h);
+  std::vector<int64_t> top((size_t)W, h), bottom((size_t)W, -1);
+  for (int64_t x = 0; x < W; ++x) {
+    auto inked = [&](int64_t y) { return rule->ink(line.at(x, y)); };
+    int64_t y0 = band0;
+    while (y0 < band1 && !inked(y0)) ++y0;
+    if (y0 == band1) continue;
+    int64_t y1 = band1 - 1;
+    while (!inked(y1)) --y1;
+    while (y0 > 0 && inked(y0 - 1)) --y0;
+    while (y1 + 1 < h && inked(y1 + 1)) ++y1;
+    top[(size_t)x] = y0, bottom[(size_t)x] = y1;
+  }
+  auto upper = [](const std::string& c) { return c.size() == 1 && c[0] >= 'A' && c[0] <= 'Z'; };
+  auto trailing = [](const std::string& c) { return c == ":" || c == "," || c == "." || c == ";"; };
+  int64_t lowered = 0;
+  for (size_t w0 = 0; w0 < n;) {
+    size_t w1 = w0;  // the word: chars [w0, w1)
+    while (w1 < n && r.chars[w1].ch != " ") ++w1;
+    size_t letters = w0;  // capitals from w0, then only trailing marks
+    while (letters < w1 && upper(r.chars[letters].ch)) ++letters;
+    bool plain = letters - w0 >= 3;
+    for (size_t k = letters; k < w1 && plain; ++k) plain = trailing(r.chars[k].ch);
+    if (plain) {
+      // The word's columns: from the position of the character before it (a space, in the gap)
+      // to that of the one after it; its glyphs, runs of inked columns (specks under 0.3 of
+      // the tallest run's height left out).
+      const int64_t x0 = w0 > 0 ? std::clamp<int64_t>((int64_t)std::ceil(r.chars[w0 - 1].x), 0, W) : 0;
+      const int64_t x1 = w1 < n ? std::clamp<int64_t>((int64_t)r.chars[w1].x, x0, W) : W;
+      struct Run {
+        int64_t x0, x1, top, bottom;
+      };
+      std::vector<Run> runs;
+      int64_t tallest = 0;
+      for (int64_t x = x0; x < x1;) {
+        if (!ink[(size_t)x]) {
+          ++x;
+          continue;
+        }
+        Run run{x, x, h, -1};
+        for (; x < x1 && ink[(size_t)x]; ++x)
+          run.top = std::min(run.top, top[(size_t)x]), run.bottom = std::max(run.bottom, bottom[(size_t)x]);
+        run.x1 = x;
+        runs.push_back(run);
+        tallest = std::max(tallest, run.bottom - run.top);
+      }
+      std::erase_if(runs, [&](const Run& g) { return (double)(g.bottom - g.top) < 0.3 * (double)tallest; });
+      // Each letter's glyph: the run that holds its CTC position, or the nearest one.
+      std::vector<const Run*> glyph;
+      for (size_t k = w0; k < letters && !runs.empty(); ++k) {
+        const double x = r.chars[k].x;
+        const Run* best = nullptr;
+        double best_d = INFINITY;
+        for (const Run& g : runs) {
+          const double d = x < (double)g.x0 ? (double)g.x0 - x : x >= (double)g.x1 ? x - (double)g.x1 + 1 : 0;
+          if (d < best_d) best_d = d, best = &g;
+        }
+        glyph.push_back(best);
+      }
+      // The first letter's glyph its own, and at least three glyphs in the word.
+      if (glyph.size() == letters - w0 && glyph[0] != glyph[1]) {
+        std::vector<double> bottoms, rest;
+        for (const Run* g : glyph) bottoms.push_back((double)g->bottom);
+        const double base = median(bottoms);
+        const double cap = base - (double)glyph[0]->top;
+        for (size_t k = 1; k < glyph.size(); ++k) rest.push_back((double)glyph[k]->top - (double)glyph[0]->top);
+        const auto [lo, hi] = std::minmax_element(rest.begin(), rest.end());
+        const bool inside = glyph[0]->top > 0 && glyph[0]->bottom < h - 1;  // no ink running off the cut
+        if (inside && cap >= 8 && *lo >= std::max(2.0, 0.1 * cap) && *hi <= 0.42 * cap && *hi - *lo <= 0.1 * cap) {
+          for (size_t k = w0 + 1; k < letters; ++k) r.chars[k].ch[0] = (char)(r.chars[k].ch[0] - 'A' + 'a');
+          ++lowered;
+        }
+      }
+    }
+    w0 = w1 + 1;
+  }
+  if (lowered == 0) return 0;
+  r.text.clear();
+  for (const CharPosition& c : r.chars) r.text += c.ch;
+  return lowered;
+}
+
 GrayImage crop_line(const GrayImage& page, const Quad& outline, int64_t height, uint8_t outside, int64_t max_width) {
   const auto& c = outline.corners;
   const double along = distance(c[0], c[1]), across = distance(c[0], c[3]);

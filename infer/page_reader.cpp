@@ -281,13 +281,14 @@ struct PageWork {
         lines.empty() ? std::vector<LineResult>() : recognise(predictor, std::move(lines), o.max_batch_columns);
     lap(t, info.recognise_s);
     if (o.space_gap > 0) {
-      int64_t added = 0, joined = 0;
-#pragma omp parallel for schedule(dynamic, 4) reduction(+ : added, joined)
+      int64_t added = 0, joined = 0, lowered = 0;
+#pragma omp parallel for schedule(dynamic, 4) reduction(+ : added, joined, lowered)
       for (size_t j = 0; j < read.size(); ++j) {
         added += split_at_ink_gaps(read[j], images[j], o.space_gap, o.space_gap_ratio);
         joined += join_address_spaces(read[j], images[j], o.space_gap);
+        lowered += lower_small_caps(read[j], images[j]);
       }
-      info.gap_spaces += added, info.address_spaces += joined;
+      info.gap_spaces += added, info.address_spaces += joined, info.small_caps_words += lowered;
       lap(t, info.cut_s);
     }
     return read;

@@ -174,6 +174,7 @@ struct PageReadInfo {
   int64_t gutter_splits = 0;  // lines added by splitting lines at gutters
   int64_t gap_spaces = 0;     // spaces put in at word gaps the recogniser read run together
   int64_t address_spaces = 0; // spaces taken out of e-mail addresses where the ink has no gap
+  int64_t small_caps_words = 0;  // words of small capitals put back in lower case (lower_small_caps)
   TextDetector::Times detect;
   double cut_s = 0, recognise_s = 0, layout_s = 0;
 };

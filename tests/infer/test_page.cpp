@@ -984,6 +984,86 @@ TEST_CASE("join_address_spaces: a space read after a full stop in an e-mail addr
   CHECK(off.reading.text == "ab. Cd@ef");
 }
 
+namespace {
+
+// A line image 40 pixels high, white, each glyph a dark block 6 wide and 2 apart from its tops[i]
+// down to row 31, words 14 apart; the reading puts each character at its block's centre and
+// each space in the middle of its gap.
+InkLine cap_line(const std::string& text, const std::vector<int>& tops) {
+  REQUIRE(text.size() == tops.size());
+  InkLine l;
+  int64_t W = 10;
+  for (char c : text) W += c == ' ' ? 14 : 8;
+  l.image.width = W + 10, l.image.height = 40;
+  l.image.pixels.assign((size_t)(l.image.width * 40), 255);
+  l.reading.name = "line";
+  l.reading.text = text;
+  l.reading.confidence = 0.9;
+  int64_t x = 10;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == ' ') {
+      l.reading.chars.push_back({" ", (int64_t)(2 * i), (double)x + 6, 0.9});
+      x += 14;
+      continue;
+    }
+    for (int64_t y = tops[i]; y < 32; ++y)
+      for (int64_t c = x; c < x + 6; ++c) l.image.pixels[(size_t)(y * l.image.width + c)] = 0;
+    l.reading.chars.push_back({std::string(1, text[i]), (int64_t)(2 * i), (double)x + 3, 0.9});
+    x += 8;
+  }
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("lower_small_caps: a capital and small capitals read as capitals are put back in lower case", "[page]") {
+  auto lower = [](const std::string& text, const std::vector<int>& tops, int64_t expected) {
+    InkLine l = cap_line(text, tops);
+    CHECK(lower_small_caps(l.reading, l.image) == expected);
+    CHECK(l.reading.chars.size() == l.reading.text.size());
+    return l.reading.text;
+  };
+  // Capitals 24 high (rows 8-31), small capitals 17 (rows 15-31): 7 rows lower, 0.29 of 24.
+  CHECK(lower("DAVENPORT", {8, 15, 15, 15, 15, 15, 15, 15, 15}, 1) == "Davenport");
+  CHECK(lower("THE DAVENPORT CO", {8, 8, 8, -1, 8, 15, 15, 15, 15, 15, 15, 15, 15, -1, 8, 15}, 1) ==
+        "THE Davenport CO");  // capitals stay; two letters are too few
+  CHECK(lower("SAMPLE:", {8, 15, 15, 15, 15, 15, 20}, 1) == "Sample:");
+  // Capitals alike, small capitals alone, tops that disagree, or a drop too small or too large:
+  // as read.
+  CHECK(lower("COMPANY", {8, 8, 8, 8, 8, 8, 8}, 0) == "COMPANY");
+  CHECK(lower("COMPANY", {15, 15, 15, 15, 15, 15, 15}, 0) == "COMPANY");
+  CHECK(lower("COMPANY", {8, 15, 8, 15, 15, 15, 15}, 0) == "COMPANY");
+  CHECK(lower("COMPANY", {8, 10, 10, 10, 10, 10, 10}, 0) == "COMPANY");
+  CHECK(lower("COMPANY", {8, 22, 22, 22, 22, 22, 22}, 0) == "COMPANY");
+  // Lower case, digits and marks inside the word are not small capitals' business.
+  CHECK(lower("Company", {8, 15, 15, 15, 15, 15, 15}, 0) == "Company");
+  CHECK(lower("A1B2C3D", {8, 15, 15, 15, 15, 15, 15}, 0) == "A1B2C3D");
+  CHECK(lower("CO-OPS", {8, 15, 24, 15, 15, 15}, 0) == "CO-OPS");
+  // Two small capitals touching (one run for two letters) still count; the first letter touching
+  // the second does not stand on its own: the word stays.
+  InkLine touching = cap_line("DAVENPORT", {8, 15, 15, 15, 15, 15, 15, 15, 15});
+  for (int64_t y = 15; y < 32; ++y)
+    for (int64_t c = 32; c < 34; ++c) touching.image.pixels[(size_t)(y * touching.image.width + c)] = 0;
+  CHECK(lower_small_caps(touching.reading, touching.image) == 1);
+  CHECK(touching.reading.text == "Davenport");
+  InkLine first = cap_line("DAVENPORT", {8, 15, 15, 15, 15, 15, 15, 15, 15});
+  for (int64_t y = 15; y < 32; ++y)
+    for (int64_t c = 16; c < 18; ++c) first.image.pixels[(size_t)(y * first.image.width + c)] = 0;
+  CHECK(lower_small_caps(first.reading, first.image) == 0);
+  // Ink above a blank row over the first glyph (a descender of the line above) is not its top;
+  // ink that runs off the top of the cut makes the word stay.
+  InkLine above = cap_line("DAVENPORT", {15, 15, 15, 15, 15, 15, 15, 15, 15});
+  for (int64_t y = 4; y < 7; ++y)  // above the middle band (rows 8-31), rows 7-14 blank
+    for (int64_t c = 10; c < 16; ++c) above.image.pixels[(size_t)(y * above.image.width + c)] = 0;
+  CHECK(lower_small_caps(above.reading, above.image) == 0);
+  InkLine off_top = cap_line("DAVENPORT", {0, 15, 15, 15, 15, 15, 15, 15, 15});
+  CHECK(lower_small_caps(off_top.reading, off_top.image) == 0);
+  // A failed line is left alone.
+  InkLine failed = cap_line("DAVENPORT", {8, 15, 15, 15, 15, 15, 15, 15, 15});
+  failed.reading.error = "failed";
+  CHECK(lower_small_caps(failed.reading, failed.image) == 0);
+}
+
 TEST_CASE("split_at_ink_gaps: a word gap read run together gets its space", "[page]") {
   // "abcdefgh": gaps of 2 pixels, and one of 10 (a quarter of the height) after "d".
   InkLine l = ink_line("abcdefgh", {6, 6, 6, 6, 6, 6, 6, 6}, {2, 2, 2, 10, 2, 2, 2, 0});
