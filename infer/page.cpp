@@ -1489,7 +1489,7 @@ std::vector<Quad> missed_ink(const GrayImage& page, const std::vector<Quad>& cov
   if (heights.size() < 3) return {};
   const double h = median(heights);
   const std::optional<PaperAndInk> levels = paper_and_ink(page);
-  if (!levels || levels->light_ink || !(h >= 8)) return {};
+  if (!levels || levels->light_ink || !(h >= 8) || !(h <= (double)std::max(W, H))) return {};
   // The grid: cells of f x f pixels, a cell inked when any of its pixels is, so that a line's
   // height spans 16 cells or more.
   const int64_t f = std::clamp<int64_t>((int64_t)(h / 16), 1, 4);
@@ -1504,10 +1504,9 @@ std::vector<Quad> missed_ink(const GrayImage& page, const std::vector<Quad>& cov
   for (const Quad& q : covered) {
     const Rect b = q.box();
     const double m = o.margin * distance(q.corners[0], q.corners[3]);
-    const int64_t x0 = std::clamp<int64_t>((int64_t)std::floor((b.x0 - m) / (double)f), 0, gw - 1);
-    const int64_t x1 = std::clamp<int64_t>((int64_t)std::floor((b.x1 + m) / (double)f), 0, gw - 1);
-    const int64_t y0 = std::clamp<int64_t>((int64_t)std::floor((b.y0 - m) / (double)f), 0, gh - 1);
-    const int64_t y1 = std::clamp<int64_t>((int64_t)std::floor((b.y1 + m) / (double)f), 0, gh - 1);
+    // Clamped as doubles first: an outline far off the page (or of a huge height) casts safely.
+    auto cell = [&](double v, int64_t n) { return (int64_t)std::clamp(std::floor(v / (double)f), 0.0, (double)(n - 1)); };
+    const int64_t x0 = cell(b.x0 - m, gw), x1 = cell(b.x1 + m, gw), y0 = cell(b.y0 - m, gh), y1 = cell(b.y1 + m, gh);
     for (int64_t y = y0; y <= y1; ++y) std::fill(cover.begin() + y * gw + x0, cover.begin() + y * gw + x1 + 1, 1);
   }
   for (size_t i = 0; i < ink.size(); ++i)

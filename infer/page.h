@@ -239,7 +239,7 @@ int64_t split_at_ink_gaps(LineResult& r, const GrayImage& line, double min_gap, 
 // numbers, a table's "-" and "$" cells, a rating's letter. Ink as in erase_rules, over the whole
 // page (pages of light ink on dark paper, or of no contrast, give none), looked at in cells of a
 // sixteenth of the type's height (the median height of `covered`, the detector's outlines; fewer
-// than three give none). A connected piece of ink is left out when it touches an outline's box
+// than three, or a median beyond the page's size, give none). A connected piece of ink is left out when it touches an outline's box
 // grown by `margin` of its height on every side (it belongs to a line found), when it is not the
 // size of a glyph (0.3 to 1.2 heights high, at most 3 long, a little of its box inked) or of a
 // dash (under 0.3 heights high, 0.3 to 2 long, solid); pieces level with each other and at most

@@ -1477,6 +1477,15 @@ TEST_CASE("missed_ink: pages it leaves alone, and bad arguments", "[page]") {
   MissedInkOptions many;
   many.max_lines = 1000;
   CHECK(missed_ink(page_with(600, 420, texture), lines, many).size() > 64);
+  // Outlines far off the page cover at most its corner cells; outlines of absurd size (their
+  // median height beyond the page) say no type size: nothing is looked for, nothing undefined.
+  std::vector<Quad> far = lines;
+  far.push_back(Quad::from_rect({-1e12, -1e12, -1e12 + 400, -1e12 + 20}));
+  far.push_back(Quad::from_rect({1e12, 1e12, 1e12 + 400, 1e12 + 20}));
+  CHECK(missed_ink(page, far).size() == 1);
+  std::vector<Quad> huge = lines;
+  for (int i = 0; i < 4; ++i) huge.push_back(Quad::from_rect({0, 0, 1e300, 1e300}));
+  CHECK(missed_ink(page, huge).empty());
   // Bad arguments.
   std::vector<Quad> bad = lines;
   bad[1].corners[2].y = std::nan("");
