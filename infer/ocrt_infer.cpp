@@ -104,6 +104,7 @@ struct Args {
   double erase_rules = PageReaderOptions().erase_rules, sideways_check = PageReaderOptions().sideways_check;
   double min_confidence = PageReaderOptions().min_confidence;
   double missed_ink = PageReaderOptions().missed_ink;
+  double small_caps_drop = PageReaderOptions().small_caps_drop;
   double space_gap = PageReaderOptions().space_gap;
   int rotation = -1;
   int page_jobs = 0;  // 0: page_lanes_for's default
@@ -224,6 +225,10 @@ with --format tsv (a table of lines) every image is a line.)");
   p.add(cli::real("--min-confidence", "C", a.min_confidence, Range{0, 1},
                   "a page's line read with a mean confidence per character below C is left out\n"
                   "(junk read from charts, photos, rows of dots; default 0.5; 0: every line)"));
+  p.add(cli::real("--small-caps-drop", "D", a.small_caps_drop, Range{0, 0.99},
+                  "a page's word read as capitals whose first glyph stands at least D of its\n"
+                  "height above the others (small capitals) is put in lower case after it\n"
+                  "(default 0.1; 0: never)"));
   p.add(cli::real("--missed-ink", "C", a.missed_ink, Range{0, 1},
                   "a page's ink the size of a glyph or a dash that no detected line covers (lone\n"
                   "line numbers, a table's dashes) is read too, and kept when read with at least\n"
@@ -946,6 +951,7 @@ InferRun::InferRun(Args args) : args_(std::move(args)) {
   reader_options.sideways_check = args_.sideways_check;
   reader_options.min_confidence = args_.min_confidence;
   reader_options.missed_ink = args_.missed_ink;
+  reader_options.small_caps_drop = args_.small_caps_drop;
   reader_options.space_gap = args_.space_gap;
   page_reading_ = std::make_unique<PageReading>(*detector_, *predictor_, reader_options, args_.options.max_image_pixels,
                                                 args_.kind == InputKind::page);

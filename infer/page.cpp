@@ -838,9 +838,9 @@ int64_t join_address_spaces(LineResult& r, const GrayImage& line, double min_gap
   return dropped;
 }
 
-int64_t lower_small_caps(LineResult& r, const GrayImage& line) {
+int64_t lower_small_caps(LineResult& r, const GrayImage& line, double least_drop) {
   const size_t n = r.chars.size();
-  if (!r.ok() || n < 3 || line.width < 2 || line.height < 8) return 0;
+  if (!r.ok() || n < 3 || !(least_drop > 0) || line.width < 2 || line.height < 8) return 0;
   const int64_t W = line.width, h = line.height;
   const int64_t edge = std::max<int64_t>(1, (int64_t)(0.1 * (double)h));
   const std::optional<InkRule> rule = ink_rule(line, 0, W, edge, h - edge, edge, h - edge);
@@ -869,9 +869,13 @@ int64_t lower_small_caps(LineResult& r, const GrayImage& line) {
   for (size_t w0 = 0; w0 < n;) {
     size_t w1 = w0;  // the word: chars [w0, w1)
     while (w1 < n && r.chars[w1].ch != " ") ++w1;
-    size_t letters = w0;  // capitals from w0, then only trailing marks
-    while (letters < w1 && upper(r.chars[letters].ch)) ++letters;
-    bool plain = letters - w0 >= 3;
+    // Letters from w0, the first a capital and another read as one too, then only trailing marks.
+    auto letter = [&](const std::string& c) { return upper(c) || (c.size() == 1 && c[0] >= 'a' && c[0] <= 'z'); };
+    size_t letters = w0;
+    while (letters < w1 && letter(r.chars[letters].ch)) ++letters;
+    size_t capitals = 0;
+    for (size_t k = w0 + 1; k < letters; ++k) capitals += upper(r.chars[k].ch);
+    bool plain = letters - w0 >= 3 && upper(r.chars[w0].ch) && capitals > 0;
     for (size_t k = letters; k < w1 && plain; ++k) plain = trailing(r.chars[k].ch);
     if (plain) {
       // The word's columns: from the position of the character before it (a space, in the gap)
@@ -915,11 +919,15 @@ int64_t lower_small_caps(LineResult& r, const GrayImage& line) {
         for (const Run* g : glyph) bottoms.push_back((double)g->bottom);
         const double base = median(bottoms);
         const double cap = base - (double)glyph[0]->top;
-        for (size_t k = 1; k < glyph.size(); ++k) rest.push_back((double)glyph[k]->top - (double)glyph[0]->top);
+        // The letters read as capitals after the first (small capitals read as lower case
+        // already, "MasKING", are not measured).
+        for (size_t k = 1; k < glyph.size(); ++k)
+          if (upper(r.chars[w0 + k].ch)) rest.push_back((double)glyph[k]->top - (double)glyph[0]->top);
         const auto [lo, hi] = std::minmax_element(rest.begin(), rest.end());
         const bool inside = glyph[0]->top > 0 && glyph[0]->bottom < h - 1;  // no ink running off the cut
-        if (inside && cap >= 8 && *lo >= std::max(2.0, 0.1 * cap) && *hi <= 0.42 * cap && *hi - *lo <= 0.1 * cap) {
-          for (size_t k = w0 + 1; k < letters; ++k) r.chars[k].ch[0] = (char)(r.chars[k].ch[0] - 'A' + 'a');
+        if (inside && cap >= 8 && *lo >= std::max(2.0, least_drop * cap) && *hi <= 0.42 * cap && *hi - *lo <= 0.1 * cap) {
+          for (size_t k = w0 + 1; k < letters; ++k)
+            if (upper(r.chars[k].ch)) r.chars[k].ch[0] = (char)(r.chars[k].ch[0] - 'A' + 'a');
           ++lowered;
         }
       }

@@ -268,25 +268,28 @@ struct PageWork {
         quads[j] = widen_narrow(lengthen(q, o.end_pad));
       }
     }
+    const bool look_again = o.space_gap > 0 || o.small_caps_drop > 0;  // at the line images, after the reading
     std::vector<GrayImage> images = cut_lines(image, quads, o.min_line_height, o.descreen_lines, o.erase_rules,
                                               o.erase_column_rules);
     std::vector<LineInput> lines;
     for (size_t j = 0; j < which.size(); ++j) {
       image_widths.push_back((double)images[j].width);
-      // Kept for the word gaps after the reading when they are looked for.
-      lines.push_back({line_name(which[j]), o.space_gap > 0 ? images[j] : std::move(images[j])});
+      // Kept for the word gaps and the small capitals after the reading when they are looked for.
+      lines.push_back({line_name(which[j]), look_again ? images[j] : std::move(images[j])});
     }
     lap(t, info.cut_s);
     std::vector<LineResult> read =
         lines.empty() ? std::vector<LineResult>() : recognise(predictor, std::move(lines), o.max_batch_columns);
     lap(t, info.recognise_s);
-    if (o.space_gap > 0) {
+    if (look_again) {
       int64_t added = 0, joined = 0, lowered = 0;
 #pragma omp parallel for schedule(dynamic, 4) reduction(+ : added, joined, lowered)
       for (size_t j = 0; j < read.size(); ++j) {
-        added += split_at_ink_gaps(read[j], images[j], o.space_gap, o.space_gap_ratio);
-        joined += join_address_spaces(read[j], images[j], o.space_gap);
-        lowered += lower_small_caps(read[j], images[j]);
+        if (o.space_gap > 0) {
+          added += split_at_ink_gaps(read[j], images[j], o.space_gap, o.space_gap_ratio);
+          joined += join_address_spaces(read[j], images[j], o.space_gap);
+        }
+        lowered += lower_small_caps(read[j], images[j], o.small_caps_drop);
       }
       info.gap_spaces += added, info.address_spaces += joined, info.small_caps_words += lowered;
       lap(t, info.cut_s);
@@ -607,6 +610,8 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
   OCRT_CHECK(o.min_confidence >= 0 && o.min_confidence <= 1, "read_page: min_confidence must be in [0, 1], got ",
              o.min_confidence);
   OCRT_CHECK(o.missed_ink >= 0 && o.missed_ink <= 1, "read_page: missed_ink must be in [0, 1], got ", o.missed_ink);
+  OCRT_CHECK(o.small_caps_drop >= 0 && o.small_caps_drop < 1, "read_page: small_caps_drop must be in [0, 1), got ",
+             o.small_caps_drop);
   OCRT_CHECK(o.orientation_lines >= 1 && o.orientation_max_lines >= o.orientation_lines && o.min_line_height >= 8,
              "read_page: bad options (orientation_lines ", o.orientation_lines, ", orientation_max_lines ",
              o.orientation_max_lines, ", min_line_height ", o.min_line_height, ")");

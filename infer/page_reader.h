@@ -133,6 +133,10 @@ struct PageReaderOptions {
   // the scans'; 0.12 and 0.18 fewer (+24, +20 in all).
   double space_gap = 0.15;
   double space_gap_ratio = 2.5;
+  // Words read as capitals whose first glyph stands at least this share of its height above
+  // the others' (small capitals) are put in lower case after it (lower_small_caps in page.h);
+  // 0: never.
+  double small_caps_drop = 0.1;
   // Lines that run across a gutter between columns are split (split_at_gutters in page.h).
   bool split_gutters = true;
   GutterOptions gutters;

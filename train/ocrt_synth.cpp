@@ -113,7 +113,8 @@ cli::Parser synth_flags(SynthConfig& c) {
                    -0.5, 0.5, c.min_tracking, c.max_tracking));
   p.add(cli::real("--small-caps", "P", c.small_caps, cli::Range{0, 1},
                   "lines: this share of the lines set in small capitals (lower-case\n"
-                  "letters drawn as smaller capitals; the text keeps them lower case; 0)"));
+                  "letters drawn as smaller capitals; the text keeps them lower case; 0);\n"
+                  "--pages: this share of the words of a capital and lower case"));
   p.add(cli::toggle("--augment", c.augment, true,
                     "apply the training augmentations (blur, noise, contrast, rotation,\n"
                     "morphology, padding) with their default settings"));
@@ -175,6 +176,7 @@ PageSynthOptions page_options(const SynthConfig& c) {
   o.min_word_space = em * c.min_spacing, o.max_word_space = em * c.max_spacing;
   o.p_scan = c.degrade == "scan" ? 1 : 0;
   o.p_numbered = c.numbered;
+  o.p_small_caps = c.small_caps;
   if (c.degrade == "none") o.p_bleed = o.p_light = 0;  // a clean page is clean
   if (!c.layouts.empty()) {
     std::vector<double> weights(kPageLayouts, 0.0);
@@ -221,7 +223,6 @@ void validate(const SynthConfig& c) {
     OCRT_CHECK(c.degrade == "none" || c.degrade == "scan", "--degrade: pages take none or scan, got ", c.degrade);
     OCRT_CHECK(c.texts.empty() && !c.augment, "--pages: --texts and --augment are for lines");
     OCRT_CHECK(c.min_tracking == 0 && c.max_tracking == 0, "--pages: --tracking is for lines");
-    OCRT_CHECK(c.small_caps == 0, "--pages: --small-caps is for lines");
     const double most = 2 / PageSynthOptions().max_word_space;  // 2 ems, PageSynthOptions::validate's bound
     OCRT_CHECK(c.max_spacing <= most, "--pages: --spacing at most ", most, " (2 ems), got ", c.max_spacing);
     page_options(c);  // the layout names

@@ -51,6 +51,7 @@ void PageSynthOptions::validate() const {
   in(max_light, 0, 0.8, "max_light");
   in(p_bleed, 0, 1, "p_bleed");
   in(p_numbered, 0, 1, "p_numbered");
+  in(p_small_caps, 0, 1, "p_small_caps");
   in(max_bleed, 0, 128, "max_bleed");
   scan.validate();
   OCRT_CHECK(scan.p_crop == 0 && scan.p_margin == 0 && scan.p_skew == 0 && scan.p_curve == 0 && scan.p_lowres == 0,
@@ -161,6 +162,11 @@ class Composer {
   std::vector<SynthLine>& lines() { return lines_; }
 
   void start(Canvas* canvas, uint8_t ink) { canvas_ = canvas, ink_ = ink; }
+  // Words set in small capitals (PageSynthOptions::p_small_caps): this share of those that
+  // qualify, at this size, picked by a hash of the word and `salt`.
+  void set_small_caps(double share, double size, uint64_t salt) {
+    small_caps_share_ = share, small_caps_size_ = size, small_caps_salt_ = salt;
+  }
 
   // The next word of running text (prose, structured items and mixed words, as training lines
   // are), one the font can draw.
@@ -184,7 +190,17 @@ class Composer {
   }
 
   Rendered render(const Font& font, const std::string& word, double size_px) {
-    return {word, font.render(word, size_px, 0, 0, 255)};
+    TypeSetting setting;
+    if (small_caps(word)) setting.small_caps = small_caps_size_;
+    return {word, font.render(word, size_px, 0, 0, 255, setting)};
+  }
+  // Whether `word` is set in small capitals on this page: a capital, then lower case letters.
+  bool small_caps(const std::string& word) const {
+    if (!(small_caps_share_ > 0) || word.size() < 2 || !(word[0] >= 'A' && word[0] <= 'Z')) return false;
+    if (std::none_of(word.begin() + 1, word.end(), [](char c) { return c >= 'a' && c <= 'z'; })) return false;
+    uint64_t hash = 1469598103934665603ull ^ small_caps_salt_;  // FNV-1a
+    for (char c : word) hash = (hash ^ (uint8_t)c) * 1099511628211ull;
+    return (double)(hash >> 11) * 0x1.0p-53 < small_caps_share_;
   }
 
   // Draws words left to right from (x, y) with gaps `space` between them; the line's outline
@@ -292,6 +308,8 @@ class Composer {
   SampleRng& rng_;
   double dpi_, body_pt_;
   double space_em_;  // the space between words, in ems
+  double small_caps_share_ = 0, small_caps_size_ = 0;
+  uint64_t small_caps_salt_ = 0;
   std::shared_ptr<Font> body_, heading_;
   std::deque<std::string> queue_;
   std::vector<SynthLine> lines_;
@@ -883,6 +901,10 @@ SynthPage render_page(const TextSource& text, const std::vector<std::shared_ptr<
   Composer k(text, fonts, rng, dpi, page.layout == PageLayout::receipt ? std::min(body_pt, 10.0) : body_pt,
              word_space);
   k.start(&canvas, ink);
+  if (o.p_small_caps > 0) {
+    const double size = rng.uniform(0.66, 0.8);
+    k.set_small_caps(o.p_small_caps, size, rng.next());
+  }
   switch (page.layout) {
     case PageLayout::article: layout_article(k, canvas, o.p_numbered); break;
     case PageLayout::table: layout_table(k, canvas); break;

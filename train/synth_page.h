@@ -52,6 +52,11 @@ struct PageSynthOptions {
   // margin (probability; 0, the default, draws nothing, so that a seed gives the pages it gave
   // before).
   double p_numbered = 0;
+  // A word that starts with a capital and goes on in lower case (a name, a label) is set in small
+  // capitals with this probability (TypeSetting::small_caps, at 0.66-0.8 of the capitals' size
+  // drawn per page; its text keeps the lower case); chosen by the word and the page, so that a
+  // word measured and then drawn is set the same. 0 draws nothing more from the page's stream.
+  double p_small_caps = 0;
   double p_bleed = 0.15;                // bleed-through: the other side's print, mirrored and blurred,
   double max_bleed = 40;                //   up to this many gray levels darker, in [0, 128]
   ScanOptions scan = page_scan_options();

@@ -1035,6 +1035,17 @@ TEST_CASE("lower_small_caps: a capital and small capitals read as capitals are p
   CHECK(lower("COMPANY", {8, 15, 8, 15, 15, 15, 15}, 0) == "COMPANY");
   CHECK(lower("COMPANY", {8, 10, 10, 10, 10, 10, 10}, 0) == "COMPANY");
   CHECK(lower("COMPANY", {8, 22, 22, 22, 22, 22, 22}, 0) == "COMPANY");
+  // Small capitals read partly as lower case already: the capitals among them are lowered; a
+  // capital as tall as the first inside a word ("McDonald") keeps the word as read.
+  CHECK(lower("MasKING", {8, 15, 15, 15, 15, 15, 15}, 1) == "Masking");
+  CHECK(lower("McDONALD", {8, 15, 8, 15, 15, 15, 15, 15}, 0) == "McDONALD");
+  CHECK(lower("McDonald", {8, 15, 8, 15, 15, 15, 15, 15}, 0) == "McDonald");
+  // The least drop is the caller's: 0.35 of the first glyph's 23 rows is more than these 7; 0
+  // lowers nothing.
+  InkLine strict = cap_line("DAVENPORT", {8, 15, 15, 15, 15, 15, 15, 15, 15});
+  CHECK(lower_small_caps(strict.reading, strict.image, 0.35) == 0);
+  CHECK(lower_small_caps(strict.reading, strict.image, 0) == 0);
+  CHECK(lower_small_caps(strict.reading, strict.image, 0.1) == 1);
   // Lower case, digits and marks inside the word are not small capitals' business.
   CHECK(lower("Company", {8, 15, 15, 15, 15, 15, 15}, 0) == "Company");
   CHECK(lower("A1B2C3D", {8, 15, 15, 15, 15, 15, 15}, 0) == "A1B2C3D");

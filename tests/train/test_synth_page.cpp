@@ -320,3 +320,33 @@ TEST_CASE("synthetic pages: numbered transcripts number every line in the margin
   o.p_numbered = 1.5;
   CHECK_THROWS_WITH(render_page(test_text(), fonts, 31, o), Catch::Contains("p_numbered"));
 }
+
+TEST_CASE("synthetic pages: small capitals keep the text's case, p_small_caps 0 draws as before", "[synth_page]") {
+  const auto fonts = test_fonts();
+  if (fonts.empty()) {
+    WARN("no Debian fonts installed (scripts/install-deps.sh); skipping");
+    return;
+  }
+  PageSynthOptions o = quick((int)PageLayout::article);
+  const SynthPage plain = render_page(test_text(), fonts, 41, o);
+  o.p_small_caps = 0;  // the default, said out loud: the same page, no draw for it
+  const SynthPage same = render_page(test_text(), fonts, 41, o);
+  CHECK(same.image.pixels == plain.image.pixels);
+
+  o.p_small_caps = 1;
+  const SynthPage caps = render_page(test_text(), fonts, 41, o);
+  const SynthPage again = render_page(test_text(), fonts, 41, o);
+  CHECK(again.image.pixels == caps.image.pixels);  // a function of its seed
+  // The words of a capital and lower case are drawn in small capitals; their text keeps its case.
+  int64_t mixed = 0;
+  for (const SynthLine& l : caps.lines)
+    for (const SynthWord& w : l.words)
+      mixed += w.text.size() >= 2 && std::isupper((unsigned char)w.text[0]) &&
+               std::any_of(w.text.begin() + 1, w.text.end(), [](unsigned char c) { return std::islower(c) != 0; });
+  CHECK(mixed > 0);
+  // Every word's outline still holds its ink (measured with the small capitals, drawn the same).
+  for (const SynthLine& l : caps.lines)
+    for (const SynthWord& w : l.words) CHECK(inside(w.outline.box(), l.outline.box(), 1.0));
+  o.p_small_caps = 1.5;
+  CHECK_THROWS_WITH(render_page(test_text(), fonts, 41, o), Catch::Contains("p_small_caps"));
+}
