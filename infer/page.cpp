@@ -730,16 +730,47 @@ bool thin(const std::string& c) {
          c == "!";
 }
 
+// Which columns of a line image hold ink, over the rows of its middle 80% (ink as erase_rules
+// reads it, the threshold from those rows); none for an image without clear ink.
+std::optional<std::vector<bool>> gap_ink(const GrayImage& line) {
+  const int64_t W = line.width, h = line.height;
+  const int64_t edge = std::max<int64_t>(1, (int64_t)(0.1 * (double)h));
+  const std::optional<InkRule> rule = ink_rule(line, 0, W, edge, h - edge, edge, h - edge);
+  if (!rule) return std::nullopt;
+  return inked_columns(line, *rule, edge, h - edge);
+}
+
+// The widest run of blank columns with ink on both sides, looked for from the first ink at or
+// after column `from` up to column `to`, that starts before column `start_by` (0 when there is
+// none); `centre` gets its middle.
+int64_t widest_gap(const std::vector<bool>& ink, int64_t from, int64_t start_by, int64_t to, double& centre) {
+  int64_t best = 0, run = 0, x = from;
+  while (x < to && !ink[(size_t)x]) ++x;  // to the first ink
+  for (; x < to; ++x) {
+    if (!ink[(size_t)x]) {
+      ++run;
+      continue;
+    }
+    if (run > best && x - run < start_by) best = run, centre = (double)x - 0.5 * (double)(run + 1);
+    run = 0;
+  }
+  return best;
+}
+
+// r.text made again from r.chars.
+void retext(LineResult& r) {
+  r.text.clear();
+  for (const CharPosition& c : r.chars) r.text += c.ch;
+}
+
 }  // namespace
 
 int64_t split_at_ink_gaps(LineResult& r, const GrayImage& line, double min_gap, double ratio) {
   const size_t n = r.chars.size();
   if (!r.ok() || n < 4 || !(min_gap > 0) || line.width < 2 || line.height < 2) return 0;
   const int64_t W = line.width, h = line.height;
-  const int64_t edge = std::max<int64_t>(1, (int64_t)(0.1 * (double)h));
-  const std::optional<InkRule> rule = ink_rule(line, 0, W, edge, h - edge, edge, h - edge);
-  if (!rule) return 0;
-  const std::vector<bool> ink = inked_columns(line, *rule, edge, h - edge);
+  const std::optional<std::vector<bool>> inked = gap_ink(line);
+  if (!inked) return 0;
   // The gap between characters i and i + 1: the widest run of blank columns with ink on both
   // sides that starts between their CTC positions. A position may lie in the blank before its
   // glyph (the first character of a line, a narrow glyph), so the run must start after ink seen
@@ -748,17 +779,7 @@ int64_t split_at_ink_gaps(LineResult& r, const GrayImage& line, double min_gap, 
     const int64_t from = std::clamp<int64_t>((int64_t)std::ceil(r.chars[i].x), 0, W);
     const int64_t start_by = std::clamp<int64_t>((int64_t)r.chars[i + 1].x, 0, W);
     const int64_t to = std::clamp<int64_t>(i + 2 < n ? (int64_t)r.chars[i + 2].x : W, start_by, W);
-    int64_t best = 0, run = 0, x = from;
-    while (x < to && !ink[(size_t)x]) ++x;  // to the first ink
-    for (; x < to; ++x) {
-      if (!ink[(size_t)x]) {
-        ++run;
-        continue;
-      }
-      if (run > best && x - run < start_by) best = run, centre = (double)x - 0.5 * (double)(run + 1);
-      run = 0;
-    }
-    return best;
+    return widest_gap(*inked, from, start_by, to, centre);
   };
   std::vector<int64_t> gaps(n, -1);  // gaps[i]: between characters i and i + 1 (-1: not measured)
   std::vector<double> centres(n, 0);
@@ -785,8 +806,7 @@ int64_t split_at_ink_gaps(LineResult& r, const GrayImage& line, double min_gap, 
   }
   if (added == 0) return 0;
   r.chars = std::move(chars);
-  r.text.clear();
-  for (const CharPosition& c : r.chars) r.text += c.ch;
+  retext(r);
   return added;
 }
 
@@ -804,37 +824,25 @@ int64_t join_address_spaces(LineResult& r, const GrayImage& line, double min_gap
   }
   if (candidates.empty()) return 0;
   const int64_t W = line.width, h = line.height;
-  const int64_t edge = std::max<int64_t>(1, (int64_t)(0.1 * (double)h));
-  const std::optional<InkRule> rule = ink_rule(line, 0, W, edge, h - edge, edge, h - edge);
-  if (!rule) return 0;
-  const std::vector<bool> ink = inked_columns(line, *rule, edge, h - edge);
+  const std::optional<std::vector<bool>> inked = gap_ink(line);
+  if (!inked) return 0;
   std::vector<bool> drop(n, false);
   int64_t dropped = 0;
   for (size_t i : candidates) {
-    // The widest blank run with ink on both sides from the mark's position to the next glyph's
-    // (as split_at_ink_gaps measures a gap, over the space).
+    // The gap from the mark's position to the next glyph's, as split_at_ink_gaps measures one
+    // (over the space).
     const int64_t from = std::clamp<int64_t>((int64_t)std::ceil(r.chars[i - 1].x), 0, W);
     const int64_t start_by = std::clamp<int64_t>((int64_t)r.chars[i + 1].x, 0, W);
     const int64_t to = std::clamp<int64_t>(i + 2 < n ? (int64_t)r.chars[i + 2].x : W, start_by, W);
-    int64_t best = 0, run = 0, x = from;
-    while (x < to && !ink[(size_t)x]) ++x;
-    for (; x < to; ++x) {
-      if (!ink[(size_t)x]) {
-        ++run;
-        continue;
-      }
-      if (run > best && x - run < start_by) best = run;
-      run = 0;
-    }
-    if ((double)best < min_gap * (double)h) drop[i] = true, ++dropped;
+    double centre = 0;
+    if ((double)widest_gap(*inked, from, start_by, to, centre) < min_gap * (double)h) drop[i] = true, ++dropped;
   }
   if (dropped == 0) return 0;
   std::vector<CharPosition> chars;
   for (size_t i = 0; i < n; ++i)
     if (!drop[i]) chars.push_back(r.chars[i]);
   r.chars = std::move(chars);
-  r.text.clear();
-  for (const CharPosition& c : r.chars) r.text += c.ch;
+  retext(r);
   return dropped;
 }
 
@@ -934,9 +942,7 @@ int64_t lower_small_caps(LineResult& r, const GrayImage& line, double least_drop
     }
     w0 = w1 + 1;
   }
-  if (lowered == 0) return 0;
-  r.text.clear();
-  for (const CharPosition& c : r.chars) r.text += c.ch;
+  if (lowered > 0) retext(r);
   return lowered;
 }
 
