@@ -757,6 +757,18 @@ int64_t widest_gap(const std::vector<bool>& ink, int64_t from, int64_t start_by,
   return best;
 }
 
+// The gap between characters `before` and `after` of a reading (after > before; a space may lie
+// between them) on its line image's inked columns: the widest blank run (widest_gap) from the
+// first ink at or after `before`'s CTC position that starts before `after`'s, looked for up to
+// the position of the character after `after` (the image's end for the last).
+int64_t gap_between(const LineResult& r, const std::vector<bool>& ink, size_t before, size_t after, double& centre) {
+  const int64_t W = (int64_t)ink.size();
+  const int64_t from = std::clamp<int64_t>((int64_t)std::ceil(r.chars[before].x), 0, W);
+  const int64_t start_by = std::clamp<int64_t>((int64_t)r.chars[after].x, 0, W);
+  const int64_t to = std::clamp<int64_t>(after + 1 < r.chars.size() ? (int64_t)r.chars[after + 1].x : W, start_by, W);
+  return widest_gap(ink, from, start_by, to, centre);
+}
+
 // r.text made again from r.chars.
 void retext(LineResult& r) {
   r.text.clear();
@@ -768,19 +780,14 @@ void retext(LineResult& r) {
 int64_t split_at_ink_gaps(LineResult& r, const GrayImage& line, double min_gap, double ratio) {
   const size_t n = r.chars.size();
   if (!r.ok() || n < 4 || !(min_gap > 0) || line.width < 2 || line.height < 2) return 0;
-  const int64_t W = line.width, h = line.height;
+  const int64_t h = line.height;
   const std::optional<std::vector<bool>> inked = gap_ink(line);
   if (!inked) return 0;
   // The gap between characters i and i + 1: the widest run of blank columns with ink on both
   // sides that starts between their CTC positions. A position may lie in the blank before its
   // glyph (the first character of a line, a narrow glyph), so the run must start after ink seen
   // from character i's position, and may end past character i + 1's, up to the next one's.
-  auto gap_after = [&](size_t i, double& centre) {
-    const int64_t from = std::clamp<int64_t>((int64_t)std::ceil(r.chars[i].x), 0, W);
-    const int64_t start_by = std::clamp<int64_t>((int64_t)r.chars[i + 1].x, 0, W);
-    const int64_t to = std::clamp<int64_t>(i + 2 < n ? (int64_t)r.chars[i + 2].x : W, start_by, W);
-    return widest_gap(*inked, from, start_by, to, centre);
-  };
+  auto gap_after = [&](size_t i, double& centre) { return gap_between(r, *inked, i, i + 1, centre); };
   std::vector<int64_t> gaps(n, -1);  // gaps[i]: between characters i and i + 1 (-1: not measured)
   std::vector<double> centres(n, 0);
   std::vector<double> letter_gaps;
@@ -823,19 +830,15 @@ int64_t join_address_spaces(LineResult& r, const GrayImage& line, double min_gap
     if (address) candidates.push_back(i);
   }
   if (candidates.empty()) return 0;
-  const int64_t W = line.width, h = line.height;
+  const int64_t h = line.height;
   const std::optional<std::vector<bool>> inked = gap_ink(line);
   if (!inked) return 0;
   std::vector<bool> drop(n, false);
   int64_t dropped = 0;
   for (size_t i : candidates) {
-    // The gap from the mark's position to the next glyph's, as split_at_ink_gaps measures one
-    // (over the space).
-    const int64_t from = std::clamp<int64_t>((int64_t)std::ceil(r.chars[i - 1].x), 0, W);
-    const int64_t start_by = std::clamp<int64_t>((int64_t)r.chars[i + 1].x, 0, W);
-    const int64_t to = std::clamp<int64_t>(i + 2 < n ? (int64_t)r.chars[i + 2].x : W, start_by, W);
+    // The gap from the mark to the next glyph, as split_at_ink_gaps measures one (over the space).
     double centre = 0;
-    if ((double)widest_gap(*inked, from, start_by, to, centre) < min_gap * (double)h) drop[i] = true, ++dropped;
+    if ((double)gap_between(r, *inked, i - 1, i + 1, centre) < min_gap * (double)h) drop[i] = true, ++dropped;
   }
   if (dropped == 0) return 0;
   std::vector<CharPosition> chars;
