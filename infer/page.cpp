@@ -887,7 +887,14 @@ int64_t lower_small_caps(LineResult& r, const GrayImage& line, double least_drop
     size_t capitals = 0;
     for (size_t k = w0 + 1; k < letters; ++k) capitals += upper(r.chars[k].ch);
     bool plain = letters - w0 >= 3 && upper(r.chars[w0].ch) && capitals > 0;
-    for (size_t k = letters; k < w1 && plain; ++k) plain = trailing(r.chars[k].ch);
+    // After the letters only marks, and a possessive ("'s", "’s"): lower case after an apostrophe.
+    bool possessive = false;
+    for (size_t k = letters; k < w1 && plain; ++k) {
+      const std::string& c = r.chars[k].ch;
+      possessive = possessive || c == "'" || c == "\u2019";
+      plain = trailing(c) || c == "'" || c == "\u2019" ||
+              (possessive && c.size() == 1 && c[0] >= 'a' && c[0] <= 'z');
+    }
     if (plain) {
       // The word's columns: from the position of the character before it (a space, in the gap)
       // to that of the one after it; its glyphs, runs of inked columns (specks under 0.3 of

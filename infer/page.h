@@ -264,20 +264,20 @@ std::vector<Quad> missed_ink(const GrayImage& page, const std::vector<Quad>& cov
 // images and min_gap 0 are left alone. Returns the spaces taken out.
 int64_t join_address_spaces(LineResult& r, const GrayImage& line, double min_gap);
 
-// Words set in small capitals, read as capitals, put back in lower case after their first
-// letter: "Davenport" set as a capital D and small capitals read "DAVENPORT" or "DavENPORT" (the
-// recogniser cannot tell a small capital from a capital by its shape; its height tells). In a
-// word of at least three ASCII letters (and trailing ": , . ;" only), the first a capital and
-// some after it read as capitals, each letter's glyph is the run of inked columns (in the middle
-// band of the line image; ink as split_at_ink_gaps reads it) that holds its CTC position, or the
-// nearest, between the positions of the characters before and after the word (specks under 0.3
-// of the tallest run's height are no glyph); a glyph's top and bottom follow its ink up and down
-// from the band. The letters read as capitals after the first are lowered when the first
-// letter's glyph is its own, does not run off the cut, and stands higher than each of theirs by
-// `least_drop` (0.1) to 0.42 of its height above the glyphs' median bottom (2 pixels at least;
-// small capitals are 0.6-0.9 of a capital's height), and their tops agree within 0.1 of it. A
-// word of capitals alike ("NYSE"), one with a tall capital inside ("McDonald"), or one of small
-// capitals alone stays as read. Returns the words changed.
+// Words set in small capitals, read as capitals, put back in lower case after their first letter:
+// "Davenport" set as a capital D and small capitals read "DAVENPORT" or "DavENPORT" (the recogniser
+// cannot tell a small capital from a capital by its shape; its height tells). In a word of at least
+// three ASCII letters (then only ": , . ;" and a possessive "'s"), the first a capital and some
+// after it read as capitals, each letter's glyph is the run of inked columns (in the middle band of
+// the line image; ink as split_at_ink_gaps reads it) that holds its CTC position, or the nearest,
+// between the positions of the characters before and after the word (specks under 0.3 of the
+// tallest run's height are no glyph); a glyph's top and bottom follow its ink up and down from the
+// band. The letters read as capitals after the first are lowered when the first letter's glyph is
+// its own, does not run off the cut, and stands higher than each of theirs by `least_drop` (0.1) to
+// 0.42 of its height above the glyphs' median bottom (2 pixels at least; small capitals are 0.6-0.9
+// of a capital's height), and their tops agree within 0.1 of it. A word of capitals alike ("NYSE"),
+// one with a tall capital inside ("McDonald"), or one of small capitals alone stays as read.
+// Returns the words changed.
 int64_t lower_small_caps(LineResult& r, const GrayImage& line, double least_drop = 0.1);
 
 // The text of a page in reading order: lines joined by '\n', a blank line between blocks.

@@ -1028,6 +1028,8 @@ TEST_CASE("lower_small_caps: a capital and small capitals read as capitals are p
   CHECK(lower("THE DAVENPORT CO", {8, 8, 8, -1, 8, 15, 15, 15, 15, 15, 15, 15, 15, -1, 8, 15}, 1) ==
         "THE Davenport CO");  // capitals stay; two letters are too few
   CHECK(lower("SAMPLE:", {8, 15, 15, 15, 15, 15, 20}, 1) == "Sample:");
+  CHECK(lower("YANK's", {8, 15, 15, 15, 8, 20}, 1) == "Yank's");  // a possessive after the letters
+  CHECK(lower("YANK'S", {8, 15, 15, 15, 8, 15}, 0) == "YANK'S");  // no capital after the apostrophe
   // Capitals alike, small capitals alone, tops that disagree, or a drop too small or too large:
   // as read.
   CHECK(lower("COMPANY", {8, 8, 8, 8, 8, 8, 8}, 0) == "COMPANY");
