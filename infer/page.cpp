@@ -730,14 +730,22 @@ bool thin(const std::string& c) {
          c == "!";
 }
 
-// Which columns of a line image hold ink, over the rows of its middle 80% (ink as erase_rules
-// reads it, the threshold from those rows); none for an image without clear ink.
+// The rows of a line image's middle 80%, [edge, height - edge).
+int64_t middle_edge(const GrayImage& line) { return std::max<int64_t>(1, (int64_t)(0.1 * (double)line.height)); }
+
+// Ink on a line image as erase_rules reads it, the threshold from the rows of its middle 80%;
+// none for an image without clear ink.
+std::optional<InkRule> middle_ink_rule(const GrayImage& line) {
+  const int64_t edge = middle_edge(line), h = line.height;
+  return ink_rule(line, 0, line.width, edge, h - edge, edge, h - edge);
+}
+
+// Which columns of a line image hold ink (middle_ink_rule) over the rows of its middle 80%.
 std::optional<std::vector<bool>> gap_ink(const GrayImage& line) {
-  const int64_t W = line.width, h = line.height;
-  const int64_t edge = std::max<int64_t>(1, (int64_t)(0.1 * (double)h));
-  const std::optional<InkRule> rule = ink_rule(line, 0, W, edge, h - edge, edge, h - edge);
+  const std::optional<InkRule> rule = middle_ink_rule(line);
   if (!rule) return std::nullopt;
-  return inked_columns(line, *rule, edge, h - edge);
+  const int64_t edge = middle_edge(line);
+  return inked_columns(line, *rule, edge, line.height - edge);
 }
 
 // The widest run of blank columns with ink on both sides, looked for from the first ink at or
@@ -853,15 +861,14 @@ int64_t lower_small_caps(LineResult& r, const GrayImage& line, double least_drop
   const size_t n = r.chars.size();
   if (!r.ok() || n < 3 || !(least_drop > 0) || line.width < 2 || line.height < 8) return 0;
   const int64_t W = line.width, h = line.height;
-  const int64_t edge = std::max<int64_t>(1, (int64_t)(0.1 * (double)h));
-  const std::optional<InkRule> rule = ink_rule(line, 0, W, edge, h - edge, edge, h - edge);
+  const std::optional<InkRule> rule = middle_ink_rule(line);
   if (!rule) return 0;
-  // Glyphs are runs of columns inked in the middle band (rows 0.2 to 0.8 of the height, where
-  // capitals and small capitals both have ink); each column's top and bottom ink over all rows.
-  const std::vector<bool> ink = inked_columns(line, *rule, (int64_t)(0.2 * (double)h), (int64_t)std::ceil(0.8 * (double)h));
-  // A column's top: from its highest ink in the middle band up through the ink joined to it (a
-  // neighbouring line's descender above a blank row is not the glyph's); its bottom likewise.
+  // Glyphs are runs of columns inked in the band of rows 0.2 to 0.8 of the height, where capitals
+  // and small capitals both have ink.
   const int64_t band0 = (int64_t)(0.2 * (double)h), band1 = (int64_t)std::ceil(0.8 * (double)h);
+  const std::vector<bool> ink = inked_columns(line, *rule, band0, band1);
+  // A column's top: from its highest ink in the band up through the ink joined to it (a
+  // neighbouring line's descender above a blank row is not the glyph's); its bottom likewise.
   std::vector<int64_t> top((size_t)W, h), bottom((size_t)W, -1);
   for (int64_t x = 0; x < W; ++x) {
     auto inked = [&](int64_t y) { return rule->ink(line.at(x, y)); };
@@ -875,15 +882,15 @@ int64_t lower_small_caps(LineResult& r, const GrayImage& line, double least_drop
     top[(size_t)x] = y0, bottom[(size_t)x] = y1;
   }
   auto upper = [](const std::string& c) { return c.size() == 1 && c[0] >= 'A' && c[0] <= 'Z'; };
+  auto lower = [](const std::string& c) { return c.size() == 1 && c[0] >= 'a' && c[0] <= 'z'; };
   auto trailing = [](const std::string& c) { return c == ":" || c == "," || c == "." || c == ";"; };
   int64_t lowered = 0;
   for (size_t w0 = 0; w0 < n;) {
     size_t w1 = w0;  // the word: chars [w0, w1)
     while (w1 < n && r.chars[w1].ch != " ") ++w1;
     // Letters from w0, the first a capital and another read as one too, then only trailing marks.
-    auto letter = [&](const std::string& c) { return upper(c) || (c.size() == 1 && c[0] >= 'a' && c[0] <= 'z'); };
     size_t letters = w0;
-    while (letters < w1 && letter(r.chars[letters].ch)) ++letters;
+    while (letters < w1 && (upper(r.chars[letters].ch) || lower(r.chars[letters].ch))) ++letters;
     size_t capitals = 0;
     for (size_t k = w0 + 1; k < letters; ++k) capitals += upper(r.chars[k].ch);
     bool plain = letters - w0 >= 3 && upper(r.chars[w0].ch) && capitals > 0;
@@ -892,8 +899,7 @@ int64_t lower_small_caps(LineResult& r, const GrayImage& line, double least_drop
     for (size_t k = letters; k < w1 && plain; ++k) {
       const std::string& c = r.chars[k].ch;
       possessive = possessive || c == "'" || c == "\u2019";
-      plain = trailing(c) || c == "'" || c == "\u2019" ||
-              (possessive && c.size() == 1 && c[0] >= 'a' && c[0] <= 'z');
+      plain = trailing(c) || c == "'" || c == "\u2019" || (possessive && lower(c));
     }
     if (plain) {
       // The word's columns: from the position of the character before it (a space, in the gap)
@@ -1460,15 +1466,15 @@ struct InkPiece {
   int64_t x0, y0, x1, y1, cells;
 };
 
-// The pieces of ink on `ink` (gw x gh cells, 1: ink) that no `covered` cell touches (8-connected),
-// found by a flood from each unvisited inked cell; at most `most` pieces (nullopt past that:
+// The pieces of ink on `ink` (gw x gh cells, 1: ink; marked 2 once visited) that touch no inked
+// `covered` cell (8-connected), found by a flood from each unvisited inked cell outside them; at most `most` pieces (nullopt past that:
 // a page of speckle or a photo, where lone glyphs are not to be looked for).
 std::optional<std::vector<InkPiece>> uncovered_pieces(std::vector<uint8_t>& ink, const std::vector<uint8_t>& covered,
                                                       int64_t gw, int64_t gh, size_t most) {
   std::vector<InkPiece> pieces;
   std::vector<int64_t> stack;
   for (int64_t start = 0; start < gw * gh; ++start) {
-    if (ink[(size_t)start] != 1) continue;
+    if (ink[(size_t)start] != 1 || covered[(size_t)start]) continue;
     InkPiece p{start % gw, start / gw, start % gw, start / gw, 0};
     bool touches = false;
     ink[(size_t)start] = 2;  // visited
@@ -1525,16 +1531,15 @@ std::vector<Quad> missed_ink(const GrayImage& page, const std::vector<Quad>& cov
     for (int64_t x = 0; x < W; ++x)
       if (row[x] < levels->mid) cells[x / f] = 1;
   }
+  // A coordinate's cell, of n; clamped as a double first, so that an outline far off the page
+  // casts safely.
+  auto cell = [&](double v, int64_t n) { return (int64_t)std::clamp(std::floor(v / (double)f), 0.0, (double)(n - 1)); };
   for (const Quad& q : covered) {
     const Rect b = q.box();
     const double m = o.margin * distance(q.corners[0], q.corners[3]);
-    // Clamped as doubles first: an outline far off the page (or of a huge height) casts safely.
-    auto cell = [&](double v, int64_t n) { return (int64_t)std::clamp(std::floor(v / (double)f), 0.0, (double)(n - 1)); };
     const int64_t x0 = cell(b.x0 - m, gw), x1 = cell(b.x1 + m, gw), y0 = cell(b.y0 - m, gh), y1 = cell(b.y1 + m, gh);
     for (int64_t y = y0; y <= y1; ++y) std::fill(cover.begin() + y * gw + x0, cover.begin() + y * gw + x1 + 1, 1);
   }
-  for (size_t i = 0; i < ink.size(); ++i)
-    if (cover[i] && ink[i]) ink[i] = 3;  // covered ink: touched, never flooded
   const std::optional<std::vector<InkPiece>> pieces = uncovered_pieces(ink, cover, gw, gh, o.max_pieces);
   if (!pieces) return {};
   // Glyph-sized pieces, in page pixels: at least 0.3 of the type's height and at most 1.2 of it,
@@ -1575,9 +1580,9 @@ std::vector<Quad> missed_ink(const GrayImage& page, const std::vector<Quad>& cov
     joined->x0 = std::min(joined->x0, g.x0), joined->x1 = std::max(joined->x1, g.x1);
     joined->y0 = std::min(joined->y0, g.y0), joined->y1 = std::max(joined->y1, g.y1);
   }
+  if (lines.size() > o.max_lines) return {};  // a figure's texture, not lone glyphs
   // Each line's outline: its ink with 0.15 heights more at each end, and as high as its ink and
   // 0.3 heights more, 0.8 heights at least, about its middle.
-  if (lines.size() > o.max_lines) return {};
   std::vector<Quad> out;
   for (const Box& l : lines) {
     const double mid = (l.y0 + l.y1) / 2, half = std::max(l.y1 - l.y0 + 0.3 * h, 0.8 * h) / 2;

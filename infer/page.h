@@ -233,21 +233,22 @@ int64_t erase_column_rules(const GrayImage& page, const Quad& outline, GrayImage
 // left as they are. Returns the spaces put in.
 int64_t split_at_ink_gaps(LineResult& r, const GrayImage& line, double min_gap, double ratio);
 
-// Where the detector found no line but the page has ink the size of a glyph or a dash: the
-// outlines of lines to read there (docs/pages.md, "Ink the detector missed"). The detector
-// learnt lines of words and finds no region around a lone short token: a deposition's line
-// numbers, a table's "-" and "$" cells, a rating's letter. Ink as in erase_rules, over the whole
-// page (pages of light ink on dark paper, or of no contrast, give none), looked at in cells of a
-// sixteenth of the type's height (the median height of `covered`, the detector's outlines; fewer
-// than three, or a median beyond the page's size, give none). A connected piece of ink is left out when it touches an outline's box
-// grown by `margin` of its height on every side (it belongs to a line found), when it is not the
-// size of a glyph (0.3 to 1.2 heights high, at most 3 long, a little of its box inked) or of a
-// dash (under 0.3 heights high, 0.3 to 2 long, solid); pieces level with each other and at most
-// 0.8 heights apart make one line. More than `max_pieces` pieces outside the outlines, or more
-// than `max_lines` such lines, give none: what lies there is speckle, a photo or a figure's
-// texture (a page of small type whose figure gave 229 lines, all read as junk). Outlines are axis-aligned (corners top-left, top-right, bottom-right,
-// bottom-left), for text that runs across the page, and reach 0.15 heights past the ink at each
-// end and 0.15 above and below (0.8 heights high at least, for a dash).
+// Where the detector found no line but the page has ink the size of a glyph or a dash: the outlines
+// of lines to read there (docs/pages.md, "Ink the detector missed"). The detector learnt lines of
+// words and finds no region around a lone short token: a deposition's line numbers, a table's "-"
+// and "$" cells, a rating's letter. Ink as in erase_rules, over the whole page (pages of light ink
+// on dark paper, or of no contrast, give none), looked at in cells of a sixteenth of the type's
+// height (the median height of `covered`, the detector's outlines; fewer than three, or a median
+// beyond the page's size, give none). A connected piece of ink is left out when it touches an
+// outline's box grown by `margin` of its height on every side (it belongs to a line found), when it
+// is not the size of a glyph (0.3 to 1.2 heights high, at most 3 long, a little of its box inked)
+// or of a dash (under 0.3 heights high, 0.3 to 2 long, solid); pieces level with each other and at
+// most 0.8 heights apart make one line. More than `max_pieces` pieces outside the outlines, or more
+// than `max_lines` such lines, give none: what lies there is speckle, a photo or a figure's texture
+// (a page of small type whose figure gave 229 lines, all read as junk). Outlines are axis-aligned
+// (corners top-left, top-right, bottom-right, bottom-left), for text that runs across the page, and
+// reach 0.15 heights past the ink at each end and 0.15 above and below (0.8 heights high at least,
+// for a dash).
 struct MissedInkOptions {
   double margin = 0.35;
   size_t max_pieces = 4000;
