@@ -26,6 +26,7 @@
 #include "ops/reduce.h"
 #include "ops/lstm.h"
 #include "runtime/autograd.h"
+#include "runtime/cpu/gemm.h"
 #include "runtime/threading.h"
 #include "timing.h"
 
@@ -177,7 +178,7 @@ std::vector<Case> all_cases() {
       bn_case("crnn.bn13", 32, 512, 4, 33),
       bn_case("crnn.bn19", 32, 512, 1, 33),
       lstm_case("crnn.lstm", 33, 32, 512, 256),
-      lstm_case("crnn-s.lstm", 33, 32, 256, 128),
+      lstm_case("crnn-s.lstm", 33, 32, 256, 128), lstm_case("crnn-s.lstm101", 101, 32, 256, 128),
       ctc_case("ctc.crnn.fused", 33, 5, 20, true),
       ctc_case("ctc.crnn.logsoftmax", 33, 5, 20, false),
       ctc_case("ctc.long.fused", 400, 80, 120, true),
@@ -196,14 +197,15 @@ std::vector<Case> all_cases() {
 
 int main(int argc, char** argv) {
   int threads = 2, reps = 7;
-  std::string json, only;
+  std::string json, only, precision = "fp32";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const char* next = i + 1 < argc ? argv[i + 1] : nullptr;
     if (a == "--help" || a == "-h") {
       std::printf("usage: bench_ops [--threads N] [--reps R] [--only SUBSTRING] [--json FILE] [--device cpu] [--forward]\n"
+                  "                 [--precision fp32|bf16]\n"
                   "Forward + backward milliseconds of the OCR operators at CRNN and SVTR-lite shapes\n"
-                  "(--forward: the forward pass alone, under no-grad).\n");
+                  "(--forward: the forward pass alone, under no-grad; --precision: the CPU's matrix products).\n");
       return 0;
     } else if (a == "--threads" && next) {
       threads = std::atoi(argv[++i]);
@@ -211,6 +213,8 @@ int main(int argc, char** argv) {
       reps = std::max(5, std::atoi(argv[++i]));
     } else if (a == "--only" && next) {
       only = argv[++i];
+    } else if (a == "--precision" && next) {
+      precision = argv[++i];
     } else if (a == "--forward") {
       forward_only = true;
     } else if (a == "--json" && next) {
@@ -231,10 +235,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   set_num_threads(threads);
+  cpu::set_matmul_precision(cpu::parse_matmul_precision(precision));
   Generator gen(1);
   std::vector<Result> results;
-  std::printf("ocrt, %d thread%s: %s, ms\n%-22s %-26s %9s %21s\n", threads, threads == 1 ? "" : "s",
-              forward_only ? "forward (no-grad)" : "forward + backward", "case", "size", "median", "min - max");
+  std::printf("ocrt, %d thread%s, %s products: %s, ms\n%-22s %-26s %9s %21s\n", threads, threads == 1 ? "" : "s",
+              cpu::matmul_precision_name(cpu::matmul_precision()), forward_only ? "forward (no-grad)" : "forward + backward", "case", "size", "median", "min - max");
   for (const Case& c : all_cases()) {
     if (!only.empty() && c.name.find(only) == std::string::npos) continue;
     std::function<void()> step = c.make(gen);
