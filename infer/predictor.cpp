@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <deque>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -177,6 +178,7 @@ struct Predictor::Impl {
   std::deque<Batch> queue;
   bool stop = false;
   bool mixed = false;  // GPU and CPU workers together (see lines_to_take in predictor.h)
+  bool cpu_only = true;  // every worker a CPU: batches by plan_batches, else fill_batches
   std::mutex run_mu;  // one run() at a time
 
   explicit Impl(const Predictor& owner) : p(owner) {}
@@ -335,6 +337,44 @@ int64_t cpu_batch_columns(int64_t first_channels) {
                     kCpuBatchColumnsMax);
 }
 
+std::vector<int64_t> fill_batches(const std::vector<int64_t>& widths, int64_t margin, int64_t max_lines,
+                                  int64_t max_columns) {
+  std::vector<int64_t> sizes;
+  for (int64_t w : widths) {  // the widest so far, as the lines come sorted
+    if (sizes.empty() || sizes.back() >= max_lines || (sizes.back() + 1) * (w + margin) > max_columns)
+      sizes.push_back(0);
+    ++sizes.back();
+  }
+  return sizes;
+}
+
+std::vector<int64_t> plan_batches(const std::vector<int64_t>& widths, int64_t margin, int64_t max_lines,
+                                  int64_t max_columns, double overhead) {
+  OCRT_CHECK(max_lines >= 1 && overhead >= 0, "plan_batches: max_lines must be >= 1 and overhead >= 0");
+  OCRT_CHECK(std::is_sorted(widths.begin(), widths.end()), "plan_batches: the widths must come narrowest first");
+  const size_t L = widths.size();
+  // best[i]: the least cost of the first i lines; from[i]: where the last batch of that cut starts.
+  // The last batch of lines [j, i) is as wide as line i - 1; j goes down from i - 1 while the
+  // batch stays within the limits (one line always may).
+  std::vector<double> best(L + 1, 0.0);
+  std::vector<size_t> from(L + 1, 0);
+  for (size_t i = 1; i <= L; ++i) {
+    const double wide = (double)(widths[i - 1] + margin);
+    best[i] = std::numeric_limits<double>::infinity();
+    for (size_t j = i; j-- > 0;) {
+      const int64_t n = (int64_t)(i - j);
+      if (n > 1 && (n > max_lines || n * (widths[i - 1] + margin) > max_columns)) break;
+      // Ties (up to rounding): the j found first, so that the last batch is the smallest.
+      const double cost = best[j] + ((double)n + overhead) * wide;
+      if (cost < best[i] * (1 - 1e-12)) best[i] = cost, from[i] = j;
+    }
+  }
+  std::vector<int64_t> sizes;
+  for (size_t i = L; i > 0; i = from[i]) sizes.push_back((int64_t)(i - from[i]));
+  std::reverse(sizes.begin(), sizes.end());
+  return sizes;
+}
+
 void Predictor::Impl::size_work(int cpu_workers, int64_t first_channels) {
   const PredictorOptions& o = p.opt_;
   threads = o.threads > 0 ? o.threads : default_num_threads();
@@ -348,7 +388,7 @@ void Predictor::Impl::size_work(int cpu_workers, int64_t first_channels) {
   // CPUs alone the default follows the model's first channels (cpu_batch_columns): as fast as
   // larger batches or faster, in less memory (bench/results/infer-cpu.md); a GPU wants its
   // batches full.
-  const bool cpu_only = cpu_workers == (int)o.devices.size();
+  cpu_only = cpu_workers == (int)o.devices.size();
   max_batch_columns = o.max_batch_columns > 0 ? o.max_batch_columns
                       : cpu_only               ? cpu_batch_columns(first_channels)
                                                : o.batch * 2048;
@@ -724,14 +764,18 @@ std::vector<Batch> Predictor::Impl::batches_of(Chunk& c) const {
     if (c.results[(size_t)i].ok() && !c.blank[(size_t)i]) order.push_back(i);
   auto width_of = [&](int64_t i) { return padded_width(c.images[(size_t)i].width, spec.width_multiple); };
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return width_of(a) < width_of(b); });
+  std::vector<int64_t> widths;
+  for (int64_t i : order) widths.push_back(width_of(i));
+  const std::vector<int64_t> sizes =
+      cpu_only ? plan_batches(widths, right_margin, p.opt_.batch, c.max_batch_columns, kCpuBatchOverhead)
+               : fill_batches(widths, right_margin, p.opt_.batch, c.max_batch_columns);
   std::vector<Batch> batches;
-  for (int64_t i : order) {
-    const int64_t w = width_of(i);  // the widest so far, as the lines come sorted
-    if (batches.empty() || (int64_t)batches.back().lines.size() >= p.opt_.batch ||
-        ((int64_t)batches.back().lines.size() + 1) * (w + right_margin) > c.max_batch_columns)
-      batches.push_back(Batch{&c, {}, 0, right_margin});
-    batches.back().lines.push_back(i);
-    batches.back().width = w;
+  size_t at = 0;
+  for (int64_t n : sizes) {
+    Batch b{&c, std::vector<int64_t>(order.begin() + (int64_t)at, order.begin() + (int64_t)at + n), 0, right_margin};
+    at += (size_t)n;
+    b.width = widths[at - 1];
+    batches.push_back(std::move(b));
   }
   // The costliest batches first: the workers then end at about the same time.
   std::stable_sort(batches.begin(), batches.end(), [](const Batch& a, const Batch& b) {

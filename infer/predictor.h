@@ -96,6 +96,30 @@ constexpr int64_t kCpuBatchColumnsMin = 2048, kCpuBatchColumnsMax = 12288;
 int64_t cpu_batch_columns(int64_t first_channels);
 int64_t lines_to_take(int64_t lines, double mine, double fastest);
 
+// Cutting a chunk's lines into batches. Each batch is padded to its widest line (plus the
+// model's right margin), so a batch of lines of 80 to 176 pixels costs 176 columns for each of
+// them. `widths` are the lines' padded widths, narrowest first; both functions return the
+// sizes of consecutive batches (summing to widths.size()), each at most max_lines lines and at
+// most max_columns columns (lines x (widest + margin)), except that a single line wider than
+// that still makes a batch of one.
+// fill_batches: each batch takes lines until the next would break a limit (fewest batches).
+std::vector<int64_t> fill_batches(const std::vector<int64_t>& widths, int64_t margin, int64_t max_lines,
+                                  int64_t max_columns);
+// plan_batches: the cut of least cost, a batch of n lines of widest w costing (n + overhead) x
+// (w + margin) columns, by dynamic programming over the cut points (widths.size() x max_lines
+// steps). `overhead` is what a batch costs beyond its lines, in lines of its width: a smaller
+// batch reads less padding but runs each layer once more, and each of its GEMMs has fewer rows
+// to share among threads. Measured (bench_layers, crnn-s and crnn-en, 400-pixel lines): a
+// lone line costs 1.15-1.3 lines' time of a large batch on one thread, 1.7-2 on two. On CPUs
+// alone the predictor gives kCpuBatchOverhead whatever the thread count, so that the cut, and
+// with it the order in which a GEMM sums each line's values, is the same for any number of
+// threads or page lanes (with overheads of 0.25 to 1, the 12 scanned pages of
+// bench/results/pages.md read within 4% of one another's time, on lanes of one thread). Where a GPU is among the workers,
+// fill_batches (a GPU wants its batches full).
+std::vector<int64_t> plan_batches(const std::vector<int64_t>& widths, int64_t margin, int64_t max_lines,
+                                  int64_t max_columns, double overhead);
+constexpr double kCpuBatchOverhead = 0.5;
+
 // --precision auto takes a reduced precision only where the model file says it was checked: its
 // training record's "precision_cer" holds the CER of a set of validation lines read in each
 // precision it was measured in, e.g. {"fp32": 0.0127, "bf16": 0.0127, "lines": "..."}
