@@ -884,6 +884,7 @@ int64_t lower_small_caps(LineResult& r, const GrayImage& line, double least_drop
   auto upper = [](const std::string& c) { return c.size() == 1 && c[0] >= 'A' && c[0] <= 'Z'; };
   auto lower = [](const std::string& c) { return c.size() == 1 && c[0] >= 'a' && c[0] <= 'z'; };
   auto trailing = [](const std::string& c) { return c == ":" || c == "," || c == "." || c == ";"; };
+  auto apostrophe = [](const std::string& c) { return c == "'" || c == "\u2019"; };
   int64_t lowered = 0;
   for (size_t w0 = 0; w0 < n;) {
     size_t w1 = w0;  // the word: chars [w0, w1)
@@ -898,8 +899,8 @@ int64_t lower_small_caps(LineResult& r, const GrayImage& line, double least_drop
     bool possessive = false;
     for (size_t k = letters; k < w1 && plain; ++k) {
       const std::string& c = r.chars[k].ch;
-      possessive = possessive || c == "'" || c == "\u2019";
-      plain = trailing(c) || c == "'" || c == "\u2019" || (possessive && lower(c));
+      possessive = possessive || apostrophe(c);
+      plain = trailing(c) || apostrophe(c) || (possessive && lower(c));
     }
     if (plain) {
       // The word's columns: from the position of the character before it (a space, in the gap)

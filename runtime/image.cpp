@@ -20,8 +20,6 @@ namespace ocrt {
 
 namespace {
 
-// Gray value of one pixel from `channels` samples in [0, max]: 1 gray, 2 gray+alpha, 3 RGB,
-// 4 RGBA; the result is on the same [0, max] scale.
 // std::lround(x) for x >= 0, exactly (x - trunc(x) is exact in double), without a call into
 // libm for every pixel (1-2% of ocrt-infer's time on lines and pages went to lround).
 inline int64_t round_nonnegative(double x) {
@@ -29,6 +27,8 @@ inline int64_t round_nonnegative(double x) {
   return t + (x - (double)t >= 0.5 ? 1 : 0);
 }
 
+// Gray value of one pixel from `channels` samples in [0, max]: 1 gray, 2 gray+alpha, 3 RGB,
+// 4 RGBA; the result is on the same [0, max] scale.
 double to_gray(const double* v, int channels, double max) {
   double gray = channels >= 3 ? 0.299 * v[0] + 0.587 * v[1] + 0.114 * v[2] : v[0];
   if (channels == 2 || channels == 4) {
@@ -610,7 +610,6 @@ std::vector<uint8_t> classify_ink(const std::vector<int>& sums, int64_t W, int64
   }
   return kind;
 }
-
 
 // Polarity. The paper is the border's side: where the border's median (of the smoothed line)
 // is clearly off the whole line's median, toward the light or the dark, that says which side
