@@ -1,13 +1,18 @@
 // Winograd's 3x3 convolution (ops/cpu/winograd.h) alone, in inference (weights kept transformed),
 // on crnn-en's five 3x3 layers at a batch of 32 lines of 32 x 400: milliseconds per call and the
-// rate counted as the direct convolution's FLOPs, in float32 and bf16 products.
+// rate counted as the direct convolution's FLOPs, in float32 and bf16 products. Then crnn-en's
+// 2x2 layer through F(3, 2) (ops/cpu/winograd_2x2.h) against im2col + GEMM (conv2d in exact
+// mode), the two calls alternating so that a machine's drift hits both alike.
 //
 //   bench_winograd [--threads N] [--reps R]
 #include <cstdio>
 #include <random>
 #include <vector>
 
+#include "ops/conv.h"
+#include "ops/random.h"
 #include "ops/cpu/winograd.h"
+#include "ops/cpu/winograd_2x2.h"
 #include "runtime/cli.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/error.h"
@@ -68,6 +73,35 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("%-18s %-5s %10.2f\n%-18s %-5s %10.2f\n", "all five", "fp32", total[0], "all five", "bf16", total[1]);
+  {
+    // cnn.18: (32, 512, 2, 102) -> (32, 512, 1, 101), no padding.
+    const int64_t C = 512, Cout = 512, H = 2, W = 102;
+    Generator gen(11);
+    const Tensor x = uniform({N, C, H, W}, 0.0, 1.0, gen), w = uniform({Cout, C, 2, 2}, -0.05, 0.05, gen),
+                 b = uniform({Cout}, 0.0, 1.0, gen);
+    const double flop = 2.0 * N * (W - 1) * Cout * C * 4;
+    std::vector<float> y((size_t)(N * Cout * (W - 1)));
+    std::printf("%-18s %-5s %10s %10s   %s\n", "layer", "prec", "F(3,2) ms", "im2col ms", "(medians, alternating)");
+    for (int pi = 0; pi < 2; ++pi) {
+      cpu::MatmulPrecisionScope scope(pi ? cpu::MatmulPrecision::bf16 : cpu::MatmulPrecision::f32);
+      auto fast = [&] {
+        cpu::winograd_2x2_conv2d(x.data<float>(), w.data<float>(), b.data<float>(), y.data(), N, C, H, W, Cout, 0, 0);
+      };
+      auto exact = [&] {
+        ConvModeScope mode(ConvMode::exact);
+        conv2d(x, w, b, Conv2dOptions{});
+      };
+      fast(), exact(), fast(), exact();
+      std::vector<double> ms[2];
+      for (int r = 0; r < reps; ++r) {
+        ms[0].push_back(1e3 * bench::seconds_of(fast));
+        ms[1].push_back(1e3 * bench::seconds_of(exact));
+      }
+      std::printf("%-18s %-5s %10.2f %10.2f   (%.1f and %.1f GFLOP/s as the direct sum)\n", "cnn.18 512->512 2x2",
+                  pi ? "bf16" : "fp32", bench::median(ms[0]), bench::median(ms[1]), flop / bench::median(ms[0]) / 1e6,
+                  flop / bench::median(ms[1]) / 1e6);
+    }
+  }
 #else
   std::printf("no Winograd path in this build\n");
 #endif

@@ -33,6 +33,7 @@
 #include "ops/cpu/conv_amx.h"
 #include "ops/cpu/conv_direct.h"
 #include "ops/cpu/winograd.h"
+#include "ops/cpu/winograd_2x2.h"
 #include "runtime/cpu/loops.h"
 
 namespace ocrt {
@@ -203,6 +204,11 @@ void conv2d_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Co
   if constexpr (std::is_same_v<T, float>) {
     if (params.fast && cpu::winograd_applies(g.C, g.Cout, g.kh, g.kw, params)) {
       cpu::winograd_conv2d(xp, wp, bp, yp, g.N, g.C, g.H, g.W, g.Cout, params.pad_h, params.pad_w);
+      return;
+    }
+    // 2x2 layers (crnn's last) in fast mode: F(3, 2) along the rows, a third fewer (winograd_2x2.h).
+    if (params.fast && cpu::winograd_2x2_applies(g.C, g.Cout, g.kh, g.kw, g.Wo, params)) {
+      cpu::winograd_2x2_conv2d(xp, wp, bp, yp, g.N, g.C, g.H, g.W, g.Cout, params.pad_h, params.pad_w);
       return;
     }
   }

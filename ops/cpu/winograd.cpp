@@ -1036,6 +1036,8 @@ void kept_forward(const float* x, const KeptWeights& kept, const float* bias, fl
 
 }  // namespace
 
+float* winograd_scratch(int64_t floats) { return inference_scratch(floats); }
+
 bool winograd_pool_fits(const Pool2dParams& p) {
   return p.kernel_h == 2 && p.stride_h == 2 && p.pad_h == 0 && p.dilation_h == 1 && p.dilation_w == 1 &&
          p.kernel_w >= 1 && p.stride_w >= 1 && p.pad_w >= 0;

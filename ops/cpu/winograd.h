@@ -54,6 +54,11 @@ void winograd_conv2d(const float* x, const float* w, const float* bias, float* y
 void winograd_conv2d_weight_grad(const float* x, const float* dy, float* dw, int64_t N, int64_t C, int64_t H,
                                  int64_t W, int64_t Cout, int64_t pad_h, int64_t pad_w, int64_t chunk_tiles = 0);
 
+// A buffer of at least `floats` floats for this thread's Winograd calls outside autograd (the
+// chunks' transformed tiles and products), 64-byte aligned, kept and grown until the thread ends:
+// shared by the 3x3 and the 2x2 convolutions (winograd_2x2.h), whose calls never overlap.
+float* winograd_scratch(int64_t floats);
+
 }  // namespace ocrt::cpu
 
 #endif
