@@ -178,20 +178,17 @@ OCRT_TARGET_AVX512 void output_line_avx512(const float* M, const Geometry& g, in
 }
 #endif
 
-InputLine input_line_for_path() {
+// The transforms compiled for this CPU's path.
+struct Lines {
+  InputLine input;
+  OutputLine output;
+};
+Lines lines_for_path() {
 #if defined(OCRT_TARGET_ATTRS)
-  if (cpu_isa() >= CpuIsa::avx512) return input_line_avx512;
-  if (cpu_isa() >= CpuIsa::avx2) return input_line_avx2;
+  if (cpu_isa() >= CpuIsa::avx512) return {input_line_avx512, output_line_avx512};
+  if (cpu_isa() >= CpuIsa::avx2) return {input_line_avx2, output_line_avx2};
 #endif
-  return input_line_plain;
-}
-
-OutputLine output_line_for_path() {
-#if defined(OCRT_TARGET_ATTRS)
-  if (cpu_isa() >= CpuIsa::avx512) return output_line_avx512;
-  if (cpu_isa() >= CpuIsa::avx2) return output_line_avx2;
-#endif
-  return output_line_plain;
+  return {input_line_plain, output_line_plain};
 }
 
 // The four transformed weight planes of a layer, packed as the products' A, kept between calls
@@ -281,8 +278,7 @@ void winograd_2x2_conv2d(const float* x, const float* w, const float* bias, floa
   const int64_t v_size = kPoints * K * max_tiles;
   float* V = winograd_scratch(v_size + kPoints * Cout * max_tiles);
   float* M = V + v_size;
-  const InputLine input = input_line_for_path();
-  const OutputLine output = output_line_for_path();
+  const Lines lines = lines_for_path();
   for (int64_t r0 = 0; r0 < out_rows; r0 += rows_per_chunk) {
     const int64_t rows = std::min(rows_per_chunk, out_rows - r0), P = rows * g.tw;
 #pragma omp parallel
@@ -291,7 +287,7 @@ void winograd_2x2_conv2d(const float* x, const float* w, const float* bias, floa
 #pragma omp for schedule(static)
       for (int64_t line = 0; line < K * rows; ++line) {
         const int64_t pair = line / rows, r = r0 + line % rows;
-        input(x, g, pair / C, pair % C, r, V, P, (r - r0) * g.tw, D.data());
+        lines.input(x, g, pair / C, pair % C, r, V, P, (r - r0) * g.tw, D.data());
       }
     }
     for (int64_t xi = 0; xi < kPoints; ++xi) {
@@ -306,7 +302,7 @@ void winograd_2x2_conv2d(const float* x, const float* w, const float* bias, floa
 #pragma omp for schedule(static)
       for (int64_t line = 0; line < Cout * rows; ++line) {
         const int64_t k = line / rows, r = r0 + line % rows;
-        output(M, g, k, r, P, (r - r0) * g.tw, bias, y, O.data());
+        lines.output(M, g, k, r, P, (r - r0) * g.tw, bias, y, O.data());
       }
     }
   }
