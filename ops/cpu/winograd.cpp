@@ -108,16 +108,21 @@ constexpr size_t kKeptBytes = size_t(256) << 20;
 // that the whole of U (37.7 MB for a 512 x 512 layer) is never held beside them.
 void transform_weights(const float* w, int64_t Cout, int64_t C, float* U, int64_t i0 = 0, int64_t i1 = kIn) {
   // u[0..5] = G (g0, g1, g2)^T, for n values of each at once.
+  // (The outputs as restrict locals: written through u[i], the compiler could not rule out that
+  // they overlap g and left the loop scalar, 2.2% of a crnn training step.)
   auto filter_1d = [](int64_t n, const float* g0, const float* g1, const float* g2, float* const* u) {
     constexpr float sixth = 1.0f / 6, twelfth = 1.0f / 12, twenty_fourth = 1.0f / 24;
+    float *__restrict u0 = u[0], *__restrict u1 = u[1], *__restrict u2 = u[2], *__restrict u3 = u[3],
+          *__restrict u4 = u[4], *__restrict u5 = u[5];
+#pragma omp simd
     for (int64_t c = 0; c < n; ++c) {
       const float even = g0[c] + g2[c];
-      u[0][c] = 0.25f * g0[c];
-      u[1][c] = -sixth * (even + g1[c]);
-      u[2][c] = -sixth * (even - g1[c]);
-      u[3][c] = twenty_fourth * g0[c] + twelfth * g1[c] + sixth * g2[c];
-      u[4][c] = twenty_fourth * g0[c] - twelfth * g1[c] + sixth * g2[c];
-      u[5][c] = g2[c];
+      u0[c] = 0.25f * g0[c];
+      u1[c] = -sixth * (even + g1[c]);
+      u2[c] = -sixth * (even - g1[c]);
+      u3[c] = twenty_fourth * g0[c] + twelfth * g1[c] + sixth * g2[c];
+      u4[c] = twenty_fourth * g0[c] - twelfth * g1[c] + sixth * g2[c];
+      u5[c] = g2[c];
     }
   };
 #pragma omp parallel
