@@ -210,6 +210,19 @@ struct Kept {
 std::mutex g_kept_mu;
 std::list<std::shared_ptr<const Kept>> g_kept;  // newest use last
 
+// The four planes of U = G g packed as the products' A (made for this call).
+std::vector<std::unique_ptr<SgemmPackedA>> packed_planes(const float* w, const Geometry& g) {
+  const int64_t K = g.K();
+  Tensor U_mem = Tensor::empty({kPoints * g.Cout * K});
+  float* U = U_mem.data<float>();
+  transform_weights(w, g, U);
+  std::vector<std::unique_ptr<SgemmPackedA>> planes((size_t)kPoints);
+#pragma omp parallel for schedule(static)
+  for (int64_t xi = 0; xi < kPoints; ++xi)
+    planes[(size_t)xi] = std::make_unique<SgemmPackedA>(g.Cout, K, U + xi * g.Cout * K, K, 1);
+  return planes;
+}
+
 std::shared_ptr<const Kept> kept_weights(const float* w, const Geometry& g) {
   const KeptKey key{w, g.C, g.Cout, matmul_precision(), weights_fingerprint(w, g.Cout * g.C * 4)};
   {
@@ -222,14 +235,7 @@ std::shared_ptr<const Kept> kept_weights(const float* w, const Geometry& g) {
   }
   auto k = std::make_shared<Kept>();
   k->key = key;
-  const int64_t K = g.K();
-  Tensor U_mem = Tensor::empty({kPoints * g.Cout * K});
-  float* U = U_mem.data<float>();
-  transform_weights(w, g, U);
-  k->planes.resize((size_t)kPoints);
-#pragma omp parallel for schedule(static)
-  for (int64_t xi = 0; xi < kPoints; ++xi)
-    k->planes[(size_t)xi] = std::make_unique<SgemmPackedA>(g.Cout, K, U + xi * g.Cout * K, K, 1);
+  k->planes = packed_planes(w, g);
   for (const auto& plane : k->planes) k->bytes += plane->bytes();
   std::lock_guard<std::mutex> lock(g_kept_mu);
   g_kept.push_back(k);  // another thread may have kept the same weights meanwhile: either serves
@@ -263,17 +269,13 @@ void winograd_2x2_conv2d(const float* x, const float* w, const float* bias, floa
   const int64_t max_tiles = rows_per_chunk * g.tw;
 
   // Outside autograd the packed transforms are kept; in training the weights change every step
-  // and are transformed for this call only.
+  // and are transformed and packed for this call only (packed once for all its chunks: the GEMM
+  // would pack U's planes again for every chunk).
   std::shared_ptr<const Kept> kept;
-  Tensor U_mem;
-  const float* U = nullptr;
-  if (!grad_enabled()) {
-    kept = kept_weights(w, g);
-  } else {
-    U_mem = Tensor::empty({kPoints * Cout * K});
-    transform_weights(w, g, U_mem.data<float>());
-    U = U_mem.data<float>();
-  }
+  std::vector<std::unique_ptr<SgemmPackedA>> own;
+  if (!grad_enabled()) kept = kept_weights(w, g);
+  else own = packed_planes(w, g);
+  const std::vector<std::unique_ptr<SgemmPackedA>>& planes = kept ? kept->planes : own;
 
   const int64_t v_size = kPoints * K * max_tiles;
   float* V = winograd_scratch(v_size + kPoints * Cout * max_tiles);
@@ -293,8 +295,7 @@ void winograd_2x2_conv2d(const float* x, const float* w, const float* bias, floa
     for (int64_t xi = 0; xi < kPoints; ++xi) {
       const float* Vxi = V + xi * K * P;
       float* Mxi = M + xi * Cout * P;
-      if (kept) sgemm_packed_a(*kept->planes[(size_t)xi], P, Vxi, P, 1, Mxi, P);
-      else sgemm(Cout, P, K, U + xi * Cout * K, K, 1, Vxi, P, 1, Mxi, P, false);
+      sgemm_packed_a(*planes[(size_t)xi], P, Vxi, P, 1, Mxi, P);
     }
 #pragma omp parallel
     {
