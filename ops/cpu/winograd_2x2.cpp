@@ -29,8 +29,6 @@
 
 #if defined(OCRT_CPU_WINOGRAD)
 
-#include <omp.h>
-
 #include <algorithm>
 #include <list>
 #include <memory>
