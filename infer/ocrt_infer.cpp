@@ -1282,12 +1282,18 @@ int main(int argc, char** argv) {
   // ONNX Runtime's and OpenVINO's pools spin by default too). libgomp reads OMP_WAIT_POLICY once,
   // while it loads, before main (and libc's start-up resets the environment that a .preinit_array
   // function could have changed), so ocrt-infer sets it and runs itself again: execv keeps the
-  // process, its open files and its arguments. Where the user set the variable, or the exec
-  // fails, it runs on as it is. libgomp itself cuts the spinning short where there are more
-  // threads than CPUs.
-  if (!std::getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "active", 1) == 0) {
-    execv("/proc/self/exe", argv);
-    unsetenv("OMP_WAIT_POLICY");
+  // process, its open files and its arguments. (Its own path rather than /proc/self/exe, which
+  // would rename the process "exe" in ps and top.) Where the user set the variable, or the
+  // exec fails, it runs on as it is. libgomp itself cuts the spinning short where there are
+  // more threads than CPUs.
+  if (!std::getenv("OMP_WAIT_POLICY")) {
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0 && setenv("OMP_WAIT_POLICY", "active", 1) == 0) {
+      self[n] = '\0';
+      execv(self, argv);
+      unsetenv("OMP_WAIT_POLICY");
+    }
   }
   // Batches of lines of ever-other widths: keep RSS near the largest batch's working set
   // (runtime/cpu_allocator.h).
