@@ -156,12 +156,7 @@ std::shared_ptr<const Panels> kept_panels(const float* w, int64_t C, int64_t Cou
     return e->key.w == w && e->key.C == C && e->key.Cout == Cout && e->key.taps == taps;
   });
   g_kept.push_back(made);
-  size_t total = 0;
-  for (const auto& e : g_kept) total += e->bytes;
-  while (total > kKeptBytes && g_kept.size() > 1) {
-    total -= g_kept.front()->bytes;
-    g_kept.pop_front();
-  }
+  drop_oldest_beyond(g_kept, kKeptBytes);
   return made;
 }
 

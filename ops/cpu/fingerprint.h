@@ -1,4 +1,5 @@
-// Shared by the CPU convolutions that keep a packed form of their weights between calls.
+// Shared by the CPU convolutions that keep a packed form of their weights between calls: the
+// weights' fingerprint that the kept forms are matched by, and the bound on their bytes.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +28,19 @@ inline uint64_t weights_fingerprint(const float* w, int64_t count) {
   uint64_t out = h[0] ^ (h[1] * 0x9e3779b97f4a7c15ull) ^ (h[2] * 0xc4ceb9fe1a85ec53ull) ^ (h[3] * 0xff51afd7ed558ccdull);
   for (; i < n; ++i) out = (out ^ bytes[i]) * 0xc4ceb9fe1a85ec53ull;
   return out ^ (out >> 29);
+}
+
+// Drops the kept forms least recently used (a list's front; newest use last) while all of them
+// hold more than `limit` bytes (each form's `bytes`), keeping at least the newest. Called with
+// the list's lock held.
+template <class KeptList>
+void drop_oldest_beyond(KeptList& kept, size_t limit) {
+  size_t total = 0;
+  for (const auto& e : kept) total += e->bytes;
+  while (total > limit && kept.size() > 1) {
+    total -= kept.front()->bytes;
+    kept.pop_front();
+  }
 }
 
 }  // namespace ocrt::cpu

@@ -897,12 +897,7 @@ std::shared_ptr<const KeptWeights> kept_weights(const float* w, int64_t C, int64
   std::lock_guard<std::mutex> lock(g_kept_mu);
   // Another thread may have kept the same weights meanwhile: either copy serves.
   g_kept.push_back(k);
-  size_t total = 0;
-  for (const auto& e : g_kept) total += e->bytes;
-  while (total > kKeptBytes && g_kept.size() > 1) {
-    total -= g_kept.front()->bytes;
-    g_kept.pop_front();
-  }
+  drop_oldest_beyond(g_kept, kKeptBytes);
   return k;
 }
 

@@ -237,12 +237,7 @@ std::shared_ptr<const Kept> kept_weights(const float* w, const Geometry& g) {
   for (const auto& plane : k->planes) k->bytes += plane->bytes();
   std::lock_guard<std::mutex> lock(g_kept_mu);
   g_kept.push_back(k);  // another thread may have kept the same weights meanwhile: either serves
-  size_t total = 0;
-  for (const auto& e : g_kept) total += e->bytes;
-  while (total > kKeptBytes && g_kept.size() > 1) {
-    total -= g_kept.front()->bytes;
-    g_kept.pop_front();
-  }
+  drop_oldest_beyond(g_kept, kKeptBytes);
   return k;
 }
 
