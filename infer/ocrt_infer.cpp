@@ -1276,25 +1276,6 @@ int InferRun::summarise() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // OpenMP's idle threads should spin until the next parallel region rather than sleep: a batch
-  // of lines runs hundreds of short regions, and waking the threads for each cost crnn-s 7% of
-  // its float32 lines/s on 2 threads and crnn-en about 4% in bf16 (bench/results/cpu-bf16.md;
-  // ONNX Runtime's and OpenVINO's pools spin by default too). libgomp reads OMP_WAIT_POLICY once,
-  // while it loads, before main (and libc's start-up resets the environment that a .preinit_array
-  // function could have changed), so ocrt-infer sets it and runs itself again: execv keeps the
-  // process, its open files and its arguments. (Its own path rather than /proc/self/exe, which
-  // would rename the process "exe" in ps and top.) Where the user set the variable, or the
-  // exec fails, it runs on as it is. libgomp itself cuts the spinning short where there are
-  // more threads than CPUs.
-  if (!std::getenv("OMP_WAIT_POLICY")) {
-    char self[4096];
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0 && setenv("OMP_WAIT_POLICY", "active", 1) == 0) {
-      self[n] = '\0';
-      execv(self, argv);
-      unsetenv("OMP_WAIT_POLICY");
-    }
-  }
   // Batches of lines of ever-other widths: keep RSS near the largest batch's working set
   // (runtime/cpu_allocator.h).
   cpu_set_cache_trim(true);

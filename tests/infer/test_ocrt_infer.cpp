@@ -179,27 +179,3 @@ TEST_CASE("ocrt-infer --precision int8 reads int8 files only, and auto follows t
                       &out) == 0);
   CHECK_THAT(out, Catch::Contains(bf16_cpu ? ", bf16 (auto: " + bf16_why + ")" : std::string(", fp32 (auto: the ")));
 }
-
-TEST_CASE("ocrt-infer's OpenMP threads spin between parallel regions unless the user set OMP_WAIT_POLICY",
-          "[infer][cli]") {
-  // libgomp prints its settings at start-up with OMP_DISPLAY_ENV (in the process ocrt-infer
-  // starts as, and again in the one it runs itself as); the last report is the one that runs.
-  auto wait_policies = [](const std::string& env) {
-    std::string out;
-    REQUIRE(run_command("env -u OMP_WAIT_POLICY OMP_DISPLAY_ENV=true " + env + " " + program("ocrt-infer") + " --help",
-                        &out) == 0);
-    CHECK(out.find("usage: ocrt-infer") != std::string::npos);  // the arguments went through
-    std::vector<std::string> lines;
-    size_t at = 0;
-    while ((at = out.find("WAIT_POLICY", at)) != std::string::npos) {
-      const size_t end = out.find('\n', at);
-      lines.push_back(out.substr(at, end == std::string::npos ? std::string::npos : end - at));
-      at = end == std::string::npos ? out.size() : end;
-    }
-    return lines;
-  };
-  const std::vector<std::string> unset = wait_policies("");
-  REQUIRE_FALSE(unset.empty());
-  CHECK(unset.back().find("ACTIVE") != std::string::npos);
-  for (const std::string& line : wait_policies("OMP_WAIT_POLICY=passive")) CHECK(line.find("ACTIVE") == std::string::npos);
-}
