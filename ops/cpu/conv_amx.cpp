@@ -129,11 +129,7 @@ std::shared_ptr<const Panels> kept_panels(const float* w, int64_t C, int64_t Cou
   std::shared_ptr<Panels> made;
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    for (auto it = g_kept.begin(); it != g_kept.end(); ++it)
-      if ((*it)->key == key) {
-        g_kept.splice(g_kept.end(), g_kept, it);
-        return g_kept.back();
-      }
+    if (auto found = find_kept(g_kept, key)) return found;
     // The same weights' stale entry, if no other call holds it: its memory is reused.
     for (auto it = g_kept.begin(); it != g_kept.end(); ++it)
       if ((*it)->key.w == w && (*it)->key.C == C && (*it)->key.Cout == Cout && (*it)->key.taps == taps &&

@@ -30,6 +30,18 @@ inline uint64_t weights_fingerprint(const float* w, int64_t count) {
   return out ^ (out >> 29);
 }
 
+// The kept form whose `key` equals key, moved to the list's back (its newest use), or null.
+// Called with the list's lock held.
+template <class KeptList, class Key>
+typename KeptList::value_type find_kept(KeptList& kept, const Key& key) {
+  for (auto it = kept.begin(); it != kept.end(); ++it)
+    if ((*it)->key == key) {
+      kept.splice(kept.end(), kept, it);
+      return kept.back();
+    }
+  return nullptr;
+}
+
 // Drops the kept forms least recently used (a list's front; newest use last) while all of them
 // hold more than `limit` bytes (each form's `bytes`), keeping at least the newest. Called with
 // the list's lock held.

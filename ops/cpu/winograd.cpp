@@ -861,11 +861,7 @@ std::shared_ptr<const KeptWeights> kept_weights(const float* w, int64_t C, int64
   const WeightsKey key{w, C, Cout, matmul_precision(), weights_fingerprint(w, Cout * C * 9), as_a};
   {
     std::lock_guard<std::mutex> lock(g_kept_mu);
-    for (auto it = g_kept.begin(); it != g_kept.end(); ++it)
-      if ((*it)->key == key) {
-        g_kept.splice(g_kept.end(), g_kept, it);
-        return g_kept.back();
-      }
+    if (auto found = find_kept(g_kept, key)) return found;
     auto seen = std::find(g_seen.begin(), g_seen.end(), key);
     if (seen == g_seen.end() && !at_once) {
       g_seen.push_back(key);

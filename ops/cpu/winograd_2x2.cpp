@@ -225,11 +225,7 @@ std::shared_ptr<const Kept> kept_weights(const float* w, const Geometry& g) {
   const KeptKey key{w, g.C, g.Cout, matmul_precision(), weights_fingerprint(w, g.Cout * g.C * 4)};
   {
     std::lock_guard<std::mutex> lock(g_kept_mu);
-    for (auto it = g_kept.begin(); it != g_kept.end(); ++it)
-      if ((*it)->key == key) {
-        g_kept.splice(g_kept.end(), g_kept, it);
-        return g_kept.back();
-      }
+    if (auto found = find_kept(g_kept, key)) return found;
   }
   auto k = std::make_shared<Kept>();
   k->key = key;
