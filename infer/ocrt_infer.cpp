@@ -252,8 +252,8 @@ with --format tsv (a table of lines) every image is a line.)");
                      "CPU threads for decoding images and for CPU workers (default: all)"));
   p.add({"--cpu-workers", "N|auto",
          "on the CPU alone (no --device or --devices): N workers, each reading its own\n"
-         "batches on threads / N of the threads. auto (the default): one a thread, at most 4,\n"
-         "where the products run on AMX tiles (int8 files, bf16), else 1",
+         "batches on threads / N of the threads (one model shared; a batch with none beside it\n"
+         "or waiting gets every thread). auto (the default): one a thread, at most 4",
          [&a](const std::string& v) {
            if (v == "auto") {
              a.options.cpu_workers = 0;
@@ -811,6 +811,7 @@ void add_stats(RunStats& to, const RunStats& from) {
     to.workers[i].device = from.workers[i].device;
     to.workers[i].lines += from.workers[i].lines;
     to.workers[i].batches += from.workers[i].batches;
+    to.workers[i].batches_on_all_threads += from.workers[i].batches_on_all_threads;
     to.workers[i].busy_seconds += from.workers[i].busy_seconds;
   }
 }

@@ -2,6 +2,8 @@
 // threads (one per device) and decoding. predictor.h explains the flow and the guarantees.
 #include "infer/predictor.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -114,6 +116,7 @@ std::string RunStats::summary() const {
                   w.device.str().c_str(), (long long)w.lines, (long long)w.batches,
                   done ? 100.0 * (double)w.lines / (double)done : 0.0, w.busy_seconds);
     s += buf;
+    if (w.batches_on_all_threads > 0) s += " (" + std::to_string(w.batches_on_all_threads) + " on every thread)";
   }
   if (!decoding.empty()) s.append("; decoding ").append(decoding);
   return s;
@@ -147,7 +150,7 @@ struct Batch {
 struct Worker {
   int index = 0;
   Device device;
-  std::shared_ptr<nn::Recognizer> model;  // the checked CPU model, handed to the first CPU worker
+  std::shared_ptr<nn::Recognizer> model;  // the checked CPU model, shared by every CPU worker
   std::thread thread;
   bool ready = false;       // setup finished (guarded by mu)
   std::string setup_error;  // why setup failed
@@ -179,6 +182,12 @@ struct Predictor::Impl {
   bool stop = false;
   bool mixed = false;  // GPU and CPU workers together (see lines_to_take in predictor.h)
   bool cpu_only = true;  // every worker a CPU: batches by plan_batches, else fill_batches
+  // Where the CPU alone is split into several workers (cpu_pool): the threads their running
+  // batches use (guarded by mu). A batch that a worker takes while no other runs one and none
+  // waits in the queue gets every thread (a lone line, the last batch of a run), and the other
+  // workers wait for threads until it is done: the threads are never oversubscribed.
+  bool cpu_pool = false;
+  int threads_busy = 0;
   std::mutex run_mu;  // one run() at a time
 
   explicit Impl(const Predictor& owner) : p(owner) {}
@@ -328,9 +337,7 @@ bool is_predictor_precision(const std::string& name) {
   return name == "fp32" || name == "tf32" || name == "bf16" || name == "int8" || name == "auto";
 }
 
-int auto_cpu_workers(int threads, bool on_amx_tiles) {
-  return on_amx_tiles ? std::clamp(threads, 1, kAutoCpuWorkers) : 1;
-}
+int auto_cpu_workers(int threads) { return std::clamp(threads, 1, kAutoCpuWorkers); }
 
 int64_t cpu_batch_columns(int64_t first_channels) {
   return std::clamp(kCpuBatchChannelColumns / std::max<int64_t>(1, first_channels), kCpuBatchColumnsMin,
@@ -389,10 +396,12 @@ void Predictor::Impl::size_work(int cpu_workers, int64_t first_channels) {
   // larger batches or faster, in less memory (bench/results/infer-cpu.md); a GPU wants its
   // batches full.
   cpu_only = cpu_workers == (int)o.devices.size();
+  cpu_pool = cpu_only && cpu_workers > 1 && threads > cpu_share;
   max_batch_columns = o.max_batch_columns > 0 ? o.max_batch_columns
                       : cpu_only               ? cpu_batch_columns(first_channels)
                                                : o.batch * 2048;
-  chunk_lines = o.chunk_lines > 0 ? o.chunk_lines : std::max<int64_t>(1024, 8 * o.batch * (int64_t)o.devices.size());
+  const int64_t devices = cpu_pool ? 1 : (int64_t)o.devices.size();  // a split CPU counts once (run())
+  chunk_lines = o.chunk_lines > 0 ? o.chunk_lines : std::max<int64_t>(1024, 8 * o.batch * devices);
 }
 
 void Predictor::Impl::start_workers(std::shared_ptr<nn::Recognizer> checked) {
@@ -401,7 +410,7 @@ void Predictor::Impl::start_workers(std::shared_ptr<nn::Recognizer> checked) {
     w->index = (int)i;
     w->device = p.opt_.devices[i];
     w->stats.device = w->device;
-    if (w->device.is_cpu() && checked) w->model = std::move(checked);  // the first CPU worker's
+    if (w->device.is_cpu()) w->model = checked;  // one model for every CPU worker (see worker_main)
     workers.push_back(std::move(w));
   }
   for (auto& w : workers) {
@@ -472,9 +481,7 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
   }
   if (opt_.devices.size() == 1 && opt_.devices[0].is_cpu() && opt_.cpu_workers != 1) {
     const int threads = opt_.threads > 0 ? opt_.threads : default_num_threads();
-    const bool on_tiles = cpu_path_ == CpuIsa::amx &&
-                          (int8_file ? cpu_has_amx_int8() : precision.cpu == Precision::bf16);
-    const int n = opt_.cpu_workers > 0 ? std::min(opt_.cpu_workers, threads) : auto_cpu_workers(threads, on_tiles);
+    const int n = opt_.cpu_workers > 0 ? std::min(opt_.cpu_workers, threads) : auto_cpu_workers(threads);
     opt_.devices.assign((size_t)n, Device::cpu());
     cpu_workers = n;
   }
@@ -533,14 +540,22 @@ void Predictor::Impl::worker_main(Worker& w) {
   if (!w.setup_error.empty()) return;
 
   NoGradGuard no_grad;  // grad mode is per thread
+  const bool pooled = cpu_pool && w.device.is_cpu();
+  int team = cpu_share;  // this thread's OpenMP team size now
   for (;;) {
     Batch b;
+    int use = cpu_share;  // threads for this batch (cpu_pool)
     {
       std::unique_lock<std::mutex> lock(mu);
-      work_cv.wait(lock, [&] { return stop || !queue.empty(); });
+      work_cv.wait(lock, [&] { return stop || (!queue.empty() && (!pooled || threads_busy + cpu_share <= threads)); });
       if (stop) return;
       b = take(w);
+      if (pooled) {
+        if (queue.empty() && threads_busy == 0) use = threads;  // alone: every thread
+        threads_busy += use;
+      }
     }
+    if (pooled && use != team) omp_set_num_threads(team = use);  // this thread's own setting
     const double columns = b.columns();
     const auto t0 = Clock::now();
     run_batch(w, *model, b);
@@ -549,11 +564,15 @@ void Predictor::Impl::worker_main(Worker& w) {
       std::lock_guard<std::mutex> lock(mu);
       w.stats.lines += (int64_t)b.lines.size();
       w.stats.batches += 1;
+      w.stats.batches_on_all_threads += use > cpu_share;
       w.stats.busy_seconds += busy;
-      if (busy > 0) w.speed = columns / busy;
+      // The speed that shares a batch between workers: measured on the worker's own threads.
+      if (busy > 0 && use == cpu_share) w.speed = columns / busy;
       b.chunk->pending -= 1;
+      if (pooled) threads_busy -= use;
     }
     done_cv.notify_all();
+    if (pooled) work_cv.notify_all();  // threads are free for a waiting worker
   }
 }
 
@@ -563,7 +582,9 @@ Batch Predictor::Impl::take(const Worker& w) {
   Batch& front = queue.front();
   const int64_t n = (int64_t)front.lines.size();
   int64_t k = n;
-  if (workers.size() > 1 && n > 1) {
+  // Workers that split one CPU are alike: never split a batch between them (a speed measured on
+  // a batch of one short line understates a worker's and would, by timing alone, split others).
+  if (workers.size() > 1 && n > 1 && !cpu_pool) {
     double fastest = 0;
     bool gpu_measured = false;
     for (const auto& o : workers) {
@@ -802,9 +823,13 @@ RunStats Predictor::run(const std::function<bool(LineInput&)>& next,
   // The first chunk is small unless the options size chunks: the workers start on its few
   // batches while the main thread decodes the next chunk, instead of waiting for a thousand
   // lines to be decoded (300 lines at batch 32 on 2 cores: 4% of the run was that wait).
-  const int64_t first_chunk = opt_.chunk_lines > 0
-                                  ? s.chunk_lines
-                                  : std::min(s.chunk_lines, 2 * opt_.batch * (int64_t)s.workers.size());
+  // Workers that split the CPU count as one device here: their lines then come in the same
+  // chunks, and so the same batches, as one worker's, and read the same to the last bit (the
+  // white past a batch's widest line changes a line's logits by rounding: check_same_reading in
+  // tests/infer/test_predictor.cpp).
+  const int64_t devices = s.cpu_pool ? 1 : (int64_t)s.workers.size();
+  const int64_t first_chunk =
+      opt_.chunk_lines > 0 ? s.chunk_lines : std::min(s.chunk_lines, 2 * opt_.batch * devices);
   auto read_chunk = [&](int64_t first) {
     auto c = std::make_unique<Chunk>();
     c->first = first;

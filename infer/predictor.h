@@ -152,8 +152,8 @@ struct PredictorOptions {
   // threads / N of the threads (what "cpu,cpu,..." gives). 1: one worker on every thread. 0:
   // auto_cpu_workers. Lines come in batches anyway, and two batches side by side on one thread
   // each keep both cores busier than one batch whose ops share two threads, where the LSTM's
-  // steps and the small ops between the convolutions leave one thread waiting; but a lone line
-  // (latency) then gets one thread, and each worker holds its own batch.
+  // steps and the small ops between the convolutions leave one thread waiting. Each worker holds
+  // its own batch; a batch with no other beside it or waiting (a lone line) gets every thread.
   int cpu_workers = 1;
   int64_t batch = 32;       // lines per batch
   // The precision of the workers' matrix products and convolutions (runtime/precision.h):
@@ -207,15 +207,16 @@ struct PredictorOptions {
   int64_t chunk_lines = 0;        // lines decoded per chunk; 0: max(1024, 8 * batch * devices)
 };
 
-// PredictorOptions::cpu_workers = 0: one CPU worker a thread, at most kAutoCpuWorkers, where the
-// workers' products run on AMX tiles (an int8 model file on the amx int8 kernel, bf16 on the amx
-// path), else one. Measured on a 2-core Xeon with AMX (bench/results/cpu-bf16.md, 300 lines at
-// batch 32, 13 rounds): two workers of one thread against one of two, int8 1.01-1.57x (median
-// 1.20x) and bf16 1.02-1.77x (1.37x) lines/s, in 19 and 53 MiB more; fp32 (AVX-512, whose GEMM shares its threads well) about
-// 1.05x in 143 MiB more, so it keeps one worker. The cap holds the memory of many cores' copies
-// and batches in check; more than two were not measured.
+// PredictorOptions::cpu_workers = 0: one CPU worker a thread, at most kAutoCpuWorkers. The
+// workers share one model (its weights, and the packed forms of them that the convolutions
+// keep: ops/cpu/fingerprint.h), so a worker more costs its batch and scratch alone, and a batch
+// that one worker takes while the others are idle and none waits runs on every thread (a lone
+// line keeps its latency). Measured on 2 Zen 4 cores (bench/results/cpu-bf16.md, 300 lines,
+// batch 32, 3 alternating rounds): two workers of one thread against one of two, 1.08-1.19x
+// lines/s for crnn-en and crnn-s in fp32, bf16 and int8, in 6-28 MiB more; on a 2-core Xeon with
+// AMX, int8 1.20x and bf16 1.37x (medians), fp32 1.05x. More than two were not measured.
 constexpr int kAutoCpuWorkers = 4;
-int auto_cpu_workers(int threads, bool on_amx_tiles);
+int auto_cpu_workers(int threads);
 
 // The names PredictorOptions::precision takes ("fp32, tf32, bf16, int8 or auto", for messages),
 // and whether `name` is one of them: the predictor and ocrt-infer's --precision check by these.
@@ -251,6 +252,9 @@ struct LineResult {
 struct WorkerStats {
   Device device;
   int64_t lines = 0, batches = 0;  // batches: what it ran, split pieces included
+  // Of those, the batches a CPU worker of several ran on every thread of the CPU (none beside
+  // them, none waiting: PredictorOptions::cpu_workers).
+  int64_t batches_on_all_threads = 0;
   double busy_seconds = 0;  // time spent packing, running and decoding batches
 };
 

@@ -10,6 +10,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "ops/cpu/fingerprint.h"
@@ -123,15 +124,20 @@ std::shared_ptr<const Panels> pack_turned(const float* w, int64_t C, int64_t Cou
 constexpr size_t kKeptBytes = size_t(128) << 20;
 std::mutex g_mu;
 std::list<std::shared_ptr<Panels>> g_kept;
+KeysInMaking<PanelKey> g_making;  // the panels being made now
 
+// The panels of these weights: kept ones, found or made now; made for this call alone while
+// another thread makes the kept ones.
 std::shared_ptr<const Panels> kept_panels(const float* w, int64_t C, int64_t Cout, int64_t taps) {
   const PanelKey key{w, C, Cout, taps, weights_fingerprint(w, Cout * C * taps)};
   std::shared_ptr<Panels> made;
+  bool claimed = false;
   {
     std::lock_guard<std::mutex> lock(g_mu);
     if (auto found = find_kept(g_kept, key)) return found;
+    claimed = g_making.claim(key);
     // The same weights' stale entry, if no other call holds it: its memory is reused.
-    for (auto it = g_kept.begin(); it != g_kept.end(); ++it)
+    for (auto it = g_kept.begin(); claimed && it != g_kept.end(); ++it)
       if ((*it)->key.w == w && (*it)->key.C == C && (*it)->key.Cout == Cout && (*it)->key.taps == taps &&
           it->use_count() == 1) {
         made = *it;
@@ -139,6 +145,8 @@ std::shared_ptr<const Panels> kept_panels(const float* w, int64_t C, int64_t Cou
         break;
       }
   }
+  std::optional<Making<PanelKey>> making;
+  if (claimed) making.emplace(g_mu, g_making, key);
   if (!made) {
     made = std::make_shared<Panels>();
     made->bytes = panel_bytes(C, Cout, taps);
@@ -147,6 +155,7 @@ std::shared_ptr<const Panels> kept_panels(const float* w, int64_t C, int64_t Cou
   }
   made->key = key;
   pack_into(*made, w, false);
+  if (!claimed) return made;  // another thread is making the kept ones now: these serve this call alone
   std::lock_guard<std::mutex> lock(g_mu);
   g_kept.remove_if([&](const std::shared_ptr<Panels>& e) {
     return e->key.w == w && e->key.C == C && e->key.Cout == Cout && e->key.taps == taps;

@@ -79,9 +79,11 @@ constexpr int64_t kChunkBytes = int64_t(32) << 20;
 // the rest no longer stayed in the L3, and the transforms waited on memory. crnn-s, bf16 and
 // fp32, 300 peer lines, alternating: CPU time 5-15% lower in every pair (bf16 2.52-2.65 -> 2.09-
 // 2.50 s, fp32 3.30-3.65 -> 3.09-3.32 s), peak RSS 11 MiB lower; 2 MB was slower than either.
-// crnn-en's deep layers take the 192-tile minimum either way (36 x 1024 channels x 4 bytes a
-// tile) and read as fast; so did whole pages (bench/results/cpu-bf16.md).
-constexpr int64_t kInferenceMinChunkTiles = 192;
+// crnn-en's deep layers take the tile minimum either way (36 x 1024 channels x 4 bytes a tile):
+// 96 tiles, 14 MB, since the thirty-third session, when ocrt-infer's CPU became two workers of
+// one thread, each with its own buffer. 192 tiles (28 MB) were 1.5% (fp32) and 3% (bf16) faster
+// on 2 Zen 4 cores, but at 225 MiB peak RSS in fp32 against 197-199 (bench/results/cpu-bf16.md).
+constexpr int64_t kInferenceMinChunkTiles = 96;
 constexpr int64_t kInferenceChunkBytes = int64_t(8) << 20;
 
 // Forward passes of at most this many tiles take the small-tile path (small_forward). Outside
@@ -845,8 +847,8 @@ struct KeptWeights {
 };
 
 // The kept transforms, newest use last, at most kKeptBytes in all (the least recently used go
-// first). Process-wide: a predictor's workers each hold their own copy of a model, so their
-// weights are told apart by address.
+// first). Process-wide: weights are told apart by address (and content), so the models of
+// several predictors, or of a program's own threads, each get their own.
 std::mutex g_kept_mu;
 std::list<std::shared_ptr<const KeptWeights>> g_kept;
 
@@ -854,6 +856,7 @@ std::list<std::shared_ptr<const KeptWeights>> g_kept;
 // only small call of its run: keeping its layers' transforms would only add to its memory).
 std::list<WeightsKey> g_seen;
 constexpr size_t kSeenEntries = 64;
+KeysInMaking<WeightsKey> g_making;  // the forms being made now
 
 // The kept transforms of these weights in the form asked for: found, or made on their second
 // call (or on the first, with `at_once`); null on the first (the caller then takes the usual path).
@@ -869,7 +872,9 @@ std::shared_ptr<const KeptWeights> kept_weights(const float* w, int64_t C, int64
       return nullptr;
     }
     if (seen != g_seen.end()) g_seen.erase(seen);
+    if (!g_making.claim(key)) return nullptr;  // another thread is making them now
   }
+  const Making<WeightsKey> making(g_kept_mu, g_making, key);
   auto k = std::make_shared<KeptWeights>();
   k->key = key;
   // A row of the tile's planes at a time (6 of the 36), each packed as soon as it is made: the
@@ -891,7 +896,6 @@ std::shared_ptr<const KeptWeights> kept_weights(const float* w, int64_t C, int64
   for (const auto& plane : k->a_planes) k->bytes += plane->bytes();
   for (const auto& plane : k->planes) k->bytes += plane->bytes();
   std::lock_guard<std::mutex> lock(g_kept_mu);
-  // Another thread may have kept the same weights meanwhile: either copy serves.
   g_kept.push_back(k);
   drop_oldest_beyond(g_kept, kKeptBytes);
   return k;
@@ -1045,6 +1049,13 @@ void kept_forward(const float* x, const KeptWeights& kept, const float* bias, fl
 }  // namespace
 
 float* winograd_scratch(int64_t floats) { return inference_scratch(floats); }
+
+size_t winograd_kept_bytes() {
+  std::lock_guard<std::mutex> lock(g_kept_mu);
+  size_t total = 0;
+  for (const auto& k : g_kept) total += k->bytes;
+  return total;
+}
 
 bool winograd_pool_fits(const Pool2dParams& p) {
   return p.kernel_h == 2 && p.stride_h == 2 && p.pad_h == 0 && p.dilation_h == 1 && p.dilation_w == 1 &&

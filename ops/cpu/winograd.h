@@ -3,6 +3,7 @@
 // float32 forward passes and for both gradients; exact mode keeps im2col + GEMM.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "ops/backend.h"
@@ -53,6 +54,10 @@ void winograd_conv2d(const float* x, const float* w, const float* bias, float* y
 // winograd_conv2d; within about 1e-5 relative of the direct sum.
 void winograd_conv2d_weight_grad(const float* x, const float* dy, float* dw, int64_t N, int64_t C, int64_t H,
                                  int64_t W, int64_t Cout, int64_t pad_h, int64_t pad_w, int64_t chunk_tiles = 0);
+
+// The bytes of the transformed weights kept between calls now, all layers together (tests and
+// benchmarks read it: threads that run one model at once keep one copy of each layer's).
+size_t winograd_kept_bytes();
 
 // A buffer of at least `floats` floats for this thread's Winograd calls outside autograd (the
 // chunks' transformed tiles and products), 64-byte aligned, kept and grown until the thread ends:

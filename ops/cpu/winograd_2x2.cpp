@@ -207,6 +207,7 @@ struct Kept {
 
 std::mutex g_kept_mu;
 std::list<std::shared_ptr<const Kept>> g_kept;  // newest use last
+KeysInMaking<KeptKey> g_making;                 // the forms being made now
 
 // The four planes of U = G g packed as the products' A (made for this call).
 std::vector<std::unique_ptr<SgemmPackedA>> packed_planes(const float* w, const Geometry& g) {
@@ -221,23 +222,33 @@ std::vector<std::unique_ptr<SgemmPackedA>> packed_planes(const float* w, const G
   return planes;
 }
 
+// The kept planes of these weights: found, or made now; null while another thread makes them.
 std::shared_ptr<const Kept> kept_weights(const float* w, const Geometry& g) {
   const KeptKey key{w, g.C, g.Cout, matmul_precision(), weights_fingerprint(w, g.Cout * g.C * 4)};
   {
     std::lock_guard<std::mutex> lock(g_kept_mu);
     if (auto found = find_kept(g_kept, key)) return found;
+    if (!g_making.claim(key)) return nullptr;  // another thread is making them now: this call packs its own
   }
+  const Making<KeptKey> making(g_kept_mu, g_making, key);
   auto k = std::make_shared<Kept>();
   k->key = key;
   k->planes = packed_planes(w, g);
   for (const auto& plane : k->planes) k->bytes += plane->bytes();
   std::lock_guard<std::mutex> lock(g_kept_mu);
-  g_kept.push_back(k);  // another thread may have kept the same weights meanwhile: either serves
+  g_kept.push_back(k);
   drop_oldest_beyond(g_kept, kKeptBytes);
   return k;
 }
 
 }  // namespace
+
+size_t winograd_2x2_kept_bytes() {
+  std::lock_guard<std::mutex> lock(g_kept_mu);
+  size_t total = 0;
+  for (const auto& k : g_kept) total += k->bytes;
+  return total;
+}
 
 bool winograd_2x2_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, int64_t Wo, const Conv2dParams& p) {
   if (!sgemm_available()) return false;
@@ -263,7 +274,7 @@ void winograd_2x2_conv2d(const float* x, const float* w, const float* bias, floa
   std::shared_ptr<const Kept> kept;
   std::vector<std::unique_ptr<SgemmPackedA>> own;
   if (!grad_enabled()) kept = kept_weights(w, g);
-  else own = packed_planes(w, g);
+  if (!kept) own = packed_planes(w, g);
   const std::vector<std::unique_ptr<SgemmPackedA>>& planes = kept ? kept->planes : own;
 
   const int64_t v_size = kPoints * K * max_tiles;

@@ -5,6 +5,7 @@
 // exact mode keep im2col.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "ops/backend.h"
@@ -30,6 +31,9 @@ bool winograd_2x2_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, int64
 // precision and the bytes' fingerprint, so weights changed in place are read again).
 void winograd_2x2_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t C, int64_t H,
                          int64_t W, int64_t Cout, int64_t pad_h, int64_t pad_w, int64_t chunk_tiles = 0);
+
+// The bytes of the packed weights kept between calls now, all layers together (for tests).
+size_t winograd_2x2_kept_bytes();
 
 }  // namespace ocrt::cpu
 

@@ -119,24 +119,27 @@ TEST_CASE("ocrt-infer reads with the shipped int8 recogniser on CPUs with an int
   CHECK_THAT(out, Catch::Contains(", fp32;"));
 }
 
-TEST_CASE("ocrt-infer splits the CPU into one worker a thread where the products run on AMX tiles",
+TEST_CASE("ocrt-infer splits the CPU into one worker a thread, and a lone batch runs on every thread",
           "[infer][cli]") {
   const std::string lines = std::string(OCRT_SOURCE_DIR) + "/samples/lines/000000.png " + OCRT_SOURCE_DIR +
                             "/samples/lines/000001.png ";
   std::string out;
-  // Asked for: two workers of one thread each, whatever the path.
-  REQUIRE(run_command(program("ocrt-infer") + " --threads 2 --precision fp32 --cpu-workers 2 " + lines, &out) == 0);
-  CHECK_THAT(out, Catch::Contains("worker 1 (cpu)"));
-  // auto: two on the amx path (the int8 file on AMX tiles), one elsewhere and in fp32.
-  REQUIRE(run_command(program("ocrt-infer") + " --threads 2 " + lines, &out) == 0);
-  INFO(out);
-  CHECK_THAT(out, Catch::Contains("The quick brown fox jumps over the lazy dog."));
-  const bool tiles = ocrt::cpu_isa() == ocrt::CpuIsa::amx && ocrt::cpu_has_amx_int8();
-  CHECK((out.find("worker 1 (cpu)") != std::string::npos) == tiles);
-  REQUIRE(run_command(program("ocrt-infer") + " --threads 2 --precision fp32 " + lines, &out) == 0);
-  CHECK(out.find("worker 1 (cpu)") == std::string::npos);
-  REQUIRE(run_command(program("ocrt-infer") + " --threads 2 --device cpu " + lines, &out) == 0);
-  CHECK(out.find("worker 1 (cpu)") == std::string::npos);
+  // auto (the default) and asked for: two workers of one thread each, whatever the path. The two
+  // lines are one batch, which the first worker takes with nothing beside it: on both threads.
+  for (const std::string flags : {"", "--precision fp32 ", "--precision fp32 --cpu-workers 2 "}) {
+    REQUIRE(run_command(program("ocrt-infer") + " --threads 2 " + flags + lines, &out) == 0);
+    INFO(flags << out);
+    CHECK_THAT(out, Catch::Contains("The quick brown fox jumps over the lazy dog."));
+    CHECK_THAT(out, Catch::Contains("worker 1 (cpu)"));
+    CHECK_THAT(out, Catch::Contains("2 lines in 1 batches, 100.0%") && Catch::Contains("(1 on every thread)"));
+  }
+  // One thread, one worker asked for, or one device named: one worker.
+  for (const std::string flags : {"--threads 1 ", "--threads 2 --cpu-workers 1 ", "--threads 2 --device cpu "}) {
+    REQUIRE(run_command(program("ocrt-infer") + " " + flags + lines, &out) == 0);
+    INFO(flags << out);
+    CHECK(out.find("worker 1 (cpu)") == std::string::npos);
+    CHECK(out.find("on every thread") == std::string::npos);
+  }
 }
 
 TEST_CASE("ocrt-infer --precision int8 reads int8 files only, and auto follows the shipped files' records",
