@@ -17,9 +17,12 @@
 #include "ops/linalg.h"
 
 #include <algorithm>
+#include <list>
+#include <mutex>
 
 #include "runtime/backend.h"
 #include "runtime/cpu/gemm.h"
+#include "ops/cpu/fingerprint.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "runtime/autograd.h"
@@ -95,16 +98,76 @@ void check_pair(const Tensor& a, const Tensor& b, const char* op) {
 struct MatmulRhsReuse::Packed {
   cpu::SgemmReusedB b;
 };
+
+namespace {
+
+// The packings kept between scopes (MatmulRhsReuse with keep), newest use last.
+struct RhsKey {
+  const float* B;
+  int64_t K, N, b_row, b_col;
+  cpu::MatmulPrecision precision;
+  uint64_t print;
+  bool operator==(const RhsKey&) const = default;
+};
+struct KeptRhs {
+  RhsKey key;
+  std::shared_ptr<const cpu::SgemmPackedB> packed;
+  size_t bytes = 0;
+};
+std::mutex g_rhs_mu;
+std::list<std::shared_ptr<const KeptRhs>> g_rhs;
+cpu::KeysInMaking<RhsKey> g_rhs_making;
+
+// The kept packing of b: found, or made and kept now; null while another thread makes it.
+std::shared_ptr<const cpu::SgemmPackedB> kept_rhs(const Tensor& b) {
+  const float* B = b.data<float>();
+  const int64_t K = b.size(0), N = b.size(1), rs = b.stride(0), cs = b.stride(1);
+  // The values b's strides reach: a transposed contiguous matrix is its whole memory.
+  const int64_t span = (K - 1) * rs + (N - 1) * cs + 1;
+  const RhsKey key{B, K, N, rs, cs, cpu::matmul_precision(), cpu::weights_fingerprint(B, span)};
+  {
+    std::lock_guard<std::mutex> lock(g_rhs_mu);
+    if (auto found = cpu::find_kept(g_rhs, key)) return found->packed;
+    if (!g_rhs_making.claim(key)) return nullptr;
+  }
+  const cpu::Making<RhsKey> making(g_rhs_mu, g_rhs_making, key);
+  auto k = std::make_shared<KeptRhs>();
+  k->key = key;
+  k->packed = std::make_shared<const cpu::SgemmPackedB>(K, N, B, rs, cs);
+  k->bytes = k->packed->bytes();
+  std::lock_guard<std::mutex> lock(g_rhs_mu);
+  g_rhs.push_back(k);
+  cpu::drop_oldest_beyond(g_rhs, kMatmulKeptBytes);
+  return k->packed;
+}
+
+}  // namespace
 #else
 struct MatmulRhsReuse::Packed {};
 #endif
 
-MatmulRhsReuse::MatmulRhsReuse(const Tensor& b, int64_t rows) {
+bool MatmulRhsReuse::packs(const Tensor& b, int64_t rows) {
 #if defined(OCRT_CPU_SGEMM)
-  if (b.device().is_cpu() && b.dtype() == DType::f32 && b.dim() == 2 && cpu::sgemm_available())
-    packed_.reset(new Packed{cpu::SgemmReusedB(b.size(0), b.size(1), b.data<float>(), b.stride(0), b.stride(1), rows)});
+  return b.device().is_cpu() && b.dtype() == DType::f32 && b.dim() == 2 && cpu::sgemm_available() &&
+         (cpu::matmul_precision() != cpu::MatmulPrecision::f32 || rows > cpu::kSgemmFewRows);
 #else
   (void)b, (void)rows;
+  return false;
+#endif
+}
+
+MatmulRhsReuse::MatmulRhsReuse(const Tensor& b, int64_t rows, bool keep) {
+#if defined(OCRT_CPU_SGEMM)
+  if (!(b.device().is_cpu() && b.dtype() == DType::f32 && b.dim() == 2 && cpu::sgemm_available())) return;
+  if (keep && !grad_enabled() && packs(b, rows) && b.size(0) >= 1 && b.size(1) >= 1) {
+    if (auto kept = kept_rhs(b)) {
+      packed_.reset(new Packed{cpu::SgemmReusedB(std::move(kept), b.data<float>(), b.stride(0), b.stride(1))});
+      return;
+    }
+  }
+  packed_.reset(new Packed{cpu::SgemmReusedB(b.size(0), b.size(1), b.data<float>(), b.stride(0), b.stride(1), rows)});
+#else
+  (void)b, (void)rows, (void)keep;
 #endif
 }
 

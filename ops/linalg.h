@@ -26,9 +26,17 @@ void matmul_into(const Tensor& a, const Tensor& b, const Tensor& out);
 // where the GEMM would not pack b anyway (products of a few rows in float32 read it straight),
 // nor for other devices, dtypes or shapes (cuBLAS keeps no packing). Not a kernel. b must not
 // change while this lives.
+//
+// With `keep` (outside autograd: inference), the packing is also kept between scopes, for b's
+// memory, shape, strides and the precision, and matched by a fingerprint of b's values as the
+// convolutions' kept weight forms are (ops/cpu/fingerprint.h): the next batch's scope on any
+// thread finds it instead of packing b again. At most kMatmulKeptBytes of them in the process.
 class MatmulRhsReuse {
  public:
-  MatmulRhsReuse(const Tensor& b, int64_t rows);
+  MatmulRhsReuse(const Tensor& b, int64_t rows, bool keep = false);
+  // Whether products of `rows` rows read b packed on this device and dtype (where they read it
+  // straight a reuse packs nothing, and b is best contiguous).
+  static bool packs(const Tensor& b, int64_t rows);
   ~MatmulRhsReuse();
   MatmulRhsReuse(const MatmulRhsReuse&) = delete;
   MatmulRhsReuse& operator=(const MatmulRhsReuse&) = delete;
@@ -37,5 +45,6 @@ class MatmulRhsReuse {
   struct Packed;
   std::unique_ptr<Packed> packed_;
 };
+constexpr size_t kMatmulKeptBytes = size_t(64) << 20;
 
 }  // namespace ocrt

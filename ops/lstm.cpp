@@ -143,12 +143,16 @@ DirSaved forward_direction(const Tensor& x, const DirWeights& w, bool biases, co
              Tensor::empty({T, N, H}, dt, dev)};
   // Contiguous, so that a step of few lines reads its rows straight (runtime/cpu/gemm_loops.inc
   // few_rows), and packed once for the GEMM of every step (MatmulRhsReuse); neither is needed
-  // when p gives the recurrent products.
+  // when p gives the recurrent products. Without a backward, where the steps read it packed,
+  // the packing is kept between calls (the next batch finds it) and made from the weight's
+  // transposed view: no copy of it a call either (a crnn-en batch packed and copied 4 MB, a
+  // quarter of ocrt-infer's page faults).
   Tensor w_hh_t;
   std::optional<MatmulRhsReuse> reuse;
   if (!p.recurrent) {
-    w_hh_t = w.w_hh.t().contiguous();
-    reuse.emplace(w_hh_t, N);
+    const bool keep = !for_backward && !grad_enabled() && MatmulRhsReuse::packs(w.w_hh.t(), N);
+    w_hh_t = keep ? w.w_hh.t() : w.w_hh.t().contiguous();
+    reuse.emplace(w_hh_t, N, keep);
   }
   // Without a backward every step's recurrent product goes into the same (N, 4H) rows.
   const Tensor gh_rows = !for_backward && !p.recurrent ? Tensor::empty({N, 4 * H}, dt, dev) : Tensor();

@@ -80,10 +80,12 @@ constexpr int64_t kChunkBytes = int64_t(32) << 20;
 // fp32, 300 peer lines, alternating: CPU time 5-15% lower in every pair (bf16 2.52-2.65 -> 2.09-
 // 2.50 s, fp32 3.30-3.65 -> 3.09-3.32 s), peak RSS 11 MiB lower; 2 MB was slower than either.
 // crnn-en's deep layers take the tile minimum either way (36 x 1024 channels x 4 bytes a tile):
-// 96 tiles, 14 MB, since the thirty-third session, when ocrt-infer's CPU became two workers of
-// one thread, each with its own buffer. 192 tiles (28 MB) were 1.5% (fp32) and 3% (bf16) faster
-// on 2 Zen 4 cores, but at 225 MiB peak RSS in fp32 against 197-199 (bench/results/cpu-bf16.md).
-constexpr int64_t kInferenceMinChunkTiles = 96;
+// 84 tiles, 12 MB, since the thirty-third session, when ocrt-infer's CPU became two workers of
+// one thread, each with its own buffer. On 2 Zen 4 cores, crnn-en fp32 on the 300 peer lines
+// (bench/results/cpu-bf16.md): 192 tiles (28 MB) 1.5% faster than 96 (3% in bf16) at 225 MiB
+// peak RSS against 197-199; 84 as fast as 96 in 4 MiB less (194-197 MiB with the LSTM's kept
+// packing); 72 3% slower.
+constexpr int64_t kInferenceMinChunkTiles = 84;
 constexpr int64_t kInferenceChunkBytes = int64_t(8) << 20;
 
 // Forward passes of at most this many tiles take the small-tile path (small_forward). Outside

@@ -117,7 +117,7 @@ struct ReusedB {
   const float* B;
   int64_t K, N, b_row, b_col;
   MatmulPrecision precision;
-  void* packed;
+  const void* packed;
 };
 thread_local std::vector<ReusedB> t_reused;
 
@@ -132,7 +132,7 @@ const void* reused_packing(MatmulPrecision p, int64_t N, int64_t K, const float*
 }  // namespace
 
 struct SgemmReusedB::Packed {
-  std::unique_ptr<SgemmPackedB> b;  // none where nothing is packed
+  std::shared_ptr<const SgemmPackedB> b;  // none where nothing is packed
 };
 
 SgemmReusedB::SgemmReusedB(int64_t K, int64_t N, const float* B, int64_t ldb_row, int64_t ldb_col, int64_t rows)
@@ -143,6 +143,17 @@ SgemmReusedB::SgemmReusedB(int64_t K, int64_t N, const float* B, int64_t ldb_row
   if ((p == MatmulPrecision::f32 && rows <= kSgemmFewRows && ldb_col == 1) || K <= 0 || N <= 0) return;
   packed_->b = std::make_unique<SgemmPackedB>(K, N, B, ldb_row, ldb_col);
   t_reused.push_back({B, K, N, ldb_row, ldb_col, p, packed_->b->buffer_.get()});
+}
+
+SgemmReusedB::SgemmReusedB(std::shared_ptr<const SgemmPackedB> packed, const float* B, int64_t ldb_row,
+                           int64_t ldb_col)
+    : packed_(new Packed{std::move(packed)}) {
+  const SgemmPackedB& b = *packed_->b;
+  OCRT_CHECK(b.precision_ == matmul_precision(), "SgemmReusedB: B was packed in ", matmul_precision_name(b.precision_),
+             ", the products now run in ", matmul_precision_name(matmul_precision()));
+  OCRT_CHECK(b.b_row_ == ldb_row && b.b_col_ == ldb_col, "SgemmReusedB: B was packed from strides (", b.b_row_, ", ",
+             b.b_col_, "), not (", ldb_row, ", ", ldb_col, ")");
+  t_reused.push_back({B, b.K_, b.N_, ldb_row, ldb_col, b.precision_, b.buffer_.get()});
 }
 
 SgemmReusedB::~SgemmReusedB() {

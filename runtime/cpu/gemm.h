@@ -110,9 +110,14 @@ constexpr int64_t kSgemmFewRows = 4;
 // products read B unpacked anyway (kSgemmFewRows above) nothing is packed. B must not change
 // while this lives. Scopes nest (the innermost match wins) and end in reverse order of
 // creation, on the thread that made them.
+class SgemmPackedB;
 class SgemmReusedB {
  public:
   SgemmReusedB(int64_t K, int64_t N, const float* B, int64_t ldb_row, int64_t ldb_col, int64_t rows);
+  // The same scope for a packing made before (of this B, with these strides, in the precision
+  // of the moment; a caller that keeps packings between calls must know B has not changed),
+  // lent to this thread's sgemm() calls while this lives: nothing is packed here.
+  SgemmReusedB(std::shared_ptr<const SgemmPackedB> packed, const float* B, int64_t ldb_row, int64_t ldb_col);
   ~SgemmReusedB();
   SgemmReusedB(const SgemmReusedB&) = delete;
   SgemmReusedB& operator=(const SgemmReusedB&) = delete;

@@ -12,6 +12,7 @@
 #include "ops/cpu/lstm_reference.h"
 #include "ops/lstm.h"
 #include "ops/shape.h"
+#include "runtime/cpu/gemm.h"
 #include "runtime/threading.h"
 
 using namespace ocrt;
@@ -147,6 +148,44 @@ TEST_CASE("lstm without gradients keeps no activations and gives the same bits",
     CHECK(plain.c_n.to_vector<float>() == recorded.c_n.to_vector<float>());
   }
   set_num_threads(saved);
+}
+
+TEST_CASE("lstm without gradients keeps its recurrent weights packed between calls: the same bits, changes read",
+          "[lstm]") {
+  // Nine lines a step: the products read the recurrent weight packed (a few rows read it
+  // straight), and outside autograd that packing is kept between calls (ops/linalg.h
+  // MatmulRhsReuse with keep), made from the weight's transposed view. Each call, the first and
+  // the second (which finds the kept packing), equals the recording forward pass bit for bit,
+  // and a weight changed in place is packed again, in float32 and in bf16 products.
+  const int64_t T = 13, N = 9, I = 24, H = 20;
+  const std::vector<int64_t> len = {13, 3, 11, 13, 7, 13, 1, 9, 12};
+  const Tensor x = det_uniform({T, N, I}, 21).to(DType::f32);
+  for (const cpu::MatmulPrecision precision : {cpu::MatmulPrecision::f32, cpu::MatmulPrecision::bf16}) {
+    INFO(cpu::matmul_precision_name(precision));
+    cpu::MatmulPrecisionScope scope(precision);
+    std::vector<Tensor> w;
+    for (const Tensor& t : random_weights(I, H, 2, true, true, 320)) {
+      w.push_back(t.to(DType::f32));
+      w.back().set_requires_grad(true);
+    }
+    auto recorded = [&] { return lstm(x, w, {2, true, true}, Tensor(), Tensor(), len).output.to_vector<float>(); };
+    auto plain = [&] {
+      NoGradGuard no_grad;
+      return lstm(x, w, {2, true, true}, Tensor(), Tensor(), len).output.to_vector<float>();
+    };
+    const std::vector<float> expected = recorded();
+    CHECK(plain() == expected);
+    CHECK(plain() == expected);
+    // weight_hh_l0 and weight_hh_l1_reverse changed in place (as an optimizer step does).
+    for (const size_t i : {size_t(1), size_t(13)}) {
+      float* p = w[i].data<float>();
+      for (int64_t k = 0; k < w[i].numel(); ++k) p[k] = 0.5f * p[k] + 0.01f;
+    }
+    const std::vector<float> changed = recorded();
+    CHECK(changed != expected);
+    CHECK(plain() == changed);
+    CHECK(plain() == changed);
+  }
 }
 
 TEST_CASE("lstm gradients agree with finite differences", "[lstm][gradcheck]") {
