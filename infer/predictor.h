@@ -212,7 +212,7 @@ struct PredictorOptions {
 // keep: ops/cpu/fingerprint.h), so a worker more costs its batch and scratch alone, and a batch
 // that one worker takes while the others are idle and none waits runs on every thread (a lone
 // line keeps its latency). Measured on 2 Zen 4 cores (bench/results/cpu-bf16.md, 300 lines,
-// batch 32, 3 alternating rounds): two workers of one thread against one of two, 1.08-1.19x
+// batch 32, 3 alternating rounds): two workers of one thread against one of two, 1.09-1.20x
 // lines/s for crnn-en and crnn-s in fp32, bf16 and int8, in 6-28 MiB more; on a 2-core Xeon with
 // AMX, int8 1.20x and bf16 1.37x (medians), fp32 1.05x. More than two were not measured.
 constexpr int kAutoCpuWorkers = 4;

@@ -47,7 +47,7 @@ typename KeptList::value_type find_kept(KeptList& kept, const Key& key) {
 // The keys whose kept forms some call is making now. Where several threads run the same model
 // (the predictor's CPU workers share one), a second call that meets a layer's weights while the
 // first is still making their form takes the layer's un-kept path for that call instead of
-// making a second copy: two copies at once, each kept, were 50 MB more of crnn-en's peak RSS.
+// making a second copy: two copies at once, each kept, were 40-65 MiB more of crnn-en's peak RSS.
 // claim and release with the kept list's lock held; Making releases on every way out.
 template <class Key>
 class KeysInMaking {
