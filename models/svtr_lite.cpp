@@ -210,7 +210,8 @@ Tensor SVTRLite::position_table(int64_t H, int64_t W, int64_t C) {
   return Tensor::from_vector(t, {H * W, C});
 }
 
-const Tensor& SVTRLite::positions(int64_t H, int64_t W, DType dtype, Device device) {
+Tensor SVTRLite::positions(int64_t H, int64_t W, DType dtype, Device device) {
+  std::lock_guard<std::mutex> lock(positions_mu_);
   Cached& c = positions_;
   if (c.H != H || c.W != W || c.dtype != dtype || !(c.device == device) || !c.t.defined()) {
     c.t = position_table(H, W, config.dims[0]).to(dtype).to(device).reshape({H * W, 1, config.dims[0]});

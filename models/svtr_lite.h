@@ -22,6 +22,7 @@
 // mode; in training mode the stem's BatchNorm statistics are the batch's, as for CRNN).
 #pragma once
 #include <array>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -139,8 +140,11 @@ class SVTRLite : public Recognizer {
     Device device = Device::cpu();
     Tensor t;
   };
-  const Tensor& positions(int64_t H, int64_t W, DType dtype, Device device);
+  // Threads that run one model at once (the predictor's CPU workers share one) read and renew
+  // the cached table under the lock, each keeping its own handle to the table it got.
+  Tensor positions(int64_t H, int64_t W, DType dtype, Device device);
   Cached positions_;
+  std::mutex positions_mu_;
   std::shared_ptr<BatchNorm2d> stem_bn_;  // patch_embed.1: its num_batches_tracked keys dropout
   uint64_t dropout_seed_ = 0;
 };

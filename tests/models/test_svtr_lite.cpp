@@ -4,9 +4,11 @@
 // size, the config's JSON round trip, padding invariance, exact dropout replay, and an overfit
 // run whose saved model file is read back through the predictor.
 #include <catch2/catch.hpp>
+#include <omp.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <thread>
 
 #include "golden_runner.h"
 #include "infer/predictor.h"
@@ -152,6 +154,39 @@ TEST_CASE("svtr-lite: a line's logits are the same alone and in a batch with a w
   // Without the widths, attention reaches into the padding and the result changes.
   const Tensor unmasked = model.forward(batch).narrow(1, 1, 1).narrow(0, 0, 15);
   CHECK(unmasked.to_vector<float>() != alone.to_vector<float>());
+}
+
+TEST_CASE("svtr-lite: threads running one model at once, on lines of other widths, read as one thread does",
+          "[svtr]") {
+  // The predictor's CPU workers share one model. SVTR-lite keeps its position table for the
+  // last width between calls: four threads, each on its own width, over and over, must each
+  // get what one thread gets (the table renewed under a lock, each call with its own handle).
+  Generator gen(4);
+  SVTRLite model(small_config(11), gen);
+  model.eval();
+  const std::vector<int64_t> widths{40, 60, 96, 128};
+  std::vector<Tensor> lines, expected;
+  {
+    NoGradGuard no_grad;
+    for (size_t i = 0; i < widths.size(); ++i) {
+      lines.push_back(det_uniform({1, 1, 32, widths[i]}, 30 + i, -1, 1, DType::f32));
+      expected.push_back(model.forward(lines[i], {widths[i]}));
+    }
+  }
+  std::vector<int> mismatches(widths.size(), 0);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < widths.size(); ++i)
+    threads.emplace_back([&, i] {
+      omp_set_num_threads(1);
+      NoGradGuard no_grad;
+      for (int rep = 0; rep < 20; ++rep)
+        if (model.forward(lines[i], {widths[i]}).to_vector<float>() != expected[i].to_vector<float>()) ++mismatches[i];
+    });
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < widths.size(); ++i) {
+    INFO("width " << widths[i]);
+    CHECK(mismatches[i] == 0);
+  }
 }
 
 TEST_CASE("svtr-lite dropout replays from the step count (exact resume)", "[svtr]") {
