@@ -215,7 +215,7 @@ struct Predictor::Impl {
   // Threads per CPU worker, the batch cap and the chunk size, from the options.
   void size_work(int cpu_workers, int64_t first_channels);
   // Starts a thread per device and waits until each has its model (throws the first failure).
-  // `checked` (the model built to check the file) becomes the first CPU worker's.
+  // `checked` (the model built to check the file) becomes every CPU worker's.
   void start_workers(std::shared_ptr<nn::Recognizer> checked);
   void worker_main(Worker& w);
   void run_batch(Worker& w, nn::Recognizer& model, Batch& b);
@@ -455,7 +455,7 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
   cpu_path_ = cpu_isa();  // OCRT_CPU_ISA is checked here, before any work
 
   // The model file (read as ocrt-export reads it: infer/model_loader.h), built once here to
-  // check it; the workers build their own copies from its weights.
+  // check it; the CPU workers share it, GPU workers build their own copies from its weights.
   LoadedModel loaded = load_model(model_path, opt_.arch, opt_.charset_path);
   const bool int8_file = nn::is_int8_state_dict(loaded.weights);
   OCRT_CHECK(opt_.precision != "int8" || int8_file, "--precision int8 reads an int8 model file, and ", model_path,
@@ -511,7 +511,7 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
   s.right_margin = (checked->right_context() + m - 1) / m * m;
 
   s.size_work(cpu_workers, checked->first_channels());
-  // Each worker sets up its own model copy on its own device, in its own thread (on a throw,
+  // Each GPU worker sets up its own model copy on its GPU, in its own thread (on a throw,
   // impl_ is destroyed as a member: ~Impl stops and joins the workers).
   s.start_workers(std::move(checked));
 }
