@@ -58,6 +58,8 @@ typedef struct ocrt_result ocrt_result;
  * weights-only file needs the C++ API, which can name its arch and charset).
  *   device   "cpu", "cuda:N", or a comma-separated list with one worker per entry
  *            ("cuda:0,cpu"; a GPU may appear once, "cpu" several times). NULL means "cpu".
+ *            "cpu" alone is one worker a thread (at most 4), sharing one model; a batch with
+ *            no other beside it (a lone line) runs on every thread.
  *   threads  CPU threads for decoding images and for the CPU workers; 0 for the default
  *            (OMP_NUM_THREADS, else every processor).
  * Loads and checks the whole model before returning. NULL on failure (a missing or corrupt

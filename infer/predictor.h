@@ -149,12 +149,12 @@ struct PredictorOptions {
   std::vector<Device> devices{Device::cpu()};  // one worker each
   int threads = 0;          // CPU threads for preprocessing and CPU workers (0: default_num_threads())
   // Where `devices` is the CPU alone, listed once: how many CPU workers it becomes, each with
-  // threads / N of the threads (what "cpu,cpu,..." gives). 1: one worker on every thread. 0:
-  // auto_cpu_workers. Lines come in batches anyway, and two batches side by side on one thread
+  // threads / N of the threads (what "cpu,cpu,..." gives). 1: one worker on every thread. 0 (the
+  // default, for ocrt-infer and the C API alike): auto_cpu_workers. Lines come in batches anyway, and two batches side by side on one thread
   // each keep both cores busier than one batch whose ops share two threads, where the LSTM's
   // steps and the small ops between the convolutions leave one thread waiting. Each worker holds
   // its own batch; a batch with no other beside it or waiting (a lone line) gets every thread.
-  int cpu_workers = 1;
+  int cpu_workers = 0;
   int64_t batch = 32;       // lines per batch
   // The precision of the workers' matrix products and convolutions (runtime/precision.h):
   // "fp32"; "bf16" (operands rounded to bf16, float32 sums; LSTM gates, softmax and decoding
