@@ -188,6 +188,11 @@ struct Predictor::Impl {
   // workers wait for threads until it is done: the threads are never oversubscribed.
   bool cpu_pool = false;
   int threads_busy = 0;
+  // The devices that chunk sizes count: a CPU split into workers counts once, so that their lines
+  // come in the same chunks, and so the same batches, as one worker's and read the same to the
+  // last bit (the white past a batch's widest line changes a line's logits by rounding:
+  // check_same_reading in tests/infer/test_predictor.cpp).
+  int64_t chunk_devices = 1;
   std::mutex run_mu;  // one run() at a time
 
   explicit Impl(const Predictor& owner) : p(owner) {}
@@ -400,8 +405,8 @@ void Predictor::Impl::size_work(int cpu_workers, int64_t first_channels) {
   max_batch_columns = o.max_batch_columns > 0 ? o.max_batch_columns
                       : cpu_only               ? cpu_batch_columns(first_channels)
                                                : o.batch * 2048;
-  const int64_t devices = cpu_pool ? 1 : (int64_t)o.devices.size();  // a split CPU counts once (run())
-  chunk_lines = o.chunk_lines > 0 ? o.chunk_lines : std::max<int64_t>(1024, 8 * o.batch * devices);
+  chunk_devices = cpu_pool ? 1 : (int64_t)o.devices.size();
+  chunk_lines = o.chunk_lines > 0 ? o.chunk_lines : std::max<int64_t>(1024, 8 * o.batch * chunk_devices);
 }
 
 void Predictor::Impl::start_workers(std::shared_ptr<nn::Recognizer> checked) {
@@ -541,7 +546,6 @@ void Predictor::Impl::worker_main(Worker& w) {
 
   NoGradGuard no_grad;  // grad mode is per thread
   const bool pooled = cpu_pool && w.device.is_cpu();
-  int team = cpu_share;  // this thread's OpenMP team size now
   for (;;) {
     Batch b;
     int use = cpu_share;  // threads for this batch (cpu_pool)
@@ -555,7 +559,7 @@ void Predictor::Impl::worker_main(Worker& w) {
         threads_busy += use;
       }
     }
-    if (pooled && use != team) omp_set_num_threads(team = use);  // this thread's own setting
+    if (pooled && use != omp_get_max_threads()) omp_set_num_threads(use);  // this thread's own setting
     const double columns = b.columns();
     const auto t0 = Clock::now();
     run_batch(w, *model, b);
@@ -823,13 +827,8 @@ RunStats Predictor::run(const std::function<bool(LineInput&)>& next,
   // The first chunk is small unless the options size chunks: the workers start on its few
   // batches while the main thread decodes the next chunk, instead of waiting for a thousand
   // lines to be decoded (300 lines at batch 32 on 2 cores: 4% of the run was that wait).
-  // Workers that split the CPU count as one device here: their lines then come in the same
-  // chunks, and so the same batches, as one worker's, and read the same to the last bit (the
-  // white past a batch's widest line changes a line's logits by rounding: check_same_reading in
-  // tests/infer/test_predictor.cpp).
-  const int64_t devices = s.cpu_pool ? 1 : (int64_t)s.workers.size();
   const int64_t first_chunk =
-      opt_.chunk_lines > 0 ? s.chunk_lines : std::min(s.chunk_lines, 2 * opt_.batch * devices);
+      opt_.chunk_lines > 0 ? s.chunk_lines : std::min(s.chunk_lines, 2 * opt_.batch * s.chunk_devices);
   auto read_chunk = [&](int64_t first) {
     auto c = std::make_unique<Chunk>();
     c->first = first;

@@ -146,10 +146,18 @@ std::shared_ptr<const cpu::SgemmPackedB> kept_rhs(const Tensor& b) {
 struct MatmulRhsReuse::Packed {};
 #endif
 
+#if defined(OCRT_CPU_SGEMM)
+namespace {
+// Whether ocrt's GEMM takes b as a right operand: a 2-D float32 CPU matrix, on a path with a kernel.
+bool gemm_operand(const Tensor& b) {
+  return b.device().is_cpu() && b.dtype() == DType::f32 && b.dim() == 2 && cpu::sgemm_available();
+}
+}  // namespace
+#endif
+
 bool MatmulRhsReuse::packs(const Tensor& b, int64_t rows) {
 #if defined(OCRT_CPU_SGEMM)
-  return b.device().is_cpu() && b.dtype() == DType::f32 && b.dim() == 2 && cpu::sgemm_available() &&
-         (cpu::matmul_precision() != cpu::MatmulPrecision::f32 || rows > cpu::kSgemmFewRows);
+  return gemm_operand(b) && (cpu::matmul_precision() != cpu::MatmulPrecision::f32 || rows > cpu::kSgemmFewRows);
 #else
   (void)b, (void)rows;
   return false;
@@ -158,7 +166,7 @@ bool MatmulRhsReuse::packs(const Tensor& b, int64_t rows) {
 
 MatmulRhsReuse::MatmulRhsReuse(const Tensor& b, int64_t rows, bool keep) {
 #if defined(OCRT_CPU_SGEMM)
-  if (!(b.device().is_cpu() && b.dtype() == DType::f32 && b.dim() == 2 && cpu::sgemm_available())) return;
+  if (!gemm_operand(b)) return;
   if (keep && !grad_enabled() && packs(b, rows) && b.size(0) >= 1 && b.size(1) >= 1) {
     if (auto kept = kept_rhs(b)) {
       packed_.reset(new Packed{cpu::SgemmReusedB(std::move(kept), b.data<float>(), b.stride(0), b.stride(1))});

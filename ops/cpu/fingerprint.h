@@ -89,13 +89,20 @@ class Making {
   Key key_;
 };
 
+// The bytes of all the kept forms of a list (each form's `bytes`). Called with its lock held.
+template <class KeptList>
+size_t kept_bytes(const KeptList& kept) {
+  size_t total = 0;
+  for (const auto& e : kept) total += e->bytes;
+  return total;
+}
+
 // Drops the kept forms least recently used (a list's front; newest use last) while all of them
 // hold more than `limit` bytes (each form's `bytes`), keeping at least the newest. Called with
 // the list's lock held.
 template <class KeptList>
 void drop_oldest_beyond(KeptList& kept, size_t limit) {
-  size_t total = 0;
-  for (const auto& e : kept) total += e->bytes;
+  size_t total = kept_bytes(kept);
   while (total > limit && kept.size() > 1) {
     total -= kept.front()->bytes;
     kept.pop_front();

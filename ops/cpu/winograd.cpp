@@ -1054,9 +1054,7 @@ float* winograd_scratch(int64_t floats) { return inference_scratch(floats); }
 
 size_t winograd_kept_bytes() {
   std::lock_guard<std::mutex> lock(g_kept_mu);
-  size_t total = 0;
-  for (const auto& k : g_kept) total += k->bytes;
-  return total;
+  return kept_bytes(g_kept);
 }
 
 bool winograd_pool_fits(const Pool2dParams& p) {

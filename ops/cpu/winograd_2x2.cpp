@@ -245,9 +245,7 @@ std::shared_ptr<const Kept> kept_weights(const float* w, const Geometry& g) {
 
 size_t winograd_2x2_kept_bytes() {
   std::lock_guard<std::mutex> lock(g_kept_mu);
-  size_t total = 0;
-  for (const auto& k : g_kept) total += k->bytes;
-  return total;
+  return kept_bytes(g_kept);
 }
 
 bool winograd_2x2_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, int64_t Wo, const Conv2dParams& p) {
