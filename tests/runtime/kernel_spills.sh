@@ -35,7 +35,7 @@ out=$(objdump -d --no-show-raw-insn -C "$lib" | awk '
   }
   /^[0-9a-f]+ <.*>:$/ {
     fn = $0
-    kernel = wanted && fn !~ /reference/ && (fn ~ /micro_kernel|rows_kernel|kernel_(vnni|avx2)|::run</)
+    kernel = wanted && fn !~ /reference/ && (fn ~ /micro_kernel|rows_kernel|half_panel|kernel_(vnni|avx2)|::run</)
     if (kernel) kernels++
     next
   }

@@ -189,21 +189,24 @@ TEST_CASE("sgemm's rows do not depend on where the tile edge falls: partial tile
 
 TEST_CASE("sgemm's columns do not depend on where the tile edge falls: partial columns give the full tile's bits", "[gemm]") {
   // C's first n columns from an n-column product (a partial panel: masked columns, and in bf16
-  // a panel of at most 16 columns reads only its first column vector) equal the same columns of
-  // a product over a whole panel of NR columns, bit for bit, on full and partial rows, with K
+  // a panel of at most 16 columns reads only its first column vector; in float32 a panel of at
+  // most NR / 2 columns goes two row panels at a time on half the width) equal the same columns
+  // of a product over a whole panel of NR columns, bit for bit, on full and partial rows, with K
   // across KC blocks and accumulating.
   if (!ocrt::cpu::sgemm_available()) return;
   const Path path = path_for(GENERATE(MatmulPrecision::f32, MatmulPrecision::bf16));
   ocrt::cpu::MatmulPrecisionScope scope(path.precision);
   const auto& blk = path.blk;
-  for (int64_t M : {blk.mr, blk.mr + 3})
+  // 2 MR and 3 MR + 3 rows: pairs of row panels, then a whole and a partial one after them.
+  for (int64_t M : {blk.mr, blk.mr + 3, 2 * blk.mr, 3 * blk.mr + 3})
     for (int64_t K : {int64_t(9), blk.kc + 3}) {
       const int64_t N = blk.nr;
       const std::vector<float> a = values(M * K, 71), b = values(K * N, 72), c0 = values(M * N, 73);
       for (bool accumulate : {false, true}) {
         std::vector<float> whole = c0;
         ocrt::cpu::sgemm(M, N, K, a.data(), K, 1, b.data(), N, 1, whole.data(), N, accumulate);
-        for (int64_t n : {int64_t(1), int64_t(5), int64_t(15), int64_t(16), int64_t(17), N - 1}) {
+        for (int64_t n : {int64_t(1), int64_t(5), N / 2 - 1, N / 2, N / 2 + 1, int64_t(15), int64_t(16), int64_t(17),
+                          N - 1}) {
           if (n >= N) continue;
           INFO("M " << M << " n " << n << " K " << K << " accumulate " << accumulate);
           std::vector<float> part(c0), b_cols((size_t)(K * n));
