@@ -118,7 +118,7 @@ std::mutex g_rhs_mu;
 std::list<std::shared_ptr<const KeptRhs>> g_rhs;
 cpu::KeysInMaking<RhsKey> g_rhs_making;
 
-// The kept packing of b: found, or made and kept now; null while another thread makes it.
+// The kept packing of b: found, or made and kept now (by another thread: waited for).
 std::shared_ptr<const cpu::SgemmPackedB> kept_rhs(const Tensor& b) {
   const float* B = b.data<float>();
   const int64_t K = b.size(0), N = b.size(1), rs = b.stride(0), cs = b.stride(1);
@@ -126,9 +126,13 @@ std::shared_ptr<const cpu::SgemmPackedB> kept_rhs(const Tensor& b) {
   const int64_t span = (K - 1) * rs + (N - 1) * cs + 1;
   const RhsKey key{B, K, N, rs, cs, cpu::matmul_precision(), cpu::weights_fingerprint(B, span)};
   {
-    std::lock_guard<std::mutex> lock(g_rhs_mu);
+    std::unique_lock<std::mutex> lock(g_rhs_mu);
     if (auto found = cpu::find_kept(g_rhs, key)) return found->packed;
-    if (!g_rhs_making.claim(key)) return nullptr;
+    if (!g_rhs_making.claim(key)) {
+      g_rhs_making.wait_made(lock, key);
+      auto found = cpu::find_kept(g_rhs, key);
+      return found ? found->packed : nullptr;  // null if that making threw
+    }
   }
   const cpu::Making<RhsKey> making(g_rhs_mu, g_rhs_making, key);
   auto k = std::make_shared<KeptRhs>();

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -46,9 +47,14 @@ typename KeptList::value_type find_kept(KeptList& kept, const Key& key) {
 
 // The keys whose kept forms some call is making now. Where several threads run the same model
 // (the predictor's CPU workers share one), a second call that meets a layer's weights while the
-// first is still making their form takes the layer's un-kept path for that call instead of
-// making a second copy: two copies at once, each kept, were 40-65 MiB more of crnn-en's peak RSS.
-// claim and release with the kept list's lock held; Making releases on every way out.
+// first is still making their form waits for it (wait_made) instead of making a second copy:
+// two copies at once, each kept, were 40-65 MiB more of crnn-en's peak RSS. (Until the
+// thirty-fourth session that call took the layer's un-kept path instead, which for a batch
+// transforms the weights again for every chunk of tiles: ocrt-infer's second worker spent
+// more on its first batch so than waiting for the one transform.) The AMX panels
+// (ops/cpu/conv_amx.cpp) are the exception: a call's own panels cost what the kept ones do, so
+// a second call makes its own for that call rather than wait.
+// claim, release and wait_made with the kept list's lock held; Making releases on every way out.
 template <class Key>
 class KeysInMaking {
  public:
@@ -63,12 +69,23 @@ class KeysInMaking {
     for (auto it = keys_.begin(); it != keys_.end(); ++it)
       if (*it == key) {
         keys_.erase(it);
-        return;
+        break;
       }
+    made_.notify_all();
+  }
+  // Blocks until no call is making key's form (made, or its making threw); `lock` holds the
+  // kept list's mutex on entry and on return.
+  void wait_made(std::unique_lock<std::mutex>& lock, const Key& key) {
+    made_.wait(lock, [&] {
+      for (const Key& k : keys_)
+        if (k == key) return false;
+      return true;
+    });
   }
 
  private:
   std::vector<Key> keys_;
+  std::condition_variable made_;
 };
 
 // A claimed key, released under `mu` when it goes out of scope (made, or the making threw).

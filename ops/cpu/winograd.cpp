@@ -865,7 +865,7 @@ KeysInMaking<WeightsKey> g_making;  // the forms being made now
 std::shared_ptr<const KeptWeights> kept_weights(const float* w, int64_t C, int64_t Cout, bool as_a, bool at_once) {
   const WeightsKey key{w, C, Cout, matmul_precision(), weights_fingerprint(w, Cout * C * 9), as_a};
   {
-    std::lock_guard<std::mutex> lock(g_kept_mu);
+    std::unique_lock<std::mutex> lock(g_kept_mu);
     if (auto found = find_kept(g_kept, key)) return found;
     auto seen = std::find(g_seen.begin(), g_seen.end(), key);
     if (seen == g_seen.end() && !at_once) {
@@ -874,7 +874,10 @@ std::shared_ptr<const KeptWeights> kept_weights(const float* w, int64_t C, int64
       return nullptr;
     }
     if (seen != g_seen.end()) g_seen.erase(seen);
-    if (!g_making.claim(key)) return nullptr;  // another thread is making them now
+    if (!g_making.claim(key)) {  // another thread is making them now: they are soon there
+      g_making.wait_made(lock, key);
+      return find_kept(g_kept, key);  // null if that making threw
+    }
   }
   const Making<WeightsKey> making(g_kept_mu, g_making, key);
   auto k = std::make_shared<KeptWeights>();

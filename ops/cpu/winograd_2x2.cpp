@@ -222,13 +222,16 @@ std::vector<std::unique_ptr<SgemmPackedA>> packed_planes(const float* w, const G
   return planes;
 }
 
-// The kept planes of these weights: found, or made now; null while another thread makes them.
+// The kept planes of these weights: found, or made now (by another thread: waited for).
 std::shared_ptr<const Kept> kept_weights(const float* w, const Geometry& g) {
   const KeptKey key{w, g.C, g.Cout, matmul_precision(), weights_fingerprint(w, g.Cout * g.C * 4)};
   {
-    std::lock_guard<std::mutex> lock(g_kept_mu);
+    std::unique_lock<std::mutex> lock(g_kept_mu);
     if (auto found = find_kept(g_kept, key)) return found;
-    if (!g_making.claim(key)) return nullptr;  // another thread is making them now: this call packs its own
+    if (!g_making.claim(key)) {  // another thread is making them now
+      g_making.wait_made(lock, key);
+      return find_kept(g_kept, key);  // null if that making threw: this call packs its own
+    }
   }
   const Making<KeptKey> making(g_kept_mu, g_making, key);
   auto k = std::make_shared<Kept>();

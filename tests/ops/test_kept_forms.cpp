@@ -1,21 +1,54 @@
 // Threads that run one model at once (the predictor's CPU workers share one): each layer's
 // transformed weights, kept between calls (ops/cpu/winograd.cpp, winograd_2x2.cpp), are made
-// once, not once a thread, and every thread reads the same bits as a lone call does.
+// once, not once a thread, and every thread reads the same bits as a lone call does; a call
+// that meets a form another thread is making waits for it (KeysInMaking, ops/cpu/fingerprint.h).
 #include <catch2/catch.hpp>
 
 #include <omp.h>
 
+#include <atomic>
 #include <barrier>
+#include <chrono>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "ops/cpu/fingerprint.h"
 #include "ops/cpu/winograd.h"
 #include "ops/cpu/winograd_2x2.h"
 #include "runtime/tensor.h"
 
 using namespace ocrt;
+
+TEST_CASE("a call that meets a form in making waits until it is made, and only for its own key", "[conv]") {
+  std::mutex mu;
+  cpu::KeysInMaking<int> making;
+  std::atomic<bool> made{false};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    REQUIRE(making.claim(1));
+    REQUIRE(making.claim(2));
+    REQUIRE_FALSE(making.claim(1));  // one maker a key
+  }
+  std::thread waiter([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    making.wait_made(lock, 1);
+    CHECK(made.load());  // key 1's maker had finished
+    CHECK(lock.owns_lock());
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  {
+    const cpu::Making<int> release_2(mu, making, 2);  // key 2 made: the waiter waits on
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  made = true;
+  { const cpu::Making<int> release_1(mu, making, 1); }
+  waiter.join();
+  std::lock_guard<std::mutex> lock(mu);
+  CHECK(making.claim(1));  // free again
+}
 
 #if defined(OCRT_CPU_WINOGRAD)
 
