@@ -10,6 +10,7 @@
 #include "models/model_check.h"
 #include "runtime/error.h"
 #include "runtime/rng.h"
+#include "runtime/threading.h"
 
 namespace ocrt::infer {
 
@@ -103,6 +104,7 @@ ProbabilityMap TextDetector::probability_map(const GrayImage& page) {
 
 std::vector<nn::TextBox> TextDetector::detect(const GrayImage& page, Times* times) {
   check_page(page);
+  const LentThreads lent(options_.borrow_threads && options_.device.is_cpu() ? options_.borrow_threads() : 0);
   if (model_) {
     // The page scaled once for each side it is read at, and kept for the descreening pass.
     using Clock = std::chrono::steady_clock;

@@ -69,6 +69,9 @@ struct DetectorOptions {
   double small_lines = 15, line_target = 20;
   // Step 7 above: the blur of the descreening pass, in pixels of the scaled page (0: no pass).
   double descreen = 0.75;
+  // Threads lent to a detect() call besides its caller's own (on the CPU; asked at the call's
+  // start; runtime/threading.h LentThreads): ocrt-infer's idle page lanes (page_lanes.h).
+  std::function<int()> borrow_threads;
 };
 
 // A probability map over a whole page: height x width values in [0, 1], row-major. It may be

@@ -927,7 +927,11 @@ InferRun::InferRun(Args args) : args_(std::move(args)) {
   // Loading held the file's tensors beside the model's: that transient is no working set of the
   // reading, so the trimming cache's bound starts again from here (runtime/cpu_allocator.h).
   cpu_reset_peak();
-  detector_options_ = {args_.options.devices[0], args_.max_side, args_.det_threshold, args_.box_threshold};
+  detector_options_ = {};
+  detector_options_.device = args_.options.devices[0];
+  detector_options_.max_side = args_.max_side;
+  detector_options_.threshold = args_.det_threshold;
+  detector_options_.box_threshold = args_.box_threshold;
   detector_options_.small_lines = args_.small_lines;
   detector_options_.descreen = args_.descreen;
   detector_ = std::make_unique<DetectorSlot>(args_.det_weights, detector_options_);

@@ -17,6 +17,7 @@ PageLanes::PageLanes(int lanes, int threads, const PageLaneSetup& setup) {
   for (const Device& d : setup.devices)
     OCRT_CHECK(d.is_cpu() == cpu, "page lanes: the devices must be the CPU alone or GPUs alone");
   share_ = std::max(1, threads / lanes);
+  cpu_ = cpu;
   for (int i = 0; i < lanes; ++i) {
     auto s = std::make_unique<LaneState>();
     s->device = setup.devices[(size_t)i % setup.devices.size()];
@@ -25,6 +26,7 @@ PageLanes::PageLanes(int lanes, int threads, const PageLaneSetup& setup) {
     PredictorOptions options = setup.predictor;
     options.devices = {s->device};
     options.threads = share_;
+    if (cpu && lanes > 1) detector.borrow_threads = options.borrow_threads = [this] { return spare_threads(); };
     s->detector = std::make_unique<TextDetector>(setup.detector_path, detector);
     s->predictor = std::make_unique<Predictor>(setup.model_path, options);
     lanes_.push_back(std::move(s));
@@ -64,6 +66,11 @@ void PageLanes::wait_idle() {
   rethrow_escaped();
 }
 
+int PageLanes::spare_threads() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cpu_ && jobs_.empty() && !stopping_ ? waiting_ * share_ : 0;
+}
+
 void PageLanes::lane_main(LaneState& s) {
   limit_this_thread(share_);
   Lane lane{*s.detector, *s.predictor, share_, s.device};
@@ -71,7 +78,9 @@ void PageLanes::lane_main(LaneState& s) {
     Job job;
     {
       std::unique_lock<std::mutex> lock(mu_);
+      ++waiting_;
       work_cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      --waiting_;
       if (jobs_.empty()) return;  // stopping, and nothing left to run
       job = std::move(jobs_.front());
       jobs_.pop_front();

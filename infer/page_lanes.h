@@ -30,6 +30,13 @@
 // (limit_this_thread), so the detector and the line cutting of a page run on the lane's
 // threads only.
 //
+// On the CPU, a lane with nothing to run lends its threads to the lanes still reading
+// (spare_threads): at the end of a run, when no page is left for it, the last pages' detector
+// and recogniser batches take the idle lane's threads too (DetectorOptions and
+// PredictorOptions::borrow_threads; runtime/threading.h LentThreads) instead of leaving a core
+// idle for the rest of the last page. No op's result depends on its thread count, so a page
+// reads the same whether threads were lent or not.
+//
 // Jobs run in the order they are posted, each on the first lane that is free; a job reports
 // its own result (a promise, a packaged_task) and must not throw (an exception that escapes a
 // job is kept and rethrown by the next post() or by wait_idle(), never lost).
@@ -83,6 +90,9 @@ class PageLanes {
   void wait_idle();
   int lanes() const { return (int)lanes_.size(); }
   int threads_per_lane() const { return share_; }
+  // The threads of CPU lanes that wait for work while no job is queued (0 on GPUs, and while
+  // jobs wait: an idle lane is about to take one).
+  int spare_threads();
 
  private:
   struct LaneState {
@@ -100,6 +110,8 @@ class PageLanes {
   std::condition_variable work_cv_, idle_cv_;
   std::deque<Job> jobs_;
   size_t running_ = 0;
+  int waiting_ = 0;  // lanes waiting for a job
+  bool cpu_ = true;
   bool stopping_ = false;
   std::exception_ptr escaped_;
 };

@@ -562,7 +562,13 @@ void Predictor::Impl::worker_main(Worker& w) {
     if (pooled && use != omp_get_max_threads()) omp_set_num_threads(use);  // this thread's own setting
     const double columns = b.columns();
     const auto t0 = Clock::now();
-    run_batch(w, *model, b);
+    int lent_extra = 0;
+    {
+      const LentThreads lent(w.device.is_cpu() && p.opt_.borrow_threads ? p.opt_.borrow_threads() : 0);
+      lent_extra = lent.extra();
+      use += lent_extra;
+      run_batch(w, *model, b);
+    }
     const double busy = seconds_since(t0);
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -573,7 +579,7 @@ void Predictor::Impl::worker_main(Worker& w) {
       // The speed that shares a batch between workers: measured on the worker's own threads.
       if (busy > 0 && use == cpu_share) w.speed = columns / busy;
       b.chunk->pending -= 1;
-      if (pooled) threads_busy -= use;
+      if (pooled) threads_busy -= use - lent_extra;
     }
     done_cv.notify_all();
     if (pooled) work_cv.notify_all();  // threads are free for a waiting worker

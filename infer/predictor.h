@@ -205,6 +205,10 @@ struct PredictorOptions {
   int64_t max_width = 8192;
   int64_t max_batch_columns = 0;  // 0: cpu_batch_columns on CPUs alone, else batch * 2048
   int64_t chunk_lines = 0;        // lines decoded per chunk; 0: max(1024, 8 * batch * devices)
+  // Threads lent to a CPU worker's batch besides its own (asked before each batch;
+  // runtime/threading.h LentThreads): ocrt-infer's page lanes lend an idle lane's threads to the
+  // lanes still reading (page_lanes.h). Results do not depend on it.
+  std::function<int()> borrow_threads;
 };
 
 // PredictorOptions::cpu_workers = 0: one CPU worker a thread, at most kAutoCpuWorkers. The

@@ -28,6 +28,16 @@ void limit_this_thread(int n) {
   omp_set_num_threads(std::min(n, omp_get_max_threads()));
 }
 
+LentThreads::LentThreads(int extra) : extra_(std::max(0, extra)) {
+  if (extra_ == 0) return;
+  saved_ = omp_get_max_threads();
+  omp_set_num_threads(saved_ + extra_);
+}
+
+LentThreads::~LentThreads() {
+  if (extra_ > 0) omp_set_num_threads(saved_);
+}
+
 int default_num_threads() {
   if (const char* env = std::getenv("OMP_NUM_THREADS")) {
     // OMP_NUM_THREADS may be a list ("4,2" for nested levels): the first entry is ours.

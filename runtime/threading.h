@@ -31,6 +31,22 @@ int num_threads();
 // starts gets a whole team, nested in nothing, so 14 workers would start 14 teams).
 void limit_this_thread(int n);
 
+// While it lives, OpenMP regions that the calling thread starts may use `extra` more threads
+// than before: threads that another part of the program lends while it has nothing to run
+// (ocrt-infer's page lanes with no page left lend theirs to the lanes still reading). extra <= 0
+// changes nothing. The caller's own setting comes back when it goes out of scope.
+class LentThreads {
+ public:
+  explicit LentThreads(int extra);
+  ~LentThreads();
+  LentThreads(const LentThreads&) = delete;
+  LentThreads& operator=(const LentThreads&) = delete;
+  int extra() const { return extra_; }
+
+ private:
+  int extra_ = 0, saved_ = 0;
+};
+
 // OMP_NUM_THREADS when it is set to a positive integer (its first entry, if it is a list),
 // else the number of processors this process may run on (at least 1).
 int default_num_threads();

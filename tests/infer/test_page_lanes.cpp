@@ -6,6 +6,8 @@
 // a blank page, a broken page and a line, in text, jsonl and --eval.
 #include <catch2/catch.hpp>
 
+#include <omp.h>
+
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -130,6 +132,47 @@ TEST_CASE("page lanes: each lane its own detector, predictor and share of the th
   CHECK(threads.size() == 3);
   CHECK(std::all_of(shares.begin(), shares.end(), [](int n) { return n == 2; }));
   CHECK(std::this_thread::get_id() != *threads.begin());
+}
+
+TEST_CASE("page lanes: a lane with no page left lends its threads to the lanes still reading", "[page_lanes]") {
+  REQUIRE(fs::exists(kSmallModel));
+  REQUIRE(fs::exists(kDetector));
+  PageLanes lanes(2, 2, small_setup());
+  REQUIRE(lanes.threads_per_lane() == 1);
+  std::atomic<bool> second_done{false};
+  std::atomic<int> while_queued{-1}, while_both{-1}, after_other{-1}, team{-1};
+  // Job 1 holds a lane until the others are done; job 2 runs on the other lane; job 3 is
+  // queued behind them while job 1 looks.
+  std::atomic<bool> release{false};
+  lanes.post([&](PageLanes::Lane&) {
+    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    while (!second_done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // Job 3 has run on the other lane, which now waits: its thread is spare.
+    for (int i = 0; i < 2000 && lanes.spare_threads() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    after_other = lanes.spare_threads();
+    const LentThreads lent(after_other);
+    int seen = 0;
+#pragma omp parallel
+    {
+#pragma omp single
+      seen = omp_get_num_threads();
+    }
+    team = seen;
+  });
+  lanes.post([&](PageLanes::Lane&) {
+    while_both = lanes.spare_threads();  // the other lane is busy: nothing to lend
+    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  lanes.post([&](PageLanes::Lane&) { second_done = true; });
+  // While a job is queued, an idle lane is about to take it: nothing is lent.
+  while_queued = lanes.spare_threads();
+  release = true;
+  lanes.wait_idle();
+  CHECK(while_queued == 0);
+  CHECK(while_both == 0);
+  CHECK(after_other == 1);
+  CHECK(team == 2);  // the lane's own thread and the one lent
+  CHECK(lanes.spare_threads() == 2);  // both wait now, nothing queued
 }
 
 TEST_CASE("ocrt-infer --page-jobs: the same documents in input order as one page at a time", "[page_lanes][cli]") {

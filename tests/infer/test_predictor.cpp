@@ -5,9 +5,11 @@
 // fail at construction; the TSV and JSON-lines formats; --eval's numbers; the logits file;
 // the input readers. Kept small: CI has two cores.
 #include <catch2/catch.hpp>
+
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -211,6 +213,41 @@ TEST_CASE("cpu_workers splits the CPU into workers that read every line as one w
   PredictorOptions bad = options({Device::cpu()}, 2);
   bad.cpu_workers = -1;
   CHECK_THROWS_WITH(Predictor(model_file(), bad), Catch::Contains("CPU workers must be >= 1"));
+}
+
+TEST_CASE("threads lent to a CPU worker run its batches on more threads and change no line's result", "[infer]") {
+  const auto paths = write_lines("lent", {40, 72, 16, 100, 56});
+  PredictorOptions own = options({Device::cpu()}, 2);
+  own.threads = 1;  // one worker of one thread, as in a page lane
+  Predictor alone(model_file(), own);
+  std::atomic<int> asked{0};
+  PredictorOptions lending = own;
+  lending.borrow_threads = [&] {
+    ++asked;
+    return 1;  // one more thread for every batch (what an idle page lane lends)
+  };
+  Predictor helped(model_file(), lending);
+  std::vector<LineResult> b;
+  size_t next = 0;
+  const RunStats stats = helped.run(
+      [&](LineInput& in) {
+        if (next == paths.size()) return false;
+        in.name = paths[next++];
+        return true;
+      },
+      [&](int64_t, LineResult&& r) { b.push_back(std::move(r)); });
+  const auto a = alone.recognize(paths);
+  REQUIRE(stats.workers.size() == 1);
+  CHECK(stats.workers[0].batches > 0);
+  CHECK(asked == stats.workers[0].batches);
+  CHECK(stats.workers[0].batches_on_all_threads == stats.workers[0].batches);  // each on 2 threads
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("line " << i);
+    REQUIRE((a[i].ok() && b[i].ok()));
+    CHECK(a[i].text == b[i].text);
+    CHECK(a[i].confidence == b[i].confidence);
+  }
 }
 
 TEST_CASE("a run's first chunk is two batches: results come back in input order, as from one chunk", "[infer]") {

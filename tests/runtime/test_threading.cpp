@@ -1,5 +1,6 @@
 // The thread count: set_num_threads keeps OpenMP and Eigen in step, rejects nonsense, and
-// default_num_threads follows OMP_NUM_THREADS.
+// default_num_threads follows OMP_NUM_THREADS; threads lent to a thread for a while (LentThreads)
+// widen its own teams and come back.
 #include <catch2/catch.hpp>
 
 #include <omp.h>
@@ -60,6 +61,38 @@ TEST_CASE("limit_this_thread: a worker thread's parallel regions get one thread,
   CHECK(Eigen::nbThreads() == 3);
   CHECK_THROWS_WITH(limit_this_thread(0), Catch::Contains(">= 1"));
   set_num_threads(saved);
+}
+
+TEST_CASE("LentThreads: a thread's teams grow by the threads lent while it lives, then shrink back", "[threading]") {
+  auto team_size = [] {
+    int seen = 0;
+#pragma omp parallel
+    {
+#pragma omp single
+      seen = omp_get_num_threads();
+    }
+    return seen;
+  };
+  int before = 0, lent = 0, none = 0, after = 0;
+  std::thread([&] {
+    limit_this_thread(1);  // a page lane of one thread
+    before = team_size();
+    {
+      const LentThreads borrowed(2);
+      CHECK(borrowed.extra() == 2);
+      lent = team_size();
+    }
+    {
+      const LentThreads nothing(-1);  // nothing lent: nothing changes
+      CHECK(nothing.extra() == 0);
+      none = team_size();
+    }
+    after = team_size();
+  }).join();
+  CHECK(before == 1);
+  CHECK(lent == 3);
+  CHECK(none == 1);
+  CHECK(after == 1);
 }
 
 TEST_CASE("set_num_threads rejects counts below 1", "[threading]") {
