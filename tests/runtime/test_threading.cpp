@@ -15,6 +15,21 @@
 
 using namespace ocrt;
 
+namespace {
+
+// The size of the team a parallel region started on this thread gets.
+int team_size() {
+  int seen = 0;
+#pragma omp parallel
+  {
+#pragma omp single
+    seen = omp_get_num_threads();
+  }
+  return seen;
+}
+
+}  // namespace
+
 TEST_CASE("set_num_threads sets OpenMP and Eigen together", "[threading]") {
   const int saved = num_threads();
   set_num_threads(3);
@@ -39,15 +54,6 @@ TEST_CASE("limit_this_thread: a worker thread's parallel regions get one thread,
           "[threading]") {
   const int saved = num_threads();
   set_num_threads(3);
-  auto team_size = [] {
-    int seen = 0;
-#pragma omp parallel
-    {
-#pragma omp single
-      seen = omp_get_num_threads();
-    }
-    return seen;
-  };
   int unlimited = 0, limited = 0;
   // A std::thread does not inherit the count: its regions start from OpenMP's default.
   std::thread([&] { unlimited = team_size(); }).join();
@@ -64,15 +70,6 @@ TEST_CASE("limit_this_thread: a worker thread's parallel regions get one thread,
 }
 
 TEST_CASE("LentThreads: a thread's teams grow by the threads lent while it lives, then shrink back", "[threading]") {
-  auto team_size = [] {
-    int seen = 0;
-#pragma omp parallel
-    {
-#pragma omp single
-      seen = omp_get_num_threads();
-    }
-    return seen;
-  };
   int before = 0, lent = 0, none = 0, after = 0;
   std::thread([&] {
     limit_this_thread(1);  // a page lane of one thread
