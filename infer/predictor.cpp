@@ -562,11 +562,10 @@ void Predictor::Impl::worker_main(Worker& w) {
     if (pooled && use != omp_get_max_threads()) omp_set_num_threads(use);  // this thread's own setting
     const double columns = b.columns();
     const auto t0 = Clock::now();
-    int lent_extra = 0;
+    int lent = 0;  // threads lent for this batch besides `use` (PredictorOptions::borrow_threads)
     {
-      const LentThreads lent(w.device.is_cpu() && p.opt_.borrow_threads ? p.opt_.borrow_threads() : 0);
-      lent_extra = lent.extra();
-      use += lent_extra;
+      const LentThreads scope(w.device.is_cpu() && p.opt_.borrow_threads ? p.opt_.borrow_threads() : 0);
+      lent = scope.extra();
       run_batch(w, *model, b);
     }
     const double busy = seconds_since(t0);
@@ -574,12 +573,12 @@ void Predictor::Impl::worker_main(Worker& w) {
       std::lock_guard<std::mutex> lock(mu);
       w.stats.lines += (int64_t)b.lines.size();
       w.stats.batches += 1;
-      w.stats.batches_on_all_threads += use > cpu_share;
+      w.stats.batches_on_all_threads += use + lent > cpu_share;
       w.stats.busy_seconds += busy;
       // The speed that shares a batch between workers: measured on the worker's own threads.
-      if (busy > 0 && use == cpu_share) w.speed = columns / busy;
+      if (busy > 0 && use + lent == cpu_share) w.speed = columns / busy;
       b.chunk->pending -= 1;
-      if (pooled) threads_busy -= use - lent_extra;
+      if (pooled) threads_busy -= use;
     }
     done_cv.notify_all();
     if (pooled) work_cv.notify_all();  // threads are free for a waiting worker

@@ -128,8 +128,7 @@ std::shared_ptr<const cpu::SgemmPackedB> kept_rhs(const Tensor& b) {
   {
     std::unique_lock<std::mutex> lock(g_rhs_mu);
     if (auto found = cpu::find_kept(g_rhs, key)) return found->packed;
-    if (!g_rhs_making.claim(key)) {
-      g_rhs_making.wait_made(lock, key);
+    if (!g_rhs_making.claim_or_wait(lock, key)) {  // another thread made it meanwhile
       auto found = cpu::find_kept(g_rhs, key);
       return found ? found->packed : nullptr;  // null if that making threw
     }

@@ -54,14 +54,14 @@ typename KeptList::value_type find_kept(KeptList& kept, const Key& key) {
 // more on its first batch so than waiting for the one transform.) The AMX panels
 // (ops/cpu/conv_amx.cpp) are the exception: a call's own panels cost what the kept ones do, so
 // a second call makes its own for that call rather than wait.
-// claim, release and wait_made with the kept list's lock held; Making releases on every way out.
+// claim, claim_or_wait, release and wait_made with the kept list's lock held; Making releases on
+// every way out.
 template <class Key>
 class KeysInMaking {
  public:
   // Whether this caller may make key's form (nobody else is making it); if so, it is now.
   bool claim(const Key& key) {
-    for (const Key& k : keys_)
-      if (k == key) return false;
+    if (making(key)) return false;
     keys_.push_back(key);
     return true;
   }
@@ -76,14 +76,22 @@ class KeysInMaking {
   // Blocks until no call is making key's form (made, or its making threw); `lock` holds the
   // kept list's mutex on entry and on return.
   void wait_made(std::unique_lock<std::mutex>& lock, const Key& key) {
-    made_.wait(lock, [&] {
-      for (const Key& k : keys_)
-        if (k == key) return false;
-      return true;
-    });
+    made_.wait(lock, [&] { return !making(key); });
+  }
+  // claim, or where another call is making key's form, wait_made: true when this caller is to
+  // make it, false when the form is there to be found now (or that making threw).
+  bool claim_or_wait(std::unique_lock<std::mutex>& lock, const Key& key) {
+    if (claim(key)) return true;
+    wait_made(lock, key);
+    return false;
   }
 
  private:
+  bool making(const Key& key) const {
+    for (const Key& k : keys_)
+      if (k == key) return true;
+    return false;
+  }
   std::vector<Key> keys_;
   std::condition_variable made_;
 };

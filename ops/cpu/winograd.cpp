@@ -874,10 +874,8 @@ std::shared_ptr<const KeptWeights> kept_weights(const float* w, int64_t C, int64
       return nullptr;
     }
     if (seen != g_seen.end()) g_seen.erase(seen);
-    if (!g_making.claim(key)) {  // another thread is making them now: they are soon there
-      g_making.wait_made(lock, key);
-      return find_kept(g_kept, key);  // null if that making threw
-    }
+    // Another thread making them now: waited for, then found (null if that making threw).
+    if (!g_making.claim_or_wait(lock, key)) return find_kept(g_kept, key);
   }
   const Making<WeightsKey> making(g_kept_mu, g_making, key);
   auto k = std::make_shared<KeptWeights>();

@@ -228,10 +228,9 @@ std::shared_ptr<const Kept> kept_weights(const float* w, const Geometry& g) {
   {
     std::unique_lock<std::mutex> lock(g_kept_mu);
     if (auto found = find_kept(g_kept, key)) return found;
-    if (!g_making.claim(key)) {  // another thread is making them now
-      g_making.wait_made(lock, key);
-      return find_kept(g_kept, key);  // null if that making threw: this call packs its own
-    }
+    // Another thread making them now: waited for, then found (null if that making threw: this
+    // call packs its own).
+    if (!g_making.claim_or_wait(lock, key)) return find_kept(g_kept, key);
   }
   const Making<KeptKey> making(g_kept_mu, g_making, key);
   auto k = std::make_shared<Kept>();
