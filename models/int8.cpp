@@ -12,6 +12,7 @@
 
 #include "models/layers.h"
 #include "runtime/cpu/gemm.h"
+#include "runtime/cpu/int8_winograd.h"
 #include "runtime/error.h"
 
 namespace ocrt::nn {
@@ -169,6 +170,21 @@ Int8Conv2d::Int8Conv2d(const Tensor& codes, const Tensor& scales, const Tensor& 
                "Int8Conv2d: bad stride, dilation or padding");
   check_input(input);
   make_epilogue(input_, scales, bias, packed_, scale_, bias_, offset_);
+  winograd_shape_ = kh_ == 3 && kw_ == 3 && options.stride[0] == 1 && options.stride[1] == 1 &&
+                    options.padding[0] == 1 && options.padding[1] == 1 && options.dilation[0] == 1 &&
+                    options.dilation[1] == 1 && c_ <= cpu::kInt8WinogradMaxChannels;
+  if (winograd_shape_) codes_ = codes.contiguous();
+  winograd_ = std::make_shared<WinogradForm>();
+}
+
+Int8Conv2d::WinogradForm::~WinogradForm() = default;
+
+const cpu::Int8WinogradWeights* Int8Conv2d::winograd_weights() const {
+  if (!winograd_shape_ || !cpu::int8_winograd_enabled()) return nullptr;
+  std::call_once(winograd_->made, [&] {
+    winograd_->weights = std::make_unique<cpu::Int8WinogradWeights>(cout_, c_, codes_.data<int8_t>());
+  });
+  return winograd_->weights.get();
 }
 
 Int8Conv2d::Layout Int8Conv2d::layout(int64_t H, int64_t W) const {
@@ -283,6 +299,7 @@ std::pair<Tensor, Int8Codes> Int8Conv2d::run(const Tensor* xf, const Int8Codes* 
     e.scale = fused_scale.data(), e.bias = fused_bias.data();
   }
   const int64_t sh = opt_.stride[0], sw = opt_.stride[1], Wp = l.Wp, cp = cp_;
+  const cpu::Int8WinogradWeights* wino = winograd_weights();
   auto image = [&](int64_t n, bool parallel_gemm, int slot) {
     // The image's codes: laid out here from the float input (kept per thread between calls, up
     // to kKeptCodes), or as the layer before made them.
@@ -325,15 +342,22 @@ std::pair<Tensor, Int8Codes> Int8Conv2d::run(const Tensor* xf, const Int8Codes* 
     };
     const Tensor mine_t = buffered ? buffers.narrow(0, slot, 1) : Tensor();
     float* mine = buffered ? mine_t.data<float>() : nullptr;
+    // The product's sums into y (y_row, y_col), by im2col's product or by Winograd's.
+    auto product = [&](float* y, int64_t y_row, int64_t y_col) {
+      if (wino)
+        cpu::int8_winograd_conv(q, H, W, cp_, (uint8_t)input_.offset(), *wino, e, y, y_row, y_col, parallel_gemm);
+      else
+        cpu::int8_gemm(HoWo, a, packed_, e, y, y_row, y_col, parallel_gemm);
+    };
     if (!next) {
-      cpu::int8_gemm(HoWo, a, packed_, e, pooled ? mine : yp + n * cout_ * HoWo, 1, HoWo, parallel_gemm);
+      product(pooled ? mine : yp + n * cout_ * HoWo, 1, HoWo);
       if (pooled) max_pool2d_into(mine_t, *post.pool, y.narrow(0, n, 1));
       return;
     }
     // For the next layer: channels last, then its codes (the same values as its own
     // quantization of this layer's float output), pooled on the codes (the quantization is
     // monotonic, so the largest code is the largest value's code), into its padded image.
-    cpu::int8_gemm(HoWo, a, packed_, e, mine, cout_, 1, parallel_gemm);
+    product(mine, cout_, 1);
     next->codes_from_pixels(mine, l.Ho, l.Wo, post.pool ? &*post.pool : nullptr, nl,
                             codes_out.codes.data<uint8_t>() + n * nl.stride);
   };

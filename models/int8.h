@@ -46,6 +46,10 @@
 #include "runtime/cpu/int8_gemm.h"
 #include "runtime/tensor.h"
 
+namespace ocrt::cpu {
+class Int8WinogradWeights;  // runtime/cpu/int8_winograd.h (not installed: a kernel header)
+}  // namespace ocrt::cpu
+
 namespace ocrt::nn {
 
 // How a layer's float32 input becomes activation codes.
@@ -147,6 +151,18 @@ class Int8Conv2d {
   cpu::Int8PackedWeights packed_;  // K = kh * kw * cp (tap-major, then channel), N = cout
   std::vector<float> scale_, bias_;
   std::vector<int32_t> offset_;
+  // A 3x3, stride-1, padding-1 layer on a CPU whose int8 product is the AVX2 one runs through
+  // F(2x2, 3x3) in exact integers instead (runtime/cpu/int8_winograd.h: the same sums, the same
+  // floats). Its transformed weights are made at the first such call, from the codes kept here.
+  struct WinogradForm {
+    std::once_flag made;
+    std::unique_ptr<cpu::Int8WinogradWeights> weights;
+    ~WinogradForm();  // in int8.cpp, where the weights' type is complete
+  };
+  bool winograd_shape_ = false;
+  Tensor codes_;  // (cout, c, 3, 3) int8 codes, kept for the transformed weights (shares the model's)
+  std::shared_ptr<WinogradForm> winograd_;  // made by the constructor
+  const cpu::Int8WinogradWeights* winograd_weights() const;
 };
 
 // Whether int8 computes this module's weight `name` (a Conv2d's "weight", a Linear's "weight",

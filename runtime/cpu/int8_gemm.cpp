@@ -700,6 +700,11 @@ void int8_gemm(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8
   run(M, a, B, e, y, y_row, y_col, parallel, k.tile, k.pair, k.row, k.store);
 }
 
+void int8_store_tile(const int32_t* acc, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const Int8Epilogue& e,
+                     float* y, int64_t y_row, int64_t y_col) {
+  kernels().store(acc, i0, rows, j0, cols, e, y, y_row, y_col);
+}
+
 void int8_gemm_reference(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Epilogue& e,
                          float* y, int64_t y_row, int64_t y_col) {
   run(M, a, B, e, y, y_row, y_col, false, kernel_reference, nullptr, nullptr, store_tile_reference);

@@ -108,6 +108,13 @@ Int8A int8_rows(const uint8_t* a, int64_t lda);
 void int8_gemm(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Epilogue& e, float* y,
                int64_t y_row, int64_t y_col, bool parallel = true);
 
+// The epilogue int8_gemm's kernels end a tile with, on its own: acc (kInt8MR x kInt8NR int32,
+// row-major; all of it readable) holds the sums of rows i0 .. i0 + rows - 1 (rows <= kInt8MR) and
+// columns j0 .. j0 + cols - 1 (cols <= kInt8NR), written to y as int8_gemm writes them. Products
+// that sum otherwise (int8_winograd.h) end here, so that the same sums give the same floats.
+void int8_store_tile(const int32_t* acc, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const Int8Epilogue& e,
+                     float* y, int64_t y_row, int64_t y_col);
+
 // The same with the plain loops, whatever the CPU (tests compare the kernels with it).
 void int8_gemm_reference(int64_t M, const Int8A& a, const Int8PackedWeights& B, const Int8Epilogue& e,
                          float* y, int64_t y_row, int64_t y_col);

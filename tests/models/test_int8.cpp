@@ -15,12 +15,14 @@
 #include "models/crnn.h"
 #include "models/dbnet.h"
 #include "models/int8.h"
+#include "runtime/cpu/int8_winograd.h"
 #include "models/layers.h"
 #include "models/model_check.h"
 #include "models/model_file.h"
 #include "models/recognizer.h"
 #include "ops/conv.h"
 #include "ops/linalg.h"
+#include "runtime/cpu_isa.h"
 #include "run_command.h"
 #include "temp_dir.h"
 
@@ -307,6 +309,98 @@ TEST_CASE("Int8Conv2d hands its output to the next int8 convolution as codes: th
   const Tensor y = convs[2]->forward(convs[1]->forward(convs[0]->forward(x, p0), p1), p2);
   REQUIRE(whole.shape() == y.shape());
   CHECK(whole.to_vector<float>() == y.to_vector<float>());
+}
+
+// Sets int8 Winograd (runtime/cpu/int8_winograd.h) on or off while it lives, then back as it was.
+struct Int8WinogradScope {
+  bool before = cpu::int8_winograd_enabled();
+  explicit Int8WinogradScope(bool on) { cpu::set_int8_winograd(on); }
+  ~Int8WinogradScope() { cpu::set_int8_winograd(before); }
+};
+
+TEST_CASE("int8 3x3 convolutions through Winograd F(2x2, 3x3) give im2col's bits: shapes, signed inputs, epilogues, codes", "[int8]") {
+  if (!cpu_isa_supported(CpuIsa::avx2)) return;  // int8 Winograd runs on AVX2 only
+  // Odd and even sizes (a last tile half outside the image), one row or column, channels not a
+  // multiple of 16 (the transform's scalar tail) or of 4 (padded), more than 48 tiles to a row
+  // (two chunks), output channels not a multiple of 16 (a partial panel), signed inputs (padding
+  // at code 64), and the epilogue's BatchNorm, ReLU and pool.
+  uint32_t seed = 900;
+  struct Case {
+    int64_t N, C, Cout, H, W;
+    bool is_signed, post;
+  };
+  const Case cases[] = {{1, 1, 1, 1, 1, false, false},   {2, 3, 5, 2, 7, false, true},    {1, 4, 16, 5, 13, true, false},
+                        {3, 17, 20, 3, 1, false, true},  {1, 36, 33, 8, 101, true, true}, {2, 64, 32, 4, 130, false, true},
+                        {1, 32, 16, 16, 9, false, false}, {2, 6, 7, 7, 8, true, true}};
+  for (const Case& c : cases) {
+    INFO("N " << c.N << " C " << c.C << " Cout " << c.Cout << " " << c.H << "x" << c.W << " signed " << c.is_signed);
+    const Int8Weight q = quantize_weight(random_tensor({c.Cout, c.C, 3, 3}, -0.5f, 0.5f, seed++));
+    const Int8Input in = c.is_signed ? Int8Input{1.f / 63, true} : Int8Input{2.f / 127, false};
+    const Int8Conv2d conv(q.codes, q.scales, random_tensor({c.Cout}, -0.3f, 0.3f, seed++), {{1, 1}, {1, 1}}, in);
+    const Tensor x = random_tensor({c.N, c.C, c.H, c.W}, c.is_signed ? -1.2f : 0.f, 2.2f, seed++);  // some clamped
+    Int8PostOps post;
+    if (c.post) {
+      const Tensor bn_scale = random_tensor({c.Cout}, 0.5f, 1.5f, seed++);
+      post.affine = {bn_scale, random_tensor({c.Cout}, -0.2f, 0.2f, seed++)};
+      post.relu = true;
+      if (c.H >= 2 && c.W >= 2) post.pool = MaxPool2dOptions{};
+    }
+    Tensor y[2];
+    for (int w = 0; w < 2; ++w) {
+      Int8WinogradScope scope(w == 1);
+      y[w] = conv.forward(x, post);
+    }
+    REQUIRE(y[0].shape() == y[1].shape());
+    CHECK(y[0].to_vector<float>() == y[1].to_vector<float>());
+    // and as the next layer's codes, then that layer's output
+    const Int8Weight q2 = quantize_weight(random_tensor({3, c.Cout, 3, 3}, -0.5f, 0.5f, seed++));
+    const Int8Conv2d next(q2.codes, q2.scales, Tensor(), {{1, 1}, {1, 1}}, Int8Input{1.5f / 127, false});
+    Tensor z[2];
+    for (int w = 0; w < 2; ++w) {
+      Int8WinogradScope scope(w == 1);
+      z[w] = next.forward(conv.forward_codes(x, post, next), Int8PostOps{});
+    }
+    CHECK(z[0].to_vector<float>() == z[1].to_vector<float>());
+  }
+}
+
+TEST_CASE("int8 Winograd at the bound: the largest codes and weights over 512 channels, on 1 and 2 threads", "[int8]") {
+  if (!cpu_isa_supported(CpuIsa::avx2)) return;  // int8 Winograd runs on AVX2 only
+  // Every code 127 against weights of +-127 in patterns that make the transforms' largest values
+  // (|U| up to 1143, |V| up to 508) and sums near the int32 bound (4 x 9 x 127 x 127 x 512 ~ 3e8
+  // before the shift): the exact integers, so the same floats as im2col. Scale 1: the floats are
+  // the sums themselves, and each is checked against the direct sum too.
+  const int64_t C = 512, Cout = 16, H = 5, W = 6;
+  Tensor codes = Tensor::empty({Cout, C, 3, 3}, DType::i8);
+  int8_t* w = codes.data<int8_t>();
+  for (int64_t k = 0; k < Cout; ++k)
+    for (int64_t i = 0; i < C * 9; ++i) w[k * C * 9 + i] = (int8_t)(k % 3 == 0 ? 127 : k % 3 == 1 ? -127 : ((i + k) % 2 ? 127 : -127));
+  const Int8Conv2d conv(codes, Tensor::ones({Cout}), Tensor(), {{1, 1}, {1, 1}}, Int8Input{1.0f, false});
+  const Tensor x = Tensor::full({1, C, H, W}, 127.0f);
+  for (const int threads : {1, 2}) {
+    const int before = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    Tensor y[2];
+    for (int v = 0; v < 2; ++v) {
+      Int8WinogradScope scope(v == 1);
+      y[v] = conv.forward(x);
+    }
+    omp_set_num_threads(before);
+    CHECK(y[0].to_vector<float>() == y[1].to_vector<float>());
+    const std::vector<float> got = y[1].to_vector<float>();
+    for (int64_t k = 0; k < Cout; ++k)
+      for (int64_t i = 0; i < H; ++i)
+        for (int64_t j = 0; j < W; ++j) {
+          int64_t sum = 0;
+          for (int64_t c = 0; c < C; ++c)
+            for (int a = 0; a < 3; ++a)
+              for (int b = 0; b < 3; ++b) {
+                const int64_t r = i + a - 1, s = j + b - 1;
+                if (r >= 0 && r < H && s >= 0 && s < W) sum += 127 * (int64_t)w[((k * C + c) * 3 + a) * 3 + b];
+              }
+          REQUIRE(got[(size_t)((k * H + i) * W + j)] == (float)sum);
+        }
+  }
 }
 
 namespace {

@@ -1,0 +1,91 @@
+// int8 3x3 convolutions on CPUs without VNNI: F(2x2, 3x3) in exact integers
+// (runtime/cpu/int8_winograd.h, docs/int8.md) against the implicit-im2col int8 product
+// (runtime/cpu/int8_gemm.h), both through nn::Int8Conv2d::forward on the same codes (quantize,
+// lay out, the product, the float epilogue), on crnn-en's and crnn-s's five 3x3 layers at a batch
+// of 32 lines of 32 x 400 (bench_winograd's shapes), the two alternating; milliseconds (the
+// fastest of --reps calls each) and whether the two outputs are the same bits.
+//
+//   bench_int8_winograd [--threads N] [--reps R]
+//
+// Meaningful where the int8 product is the AVX2 one (ocrt-infer's summary: "avx2 vpmaddubsw"); on
+// a CPU with VNNI both sides run, but ocrt takes the int8 product there (int8_winograd.h).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "models/int8.h"
+#include "runtime/cpu/int8_winograd.h"
+#include "runtime/cli.h"
+#include "runtime/cpu_isa.h"
+#include "runtime/threading.h"
+
+using namespace ocrt;
+
+namespace {
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+struct Layer {
+  const char* name;
+  int64_t C, Cout, H, W;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t reps = 5, threads = 1;
+  cli::Parser p("bench_int8_winograd", "usage: bench_int8_winograd [options]: int8 3x3 convolutions, Winograd against im2col\n");
+  p.add(cli::integer("--threads", "N", threads, 1, 4096, "CPU threads (1)"));
+  p.add(cli::integer("--reps", "N", reps, 1, 100, "timed calls of each; the fastest is printed (5)"));
+  OCRT_CHECK(p.parse(argc, argv).empty(), "bench_int8_winograd takes no arguments besides its flags");
+  OCRT_CHECK(cpu_isa_supported(CpuIsa::avx2), "bench_int8_winograd needs AVX2");
+  set_num_threads((int)threads);
+  NoGradGuard no_grad;
+  const Layer layers[] = {{"crnn cnn.3", 64, 128, 16, 200},  {"crnn cnn.6", 128, 256, 8, 100},
+                          {"crnn cnn.9", 256, 256, 8, 100},  {"crnn cnn.12", 256, 512, 4, 101},
+                          {"crnn cnn.15", 512, 512, 4, 101}, {"crnn-s cnn.3", 32, 64, 16, 200},
+                          {"crnn-s cnn.6", 64, 128, 8, 100}, {"crnn-s cnn.9", 128, 128, 8, 100},
+                          {"crnn-s cnn.12", 128, 256, 4, 101}, {"crnn-s cnn.15", 256, 256, 4, 101}};
+  const int64_t N = 32;
+  std::mt19937 rng(11);
+  std::printf("# int8 product: %s; %lld threads, batch %lld\n", cpu::int8_gemm_kernel_name(), (long long)threads,
+              (long long)N);
+  std::printf("%-14s %10s %10s %9s %13s  %s\n", "layer", "im2col ms", "wino ms", "speed-up", "wino GOP/s*", "same bits");
+  double total[2][2] = {{0, 0}, {0, 0}};
+  for (const Layer& l : layers) {
+    Tensor wc = Tensor::empty({l.Cout, l.C, 3, 3}, DType::i8), sc = Tensor::empty({l.Cout}), bias = Tensor::empty({l.Cout});
+    for (int64_t i = 0; i < wc.numel(); ++i) wc.data<int8_t>()[i] = (int8_t)((int)(rng() % 255) - 127);
+    for (int64_t i = 0; i < l.Cout; ++i) sc.data<float>()[i] = 1e-3f * (float)(1 + rng() % 100), bias.data<float>()[i] = 0.01f * (float)(rng() % 100);
+    Conv2dOptions o;
+    o.padding = {1, 1};
+    nn::Int8Input in;
+    in.scale = 1.0f / 127;
+    nn::Int8Conv2d conv(wc, sc, bias, o, in);
+    Tensor x = Tensor::empty({N, l.C, l.H, l.W});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = (float)(rng() % 1000) / 1000.0f;
+    double best[2] = {1e9, 1e9};
+    Tensor y[2];
+    for (int64_t r = 0; r < reps + 1; ++r)  // the first round warms up (and makes Winograd's weights)
+      for (int w = 0; w < 2; ++w) {
+        cpu::set_int8_winograd(w == 1);
+        const double t0 = now_s();
+        y[w] = conv.forward(x);
+        const double t = now_s() - t0;
+        if (r > 0) best[w] = std::min(best[w], t);
+      }
+    const bool same = std::memcmp(y[0].data<float>(), y[1].data<float>(), (size_t)y[0].numel() * sizeof(float)) == 0;
+    const double ops = 2.0 * N * l.Cout * l.C * 9 * l.H * l.W;
+    std::printf("%-14s %10.2f %10.2f %8.2fx %13.1f  %s\n", l.name, best[0] * 1e3, best[1] * 1e3, best[0] / best[1],
+                ops / best[1] / 1e9, same ? "yes" : "NO");
+    const int model = std::strncmp(l.name, "crnn-s", 6) == 0;
+    total[model][0] += best[0], total[model][1] += best[1];
+  }
+  for (int m = 0; m < 2; ++m)
+    std::printf("%-14s %10.2f %10.2f %8.2fx\n", m ? "crnn-s all" : "crnn all", total[m][0] * 1e3, total[m][1] * 1e3,
+                total[m][0] / total[m][1]);
+  std::printf("(* counted as the direct sum's 2 x 9 x C x Cout per output)\n");
+  return 0;
+}

@@ -1,0 +1,63 @@
+// int8 3x3 convolutions through Winograd's F(2x2, 3x3) in exact integers, for CPUs whose int8
+// product is the AVX2 one (vpmaddubsw: no VNNI, no AMX). docs/int8.md, "Winograd on AVX2".
+//
+// Why exact. Activation codes are 0..127 and weight codes -127..127 (int8_gemm.h). F(2x2, 3x3)'s
+// input transform B^T d B adds and subtracts four codes of a 4x4 tile (-254..508); its weight
+// transform, scaled by 2 on both sides so that it stays in integers ((2G) g (2G)^T, at most
+// 9 x 127 = 1143 in size), fits int16 as well. The 16 products of a tile are int16 x int16
+// pairs summed in int32 (vpmaddwd), and the output transform A^T M A gives 4 x the direct sum,
+// exactly (int32 additions wrap, and the final value fits: 4 x 9 x 127 x 127 x C < 2^31 for the
+// channel counts allowed below), so a shift by 2 gives the very integers that im2col's product
+// sums, and the same epilogue (int8_store_tile) makes the same floats, bit for bit.
+//
+// Why faster there. Without VNNI an int8 step is vpmaddubsw then vpmaddwd (two multiplies for
+// 32 products), an int16 step one vpmaddwd for 16: the same multiplies a product, and F(2x2,
+// 3x3) takes 16 products for 4 outputs where the direct sum takes 36. With VNNI (vpdpbusd, 64
+// products an instruction on 512 bits) the int8 product stays ahead, and this path is not taken.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "runtime/cpu/int8_gemm.h"
+
+namespace ocrt::cpu {
+
+// The most input channels the exact bound above allows.
+constexpr int64_t kInt8WinogradMaxChannels = ((int64_t(1) << 31) - 1) / (4 * 9 * 127 * 127);
+
+// A 3x3 layer's weights w (Cout, C, 3, 3), codes -127..127, transformed for F(2x2, 3x3) and
+// packed as the products' B: for each of the 16 points xi and each panel of kInt8NR output
+// channels, C/2 steps (C rounded up to pairs) of kInt8NR channel pairs (two int16 each, channels
+// 2q and 2q + 1 of the step), zeros past C and past Cout.
+class Int8WinogradWeights {
+ public:
+  Int8WinogradWeights(int64_t Cout, int64_t C, const int8_t* w);
+  int64_t out_channels() const { return cout_; }
+  int64_t in_channels() const { return c_; }
+  int64_t pairs() const { return pairs_; }
+  const int16_t* panel(int64_t xi, int64_t p) const { return data_.get() + (xi * panels_ + p) * pairs_ * 2 * kInt8NR; }
+  size_t bytes() const { return (size_t)(16 * panels_ * pairs_ * 2 * kInt8NR) * sizeof(int16_t); }
+
+ private:
+  int64_t cout_, c_, pairs_, panels_;
+  std::unique_ptr<int16_t, void (*)(void*)> data_{nullptr, std::free};
+};
+
+// Whether Int8Conv2d takes this path: the int8 product here is the AVX2 one, and
+// OCRT_INT8_WINOGRAD is not 0 (set_int8_winograd overrides both, for tests and benchmarks;
+// forcing it on needs AVX2).
+bool int8_winograd_enabled();
+void set_int8_winograd(bool on);
+
+// One image's 3x3, stride-1, padding-1 convolution into y as int8_gemm writes it (output pixel
+// i = oh * W + ow is row i of the product: y[i * y_row + channel * y_col], through e). The
+// image's codes lie channels last with its padding: (H + 2) x (W + 2) pixels of `pixel` codes
+// (>= C, a multiple of 4, channels past C at any code 0..127: their weights are zero), the
+// padding's pixels at pad_code (the code of 0). C at most kInt8WinogradMaxChannels. Threads: as int8_gemm (the rows
+// of tiles shared out with parallel set, outside a parallel region); the same result for any
+// count.
+void int8_winograd_conv(const uint8_t* image, int64_t H, int64_t W, int64_t pixel, uint8_t pad_code,
+                        const Int8WinogradWeights& U,
+                        const Int8Epilogue& e, float* y, int64_t y_row, int64_t y_col, bool parallel = true);
+
+}  // namespace ocrt::cpu
