@@ -15,8 +15,10 @@
 //   M[xi][t][16]:   the 16 products' sums for one panel of 16 output channels;
 //   then A^T M A for the chunk's tiles into two rows of pixels x 16 channels of int32, and the
 //   int8 product's own epilogue (int8_store_tile) from there into y.
-// For each panel of output channels the chunk's V is read again (from the L2: 48 tiles of 512
-// channels are 768 KiB); the panel of U (16 x C pairs, 16 KiB at 512 channels) stays in the L1.
+// For each panel of output channels the chunk's V is read again (from the L2: 24 tiles of 512
+// channels are 400 KiB); the panel of U (16 x C pairs, 16 KiB at 512 channels) stays in the L1.
+// (Chunks of 12, 24 and 48 tiles read crnn's layers equally fast within the noise of a shared
+// Zen 3, bench_int8_winograd; 24 keeps V within the L2 at 512 channels.)
 #include "runtime/cpu/int8_winograd.h"
 
 #include <omp.h>
@@ -42,7 +44,7 @@ namespace ocrt::cpu {
 namespace {
 
 constexpr int64_t MR = kInt8MR, NR = kInt8NR;
-constexpr int64_t kChunkTiles = 8 * MR;
+constexpr int64_t kChunkTiles = 4 * MR;
 
 // -1: as the machine and OCRT_INT8_WINOGRAD say; 0 or 1: set_int8_winograd's choice.
 std::atomic<int> g_forced{-1};
@@ -171,7 +173,7 @@ OCRT_TARGET_AVX2 void output_tiles(const int32_t* M, int64_t ntp, int64_t nt, in
 
 // A thread's buffers, grown as needed and kept between calls (a few MB at most).
 struct Scratch {
-  std::vector<int16_t> v;  // V: 16 x kChunkTiles x pixel int16, 32-byte aligned from v_at
+  std::vector<int16_t> v;  // V: 16 x kChunkTiles x tile_stride(pixel) int16, 32-byte aligned
   std::vector<int32_t> m;  // M: 16 x tiles (rounded up to MR) x 16
   std::vector<int32_t> rows;  // two rows of 2 kChunkTiles (+ MR) pixels x 16
   std::vector<uint8_t> pad;
