@@ -8,13 +8,14 @@
 //         [ 0  1  0 -1 ]          [ 0  0  2 ]
 //   V = B^T d B (16 values),  U = (2G) g (2G)^T (16 values),  Y = A^T (sum_c U * V) A = 4 x the sums.
 //
-// Layout. Work goes by rows of tiles (tile row ty makes output rows 2 ty and 2 ty + 1), a chunk
-// of at most kChunkTiles tiles of a row at a time:
+// Layout. Tiles are numbered row of tiles by row of tiles (tile row ty makes output rows 2 ty
+// and 2 ty + 1); work goes in chunks of at most kChunkTiles consecutive tiles:
 //   V[xi][t][pair]: tile t's transformed codes, channel pairs as int32 (two int16), which are
 //                   the rows of A of the products;
 //   M[xi][t][16]:   the 16 products' sums for one panel of 16 output channels;
-//   then A^T M A for the chunk's tiles into two rows of pixels x 16 channels of int32, and the
-//   int8 product's own epilogue (int8_store_tile) from there into y.
+//   then A^T M A for the chunk's tiles into two rows of pixels x 16 channels of int32 (each
+//   tile's top and bottom pair of pixels), and the int8 product's own epilogue
+//   (int8_store_tile) from there into y, a row of tiles' run at a time.
 // For each panel of output channels the chunk's V is read again (from the L2: 24 tiles of 512
 // channels are 400 KiB); the panel of U (16 x C pairs, 16 KiB at 512 channels) stays in the L1.
 // (Chunks of 12, 24 and 48 tiles read crnn's layers equally fast within the noise of a shared
@@ -96,18 +97,20 @@ OCRT_TARGET_AVX2 void kernel_avx2(const int32_t* const* a, int64_t steps, const 
   _mm256_storeu_si256(out + 10, c50), _mm256_storeu_si256(out + 11, c51);
 }
 
-// V of nt tiles of tile row ty, from tile tx0 on: the 16 pixels of each tile (padded-image
-// coordinates rows 2 ty .., columns 2 tx ..; past the image, the pad pixel), 16 channels at a
-// time as int16, through B^T . B; V[(xi * nt + t) * ts + c] as int16, ts = tile_stride(pixel).
+// V of nt tiles from tile p0 on (tiles numbered row by row, tw a row): the 16 pixels of each
+// tile (padded-image coordinates rows 2 ty .., columns 2 tx ..; past the image, the pad pixel),
+// 16 channels at a time as int16, through B^T . B; V[(xi * nt + t) * ts + c] as int16,
+// ts = tile_stride(pixel).
 OCRT_TARGET_AVX2 void input_tiles(const uint8_t* image, int64_t Hp, int64_t Wp, int64_t pixel, const uint8_t* pad,
-                                  int64_t ty, int64_t tx0, int64_t nt, int16_t* V) {
+                                  int64_t tw, int64_t p0, int64_t nt, int16_t* V) {
   const int64_t ts = tile_stride(pixel);
   const int64_t vec_end = pixel / 16 * 16;
   for (int64_t t = 0; t < nt; ++t) {
+    const int64_t ty = (p0 + t) / tw, tx = (p0 + t) % tw;
     const uint8_t* px[4][4];
     for (int64_t i = 0; i < 4; ++i)
       for (int64_t j = 0; j < 4; ++j) {
-        const int64_t r = 2 * ty + i, s = 2 * (tx0 + t) + j;
+        const int64_t r = 2 * ty + i, s = 2 * tx + j;
         px[i][j] = r < Hp && s < Wp ? image + (r * Wp + s) * pixel : pad;
       }
     int16_t* v0 = V + t * ts;
@@ -232,17 +235,23 @@ void int8_winograd_conv(const uint8_t* image, int64_t H, int64_t W, int64_t pixe
              W, " of ", pixel, " codes a pixel for ", U.in_channels(), " channels");
   OCRT_CHECK(e.scale != nullptr, "int8_winograd_conv: the epilogue needs a scale per channel");
   const int64_t Hp = H + 2, Wp = W + 2, th = (H + 1) / 2, tw = (W + 1) / 2;
-  const int64_t chunks = (tw + kChunkTiles - 1) / kChunkTiles, items = th * chunks;
+  // Chunks of the image's tiles in row order, across rows of tiles: a narrow image (a page's
+  // short lines: 25 tiles a row in crnn's deep layers) then wastes no part-filled panel of 6
+  // tiles at the end of each row. As few chunks as kChunkTiles allows, of whole panels, equal
+  // but for the last.
+  const int64_t P = th * tw, items = (P + kChunkTiles - 1) / kChunkTiles;
+  const int64_t per = ((P + items - 1) / items + MR - 1) / MR * MR;
   const int64_t Cout = U.out_channels(), panels = (Cout + NR - 1) / NR, steps = U.pairs();
   auto item = [&](int64_t it, Scratch& s) {
-    const int64_t ty = it / chunks, tx0 = (it % chunks) * kChunkTiles, nt = std::min(kChunkTiles, tw - tx0);
+    const int64_t p0 = it * per, nt = std::min(per, P - p0);  // (the last chunk may be empty)
+    if (nt <= 0) return;
     const int64_t ntp = (nt + MR - 1) / MR * MR;
     s.v.resize((size_t)(16 * kChunkTiles * tile_stride(pixel) + 16));
     int16_t* V = (int16_t*)(((uintptr_t)s.v.data() + 31) / 32 * 32);
     s.m.resize((size_t)(16 * ((kChunkTiles + MR - 1) / MR * MR) * NR));
     s.rows.resize((size_t)(2 * (2 * kChunkTiles + MR) * NR));
     s.pad.assign((size_t)pixel, pad_code);
-    input_tiles(image, Hp, Wp, pixel, s.pad.data(), ty, tx0, nt, V);
+    input_tiles(image, Hp, Wp, pixel, s.pad.data(), tw, p0, nt, V);
     int32_t *row0 = s.rows.data(), *row1 = row0 + (2 * kChunkTiles + MR) * NR;
     const int32_t* a[MR];
     for (int64_t p = 0; p < panels; ++p) {
@@ -255,13 +264,20 @@ void int8_winograd_conv(const uint8_t* image, int64_t H, int64_t W, int64_t pixe
         }
       }
       output_tiles(s.m.data(), ntp, nt, row0, row1);
-      const int64_t j0 = p * NR, cols = std::min(NR, Cout - j0), w0 = 2 * tx0, w1 = std::min(W, 2 * (tx0 + nt));
-      for (int64_t h = 0; h < 2; ++h) {
-        const int64_t oh = 2 * ty + h;
-        if (oh >= H) break;
-        const int32_t* row = h ? row1 : row0;
-        for (int64_t w = w0; w < w1; w += MR)
-          int8_store_tile(row + (w - w0) * NR, oh * W + w, std::min(MR, w1 - w), j0, cols, e, y, y_row, y_col);
+      // The chunk's tiles row of tiles by row of tiles: tiles t .. t_end of the chunk lie in tile
+      // row ty, their pixels consecutive in row0 and row1 from pixel 2 t.
+      const int64_t j0 = p * NR, cols = std::min(NR, Cout - j0);
+      for (int64_t t = 0; t < nt;) {
+        const int64_t ty = (p0 + t) / tw, tx = (p0 + t) % tw, t_end = std::min(nt, t + tw - tx);
+        const int64_t w0 = 2 * tx, w1 = std::min(W, 2 * (tx + t_end - t));
+        for (int64_t h = 0; h < 2; ++h) {
+          const int64_t oh = 2 * ty + h;
+          if (oh >= H) break;
+          const int32_t* row = (h ? row1 : row0) + 2 * t * NR;
+          for (int64_t w = w0; w < w1; w += MR)
+            int8_store_tile(row + (w - w0) * NR, oh * W + w, std::min(MR, w1 - w), j0, cols, e, y, y_row, y_col);
+        }
+        t = t_end;
       }
     }
   };

@@ -53,9 +53,9 @@ void set_int8_winograd(bool on);
 // i = oh * W + ow is row i of the product: y[i * y_row + channel * y_col], through e). The
 // image's codes lie channels last with its padding: (H + 2) x (W + 2) pixels of `pixel` codes
 // (>= C, a multiple of 4, channels past C at any code 0..127: their weights are zero), the
-// padding's pixels at pad_code (the code of 0). C at most kInt8WinogradMaxChannels. Threads: as int8_gemm (the rows
-// of tiles shared out with parallel set, outside a parallel region); the same result for any
-// count.
+// padding's pixels at pad_code (the code of 0). C at most kInt8WinogradMaxChannels. Threads:
+// as int8_gemm (chunks of tiles shared out with parallel set, outside a parallel region); the
+// same result for any count.
 void int8_winograd_conv(const uint8_t* image, int64_t H, int64_t W, int64_t pixel, uint8_t pad_code,
                         const Int8WinogradWeights& U,
                         const Int8Epilogue& e, float* y, int64_t y_row, int64_t y_col, bool parallel = true);
