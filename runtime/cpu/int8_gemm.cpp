@@ -791,4 +791,12 @@ bool int8_gemm_simd() { return kernels().tile != kernel_reference; }
 
 const char* int8_gemm_kernel_name() { return kernels().name; }
 
+bool int8_gemm_avx2_kernel() {
+#if defined(OCRT_INT8_AVX2)
+  return kernels().tile == kernel_avx2 && !kernels().amx;
+#else
+  return false;
+#endif
+}
+
 }  // namespace ocrt::cpu

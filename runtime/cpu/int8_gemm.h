@@ -135,5 +135,8 @@ void transpose_bytes(const uint8_t* src, int64_t rows, int64_t cols, int64_t src
 // Whether int8_gemm runs a SIMD kernel on this machine (the avx2 path or better), and its name.
 bool int8_gemm_simd();
 const char* int8_gemm_kernel_name();
+// Whether that kernel is the AVX2 one (vpmaddubsw: no VNNI, no AMX), where 3x3 layers gain by
+// Winograd in integers (int8_winograd.h).
+bool int8_gemm_avx2_kernel();
 
 }  // namespace ocrt::cpu

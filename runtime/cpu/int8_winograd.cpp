@@ -54,7 +54,7 @@ bool machine_default() {
 #if defined(OCRT_INT8_WINOGRAD_AVX2)
   const char* env = std::getenv("OCRT_INT8_WINOGRAD");
   if (env && std::string(env) == "0") return false;
-  return std::string(int8_gemm_kernel_name()) == "avx2 vpmaddubsw";
+  return int8_gemm_avx2_kernel();
 #else
   return false;
 #endif
