@@ -2,8 +2,10 @@
 // (runtime/cpu/int8_winograd.h, docs/int8.md) against the implicit-im2col int8 product
 // (runtime/cpu/int8_gemm.h), both through nn::Int8Conv2d::forward on the same codes (quantize,
 // lay out, the product, the float epilogue), on crnn-en's and crnn-s's five 3x3 layers at a batch
-// of 32 lines of 32 x 400 (bench_winograd's shapes), the two alternating; milliseconds (the
-// fastest of --reps calls each) and whether the two outputs are the same bits.
+// of 32 lines of 32 x 400 (bench_winograd's shapes), and on four of the page detector's layers,
+// the two alternating; milliseconds (the fastest of --reps calls each) and whether the two
+// outputs are the same bits. (ocrt-infer takes Winograd only from kInt8WinogradMinChannels
+// input channels on; here both paths run whatever the count.)
 //
 //   bench_int8_winograd [--threads N] [--reps R]
 //
@@ -48,14 +50,19 @@ int main(int argc, char** argv) {
                           {"crnn cnn.9", 256, 256, 8, 100},  {"crnn cnn.12", 256, 512, 4, 101},
                           {"crnn cnn.15", 512, 512, 4, 101}, {"crnn-s cnn.3", 32, 64, 16, 200},
                           {"crnn-s cnn.6", 64, 128, 8, 100}, {"crnn-s cnn.9", 128, 128, 8, 100},
-                          {"crnn-s cnn.12", 128, 256, 4, 101}, {"crnn-s cnn.15", 256, 256, 4, 101}};
-  const int64_t N = 32;
+                          {"crnn-s cnn.12", 128, 256, 4, 101}, {"crnn-s cnn.15", 256, 256, 4, 101},
+                          // the page detector's stride-1 layers (one page of 1280 x 1664): few
+                          // channels, where ocrt keeps im2col (kInt8WinogradMinChannels)
+                          {"det 8->8 /2", 8, 8, 640, 832},    {"det 16->16 /4", 16, 16, 320, 416},
+                          {"det 32->16 /4", 32, 16, 320, 416}, {"det 64->64 /16", 64, 64, 80, 104}};
   std::mt19937 rng(11);
-  std::printf("# int8 product: %s; %lld threads, batch %lld\n", cpu::int8_gemm_kernel_name(), (long long)threads,
-              (long long)N);
+  std::printf("# int8 product: %s; %lld threads, batch 32 (crnn) or 1 (det)\n", cpu::int8_gemm_kernel_name(),
+              (long long)threads);
   std::printf("%-14s %10s %10s %9s %13s  %s\n", "layer", "im2col ms", "wino ms", "speed-up", "wino GOP/s*", "same bits");
   double total[2][2] = {{0, 0}, {0, 0}};
   for (const Layer& l : layers) {
+    const bool det = std::strncmp(l.name, "det", 3) == 0;
+    const int64_t N = det ? 1 : 32;
     Tensor wc = Tensor::empty({l.Cout, l.C, 3, 3}, DType::i8), sc = Tensor::empty({l.Cout}), bias = Tensor::empty({l.Cout});
     for (int64_t i = 0; i < wc.numel(); ++i) wc.data<int8_t>()[i] = (int8_t)((int)(rng() % 255) - 127);
     for (int64_t i = 0; i < l.Cout; ++i) sc.data<float>()[i] = 1e-3f * (float)(1 + rng() % 100), bias.data<float>()[i] = 0.01f * (float)(rng() % 100);
@@ -70,7 +77,7 @@ int main(int argc, char** argv) {
     Tensor y[2];
     for (int64_t r = 0; r < reps + 1; ++r)  // the first round warms up (and makes Winograd's weights)
       for (int w = 0; w < 2; ++w) {
-        cpu::set_int8_winograd(w == 1);
+        cpu::set_int8_winograd(w == 1, 1);  // every layer, below kInt8WinogradMinChannels too
         const double t0 = now_s();
         y[w] = conv.forward(x);
         const double t = now_s() - t0;
@@ -81,8 +88,9 @@ int main(int argc, char** argv) {
     std::printf("%-14s %10.2f %10.2f %8.2fx %13.1f  %s\n", l.name, best[0] * 1e3, best[1] * 1e3, best[0] / best[1],
                 ops / best[1] / 1e9, same ? "yes" : "NO");
     const int model = std::strncmp(l.name, "crnn-s", 6) == 0;
-    total[model][0] += best[0], total[model][1] += best[1];
+    if (!det) total[model][0] += best[0], total[model][1] += best[1];
   }
+  cpu::set_int8_winograd(cpu::int8_winograd_enabled());  // the threshold back
   for (int m = 0; m < 2; ++m)
     std::printf("%-14s %10.2f %10.2f %8.2fx\n", m ? "crnn-s all" : "crnn all", total[m][0] * 1e3, total[m][1] * 1e3,
                 total[m][0] / total[m][1]);

@@ -180,7 +180,7 @@ Int8Conv2d::Int8Conv2d(const Tensor& codes, const Tensor& scales, const Tensor& 
 Int8Conv2d::WinogradForm::~WinogradForm() = default;
 
 const cpu::Int8WinogradWeights* Int8Conv2d::winograd_weights() const {
-  if (!winograd_shape_ || !cpu::int8_winograd_enabled()) return nullptr;
+  if (!winograd_shape_ || !cpu::int8_winograd_enabled() || c_ < cpu::int8_winograd_min_channels()) return nullptr;
   std::call_once(winograd_->made, [&] {
     winograd_->weights = std::make_unique<cpu::Int8WinogradWeights>(cout_, c_, codes_.data<int8_t>());
   });

@@ -49,6 +49,7 @@ constexpr int64_t kChunkTiles = 4 * MR;
 
 // -1: as the machine and OCRT_INT8_WINOGRAD say; 0 or 1: set_int8_winograd's choice.
 std::atomic<int> g_forced{-1};
+std::atomic<int64_t> g_min_channels{kInt8WinogradMinChannels};
 
 bool machine_default() {
 #if defined(OCRT_INT8_WINOGRAD_AVX2)
@@ -217,13 +218,17 @@ bool int8_winograd_enabled() {
   return on;
 }
 
-void set_int8_winograd(bool on) {
+int64_t int8_winograd_min_channels() { return g_min_channels.load(); }
+
+void set_int8_winograd(bool on, int64_t min_channels) {
+  OCRT_CHECK(min_channels >= 1, "set_int8_winograd: at least 1 channel, got ", min_channels);
 #if defined(OCRT_INT8_WINOGRAD_AVX2)
   OCRT_CHECK(!on || cpu_isa_supported(CpuIsa::avx2), "int8 Winograd needs AVX2, which this CPU lacks");
 #else
   OCRT_CHECK(!on, "int8 Winograd needs AVX2 (an x86-64 build)");
 #endif
   g_forced = on ? 1 : 0;
+  g_min_channels = min_channels;
 }
 
 void int8_winograd_conv(const uint8_t* image, int64_t H, int64_t W, int64_t pixel, uint8_t pad_code,

@@ -24,6 +24,11 @@ namespace ocrt::cpu {
 
 // The most input channels the exact bound above allows.
 constexpr int64_t kInt8WinogradMaxChannels = ((int64_t(1) << 31) - 1) / (4 * 9 * 127 * 127);
+// The fewest input channels for which Int8Conv2d takes this path: with fewer, a product step
+// has few pairs of channels to sum, and im2col's 9 taps give its kernel the longer runs (Zen 3,
+// one page's detector layers, bench_int8_winograd: 8 -> 8 channels 0.61x, 16 -> 16 0.91x,
+// 32 -> 16 1.03x, 64 -> 64 1.16x).
+constexpr int64_t kInt8WinogradMinChannels = 32;
 
 // A 3x3 layer's weights w (Cout, C, 3, 3), codes -127..127, transformed for F(2x2, 3x3) and
 // packed as the products' B: for each of the 16 points xi and each panel of kInt8NR output
@@ -45,9 +50,12 @@ class Int8WinogradWeights {
 
 // Whether Int8Conv2d takes this path: the int8 product here is the AVX2 one, and
 // OCRT_INT8_WINOGRAD is not 0 (set_int8_winograd overrides both, for tests and benchmarks;
-// forcing it on needs AVX2).
+// forcing it on needs AVX2), for layers of at least int8_winograd_min_channels() input channels
+// (kInt8WinogradMinChannels unless set_int8_winograd said otherwise: bench_int8_winograd times
+// the layers below it too).
 bool int8_winograd_enabled();
-void set_int8_winograd(bool on);
+int64_t int8_winograd_min_channels();
+void set_int8_winograd(bool on, int64_t min_channels = kInt8WinogradMinChannels);
 
 // One image's 3x3, stride-1, padding-1 convolution into y as int8_gemm writes it (output pixel
 // i = oh * W + ow is row i of the product: y[i * y_row + channel * y_col], through e). The
