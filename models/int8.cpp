@@ -174,17 +174,16 @@ Int8Conv2d::Int8Conv2d(const Tensor& codes, const Tensor& scales, const Tensor& 
                     options.padding[0] == 1 && options.padding[1] == 1 && options.dilation[0] == 1 &&
                     options.dilation[1] == 1 && c_ <= cpu::kInt8WinogradMaxChannels;
   if (winograd_shape_) codes_ = codes.contiguous();
-  winograd_ = std::make_shared<WinogradForm>();
 }
 
-Int8Conv2d::WinogradForm::~WinogradForm() = default;
+Int8Conv2d::~Int8Conv2d() = default;
 
 const cpu::Int8WinogradWeights* Int8Conv2d::winograd_weights() const {
   if (!winograd_shape_ || !cpu::int8_winograd_enabled() || c_ < cpu::int8_winograd_min_channels()) return nullptr;
-  std::call_once(winograd_->made, [&] {
-    winograd_->weights = std::make_unique<cpu::Int8WinogradWeights>(cout_, c_, codes_.data<int8_t>());
+  std::call_once(winograd_made_, [&] {
+    winograd_ = std::make_unique<cpu::Int8WinogradWeights>(cout_, c_, codes_.data<int8_t>());
   });
-  return winograd_->weights.get();
+  return winograd_.get();
 }
 
 Int8Conv2d::Layout Int8Conv2d::layout(int64_t H, int64_t W) const {

@@ -113,6 +113,7 @@ class Int8Conv2d {
  public:
   Int8Conv2d(const Tensor& codes, const Tensor& scales, const Tensor& bias, const Conv2dOptions& options,
              Int8Input input);
+  ~Int8Conv2d();  // in int8.cpp, where the Winograd weights' type is complete
   Tensor forward(const Tensor& x) const { return forward(x, Int8PostOps{}); }
   // pool(relu(conv(x) * scale + shift)): the same values as the layers one after the other, up to
   // float32 rounding (the affine map is folded into the epilogue's scale and bias).
@@ -154,14 +155,10 @@ class Int8Conv2d {
   // A 3x3, stride-1, padding-1 layer on a CPU whose int8 product is the AVX2 one runs through
   // F(2x2, 3x3) in exact integers instead (runtime/cpu/int8_winograd.h: the same sums, the same
   // floats). Its transformed weights are made at the first such call, from the codes kept here.
-  struct WinogradForm {
-    std::once_flag made;
-    std::unique_ptr<cpu::Int8WinogradWeights> weights;
-    ~WinogradForm();  // in int8.cpp, where the weights' type is complete
-  };
   bool winograd_shape_ = false;
   Tensor codes_;  // (cout, c, 3, 3) int8 codes, kept for the transformed weights (shares the model's)
-  std::shared_ptr<WinogradForm> winograd_;  // made by the constructor
+  mutable std::once_flag winograd_made_;
+  mutable std::unique_ptr<cpu::Int8WinogradWeights> winograd_;
   const cpu::Int8WinogradWeights* winograd_weights() const;
 };
 
