@@ -153,7 +153,7 @@ class Int8Conv2d {
   std::vector<float> scale_, bias_;
   std::vector<int32_t> offset_;
   // A 3x3, stride-1, padding-1 layer on a CPU whose int8 product is the AVX2 one runs through
-  // F(2x2, 3x3) in exact integers instead (runtime/cpu/int8_winograd.h: the same sums, the same
+  // Winograd F(4x4, 3x3) or F(2x2, 3x3) in exact integers instead (runtime/cpu/int8_winograd.h: the same sums, the same
   // floats). Its transformed weights are made at the first such call, from the codes kept here.
   bool winograd_shape_ = false;
   Tensor codes_;  // (cout, c, 3, 3) int8 codes, kept for the transformed weights (shares the model's)

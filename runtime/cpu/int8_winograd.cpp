@@ -1,6 +1,7 @@
-// int8 3x3 convolutions through F(2x2, 3x3) in exact integers (see int8_winograd.h).
+// int8 3x3 convolutions through Winograd's F(4x4, 3x3) or F(2x2, 3x3) in exact integers (see
+// int8_winograd.h).
 //
-// The transforms, for a 4x4 tile d of codes and a 3x3 filter g (Lavin and Gray's F(2, 3) in each
+// F(2x2, 3x3): for a 4x4 tile d of codes and a 3x3 filter g (Lavin and Gray's F(2, 3) in each
 // direction, the filter's side scaled by 2 so that it stays in integers):
 //   B^T = [ 1  0 -1  0 ]     2G = [ 2  0  0 ]     A^T = [ 1  1  1  0 ]
 //         [ 0  1  1  0 ]          [ 1  1  1 ]           [ 0  1 -1 -1 ]
@@ -8,18 +9,31 @@
 //         [ 0  1  0 -1 ]          [ 0  0  2 ]
 //   V = B^T d B (16 values),  U = (2G) g (2G)^T (16 values),  Y = A^T (sum_c U * V) A = 4 x the sums.
 //
-// Layout. Tiles are numbered row of tiles by row of tiles (tile row ty makes output rows 2 ty
-// and 2 ty + 1); work goes in chunks of at most kChunkTiles consecutive tiles:
-//   V[xi][t][pair]: tile t's transformed codes, channel pairs as int32 (two int16), which are
-//                   the rows of A of the products;
-//   M[xi][t][16]:   the 16 products' sums for one panel of 16 output channels;
-//   then A^T M A for the chunk's tiles into two rows of pixels x 16 channels of int32 (each
-//   tile's top and bottom pair of pixels), and the int8 product's own epilogue
-//   (int8_store_tile) from there into y, a row of tiles' run at a time.
+// F(4x4, 3x3): for a 6x6 tile (F(4, 3) at the points 0, 1, -1, 2, -2 and infinity), G's rows
+// scaled by s = (4, 6, 6, 24, 24, 1) into integers (G'), which A^T's columns take back, times 24
+// (A'^T = 24 A^T diag(1/s), columns scaled by 24 / s = (6, 4, 4, 1, 1, 24)):
+//   B^T = [ 4  0 -5  0  1  0 ]    G' = [  1  0  0 ]    A'^T = [ 6  4  4  1  1  0 ]
+//         [ 0 -4 -4  1  1  0 ]         [ -1 -1 -1 ]           [ 0  4 -4  2 -2  0 ]
+//         [ 0  4 -4 -1  1  0 ]         [ -1  1 -1 ]           [ 0  4  4  4  4  0 ]
+//         [ 0 -2 -1  2  1  0 ]         [  1  2  4 ]           [ 0  4 -4  8 -8 24 ]
+//         [ 0  2 -1 -2  1  0 ]         [  1 -2  4 ]
+//         [ 0  4  0 -5  0  1 ]         [  0  0  1 ]
+//   V = B^T d B (36 values, |V| <= 100 x 127), U = G' g G'^T (|U| <= 49 x 127),
+//   Y = A'^T (sum_c U * V) A' = 576 x the sums, modulo 2^32 (int32 additions wrap). 576 = 2^6 x 9:
+//   the top 26 bits of Y are 9 x the sum modulo 2^26, and 9's inverse modulo 2^32 (954437177)
+//   gives the sum modulo 2^26, the sum itself where it lies in -2^25 .. 2^25 - 1 (the weights'
+//   bound, checked per output channel when they are transformed: int8_winograd.h).
+//
+// Layout. Tiles (T x T outputs, T = 2 or 4) are numbered row of tiles by row of tiles (tile row
+// ty makes output rows T ty .. T ty + T - 1); work goes in chunks of consecutive tiles:
+//   V[xi][t][pair]: tile t's transformed codes (xi: one of the (T+2)^2 points), channel pairs as
+//                   int32 (two int16), which are the rows of A of the products;
+//   M[xi][t][16]:   the products' sums for one panel of 16 output channels;
+//   then A^T M A for the chunk's tiles into T rows of pixels x 16 channels of int32, and the int8
+//   product's own epilogue (int8_store_tile) from there into y, a row of tiles' run at a time.
 // For each panel of output channels the chunk's V is read again (from the L2: 24 tiles of 512
-// channels are 400 KiB); the panel of U (16 x C pairs, 16 KiB at 512 channels) stays in the L1.
-// (Chunks of 12, 24 and 48 tiles read crnn's layers equally fast within the noise of a shared
-// Zen 3, bench_int8_winograd; 24 keeps V within the L2 at 512 channels.)
+// channels are 400 KiB for F(2x2), 12 tiles 450 KiB for F(4x4)); the panel of U (16 x C pairs,
+// 16 KiB at 512 channels) stays in the L1.
 #include "runtime/cpu/int8_winograd.h"
 
 #include <omp.h>
@@ -45,11 +59,29 @@ namespace ocrt::cpu {
 namespace {
 
 constexpr int64_t MR = kInt8MR, NR = kInt8NR;
-constexpr int64_t kChunkTiles = 4 * MR;
+// int16 a tile of V: its pixel's channels and 16 more, so that the six tiles a product step
+// reads are not a power of two apart (at 512 channels, 1 KiB apart, the six broadcast loads a
+// step fell on the same L1 banks: the kernel ran at two thirds of its rate on one Zen 3 core).
+int64_t tile_stride(int64_t pixel) { return pixel + 16; }
+
+// Tiles a chunk holds at most (whole panels of MR). Each panel of U is read once a chunk and
+// each chunk's V once a panel: F(4x4)'s U is 2.25 times F(2x2)'s (crnn's last layer: 19 MB, from
+// the L3 at best), so its chunks are larger, up to the width of a text line's deep layers (26
+// tiles, one chunk), within 2 MiB of V. (Zen 3, one core, bench_int8_winograd, crnn's five
+// layers: F(4x4) in chunks of 12 tiles 510 ms, 24 478 ms, 36 444 ms, 48 447 ms; F(2x2) in
+// chunks of 12, 24 and 48 equally fast within the noise.)
+int64_t chunk_tiles(int64_t tile, int64_t pixel) {
+  if (tile == 2) return 4 * MR;
+  const int64_t fit = (int64_t(2) << 20) / (36 * 2 * tile_stride(pixel));
+  return std::clamp(fit / MR * MR, MR, 8 * MR);
+}
 
 // -1: as the machine and OCRT_INT8_WINOGRAD say; 0 or 1: set_int8_winograd's choice.
 std::atomic<int> g_forced{-1};
 std::atomic<int64_t> g_min_channels{kInt8WinogradMinChannels};
+// The largest tile a layer's weights may take (4 or 2): set_int8_winograd's, or -1 for
+// OCRT_INT8_WINOGRAD's.
+std::atomic<int> g_max_tile{-1};
 
 bool machine_default() {
 #if defined(OCRT_INT8_WINOGRAD_AVX2)
@@ -61,10 +93,10 @@ bool machine_default() {
 #endif
 }
 
-// int16 a tile of V: its pixel's channels and 16 more, so that the six tiles a product step
-// reads are not a power of two apart (at 512 channels, 1 KiB apart, the six broadcast loads a
-// step fell on the same L1 banks: the kernel ran at two thirds of its rate on one Zen 3 core).
-int64_t tile_stride(int64_t pixel) { return pixel + 16; }
+int env_max_tile() {
+  const char* env = std::getenv("OCRT_INT8_WINOGRAD");
+  return env && std::string(env) == "2" ? 2 : 4;
+}
 
 #if defined(OCRT_INT8_WINOGRAD_AVX2)
 
@@ -102,7 +134,7 @@ OCRT_TARGET_AVX2 void kernel_avx2(const int32_t* const* a, int64_t steps, const 
 // tile (padded-image coordinates rows 2 ty .., columns 2 tx ..; past the image, the pad pixel),
 // 16 channels at a time as int16, through B^T . B; V[(xi * nt + t) * ts + c] as int16,
 // ts = tile_stride(pixel).
-OCRT_TARGET_AVX2 void input_tiles(const uint8_t* image, int64_t Hp, int64_t Wp, int64_t pixel, const uint8_t* pad,
+OCRT_TARGET_AVX2 void input_tiles2(const uint8_t* image, int64_t Hp, int64_t Wp, int64_t pixel, const uint8_t* pad,
                                   int64_t tw, int64_t p0, int64_t nt, int16_t* V) {
   const int64_t ts = tile_stride(pixel);
   const int64_t vec_end = pixel / 16 * 16;
@@ -154,7 +186,8 @@ OCRT_TARGET_AVX2 void input_tiles(const uint8_t* image, int64_t Hp, int64_t Wp, 
 
 // A^T M A for nt tiles (M[(xi * ntp + t) * 16 + channel]) divided by 4 (exact), into two rows of
 // pixels: out[h][(2 t + w) * 16 + channel] for output row h and column w of tile t.
-OCRT_TARGET_AVX2 void output_tiles(const int32_t* M, int64_t ntp, int64_t nt, int32_t* out0, int32_t* out1) {
+OCRT_TARGET_AVX2 void output_tiles2(const int32_t* M, int64_t ntp, int64_t nt, int32_t* const* out) {
+  int32_t *out0 = out[0], *out1 = out[1];
   for (int64_t t = 0; t < nt; ++t)
     for (int64_t h = 0; h < 2; ++h) {
       __m256i m[16];
@@ -175,11 +208,117 @@ OCRT_TARGET_AVX2 void output_tiles(const int32_t* M, int64_t ntp, int64_t nt, in
     }
 }
 
+// F(4, 3)'s B^T on six values (codes, or the first pass's sums: both stay within int16).
+template <class T, class Ops>
+inline void b_transform4(const T* d, T* r, Ops o) {
+  const T a = o.sub(d[4], d[2]), b = o.sub(d[3], d[1]);
+  r[0] = o.add(o.shl2(o.sub(d[0], d[2])), a);
+  r[1] = o.sub(o.add(d[3], d[4]), o.shl2(o.add(d[1], d[2])));
+  r[2] = o.add(o.sub(d[4], d[3]), o.shl2(o.sub(d[1], d[2])));
+  r[3] = o.add(a, o.add(b, b));
+  r[4] = o.sub(a, o.add(b, b));
+  r[5] = o.add(o.shl2(o.sub(d[1], d[3])), o.sub(d[5], d[3]));
+}
+
+struct IntOps {
+  static int add(int a, int b) { return a + b; }
+  static int sub(int a, int b) { return a - b; }
+  static int shl2(int a) { return 4 * a; }
+};
+
+struct Avx2Int16Ops {
+  OCRT_TARGET_AVX2 static __m256i add(__m256i a, __m256i b) { return _mm256_add_epi16(a, b); }
+  OCRT_TARGET_AVX2 static __m256i sub(__m256i a, __m256i b) { return _mm256_sub_epi16(a, b); }
+  OCRT_TARGET_AVX2 static __m256i shl2(__m256i a) { return _mm256_slli_epi16(a, 2); }
+};
+
+// V of nt tiles from tile p0 on for F(4x4, 3x3): the 36 pixels of each tile (padded-image
+// rows 4 ty .., columns 4 tx ..; past the image, the pad pixel) through B^T . B, laid out as
+// input_tiles2 lays out its 16.
+OCRT_TARGET_AVX2 void input_tiles4(const uint8_t* image, int64_t Hp, int64_t Wp, int64_t pixel, const uint8_t* pad,
+                                   int64_t tw, int64_t p0, int64_t nt, int16_t* V) {
+  const int64_t ts = tile_stride(pixel), vec_end = pixel / 16 * 16, xi_stride = nt * ts;
+  for (int64_t t = 0; t < nt; ++t) {
+    const int64_t ty = (p0 + t) / tw, tx = (p0 + t) % tw;
+    const uint8_t* px[6][6];
+    for (int64_t i = 0; i < 6; ++i)
+      for (int64_t j = 0; j < 6; ++j) {
+        const int64_t r = 4 * ty + i, s = 4 * tx + j;
+        px[i][j] = r < Hp && s < Wp ? image + (r * Wp + s) * pixel : pad;
+      }
+    int16_t* v0 = V + t * ts;
+    for (int64_t c = 0; c < vec_end; c += 16) {
+      __m256i e[6][6];  // B^T d: e[row][column]
+      for (int j = 0; j < 6; ++j) {
+        __m256i d[6], r[6];
+        for (int i = 0; i < 6; ++i) d[i] = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i*)(px[i][j] + c)));
+        b_transform4(d, r, Avx2Int16Ops{});
+        for (int i = 0; i < 6; ++i) e[i][j] = r[i];
+      }
+      for (int i = 0; i < 6; ++i) {  // then B along the rows
+        __m256i r[6];
+        b_transform4(e[i], r, Avx2Int16Ops{});
+        for (int k = 0; k < 6; ++k) _mm256_storeu_si256((__m256i*)(v0 + (i * 6 + k) * xi_stride + c), r[k]);
+      }
+    }
+    for (int64_t c = vec_end; c < pixel; ++c) {  // channels past the last 16 (pixel a multiple of 4)
+      int e[6][6];
+      for (int j = 0; j < 6; ++j) {
+        int d[6], r[6];
+        for (int i = 0; i < 6; ++i) d[i] = px[i][j][c];
+        b_transform4(d, r, IntOps{});
+        for (int i = 0; i < 6; ++i) e[i][j] = r[i];
+      }
+      for (int i = 0; i < 6; ++i) {
+        int r[6];
+        b_transform4(e[i], r, IntOps{});
+        for (int k = 0; k < 6; ++k) v0[(i * 6 + k) * xi_stride + c] = (int16_t)r[k];
+      }
+    }
+  }
+}
+
+// A'^T on six int32 vectors (products' sums, or the first pass's), all modulo 2^32.
+OCRT_TARGET_AVX2 inline void a_transform4(const __m256i* m, __m256i* t) {
+  const __m256i p = _mm256_add_epi32(m[1], m[2]), q = _mm256_sub_epi32(m[1], m[2]);
+  const __m256i r = _mm256_add_epi32(m[3], m[4]), s = _mm256_sub_epi32(m[3], m[4]);
+  const __m256i q4 = _mm256_slli_epi32(q, 2);
+  t[0] = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(m[0], _mm256_set1_epi32(6)), _mm256_slli_epi32(p, 2)), r);
+  t[1] = _mm256_add_epi32(q4, _mm256_slli_epi32(s, 1));
+  t[2] = _mm256_slli_epi32(_mm256_add_epi32(p, r), 2);
+  t[3] = _mm256_add_epi32(_mm256_add_epi32(q4, _mm256_slli_epi32(s, 3)), _mm256_mullo_epi32(m[5], _mm256_set1_epi32(24)));
+}
+
+// A'^T M A' for nt tiles (M[(xi * ntp + t) * 16 + channel]), 576 x the sums modulo 2^32, and the
+// sums from it (the file's head), into four rows of pixels: out[h][(4 t + w) * 16 + channel].
+OCRT_TARGET_AVX2 void output_tiles4(const int32_t* M, int64_t ntp, int64_t nt, int32_t* const* out) {
+  const __m256i inverse9 = _mm256_set1_epi32((int32_t)954437177u);
+  for (int64_t t = 0; t < nt; ++t)
+    for (int64_t h = 0; h < 2; ++h) {
+      __m256i s[4][6];  // A'^T M: s[output row][column]
+      for (int j = 0; j < 6; ++j) {
+        __m256i m[6], r[4];
+        for (int i = 0; i < 6; ++i) m[i] = _mm256_loadu_si256((const __m256i*)(M + ((i * 6 + j) * ntp + t) * NR + 8 * h));
+        a_transform4(m, r);
+        for (int k = 0; k < 4; ++k) s[k][j] = r[k];
+      }
+      for (int k = 0; k < 4; ++k) {
+        __m256i y[4];
+        a_transform4(s[k], y);
+        for (int w = 0; w < 4; ++w) {
+          const __m256i z = _mm256_mullo_epi32(_mm256_srli_epi32(y[w], 6), inverse9);  // the sum modulo 2^26
+          _mm256_storeu_si256((__m256i*)(out[k] + (4 * t + w) * NR + 8 * h),
+                              _mm256_srai_epi32(_mm256_slli_epi32(z, 6), 6));
+        }
+      }
+    }
+}
+
 // A thread's buffers, grown as needed and kept between calls (a few MB at most).
 struct Scratch {
-  std::vector<int16_t> v;  // V: 16 x kChunkTiles x tile_stride(pixel) int16, 32-byte aligned
-  std::vector<int32_t> m;  // M: 16 x tiles (rounded up to MR) x 16
-  std::vector<int32_t> rows;  // two rows of 2 kChunkTiles (+ MR) pixels x 16
+  std::vector<int16_t> v;  // V: points x chunk_tiles x tile_stride(pixel) int16, 32-byte aligned
+  std::vector<int32_t> m;  // M: points x tiles (rounded up to MR) x 16
+  std::vector<int32_t> rows;  // T rows of T chunk_tiles (+ MR) pixels x 16
   std::vector<uint8_t> pad;
 };
 
@@ -187,25 +326,40 @@ struct Scratch {
 
 }  // namespace
 
-Int8WinogradWeights::Int8WinogradWeights(int64_t Cout, int64_t C, const int8_t* w)
+bool int8_winograd4_fits(int64_t Cout, int64_t C, const int8_t* w) {
+  for (int64_t k = 0; k < Cout; ++k) {
+    int64_t pos = 0, neg = 0;  // the sum's range: codes 0 .. 127 against the weights' signs
+    for (int64_t i = 0; i < C * 9; ++i) (w[k * C * 9 + i] > 0 ? pos : neg) += 127 * std::abs((int)w[k * C * 9 + i]);
+    if (pos > kInt8Winograd4Bound - 1 || neg > kInt8Winograd4Bound) return false;
+  }
+  return true;
+}
+
+Int8WinogradWeights::Int8WinogradWeights(int64_t Cout, int64_t C, const int8_t* w, int max_tile)
     : cout_(Cout), c_(C), pairs_((C + 1) / 2), panels_((Cout + NR - 1) / NR) {
   OCRT_CHECK(Cout >= 1 && C >= 1 && C <= kInt8WinogradMaxChannels, "Int8WinogradWeights: ", Cout, " x ", C,
              " channels (at most ", kInt8WinogradMaxChannels, " in)");
-  const size_t n = (size_t)(16 * panels_ * pairs_ * 2 * NR), bytes = (n * sizeof(int16_t) + 63) / 64 * 64;
+  OCRT_CHECK(max_tile == 2 || max_tile == 4, "Int8WinogradWeights: tiles of 2 or 4 outputs a side, not ", max_tile);
+  tile_ = max_tile == 4 && int8_winograd4_fits(Cout, C, w) ? 4 : 2;
+  const int n_side = (int)tile_ + 2;
+  points_ = n_side * n_side;
+  const size_t n = (size_t)(points_ * panels_ * pairs_ * 2 * NR), bytes = (n * sizeof(int16_t) + 63) / 64 * 64;
   data_.reset((int16_t*)std::aligned_alloc(64, bytes));
   OCRT_CHECK(data_ != nullptr, "Int8WinogradWeights: out of memory (", bytes, " bytes)");
   std::memset(data_.get(), 0, bytes);
-  static const int G[4][3] = {{2, 0, 0}, {1, 1, 1}, {1, -1, 1}, {0, 0, 2}};
+  static const int G2[4][3] = {{2, 0, 0}, {1, 1, 1}, {1, -1, 1}, {0, 0, 2}};
+  static const int G4[6][3] = {{1, 0, 0}, {-1, -1, -1}, {-1, 1, -1}, {1, 2, 4}, {1, -2, 4}, {0, 0, 1}};
+  const int(*G)[3] = tile_ == 4 ? G4 : G2;
   for (int64_t k = 0; k < Cout; ++k)
     for (int64_t c = 0; c < C; ++c) {
       const int8_t* g = w + (k * C + c) * 9;
-      int t[4][3];  // (2G) g
-      for (int i = 0; i < 4; ++i)
+      int t[6][3];  // G g
+      for (int i = 0; i < n_side; ++i)
         for (int j = 0; j < 3; ++j) t[i][j] = G[i][0] * g[j] + G[i][1] * g[3 + j] + G[i][2] * g[6 + j];
-      for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) {  // then (2G)^T on the right
+      for (int i = 0; i < n_side; ++i)
+        for (int j = 0; j < n_side; ++j) {  // then G^T on the right
           const int u = G[j][0] * t[i][0] + G[j][1] * t[i][1] + G[j][2] * t[i][2];
-          int16_t* step = data_.get() + ((i * 4 + j) * panels_ + k / NR) * pairs_ * 2 * NR + (c / 2) * 2 * NR;
+          int16_t* step = data_.get() + ((i * n_side + j) * panels_ + k / NR) * pairs_ * 2 * NR + (c / 2) * 2 * NR;
           step[(k % NR) * 2 + c % 2] = (int16_t)u;
         }
     }
@@ -220,8 +374,16 @@ bool int8_winograd_enabled() {
 
 int64_t int8_winograd_min_channels() { return g_min_channels.load(); }
 
-void set_int8_winograd(bool on, int64_t min_channels) {
+int int8_winograd_max_tile() {
+  const int forced = g_max_tile.load();
+  if (forced > 0) return forced;
+  static const int from_env = env_max_tile();
+  return from_env;
+}
+
+void set_int8_winograd(bool on, int64_t min_channels, int max_tile) {
   OCRT_CHECK(min_channels >= 1, "set_int8_winograd: at least 1 channel, got ", min_channels);
+  OCRT_CHECK(max_tile == 0 || max_tile == 2 || max_tile == 4, "set_int8_winograd: tiles of 2 or 4, or 0, not ", max_tile);
 #if defined(OCRT_INT8_WINOGRAD_AVX2)
   OCRT_CHECK(!on || cpu_isa_supported(CpuIsa::avx2), "int8 Winograd needs AVX2, which this CPU lacks");
 #else
@@ -229,6 +391,7 @@ void set_int8_winograd(bool on, int64_t min_channels) {
 #endif
   g_forced = on ? 1 : 0;
   g_min_channels = min_channels;
+  g_max_tile = max_tile == 0 ? -1 : max_tile;
 }
 
 void int8_winograd_conv(const uint8_t* image, int64_t H, int64_t W, int64_t pixel, uint8_t pad_code,
@@ -239,28 +402,34 @@ void int8_winograd_conv(const uint8_t* image, int64_t H, int64_t W, int64_t pixe
   OCRT_CHECK(H >= 1 && W >= 1 && pixel >= U.in_channels() && pixel % 4 == 0, "int8_winograd_conv: image ", H, "x",
              W, " of ", pixel, " codes a pixel for ", U.in_channels(), " channels");
   OCRT_CHECK(e.scale != nullptr, "int8_winograd_conv: the epilogue needs a scale per channel");
-  const int64_t Hp = H + 2, Wp = W + 2, th = (H + 1) / 2, tw = (W + 1) / 2;
+  const int64_t T = U.tile(), points = U.points(), chunk = chunk_tiles(T, pixel);
+  const int64_t Hp = H + 2, Wp = W + 2, th = (H + T - 1) / T, tw = (W + T - 1) / T;
   // Chunks of the image's tiles in row order, across rows of tiles: a narrow image (a page's
   // short lines: 25 tiles a row in crnn's deep layers) then wastes no part-filled panel of 6
-  // tiles at the end of each row. As few chunks as kChunkTiles allows, of whole panels, equal
+  // tiles at the end of each row. As few chunks as chunk_tiles allows, of whole panels, equal
   // but for the last.
-  const int64_t P = th * tw, items = (P + kChunkTiles - 1) / kChunkTiles;
+  const int64_t P = th * tw, items = (P + chunk - 1) / chunk;
   const int64_t per = ((P + items - 1) / items + MR - 1) / MR * MR;
   const int64_t Cout = U.out_channels(), panels = (Cout + NR - 1) / NR, steps = U.pairs();
+  const int64_t row_len = (T * chunk + MR) * NR;  // a row of pixels' sums, and room for a last kernel tile
   auto item = [&](int64_t it, Scratch& s) {
     const int64_t p0 = it * per, nt = std::min(per, P - p0);  // (the last chunk may be empty)
     if (nt <= 0) return;
     const int64_t ntp = (nt + MR - 1) / MR * MR;
-    s.v.resize((size_t)(16 * kChunkTiles * tile_stride(pixel) + 16));
+    s.v.resize((size_t)(points * chunk * tile_stride(pixel) + 16));
     int16_t* V = (int16_t*)(((uintptr_t)s.v.data() + 31) / 32 * 32);
-    s.m.resize((size_t)(16 * ((kChunkTiles + MR - 1) / MR * MR) * NR));
-    s.rows.resize((size_t)(2 * (2 * kChunkTiles + MR) * NR));
+    s.m.resize((size_t)(points * ((chunk + MR - 1) / MR * MR) * NR));
+    s.rows.resize((size_t)(T * row_len));
     s.pad.assign((size_t)pixel, pad_code);
-    input_tiles(image, Hp, Wp, pixel, s.pad.data(), tw, p0, nt, V);
-    int32_t *row0 = s.rows.data(), *row1 = row0 + (2 * kChunkTiles + MR) * NR;
+    if (T == 4)
+      input_tiles4(image, Hp, Wp, pixel, s.pad.data(), tw, p0, nt, V);
+    else
+      input_tiles2(image, Hp, Wp, pixel, s.pad.data(), tw, p0, nt, V);
+    int32_t* rows[4];
+    for (int64_t h = 0; h < T; ++h) rows[h] = s.rows.data() + h * row_len;
     const int32_t* a[MR];
     for (int64_t p = 0; p < panels; ++p) {
-      for (int64_t xi = 0; xi < 16; ++xi) {
+      for (int64_t xi = 0; xi < points; ++xi) {
         const int32_t* vx = (const int32_t*)(V + xi * nt * tile_stride(pixel));
         for (int64_t t0 = 0; t0 < nt; t0 += MR) {
           for (int64_t r = 0; r < MR; ++r)  // past nt: the last tile again, never stored
@@ -268,17 +437,20 @@ void int8_winograd_conv(const uint8_t* image, int64_t H, int64_t W, int64_t pixe
           kernel_avx2(a, steps, U.panel(xi, p), s.m.data() + (xi * ntp + t0) * NR);
         }
       }
-      output_tiles(s.m.data(), ntp, nt, row0, row1);
+      if (T == 4)
+        output_tiles4(s.m.data(), ntp, nt, rows);
+      else
+        output_tiles2(s.m.data(), ntp, nt, rows);
       // The chunk's tiles row of tiles by row of tiles: tiles t .. t_end of the chunk lie in tile
-      // row ty, their pixels consecutive in row0 and row1 from pixel 2 t.
+      // row ty, their pixels consecutive in each of the T rows from pixel T t.
       const int64_t j0 = p * NR, cols = std::min(NR, Cout - j0);
       for (int64_t t = 0; t < nt;) {
         const int64_t ty = (p0 + t) / tw, tx = (p0 + t) % tw, t_end = std::min(nt, t + tw - tx);
-        const int64_t w0 = 2 * tx, w1 = std::min(W, 2 * (tx + t_end - t));
-        for (int64_t h = 0; h < 2; ++h) {
-          const int64_t oh = 2 * ty + h;
+        const int64_t w0 = T * tx, w1 = std::min(W, T * (tx + t_end - t));
+        for (int64_t h = 0; h < T; ++h) {
+          const int64_t oh = T * ty + h;
           if (oh >= H) break;
-          const int32_t* row = (h ? row1 : row0) + 2 * t * NR;
+          const int32_t* row = rows[h] + T * t * NR;
           for (int64_t w = w0; w < w1; w += MR)
             int8_store_tile(row + (w - w0) * NR, oh * W + w, std::min(MR, w1 - w), j0, cols, e, y, y_row, y_col);
         }

@@ -1,5 +1,6 @@
-// int8 3x3 convolutions through Winograd's F(2x2, 3x3) in exact integers, for CPUs whose int8
-// product is the AVX2 one (vpmaddubsw: no VNNI, no AMX). docs/int8.md, "Winograd on AVX2".
+// int8 3x3 convolutions through Winograd's F(4x4, 3x3) or F(2x2, 3x3) in exact integers, for
+// CPUs whose int8 product is the AVX2 one (vpmaddubsw: no VNNI, no AMX). docs/int8.md, "Winograd
+// on AVX2".
 //
 // Why exact. Activation codes are 0..127 and weight codes -127..127 (int8_gemm.h). F(2x2, 3x3)'s
 // input transform B^T d B adds and subtracts four codes of a 4x4 tile (-254..508); its weight
@@ -9,11 +10,19 @@
 // exactly (int32 additions wrap, and the final value fits: 4 x 9 x 127 x 127 x C < 2^31 for the
 // channel counts allowed below), so a shift by 2 gives the very integers that im2col's product
 // sums, and the same epilogue (int8_store_tile) makes the same floats, bit for bit.
+// F(4x4, 3x3) (6x6 tiles, 36 products for 16 outputs) keeps int16 too, its input transform at
+// most 100 x 127 and its weight transform, G's rows scaled into integers, at most 49 x 127; its
+// output transform gives 576 x the sum modulo 2^32, from which the sum comes back exactly when
+// it lies in -2^25 .. 2^25 - 1 (int8_winograd.cpp's head). That depends on the weights: a layer
+// takes F(4x4) when every output channel's sum is within the bound for any codes
+// (int8_winograd4_fits: 127 x its positive weights' sum, and 127 x its negative ones'), F(2x2)
+// otherwise. The shipped crnn models' widest sums are about half the bound.
 //
 // Why faster there. Without VNNI an int8 step is vpmaddubsw then vpmaddwd (two multiplies for
 // 32 products), an int16 step one vpmaddwd for 16: the same multiplies a product, and F(2x2,
-// 3x3) takes 16 products for 4 outputs where the direct sum takes 36. With VNNI (vpdpbusd, 64
-// products an instruction on 512 bits) the int8 product stays ahead, and this path is not taken.
+// 3x3) takes 16 products for 4 outputs where the direct sum takes 36, F(4x4, 3x3) 36 for 16.
+// With VNNI (vpdpbusd, 64 products an instruction on 512 bits) the int8 product stays ahead,
+// and this path is not taken.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -24,27 +33,36 @@ namespace ocrt::cpu {
 
 // The most input channels the exact bound above allows.
 constexpr int64_t kInt8WinogradMaxChannels = ((int64_t(1) << 31) - 1) / (4 * 9 * 127 * 127);
+// F(4x4, 3x3)'s bound on a sum: it must lie in -kInt8Winograd4Bound .. kInt8Winograd4Bound - 1.
+constexpr int64_t kInt8Winograd4Bound = int64_t(1) << 25;
 // The fewest input channels for which Int8Conv2d takes this path: with fewer, a product step
 // has few pairs of channels to sum, and im2col's 9 taps give its kernel the longer runs (Zen 3,
 // one page's detector layers, bench_int8_winograd: 8 -> 8 channels 0.61x, 16 -> 16 0.91x,
 // 32 -> 16 1.03x, 64 -> 64 1.16x).
 constexpr int64_t kInt8WinogradMinChannels = 32;
 
-// A 3x3 layer's weights w (Cout, C, 3, 3), codes -127..127, transformed for F(2x2, 3x3) and
-// packed as the products' B: for each of the 16 points xi and each panel of kInt8NR output
-// channels, C/2 steps (C rounded up to pairs) of kInt8NR channel pairs (two int16 each, channels
-// 2q and 2q + 1 of the step), zeros past C and past Cout.
+// Whether every output channel of w (Cout, C, 3, 3), codes -127..127, keeps F(4x4, 3x3)'s sums
+// within kInt8Winograd4Bound for any codes 0..127.
+bool int8_winograd4_fits(int64_t Cout, int64_t C, const int8_t* w);
+
+// A 3x3 layer's weights w (Cout, C, 3, 3), codes -127..127, transformed for F(4x4, 3x3) where
+// max_tile is 4 and the bound allows (int8_winograd4_fits), for F(2x2, 3x3) otherwise, and
+// packed as the products' B: for each of the points xi (36 or 16) and each panel of kInt8NR
+// output channels, C/2 steps (C rounded up to pairs) of kInt8NR channel pairs (two int16 each,
+// channels 2q and 2q + 1 of the step), zeros past C and past Cout.
 class Int8WinogradWeights {
  public:
-  Int8WinogradWeights(int64_t Cout, int64_t C, const int8_t* w);
+  Int8WinogradWeights(int64_t Cout, int64_t C, const int8_t* w, int max_tile = 4);
   int64_t out_channels() const { return cout_; }
   int64_t in_channels() const { return c_; }
+  int64_t tile() const { return tile_; }  // outputs a side of a tile: 4 or 2
+  int64_t points() const { return points_; }  // (tile + 2)^2
   int64_t pairs() const { return pairs_; }
   const int16_t* panel(int64_t xi, int64_t p) const { return data_.get() + (xi * panels_ + p) * pairs_ * 2 * kInt8NR; }
-  size_t bytes() const { return (size_t)(16 * panels_ * pairs_ * 2 * kInt8NR) * sizeof(int16_t); }
+  size_t bytes() const { return (size_t)(points_ * panels_ * pairs_ * 2 * kInt8NR) * sizeof(int16_t); }
 
  private:
-  int64_t cout_, c_, pairs_, panels_;
+  int64_t cout_, c_, pairs_, panels_, tile_ = 2, points_ = 16;
   std::unique_ptr<int16_t, void (*)(void*)> data_{nullptr, std::free};
 };
 
@@ -53,9 +71,12 @@ class Int8WinogradWeights {
 // forcing it on needs AVX2), for layers of at least int8_winograd_min_channels() input channels
 // (kInt8WinogradMinChannels unless set_int8_winograd said otherwise: bench_int8_winograd times
 // the layers below it too).
+// The largest tile layers' weights are transformed for (int8_winograd_max_tile: 4, or 2 where
+// OCRT_INT8_WINOGRAD is 2 or set_int8_winograd's max_tile says so; 0 there: the environment's).
 bool int8_winograd_enabled();
 int64_t int8_winograd_min_channels();
-void set_int8_winograd(bool on, int64_t min_channels = kInt8WinogradMinChannels);
+int int8_winograd_max_tile();
+void set_int8_winograd(bool on, int64_t min_channels = kInt8WinogradMinChannels, int max_tile = 0);
 
 // One image's 3x3, stride-1, padding-1 convolution into y as int8_gemm writes it (output pixel
 // i = oh * W + ow is row i of the product: y[i * y_row + channel * y_col], through e). The

@@ -311,14 +311,15 @@ TEST_CASE("Int8Conv2d hands its output to the next int8 convolution as codes: th
   CHECK(whole.to_vector<float>() == y.to_vector<float>());
 }
 
-// Sets int8 Winograd (runtime/cpu/int8_winograd.h) on or off while it lives, then back as it was.
+// Sets int8 Winograd (runtime/cpu/int8_winograd.h) on or off, and the largest tile that layers'
+// weights made meanwhile take, while it lives, then back as it was.
 struct Int8WinogradScope {
   bool before = cpu::int8_winograd_enabled();
-  explicit Int8WinogradScope(bool on) { cpu::set_int8_winograd(on); }
+  explicit Int8WinogradScope(bool on, int max_tile = 0) { cpu::set_int8_winograd(on, cpu::kInt8WinogradMinChannels, max_tile); }
   ~Int8WinogradScope() { cpu::set_int8_winograd(before); }
 };
 
-TEST_CASE("int8 3x3 convolutions through Winograd F(2x2, 3x3) give im2col's bits: shapes, signed inputs, epilogues, codes", "[int8]") {
+TEST_CASE("int8 Winograd F(4x4) and F(2x2) give im2col's bits: shapes, signed inputs, epilogues, codes", "[int8]") {
   if (!cpu_isa_supported(CpuIsa::avx2)) return;  // int8 Winograd runs on AVX2 only
   // Odd and even sizes (a last tile half outside the image), one row or column, channels not a
   // multiple of 16 (the transform's scalar tail) or of 4 (padded), more than 48 tiles to a row
@@ -333,9 +334,12 @@ TEST_CASE("int8 3x3 convolutions through Winograd F(2x2, 3x3) give im2col's bits
   const Case cases[] = {{1, 32, 1, 1, 1, false, false},  {2, 33, 5, 2, 7, false, true},   {1, 44, 16, 5, 13, true, false},
                         {3, 49, 20, 3, 1, false, true},  {1, 36, 33, 8, 101, true, true}, {2, 64, 32, 4, 130, false, true},
                         {1, 32, 16, 16, 9, false, false}, {2, 40, 7, 7, 8, true, true}};
+  for (const int tile : {4, 2})
   for (const Case& c : cases) {
-    INFO("N " << c.N << " C " << c.C << " Cout " << c.Cout << " " << c.H << "x" << c.W << " signed " << c.is_signed);
+    INFO("F(" << tile << "x" << tile << ", 3x3): N " << c.N << " C " << c.C << " Cout " << c.Cout << " " << c.H << "x" << c.W << " signed " << c.is_signed);
     const Int8Weight q = quantize_weight(random_tensor({c.Cout, c.C, 3, 3}, -0.5f, 0.5f, seed++));
+    // (these weights are well within F(4x4)'s bound: the layer takes the tile asked for)
+    REQUIRE(cpu::Int8WinogradWeights(c.Cout, c.C, q.codes.data<int8_t>(), tile).tile() == tile);
     const Int8Input in = c.is_signed ? Int8Input{1.f / 63, true} : Int8Input{2.f / 127, false};
     const Int8Conv2d conv(q.codes, q.scales, random_tensor({c.Cout}, -0.3f, 0.3f, seed++), {{1, 1}, {1, 1}}, in);
     const Tensor x = random_tensor({c.N, c.C, c.H, c.W}, c.is_signed ? -1.2f : 0.f, 2.2f, seed++);  // some clamped
@@ -348,7 +352,7 @@ TEST_CASE("int8 3x3 convolutions through Winograd F(2x2, 3x3) give im2col's bits
     }
     Tensor y[2];
     for (int w = 0; w < 2; ++w) {
-      Int8WinogradScope scope(w == 1);
+      Int8WinogradScope scope(w == 1, tile);
       y[w] = conv.forward(x, post);
     }
     REQUIRE(y[0].shape() == y[1].shape());
@@ -358,7 +362,7 @@ TEST_CASE("int8 3x3 convolutions through Winograd F(2x2, 3x3) give im2col's bits
     const Int8Conv2d next(q2.codes, q2.scales, Tensor(), {{1, 1}, {1, 1}}, Int8Input{1.5f / 127, false});
     Tensor z[2];
     for (int w = 0; w < 2; ++w) {
-      Int8WinogradScope scope(w == 1);
+      Int8WinogradScope scope(w == 1, tile);
       z[w] = next.forward(conv.forward_codes(x, post, next), Int8PostOps{});
     }
     CHECK(z[0].to_vector<float>() == z[1].to_vector<float>());
@@ -376,6 +380,7 @@ TEST_CASE("int8 Winograd at the bound: the largest codes and weights over 512 ch
   int8_t* w = codes.data<int8_t>();
   for (int64_t k = 0; k < Cout; ++k)
     for (int64_t i = 0; i < C * 9; ++i) w[k * C * 9 + i] = (int8_t)(k % 3 == 0 ? 127 : k % 3 == 1 ? -127 : ((i + k) % 2 ? 127 : -127));
+  REQUIRE(cpu::Int8WinogradWeights(Cout, C, w, 4).tile() == 2);  // far beyond F(4x4)'s bound: F(2x2)
   const Int8Conv2d conv(codes, Tensor::ones({Cout}), Tensor(), {{1, 1}, {1, 1}}, Int8Input{1.0f, false});
   const Tensor x = Tensor::full({1, C, H, W}, 127.0f);
   for (const int threads : {1, 2}) {
@@ -401,6 +406,72 @@ TEST_CASE("int8 Winograd at the bound: the largest codes and weights over 512 ch
               }
           REQUIRE(got[(size_t)((k * H + i) * W + j)] == (float)sum);
         }
+  }
+}
+
+TEST_CASE("int8 Winograd F(4x4) at its bound: sums of +-(2^25 - 16) exact; one weight more: F(2x2)", "[int8]") {
+  if (!cpu_isa_supported(CpuIsa::avx2)) return;  // int8 Winograd runs on AVX2 only
+  // F(4x4)'s output transform leaves 576 x the sum modulo 2^32; the sum comes back exactly when
+  // it lies within -2^25 .. 2^25 - 1 (int8_winograd.h). Channels here reach that bound: 232 input
+  // channels, weights of 127 on 2080 of the 2088 taps and 48 on one (127 x 264208 = 2^25 - 16
+  // against codes of 127), positive, negative, and mixed; a wrong recovery is off by 2^26.
+  // Scale 1: the floats are the sums (even, so exact in float32 too).
+  const int64_t C = 232, Cout = 16;
+  Tensor codes = Tensor::empty({Cout, C, 3, 3}, DType::i8);
+  int8_t* w = codes.data<int8_t>();
+  for (int64_t k = 0; k < Cout; ++k) {
+    const int sign = k % 3 == 1 ? -1 : 1;
+    for (int64_t i = 0; i < C * 9; ++i) {
+      int v = i < 2080 ? 127 : i == 2080 ? 48 : 0;
+      if (k % 3 == 2) v = i % 2 ? 127 : -127;  // mixed: about half the bound each way
+      w[k * C * 9 + i] = (int8_t)(sign * v);
+    }
+  }
+  REQUIRE(cpu::int8_winograd4_fits(Cout, C, w));
+  REQUIRE(cpu::Int8WinogradWeights(Cout, C, w, 4).tile() == 4);
+  {  // one more on a positive channel's weights, or on a negative one's: over the bound
+    std::vector<int8_t> over(w, w + Cout * C * 9);
+    over[2081] = 1;
+    CHECK_FALSE(cpu::int8_winograd4_fits(Cout, C, over.data()));
+    CHECK(cpu::Int8WinogradWeights(Cout, C, over.data(), 4).tile() == 2);
+    over.assign(w, w + Cout * C * 9);
+    over[C * 9 + 2081] = -1;
+    CHECK_FALSE(cpu::int8_winograd4_fits(Cout, C, over.data()));
+  }
+  const Int8Conv2d conv(codes, Tensor::ones({Cout}), Tensor(), {{1, 1}, {1, 1}}, Int8Input{1.0f, false});
+  // Codes of 127 (interior pixels reach the bound), and random ones; 9 x 10: tiles part outside.
+  for (const bool full : {true, false}) {
+    const int64_t H = 9, W = 10;
+    const Tensor x = full ? Tensor::full({1, C, H, W}, 127.0f) : random_tensor({1, C, H, W}, 0.f, 127.f, 77);
+    std::vector<int> q((size_t)(C * H * W));
+    for (size_t i = 0; i < q.size(); ++i) q[i] = (int)std::lround(std::clamp(x.data<float>()[i], 0.f, 127.f));
+    for (const int threads : {1, 2}) {
+      INFO("codes " << (full ? "127" : "random") << ", " << threads << " threads");
+      const int before = omp_get_max_threads();
+      omp_set_num_threads(threads);
+      Tensor y[2];
+      for (int v = 0; v < 2; ++v) {
+        Int8WinogradScope scope(v == 1, 4);
+        y[v] = conv.forward(x);
+      }
+      omp_set_num_threads(before);
+      CHECK(y[0].to_vector<float>() == y[1].to_vector<float>());
+      const std::vector<float> got = y[1].to_vector<float>();
+      for (int64_t k = 0; k < Cout; ++k)
+        for (int64_t i = 0; i < H; ++i)
+          for (int64_t j = 0; j < W; ++j) {
+            int64_t sum = 0;
+            for (int64_t c = 0; c < C; ++c)
+              for (int a = 0; a < 3; ++a)
+                for (int b = 0; b < 3; ++b) {
+                  const int64_t r = i + a - 1, s = j + b - 1;
+                  if (r >= 0 && r < H && s >= 0 && s < W)
+                    sum += q[(size_t)((c * H + r) * W + s)] * (int64_t)w[((k * C + c) * 3 + a) * 3 + b];
+                }
+            REQUIRE(got[(size_t)((k * H + i) * W + j)] == (float)sum);
+          }
+      if (full) CHECK(got[(size_t)(1 * W + 1)] == 33554416.0f);  // channel 0 at an interior pixel: the bound
+    }
   }
 }
 
