@@ -1,9 +1,10 @@
-// int8 3x3 convolutions on CPUs without VNNI: F(2x2, 3x3) in exact integers
+// int8 3x3 convolutions on CPUs without VNNI: F(4x4, 3x3) and F(2x2, 3x3) in exact integers
 // (runtime/cpu/int8_winograd.h, docs/int8.md) against the implicit-im2col int8 product
-// (runtime/cpu/int8_gemm.h), both through nn::Int8Conv2d::forward on the same codes (quantize,
+// (runtime/cpu/int8_gemm.h), all through nn::Int8Conv2d::forward on the same codes (quantize,
 // lay out, the product, the float epilogue), on crnn-en's and crnn-s's five 3x3 layers at a batch
-// of 32 lines of 32 x 400 (bench_winograd's shapes), and on four of the page detector's layers,
-// the two alternating; milliseconds (the fastest of --reps calls each) and whether the two
+// of 32 lines of 32 x 400 (bench_winograd's shapes), crnn-en's last layer at a batch of 32 short
+// lines (100 and 52 px: a page's words and table cells), and on four of the page detector's
+// layers, the three alternating; milliseconds (the fastest of --reps calls each) and whether the
 // outputs are the same bits. (ocrt-infer takes Winograd only from kInt8WinogradMinChannels
 // input channels on; here both paths run whatever the count.)
 //
@@ -48,7 +49,8 @@ int main(int argc, char** argv) {
   NoGradGuard no_grad;
   const Layer layers[] = {{"crnn cnn.3", 64, 128, 16, 200},  {"crnn cnn.6", 128, 256, 8, 100},
                           {"crnn cnn.9", 256, 256, 8, 100},  {"crnn cnn.12", 256, 512, 4, 101},
-                          {"crnn cnn.15", 512, 512, 4, 101}, {"crnn-s cnn.3", 32, 64, 16, 200},
+                          {"crnn cnn.15", 512, 512, 4, 101}, {"narrow cnn.15", 512, 512, 4, 25},
+                          {"narrower cnn.15", 512, 512, 4, 13}, {"crnn-s cnn.3", 32, 64, 16, 200},
                           {"crnn-s cnn.6", 64, 128, 8, 100}, {"crnn-s cnn.9", 128, 128, 8, 100},
                           {"crnn-s cnn.12", 128, 256, 4, 101}, {"crnn-s cnn.15", 256, 256, 4, 101},
                           // the page detector's stride-1 layers (one page of 1280 x 1664): few
@@ -58,8 +60,9 @@ int main(int argc, char** argv) {
   std::mt19937 rng(11);
   std::printf("# int8 product: %s; %lld threads, batch 32 (crnn) or 1 (det)\n", cpu::int8_gemm_kernel_name(),
               (long long)threads);
-  std::printf("%-14s %10s %10s %9s %13s  %s\n", "layer", "im2col ms", "wino ms", "speed-up", "wino GOP/s*", "same bits");
-  double total[2][2] = {{0, 0}, {0, 0}};
+  std::printf("%-15s %10s %10s %10s %9s %13s  %s\n", "layer", "im2col ms", "F(2x2) ms", "F(4x4) ms", "speed-up",
+              "F(4x4) GOP/s*", "same bits");
+  double total[2][3] = {{0, 0, 0}, {0, 0, 0}};
   for (const Layer& l : layers) {
     const bool det = std::strncmp(l.name, "det", 3) == 0;
     const int64_t N = det ? 1 : 32;
@@ -70,30 +73,34 @@ int main(int argc, char** argv) {
     o.padding = {1, 1};
     nn::Int8Input in;
     in.scale = 1.0f / 127;
-    nn::Int8Conv2d conv(wc, sc, bias, o, in);
+    // One layer per path: a layer keeps the Winograd weights it made first.
+    const nn::Int8Conv2d conv[3] = {{wc, sc, bias, o, in}, {wc, sc, bias, o, in}, {wc, sc, bias, o, in}};
     Tensor x = Tensor::empty({N, l.C, l.H, l.W});
     for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = (float)(rng() % 1000) / 1000.0f;
-    double best[2] = {1e9, 1e9};
-    Tensor y[2];
+    double best[3] = {1e9, 1e9, 1e9};
+    Tensor y[3];
     for (int64_t r = 0; r < reps + 1; ++r)  // the first round warms up (and makes Winograd's weights)
-      for (int w = 0; w < 2; ++w) {
-        cpu::set_int8_winograd(w == 1, 1);  // every layer, below kInt8WinogradMinChannels too
+      for (int w = 0; w < 3; ++w) {
+        cpu::set_int8_winograd(w > 0, 1, w == 1 ? 2 : 4);  // every layer, below kInt8WinogradMinChannels too
         const double t0 = now_s();
-        y[w] = conv.forward(x);
+        y[w] = conv[w].forward(x);
         const double t = now_s() - t0;
         if (r > 0) best[w] = std::min(best[w], t);
       }
-    const bool same = std::memcmp(y[0].data<float>(), y[1].data<float>(), (size_t)y[0].numel() * sizeof(float)) == 0;
+    bool same = true;
+    for (int w = 1; w < 3; ++w)
+      same = same && std::memcmp(y[0].data<float>(), y[w].data<float>(), (size_t)y[0].numel() * sizeof(float)) == 0;
     const double ops = 2.0 * N * l.Cout * l.C * 9 * l.H * l.W;
-    std::printf("%-14s %10.2f %10.2f %8.2fx %13.1f  %s\n", l.name, best[0] * 1e3, best[1] * 1e3, best[0] / best[1],
-                ops / best[1] / 1e9, same ? "yes" : "NO");
+    std::printf("%-15s %10.2f %10.2f %10.2f %8.2fx %13.1f  %s\n", l.name, best[0] * 1e3, best[1] * 1e3, best[2] * 1e3,
+                best[0] / best[2], ops / best[2] / 1e9, same ? "yes" : "NO");
     const int model = std::strncmp(l.name, "crnn-s", 6) == 0;
-    if (!det) total[model][0] += best[0], total[model][1] += best[1];
+    if (!det && std::strncmp(l.name, "narrow", 6) != 0)
+      for (int w = 0; w < 3; ++w) total[model][w] += best[w];
   }
   cpu::set_int8_winograd(cpu::int8_winograd_enabled());  // the threshold back
   for (int m = 0; m < 2; ++m)
-    std::printf("%-14s %10.2f %10.2f %8.2fx\n", m ? "crnn-s all" : "crnn all", total[m][0] * 1e3, total[m][1] * 1e3,
-                total[m][0] / total[m][1]);
-  std::printf("(* counted as the direct sum's 2 x 9 x C x Cout per output)\n");
+    std::printf("%-15s %10.2f %10.2f %10.2f %8.2fx\n", m ? "crnn-s all" : "crnn all", total[m][0] * 1e3, total[m][1] * 1e3,
+                total[m][2] * 1e3, total[m][0] / total[m][2]);
+  std::printf("(speed-up: F(4x4) against im2col; * counted as the direct sum's 2 x 9 x C x Cout per output)\n");
   return 0;
 }

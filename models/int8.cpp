@@ -280,7 +280,19 @@ std::pair<Tensor, Int8Codes> Int8Conv2d::run(const Tensor* xf, const Int8Codes* 
   // NCHW for a pooled float output, channels last (a pixel's channels together) for codes.
   const bool by_image = N >= 2 && omp_get_max_threads() > 1 && !omp_in_parallel();
   const bool buffered = pooled || next;
-  const Tensor buffers = buffered ? Tensor::empty({by_image ? omp_get_max_threads() : 1, cout_, l.Ho, l.Wo}) : Tensor();
+  const cpu::Int8WinogradWeights* wino = winograd_weights();
+  // Images go to the product `group` at a time: one for im2col; for Winograd as many as fill a
+  // chunk of its tiles (a batch of short lines' deep layers then reads the transformed weights
+  // once for several lines, not once a line).
+  int64_t group = 1;
+  if (wino) {
+    const int64_t T = wino->tile(), tiles = ((H + T - 1) / T) * ((W + T - 1) / T);
+    group = std::clamp((cpu::int8_winograd_chunk_tiles(*wino, cp_) + tiles - 1) / tiles, int64_t(1), N);
+  }
+  const int64_t groups = (N + group - 1) / group;
+  const bool by_group = by_image && groups >= 2;
+  const Tensor buffers =
+      buffered ? Tensor::empty({(by_group ? omp_get_max_threads() : 1) * group, cout_, l.Ho, l.Wo}) : Tensor();
   const float* xp = xf ? xcont.data<float>() : nullptr;
   float* yp = next ? nullptr : y.data<float>();
   cpu::Int8Epilogue e{scale_.data(), offset_.data(), bias_.data(), post.relu};
@@ -298,76 +310,85 @@ std::pair<Tensor, Int8Codes> Int8Conv2d::run(const Tensor* xf, const Int8Codes* 
     e.scale = fused_scale.data(), e.bias = fused_bias.data();
   }
   const int64_t sh = opt_.stride[0], sw = opt_.stride[1], Wp = l.Wp, cp = cp_;
-  const cpu::Int8WinogradWeights* wino = winograd_weights();
-  auto image = [&](int64_t n, bool parallel_gemm, int slot) {
-    // The image's codes: laid out here from the float input (kept per thread between calls, up
+  // Images n0 .. n0 + count - 1 (count > 1 only through Winograd).
+  auto images = [&](int64_t n0, int64_t count, bool parallel_gemm, int slot) {
+    // The images' codes: laid out here from the float input (kept per thread between calls, up
     // to kKeptCodes), or as the layer before made them.
     thread_local std::vector<uint8_t> xq;
-    const uint8_t* q;
+    std::vector<const uint8_t*> qs((size_t)count);
+    const int64_t lined = (l.stride + 63) / 64 * 64;  // each image's codes from a cache line
     if (xc) {
-      q = xc->codes.data<uint8_t>() + n * l.stride;
+      for (int64_t i = 0; i < count; ++i) qs[(size_t)i] = xc->codes.data<uint8_t>() + (n0 + i) * l.stride;
     } else {
-      xq.resize((size_t)l.stride + 64);
+      xq.resize((size_t)(count * lined + 64));
       uint8_t* at = cpu::cache_line_start(xq.data());  // the AMX tiles' rows of 64 codes one line each
-      lay_out(xp + n * c_ * H * W, l, at);
-      q = at;
+      for (int64_t i = 0; i < count; ++i) {
+        lay_out(xp + (n0 + i) * c_ * H * W, l, at + i * lined);
+        qs[(size_t)i] = at + i * lined;
+      }
     }
     struct Release {  // after the product, however it ends
       ~Release() {
         if (xq.capacity() > kKeptCodes) std::vector<uint8_t>().swap(xq);
       }
     } release;
-    // Each output pixel's row of A is its kh x kw taps' runs of cp codes in the image: one
-    // segment per tap, pointed at, never copied (an implicit im2col).
-    // (Called once per 6 output pixels: with few channels the kernel's work per call is small,
-    // so the pixel is stepped along rather than divided out, and the taps' offsets are fixed.)
-    cpu::Int8A a;
-    a.segments = kh_ * kw_;
-    cpu::Int8Image in_place = l.geometry;  // the AMX kernels read the taps from q itself
-    in_place.codes = q;
-    if (in_place.pixel) a.image = &in_place;
-    a.rows = [&](int64_t i0, int64_t rows, const uint8_t** ptrs) {
-      int64_t oh = i0 / l.Wo, ow = i0 - oh * l.Wo;
-      const int64_t taps = kh_ * kw_, MR = cpu::kInt8MR;
-      for (int64_t r = 0; r < MR; ++r) {
-        if (r >= rows) {  // past the end of A: the last row again
-          for (int64_t t = 0; t < taps; ++t) ptrs[t * MR + r] = ptrs[t * MR + r - 1];
-          continue;
+    // Where each image's product goes: its own buffer when it is pooled or becomes codes
+    // (channels last then), else its place in y.
+    std::vector<float*> ys((size_t)count);
+    for (int64_t i = 0; i < count; ++i)
+      ys[(size_t)i] = buffered ? buffers.data<float>() + (slot * group + i) * cout_ * HoWo : yp + (n0 + i) * cout_ * HoWo;
+    const int64_t y_row = next ? cout_ : 1, y_col = next ? 1 : HoWo;
+    if (wino) {
+      cpu::int8_winograd_conv(qs.data(), ys.data(), count, H, W, cp_, (uint8_t)input_.offset(), *wino, e, y_row, y_col,
+                              parallel_gemm);
+    } else {
+      OCRT_CHECK(count == 1, "Int8Conv2d: im2col takes one image at a time");
+      const uint8_t* q = qs[0];
+      // Each output pixel's row of A is its kh x kw taps' runs of cp codes in the image: one
+      // segment per tap, pointed at, never copied (an implicit im2col).
+      // (Called once per 6 output pixels: with few channels the kernel's work per call is small,
+      // so the pixel is stepped along rather than divided out, and the taps' offsets are fixed.)
+      cpu::Int8A a;
+      a.segments = kh_ * kw_;
+      cpu::Int8Image in_place = l.geometry;  // the AMX kernels read the taps from q itself
+      in_place.codes = q;
+      if (in_place.pixel) a.image = &in_place;
+      a.rows = [&](int64_t i0, int64_t rows, const uint8_t** ptrs) {
+        int64_t oh = i0 / l.Wo, ow = i0 - oh * l.Wo;
+        const int64_t taps = kh_ * kw_, MR = cpu::kInt8MR;
+        for (int64_t r = 0; r < MR; ++r) {
+          if (r >= rows) {  // past the end of A: the last row again
+            for (int64_t t = 0; t < taps; ++t) ptrs[t * MR + r] = ptrs[t * MR + r - 1];
+            continue;
+          }
+          const uint8_t* pixel = q + (oh * sh * Wp + ow * sw) * cp;
+          for (int64_t t = 0; t < taps; ++t) ptrs[t * MR + r] = pixel + l.tap_offset[(size_t)t];
+          if (++ow == l.Wo) ow = 0, ++oh;
         }
-        const uint8_t* pixel = q + (oh * sh * Wp + ow * sw) * cp;
-        for (int64_t t = 0; t < taps; ++t) ptrs[t * MR + r] = pixel + l.tap_offset[(size_t)t];
-        if (++ow == l.Wo) ow = 0, ++oh;
-      }
-    };
-    const Tensor mine_t = buffered ? buffers.narrow(0, slot, 1) : Tensor();
-    float* mine = buffered ? mine_t.data<float>() : nullptr;
-    // The product's sums into y (y_row, y_col), by im2col's product or by Winograd's.
-    auto product = [&](float* y, int64_t y_row, int64_t y_col) {
-      if (wino)
-        cpu::int8_winograd_conv(q, H, W, cp_, (uint8_t)input_.offset(), *wino, e, y, y_row, y_col, parallel_gemm);
-      else
-        cpu::int8_gemm(HoWo, a, packed_, e, y, y_row, y_col, parallel_gemm);
-    };
-    if (!next) {
-      product(pooled ? mine : yp + n * cout_ * HoWo, 1, HoWo);
-      if (pooled) max_pool2d_into(mine_t, *post.pool, y.narrow(0, n, 1));
-      return;
+      };
+      cpu::int8_gemm(HoWo, a, packed_, e, ys[0], y_row, y_col, parallel_gemm);
     }
-    // For the next layer: channels last, then its codes (the same values as its own
-    // quantization of this layer's float output), pooled on the codes (the quantization is
-    // monotonic, so the largest code is the largest value's code), into its padded image.
-    product(mine, cout_, 1);
-    next->codes_from_pixels(mine, l.Ho, l.Wo, post.pool ? &*post.pool : nullptr, nl,
-                            codes_out.codes.data<uint8_t>() + n * nl.stride);
+    for (int64_t i = 0; i < count && buffered; ++i) {
+      const int64_t n = n0 + i;
+      if (!next) {  // pooled
+        max_pool2d_into(buffers.narrow(0, slot * group + i, 1), *post.pool, y.narrow(0, n, 1));
+        continue;
+      }
+      // For the next layer: channels last, then its codes (the same values as its own
+      // quantization of this layer's float output), pooled on the codes (the quantization is
+      // monotonic, so the largest code is the largest value's code), into its padded image.
+      next->codes_from_pixels(ys[(size_t)i], l.Ho, l.Wo, post.pool ? &*post.pool : nullptr, nl,
+                              codes_out.codes.data<uint8_t>() + n * nl.stride);
+    }
   };
-  if (!by_image) {
-    for (int64_t n = 0; n < N; ++n) image(n, true, 0);
+  if (!by_group) {
+    for (int64_t g = 0; g < groups; ++g) images(g * group, std::min(group, N - g * group), true, 0);
   } else {
     std::exception_ptr failed;
 #pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t n = 0; n < N; ++n) {
+    for (int64_t g = 0; g < groups; ++g) {
       try {
-        image(n, false, omp_get_thread_num());
+        images(g * group, std::min(group, N - g * group), false, omp_get_thread_num());
       } catch (...) {
 #pragma omp critical(ocrt_int8_conv)
         failed = std::current_exception();

@@ -130,16 +130,18 @@ OCRT_TARGET_AVX2 void kernel_avx2(const int32_t* const* a, int64_t steps, const 
   _mm256_storeu_si256(out + 10, c50), _mm256_storeu_si256(out + 11, c51);
 }
 
-// V of nt tiles from tile p0 on (tiles numbered row by row, tw a row): the 16 pixels of each
-// tile (padded-image coordinates rows 2 ty .., columns 2 tx ..; past the image, the pad pixel),
+// V of nt tiles from tile p0 on (tiles numbered image by image, P an image, and in an image
+// row by row, tw a row): the 16 pixels of each tile (padded-image coordinates rows 2 ty ..,
+// columns 2 tx ..; past the image, the pad pixel),
 // 16 channels at a time as int16, through B^T . B; V[(xi * nt + t) * ts + c] as int16,
 // ts = tile_stride(pixel).
-OCRT_TARGET_AVX2 void input_tiles2(const uint8_t* image, int64_t Hp, int64_t Wp, int64_t pixel, const uint8_t* pad,
-                                  int64_t tw, int64_t p0, int64_t nt, int16_t* V) {
+OCRT_TARGET_AVX2 void input_tiles2(const uint8_t* const* images, int64_t P, int64_t Hp, int64_t Wp, int64_t pixel,
+                                   const uint8_t* pad, int64_t tw, int64_t p0, int64_t nt, int16_t* V) {
   const int64_t ts = tile_stride(pixel);
   const int64_t vec_end = pixel / 16 * 16;
   for (int64_t t = 0; t < nt; ++t) {
-    const int64_t ty = (p0 + t) / tw, tx = (p0 + t) % tw;
+    const int64_t n = (p0 + t) / P, ty = (p0 + t) % P / tw, tx = (p0 + t) % P % tw;
+    const uint8_t* image = images[n];
     const uint8_t* px[4][4];
     for (int64_t i = 0; i < 4; ++i)
       for (int64_t j = 0; j < 4; ++j) {
@@ -235,11 +237,12 @@ struct Avx2Int16Ops {
 // V of nt tiles from tile p0 on for F(4x4, 3x3): the 36 pixels of each tile (padded-image
 // rows 4 ty .., columns 4 tx ..; past the image, the pad pixel) through B^T . B, laid out as
 // input_tiles2 lays out its 16.
-OCRT_TARGET_AVX2 void input_tiles4(const uint8_t* image, int64_t Hp, int64_t Wp, int64_t pixel, const uint8_t* pad,
-                                   int64_t tw, int64_t p0, int64_t nt, int16_t* V) {
+OCRT_TARGET_AVX2 void input_tiles4(const uint8_t* const* images, int64_t P, int64_t Hp, int64_t Wp, int64_t pixel,
+                                   const uint8_t* pad, int64_t tw, int64_t p0, int64_t nt, int16_t* V) {
   const int64_t ts = tile_stride(pixel), vec_end = pixel / 16 * 16, xi_stride = nt * ts;
   for (int64_t t = 0; t < nt; ++t) {
-    const int64_t ty = (p0 + t) / tw, tx = (p0 + t) % tw;
+    const int64_t n = (p0 + t) / P, ty = (p0 + t) % P / tw, tx = (p0 + t) % P % tw;
+    const uint8_t* image = images[n];
     const uint8_t* px[6][6];
     for (int64_t i = 0; i < 6; ++i)
       for (int64_t j = 0; j < 6; ++j) {
@@ -365,6 +368,8 @@ Int8WinogradWeights::Int8WinogradWeights(int64_t Cout, int64_t C, const int8_t* 
     }
 }
 
+int64_t int8_winograd_chunk_tiles(const Int8WinogradWeights& U, int64_t pixel) { return chunk_tiles(U.tile(), pixel); }
+
 bool int8_winograd_enabled() {
   const int forced = g_forced.load();
   if (forced >= 0) return forced == 1;
@@ -394,26 +399,26 @@ void set_int8_winograd(bool on, int64_t min_channels, int max_tile) {
   g_max_tile = max_tile == 0 ? -1 : max_tile;
 }
 
-void int8_winograd_conv(const uint8_t* image, int64_t H, int64_t W, int64_t pixel, uint8_t pad_code,
-                        const Int8WinogradWeights& U,
-                        const Int8Epilogue& e, float* y, int64_t y_row, int64_t y_col, bool parallel) {
+void int8_winograd_conv(const uint8_t* const* images, float* const* ys, int64_t count, int64_t H, int64_t W,
+                        int64_t pixel, uint8_t pad_code, const Int8WinogradWeights& U, const Int8Epilogue& e,
+                        int64_t y_row, int64_t y_col, bool parallel) {
 #if defined(OCRT_INT8_WINOGRAD_AVX2)
   OCRT_CHECK(cpu_isa_supported(CpuIsa::avx2), "int8_winograd_conv needs AVX2");
-  OCRT_CHECK(H >= 1 && W >= 1 && pixel >= U.in_channels() && pixel % 4 == 0, "int8_winograd_conv: image ", H, "x",
-             W, " of ", pixel, " codes a pixel for ", U.in_channels(), " channels");
+  OCRT_CHECK(count >= 1 && H >= 1 && W >= 1 && pixel >= U.in_channels() && pixel % 4 == 0, "int8_winograd_conv: ",
+             count, " images ", H, "x", W, " of ", pixel, " codes a pixel for ", U.in_channels(), " channels");
   OCRT_CHECK(e.scale != nullptr, "int8_winograd_conv: the epilogue needs a scale per channel");
   const int64_t T = U.tile(), points = U.points(), chunk = chunk_tiles(T, pixel);
   const int64_t Hp = H + 2, Wp = W + 2, th = (H + T - 1) / T, tw = (W + T - 1) / T;
-  // Chunks of the image's tiles in row order, across rows of tiles: a narrow image (a page's
-  // short lines: 25 tiles a row in crnn's deep layers) then wastes no part-filled panel of 6
-  // tiles at the end of each row. As few chunks as chunk_tiles allows, of whole panels, equal
-  // but for the last.
-  const int64_t P = th * tw, items = (P + chunk - 1) / chunk;
-  const int64_t per = ((P + items - 1) / items + MR - 1) / MR * MR;
+  // Chunks of the images' tiles in row order, across rows of tiles and images: a narrow image
+  // (a page's short lines: 25 tiles a row in crnn's deep layers) then wastes no part-filled
+  // panel of 6 tiles at the end of each row, and a chunk of short lines' tiles reads U once for
+  // them all. As few chunks as chunk_tiles allows, of whole panels, equal but for the last.
+  const int64_t P = th * tw, items = (count * P + chunk - 1) / chunk;
+  const int64_t per = ((count * P + items - 1) / items + MR - 1) / MR * MR;
   const int64_t Cout = U.out_channels(), panels = (Cout + NR - 1) / NR, steps = U.pairs();
   const int64_t row_len = (T * chunk + MR) * NR;  // a row of pixels' sums, and room for a last kernel tile
   auto item = [&](int64_t it, Scratch& s) {
-    const int64_t p0 = it * per, nt = std::min(per, P - p0);  // (the last chunk may be empty)
+    const int64_t p0 = it * per, nt = std::min(per, count * P - p0);  // (the last chunk may be empty)
     if (nt <= 0) return;
     const int64_t ntp = (nt + MR - 1) / MR * MR;
     s.v.resize((size_t)(points * chunk * tile_stride(pixel) + 16));
@@ -422,9 +427,9 @@ void int8_winograd_conv(const uint8_t* image, int64_t H, int64_t W, int64_t pixe
     s.rows.resize((size_t)(T * row_len));
     s.pad.assign((size_t)pixel, pad_code);
     if (T == 4)
-      input_tiles4(image, Hp, Wp, pixel, s.pad.data(), tw, p0, nt, V);
+      input_tiles4(images, P, Hp, Wp, pixel, s.pad.data(), tw, p0, nt, V);
     else
-      input_tiles2(image, Hp, Wp, pixel, s.pad.data(), tw, p0, nt, V);
+      input_tiles2(images, P, Hp, Wp, pixel, s.pad.data(), tw, p0, nt, V);
     int32_t* rows[4];
     for (int64_t h = 0; h < T; ++h) rows[h] = s.rows.data() + h * row_len;
     const int32_t* a[MR];
@@ -442,10 +447,12 @@ void int8_winograd_conv(const uint8_t* image, int64_t H, int64_t W, int64_t pixe
       else
         output_tiles2(s.m.data(), ntp, nt, rows);
       // The chunk's tiles row of tiles by row of tiles: tiles t .. t_end of the chunk lie in tile
-      // row ty, their pixels consecutive in each of the T rows from pixel T t.
+      // row ty of image n, their pixels consecutive in each of the T rows from pixel T t.
       const int64_t j0 = p * NR, cols = std::min(NR, Cout - j0);
       for (int64_t t = 0; t < nt;) {
-        const int64_t ty = (p0 + t) / tw, tx = (p0 + t) % tw, t_end = std::min(nt, t + tw - tx);
+        const int64_t n = (p0 + t) / P, ty = (p0 + t) % P / tw, tx = (p0 + t) % P % tw;
+        const int64_t t_end = std::min(nt, t + tw - tx);
+        float* y = ys[n];
         const int64_t w0 = T * tx, w1 = std::min(W, T * (tx + t_end - t));
         for (int64_t h = 0; h < T; ++h) {
           const int64_t oh = T * ty + h;
@@ -480,7 +487,8 @@ void int8_winograd_conv(const uint8_t* image, int64_t H, int64_t W, int64_t pixe
   }
   if (failed) std::rethrow_exception(failed);
 #else
-  (void)image, (void)H, (void)W, (void)pixel, (void)pad_code, (void)U, (void)e, (void)y, (void)y_row, (void)y_col, (void)parallel;
+  (void)images, (void)ys, (void)count, (void)H, (void)W, (void)pixel, (void)pad_code, (void)U, (void)e, (void)y_row,
+      (void)y_col, (void)parallel;
   fail("int8_winograd_conv needs AVX2 (an x86-64 build)");
 #endif
 }

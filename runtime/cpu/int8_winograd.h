@@ -78,15 +78,20 @@ int64_t int8_winograd_min_channels();
 int int8_winograd_max_tile();
 void set_int8_winograd(bool on, int64_t min_channels = kInt8WinogradMinChannels, int max_tile = 0);
 
-// One image's 3x3, stride-1, padding-1 convolution into y as int8_gemm writes it (output pixel
-// i = oh * W + ow is row i of the product: y[i * y_row + channel * y_col], through e). The
-// image's codes lie channels last with its padding: (H + 2) x (W + 2) pixels of `pixel` codes
-// (>= C, a multiple of 4, channels past C at any code 0..127: their weights are zero), the
-// padding's pixels at pad_code (the code of 0). C at most kInt8WinogradMaxChannels. Threads:
-// as int8_gemm (chunks of tiles shared out with parallel set, outside a parallel region); the
-// same result for any count.
-void int8_winograd_conv(const uint8_t* image, int64_t H, int64_t W, int64_t pixel, uint8_t pad_code,
-                        const Int8WinogradWeights& U,
-                        const Int8Epilogue& e, float* y, int64_t y_row, int64_t y_col, bool parallel = true);
+// count images' 3x3, stride-1, padding-1 convolutions, each into its ys[n] as int8_gemm writes
+// it (output pixel i = oh * W + ow is row i of the product: ys[n][i * y_row + channel * y_col],
+// through e). The images' codes lie channels last with their padding: (H + 2) x (W + 2) pixels
+// of `pixel` codes (>= C, a multiple of 4, channels past C at any code 0..127: their weights are
+// zero), the padding's pixels at pad_code (the code of 0). C at most kInt8WinogradMaxChannels.
+// The images' tiles are worked in chunks across images, so several narrow images read the
+// transformed weights once (give them together). Threads: as int8_gemm (chunks shared out with
+// parallel set, outside a parallel region); the same result for any count.
+void int8_winograd_conv(const uint8_t* const* images, float* const* ys, int64_t count, int64_t H, int64_t W,
+                        int64_t pixel, uint8_t pad_code, const Int8WinogradWeights& U, const Int8Epilogue& e,
+                        int64_t y_row, int64_t y_col, bool parallel = true);
+
+// The tiles of a chunk (per image: ceil(H / tile) x ceil(W / tile) tiles): images of fewer tiles
+// than this are best given several at a time.
+int64_t int8_winograd_chunk_tiles(const Int8WinogradWeights& U, int64_t pixel);
 
 }  // namespace ocrt::cpu

@@ -323,8 +323,9 @@ TEST_CASE("int8 Winograd F(4x4) and F(2x2) give im2col's bits: shapes, signed in
   if (!cpu_isa_supported(CpuIsa::avx2)) return;  // int8 Winograd runs on AVX2 only
   // Odd and even sizes (a last tile half outside the image), one row or column, channels not a
   // multiple of 16 (the transform's scalar tail) or of 4 (padded), more than 48 tiles to a row
-  // (two chunks), output channels not a multiple of 16 (a partial panel), signed inputs (padding
-  // at code 64), and the epilogue's BatchNorm, ReLU and pool.
+  // (two chunks), batches of narrow images (several images' tiles in a chunk, chunks across
+  // images), output channels not a multiple of 16 (a partial panel), signed inputs (padding at
+  // code 64), and the epilogue's BatchNorm, ReLU and pool.
   uint32_t seed = 900;
   struct Case {
     int64_t N, C, Cout, H, W;
@@ -333,7 +334,8 @@ TEST_CASE("int8 Winograd F(4x4) and F(2x2) give im2col's bits: shapes, signed in
   // (Input channels from kInt8WinogradMinChannels on: with fewer the layer keeps im2col.)
   const Case cases[] = {{1, 32, 1, 1, 1, false, false},  {2, 33, 5, 2, 7, false, true},   {1, 44, 16, 5, 13, true, false},
                         {3, 49, 20, 3, 1, false, true},  {1, 36, 33, 8, 101, true, true}, {2, 64, 32, 4, 130, false, true},
-                        {1, 32, 16, 16, 9, false, false}, {2, 40, 7, 7, 8, true, true}};
+                        {1, 32, 16, 16, 9, false, false}, {2, 40, 7, 7, 8, true, true},
+                        {21, 40, 18, 4, 13, true, true}};  // narrow images: several a chunk, chunks across them
   for (const int tile : {4, 2})
   for (const Case& c : cases) {
     INFO("F(" << tile << "x" << tile << ", 3x3): N " << c.N << " C " << c.C << " Cout " << c.Cout << " " << c.H << "x" << c.W << " signed " << c.is_signed);
