@@ -181,7 +181,7 @@ Int8Conv2d::~Int8Conv2d() = default;
 const cpu::Int8WinogradWeights* Int8Conv2d::winograd_weights() const {
   if (!winograd_shape_ || !cpu::int8_winograd_enabled() || c_ < cpu::int8_winograd_min_channels()) return nullptr;
   std::call_once(winograd_made_, [&] {
-    winograd_ = std::make_unique<cpu::Int8WinogradWeights>(cout_, c_, codes_.data<int8_t>(), cpu::int8_winograd_max_tile());
+    winograd_ = cpu::shared_int8_winograd_weights(cout_, c_, codes_.data<int8_t>(), cpu::int8_winograd_max_tile());
   });
   return winograd_.get();
 }

@@ -158,7 +158,7 @@ class Int8Conv2d {
   bool winograd_shape_ = false;
   Tensor codes_;  // (cout, c, 3, 3) int8 codes, kept for the transformed weights (shares the model's)
   mutable std::once_flag winograd_made_;
-  mutable std::unique_ptr<cpu::Int8WinogradWeights> winograd_;
+  mutable std::shared_ptr<const cpu::Int8WinogradWeights> winograd_;  // shared with equal layers (page lanes)
   const cpu::Int8WinogradWeights* winograd_weights() const;
 };
 

@@ -43,6 +43,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -366,6 +367,28 @@ Int8WinogradWeights::Int8WinogradWeights(int64_t Cout, int64_t C, const int8_t* 
           step[(k % NR) * 2 + c % 2] = (int16_t)u;
         }
     }
+}
+
+std::shared_ptr<const Int8WinogradWeights> shared_int8_winograd_weights(int64_t Cout, int64_t C, const int8_t* w,
+                                                                        int max_tile) {
+  struct Entry {
+    int64_t cout, c;
+    int max_tile;
+    std::vector<int8_t> codes;  // a copy: the callers' own go with their models
+    std::weak_ptr<const Int8WinogradWeights> made;
+  };
+  static std::mutex mu;
+  static std::vector<Entry> entries;
+  const size_t n = (size_t)(Cout * C * 9);
+  std::lock_guard<std::mutex> lock(mu);
+  entries.erase(std::remove_if(entries.begin(), entries.end(), [](const Entry& e) { return e.made.expired(); }),
+                entries.end());
+  for (const Entry& e : entries)
+    if (e.cout == Cout && e.c == C && e.max_tile == max_tile && std::memcmp(e.codes.data(), w, n) == 0)
+      if (auto held = e.made.lock()) return held;
+  auto made = std::make_shared<const Int8WinogradWeights>(Cout, C, w, max_tile);
+  entries.push_back({Cout, C, max_tile, std::vector<int8_t>(w, w + n), made});
+  return made;
 }
 
 int64_t int8_winograd_chunk_tiles(const Int8WinogradWeights& U, int64_t pixel) { return chunk_tiles(U.tile(), pixel); }

@@ -66,6 +66,13 @@ class Int8WinogradWeights {
   std::unique_ptr<int16_t, void (*)(void*)> data_{nullptr, std::free};
 };
 
+// The transformed weights of w (as the constructor makes them), shared by every caller that asks
+// for the same weights (the same shape, max_tile and codes, compared byte by byte) while one of
+// them holds them: ocrt-infer's page lanes each load the recogniser, and one copy of its
+// transformed weights (crnn-en: 36 MB) serves them all.
+std::shared_ptr<const Int8WinogradWeights> shared_int8_winograd_weights(int64_t Cout, int64_t C, const int8_t* w,
+                                                                        int max_tile);
+
 // Whether Int8Conv2d takes this path: the int8 product here is the AVX2 one, and
 // OCRT_INT8_WINOGRAD is not 0 (set_int8_winograd overrides both, for tests and benchmarks;
 // forcing it on needs AVX2), for layers of at least int8_winograd_min_channels() input channels

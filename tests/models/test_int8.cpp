@@ -477,6 +477,30 @@ TEST_CASE("int8 Winograd F(4x4) at its bound: sums of +-(2^25 - 16) exact; one w
   }
 }
 
+TEST_CASE("int8 Winograd weights are shared by layers of the same codes while one holds them", "[int8]") {
+  const int64_t Cout = 20, C = 36;
+  std::vector<int8_t> w((size_t)(Cout * C * 9)), other;
+  std::mt19937 rng(5);
+  for (int8_t& v : w) v = (int8_t)((int)(rng() % 255) - 127);
+  other = w;
+  other[100] = (int8_t)(other[100] == 5 ? 6 : 5);
+  auto a = cpu::shared_int8_winograd_weights(Cout, C, w.data(), 4);
+  const std::vector<int8_t> copy = w;  // equal bytes elsewhere: a second model's copy of the file
+  auto b = cpu::shared_int8_winograd_weights(Cout, C, copy.data(), 4);
+  CHECK(a == b);
+  CHECK(a->tile() == 4);
+  CHECK(cpu::shared_int8_winograd_weights(Cout, C, other.data(), 4) != a);  // one code apart
+  CHECK(cpu::shared_int8_winograd_weights(Cout, C, w.data(), 2) != a);      // another tile
+  CHECK(cpu::shared_int8_winograd_weights(Cout, C, w.data(), 2)->tile() == 2);
+  // The same bytes read as other shapes are other weights.
+  CHECK(cpu::shared_int8_winograd_weights(C, Cout, w.data(), 4) != a);
+  const cpu::Int8WinogradWeights* held = a.get();
+  const std::vector<int16_t> first(held->panel(0, 0), held->panel(0, 0) + held->pairs() * 2 * cpu::kInt8NR);
+  a.reset(), b.reset();  // none holds them: made again, equal
+  auto c = cpu::shared_int8_winograd_weights(Cout, C, w.data(), 4);
+  CHECK(std::equal(first.begin(), first.end(), c->panel(0, 0)));
+}
+
 namespace {
 
 std::shared_ptr<CRNN> small_crnn() {
