@@ -37,8 +37,9 @@ constexpr int64_t kInt8WinogradMaxChannels = ((int64_t(1) << 31) - 1) / (4 * 9 *
 constexpr int64_t kInt8Winograd4Bound = int64_t(1) << 25;
 // The fewest input channels for which Int8Conv2d takes this path: with fewer, a product step
 // has few pairs of channels to sum, and im2col's 9 taps give its kernel the longer runs (Zen 3,
-// one page's detector layers, bench_int8_winograd: 8 -> 8 channels 0.61x, 16 -> 16 0.91x,
-// 32 -> 16 1.03x, 64 -> 64 1.16x).
+// one page's detector layers, bench_int8_winograd, F(4x4): 8 -> 8 channels 0.77x, 16 -> 16
+// 1.05x, 32 -> 16 1.20x, 64 -> 64 1.73x; F(2x2): 0.61x, 0.91x, 1.03x, 1.16x. From 16 channels
+// on, the 12 real scans read no faster).
 constexpr int64_t kInt8WinogradMinChannels = 32;
 
 // Whether every output channel of w (Cout, C, 3, 3), codes -127..127, keeps F(4x4, 3x3)'s sums
