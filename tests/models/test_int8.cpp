@@ -411,7 +411,7 @@ TEST_CASE("int8 Winograd at the bound: the largest codes and weights over 512 ch
   }
 }
 
-TEST_CASE("int8 Winograd F(4x4) at its bound: sums of +-(2^25 - 16) exact; one weight more: F(2x2)", "[int8]") {
+TEST_CASE("int8 Winograd F(4x4) at its bound: sums of +-(2^25 - 16) exact, F(2x2) one weight past it", "[int8]") {
   if (!cpu_isa_supported(CpuIsa::avx2)) return;  // int8 Winograd runs on AVX2 only
   // F(4x4)'s output transform leaves 576 x the sum modulo 2^32; the sum comes back exactly when
   // it lies within -2^25 .. 2^25 - 1 (int8_winograd.h). Channels here reach that bound: 232 input
