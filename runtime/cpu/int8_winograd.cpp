@@ -131,24 +131,31 @@ OCRT_TARGET_AVX2 void kernel_avx2(const int32_t* const* a, int64_t steps, const 
   _mm256_storeu_si256(out + 10, c50), _mm256_storeu_si256(out + 11, c51);
 }
 
-// V of nt tiles from tile p0 on (tiles numbered image by image, P an image, and in an image
-// row by row, tw a row): the 16 pixels of each tile (padded-image coordinates rows 2 ty ..,
-// columns 2 tx ..; past the image, the pad pixel),
-// 16 channels at a time as int16, through B^T . B; V[(xi * nt + t) * ts + c] as int16,
+// The (T + 2) x (T + 2) input pixels of tile g (tiles numbered image by image, P an image, and in
+// an image row by row, tw a row): padded-image rows T ty .., columns T tx ..; past the image,
+// the pad pixel.
+template <int64_t T>
+void tile_pixels(const uint8_t* const* images, int64_t P, int64_t tw, int64_t g, int64_t Hp, int64_t Wp,
+                 int64_t pixel, const uint8_t* pad, const uint8_t* (&px)[T + 2][T + 2]) {
+  const int64_t ty = g % P / tw, tx = g % P % tw;
+  const uint8_t* image = images[g / P];
+  for (int64_t i = 0; i < T + 2; ++i)
+    for (int64_t j = 0; j < T + 2; ++j) {
+      const int64_t r = T * ty + i, s = T * tx + j;
+      px[i][j] = r < Hp && s < Wp ? image + (r * Wp + s) * pixel : pad;
+    }
+}
+
+// V of nt tiles from tile p0 on (numbered as tile_pixels numbers them): the 16 pixels of each
+// tile, 16 channels at a time as int16, through B^T . B; V[(xi * nt + t) * ts + c] as int16,
 // ts = tile_stride(pixel).
 OCRT_TARGET_AVX2 void input_tiles2(const uint8_t* const* images, int64_t P, int64_t Hp, int64_t Wp, int64_t pixel,
                                    const uint8_t* pad, int64_t tw, int64_t p0, int64_t nt, int16_t* V) {
   const int64_t ts = tile_stride(pixel);
   const int64_t vec_end = pixel / 16 * 16;
   for (int64_t t = 0; t < nt; ++t) {
-    const int64_t n = (p0 + t) / P, ty = (p0 + t) % P / tw, tx = (p0 + t) % P % tw;
-    const uint8_t* image = images[n];
     const uint8_t* px[4][4];
-    for (int64_t i = 0; i < 4; ++i)
-      for (int64_t j = 0; j < 4; ++j) {
-        const int64_t r = 2 * ty + i, s = 2 * tx + j;
-        px[i][j] = r < Hp && s < Wp ? image + (r * Wp + s) * pixel : pad;
-      }
+    tile_pixels<2>(images, P, tw, p0 + t, Hp, Wp, pixel, pad, px);
     int16_t* v0 = V + t * ts;
     const int64_t xi_stride = nt * ts;
     for (int64_t c = 0; c < vec_end; c += 16) {
@@ -235,21 +242,14 @@ struct Avx2Int16Ops {
   OCRT_TARGET_AVX2 static __m256i shl2(__m256i a) { return _mm256_slli_epi16(a, 2); }
 };
 
-// V of nt tiles from tile p0 on for F(4x4, 3x3): the 36 pixels of each tile (padded-image
-// rows 4 ty .., columns 4 tx ..; past the image, the pad pixel) through B^T . B, laid out as
-// input_tiles2 lays out its 16.
+// V of nt tiles from tile p0 on for F(4x4, 3x3): the 36 pixels of each tile through B^T . B,
+// laid out as input_tiles2 lays out its 16.
 OCRT_TARGET_AVX2 void input_tiles4(const uint8_t* const* images, int64_t P, int64_t Hp, int64_t Wp, int64_t pixel,
                                    const uint8_t* pad, int64_t tw, int64_t p0, int64_t nt, int16_t* V) {
   const int64_t ts = tile_stride(pixel), vec_end = pixel / 16 * 16, xi_stride = nt * ts;
   for (int64_t t = 0; t < nt; ++t) {
-    const int64_t n = (p0 + t) / P, ty = (p0 + t) % P / tw, tx = (p0 + t) % P % tw;
-    const uint8_t* image = images[n];
     const uint8_t* px[6][6];
-    for (int64_t i = 0; i < 6; ++i)
-      for (int64_t j = 0; j < 6; ++j) {
-        const int64_t r = 4 * ty + i, s = 4 * tx + j;
-        px[i][j] = r < Hp && s < Wp ? image + (r * Wp + s) * pixel : pad;
-      }
+    tile_pixels<4>(images, P, tw, p0 + t, Hp, Wp, pixel, pad, px);
     int16_t* v0 = V + t * ts;
     for (int64_t c = 0; c < vec_end; c += 16) {
       __m256i e[6][6];  // B^T d: e[row][column]

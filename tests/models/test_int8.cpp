@@ -311,6 +311,31 @@ TEST_CASE("Int8Conv2d hands its output to the next int8 convolution as codes: th
   CHECK(whole.to_vector<float>() == y.to_vector<float>());
 }
 
+namespace {
+
+// A 3x3, stride-1, padding-1 convolution's integer sums, the plain loop: codes q (C, H, W; the
+// padding at code 0) against weights w (Cout, C, 3, 3); (Cout, H, W).
+std::vector<int64_t> direct_sums(const std::vector<int>& q, const int8_t* w, int64_t Cout, int64_t C, int64_t H,
+                                 int64_t W) {
+  std::vector<int64_t> sums((size_t)(Cout * H * W), 0);
+  for (int64_t k = 0; k < Cout; ++k)
+    for (int64_t i = 0; i < H; ++i)
+      for (int64_t j = 0; j < W; ++j) {
+        int64_t sum = 0;
+        for (int64_t c = 0; c < C; ++c)
+          for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b) {
+              const int64_t r = i + a - 1, s = j + b - 1;
+              if (r >= 0 && r < H && s >= 0 && s < W)
+                sum += q[(size_t)((c * H + r) * W + s)] * (int64_t)w[((k * C + c) * 3 + a) * 3 + b];
+            }
+        sums[(size_t)((k * H + i) * W + j)] = sum;
+      }
+  return sums;
+}
+
+}  // namespace
+
 // Sets int8 Winograd (runtime/cpu/int8_winograd.h) on or off, and the largest tile that layers'
 // weights made meanwhile take, while it lives, then back as it was.
 struct Int8WinogradScope {
@@ -396,18 +421,8 @@ TEST_CASE("int8 Winograd at the bound: the largest codes and weights over 512 ch
     omp_set_num_threads(before);
     CHECK(y[0].to_vector<float>() == y[1].to_vector<float>());
     const std::vector<float> got = y[1].to_vector<float>();
-    for (int64_t k = 0; k < Cout; ++k)
-      for (int64_t i = 0; i < H; ++i)
-        for (int64_t j = 0; j < W; ++j) {
-          int64_t sum = 0;
-          for (int64_t c = 0; c < C; ++c)
-            for (int a = 0; a < 3; ++a)
-              for (int b = 0; b < 3; ++b) {
-                const int64_t r = i + a - 1, s = j + b - 1;
-                if (r >= 0 && r < H && s >= 0 && s < W) sum += 127 * (int64_t)w[((k * C + c) * 3 + a) * 3 + b];
-              }
-          REQUIRE(got[(size_t)((k * H + i) * W + j)] == (float)sum);
-        }
+    const std::vector<int64_t> sums = direct_sums(std::vector<int>((size_t)(C * H * W), 127), w, Cout, C, H, W);
+    for (size_t i = 0; i < sums.size(); ++i) REQUIRE(got[i] == (float)sums[i]);
   }
 }
 
@@ -459,19 +474,8 @@ TEST_CASE("int8 Winograd F(4x4) at its bound: sums of +-(2^25 - 16) exact, F(2x2
       omp_set_num_threads(before);
       CHECK(y[0].to_vector<float>() == y[1].to_vector<float>());
       const std::vector<float> got = y[1].to_vector<float>();
-      for (int64_t k = 0; k < Cout; ++k)
-        for (int64_t i = 0; i < H; ++i)
-          for (int64_t j = 0; j < W; ++j) {
-            int64_t sum = 0;
-            for (int64_t c = 0; c < C; ++c)
-              for (int a = 0; a < 3; ++a)
-                for (int b = 0; b < 3; ++b) {
-                  const int64_t r = i + a - 1, s = j + b - 1;
-                  if (r >= 0 && r < H && s >= 0 && s < W)
-                    sum += q[(size_t)((c * H + r) * W + s)] * (int64_t)w[((k * C + c) * 3 + a) * 3 + b];
-                }
-            REQUIRE(got[(size_t)((k * H + i) * W + j)] == (float)sum);
-          }
+      const std::vector<int64_t> sums = direct_sums(q, w, Cout, C, H, W);
+      for (size_t i = 0; i < sums.size(); ++i) REQUIRE(got[i] == (float)sums[i]);
       if (full) CHECK(got[(size_t)(1 * W + 1)] == 33554416.0f);  // channel 0 at an interior pixel: the bound
     }
   }
