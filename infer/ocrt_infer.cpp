@@ -42,6 +42,7 @@
 #include "models/model_file.h"
 #include "ops/conv.h"
 #include "runtime/cpu/int8_gemm.h"
+#include "runtime/cpu/int8_winograd.h"
 #include "runtime/cpu_allocator.h"
 #include "runtime/cli.h"
 #include "runtime/error.h"
@@ -464,10 +465,11 @@ class DetectorSlot {
   }
   // The file get() loaded (empty until it has).
   const std::string& path() const { return path_; }
-  // "FILE (int8, K kernel)" or "FILE (float32)" once loaded, else empty.
+  // "FILE (int8, K kernel[, 3x3 layers by ...])" (cpu::int8_path_description) or "FILE (float32)"
+  // once loaded, else empty.
   std::string describe() const {
     if (!detector_) return "";
-    return path_ + (detector_->int8() ? std::string(" (int8, ") + cpu::int8_gemm_kernel_name() + " kernel)" : " (float32)");
+    return path_ + (detector_->int8() ? " (int8, " + cpu::int8_path_description() + ")" : std::string(" (float32)"));
   }
   // Throws a message that ends "... no text detector model ..." when there is none.
   TextDetector& get() {

@@ -26,6 +26,7 @@
 #include "ops/reduce.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/cpu/int8_gemm.h"
+#include "runtime/cpu/int8_winograd.h"
 #include "runtime/cuda/cuda_glue.h"
 #include "runtime/precision.h"
 #include "runtime/threading.h"
@@ -477,7 +478,7 @@ Predictor::Predictor(const std::string& model_path, PredictorOptions options)
                  "): use the float model file on GPUs");
     OCRT_CHECK(opt_.precision == "fp32" || opt_.precision == "auto" || opt_.precision == "int8", model_path,
                " is an int8 model file: it computes in int8, and --precision ", opt_.precision, " does not apply");
-    precision_ = std::string("int8 (") + cpu::int8_gemm_kernel_name() + " kernel)";
+    precision_ = "int8 (" + cpu::int8_path_description() + ")";
     if (opt_.precision == "auto") {  // an int8 file computes in int8; auto says what its record says
       std::string why;
       precision_validated(loaded.training, "int8", &why);

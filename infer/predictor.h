@@ -267,7 +267,8 @@ struct RunStats {
   double seconds = 0;
   std::string cpu_path;   // the CPU kernels' instruction-set path (runtime/cpu_isa.h), e.g. "avx512bf16"
   // What the workers computed in: "fp32", "tf32", "bf16", "cpu X, gpu Y", or for an int8 model
-  // file "int8 (K kernel)", K the int8 kernel (runtime/cpu/int8_gemm.h), e.g. "avx2 vpmaddubsw".
+  // file "int8 (K kernel)", K the int8 kernel (runtime/cpu/int8_gemm.h), e.g. "avx2 vpmaddubsw",
+  // followed on CPUs that take it by ", 3x3 layers by integer Winograd F(4x4)" (int8_winograd.h).
   std::string precision;
   std::string decoding;  // Predictor::decoding()
   std::vector<WorkerStats> workers;  // in the order of PredictorOptions::devices

@@ -402,6 +402,13 @@ bool int8_winograd_enabled() {
 
 int64_t int8_winograd_min_channels() { return g_min_channels.load(); }
 
+std::string int8_path_description() {
+  std::string d = std::string(int8_gemm_kernel_name()) + " kernel";
+  if (int8_winograd_enabled())
+    d += std::string(", 3x3 layers by integer Winograd F(") + (int8_winograd_max_tile() == 4 ? "4x4" : "2x2") + ")";
+  return d;
+}
+
 int int8_winograd_max_tile() {
   const int forced = g_max_tile.load();
   if (forced > 0) return forced;

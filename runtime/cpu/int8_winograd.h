@@ -26,6 +26,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "runtime/cpu/int8_gemm.h"
 
@@ -82,6 +83,10 @@ std::shared_ptr<const Int8WinogradWeights> shared_int8_winograd_weights(int64_t 
 // The largest tile layers' weights are transformed for (int8_winograd_max_tile: 4, or 2 where
 // OCRT_INT8_WINOGRAD is 2 or set_int8_winograd's max_tile says so; 0 there: the environment's).
 bool int8_winograd_enabled();
+// How int8 products run here, for summaries: "K kernel" (K: int8_gemm_kernel_name()), and where
+// this path is on, ", 3x3 layers by integer Winograd F(4x4)" (or F(2x2) when that is the
+// largest tile allowed).
+std::string int8_path_description();
 int64_t int8_winograd_min_channels();
 int int8_winograd_max_tile();
 void set_int8_winograd(bool on, int64_t min_channels = kInt8WinogradMinChannels, int max_tile = 0);

@@ -690,7 +690,7 @@ TEST_CASE("ocrt-quantize writes an int8 file a quarter the size that ocrt-infer 
                           "/samples/lines 2>&1",
                       &textf) == 0);
   INFO(text8);
-  CHECK_THAT(text8, Catch::Contains(std::string("int8 (") + cpu::int8_gemm_kernel_name() + " kernel)"));
+  CHECK_THAT(text8, Catch::Contains("int8 (" + cpu::int8_path_description() + ")"));
   CHECK_THAT(text8, Catch::Contains("Please call"));
   // Refusals: a model that is int8 already, and bf16 with an int8 file.
   CHECK(run_command(program("ocrt-quantize") + " --weights " + out + " --out " + out + ".2 " + src + "/samples/lines 2>&1",
@@ -736,7 +736,7 @@ TEST_CASE("ocrt-quantize calibrates a text detector on pages, and ocrt-infer rea
     INFO(report);
     // The summary names the detector and how it computes.
     CHECK_THAT(report, Catch::Contains("ocrt-infer: detector " + det +
-                                       (det == out ? std::string(" (int8, ") + cpu::int8_gemm_kernel_name() + " kernel)"
+                                       (det == out ? " (int8, " + cpu::int8_path_description() + ")"
                                                    : std::string(" (float32)"))));
     const size_t at = report.find("words: ");
     REQUIRE(at != std::string::npos);
