@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <random>
 #include <string>
 
 #include "gradcheck.h"
@@ -162,6 +164,59 @@ TEST_CASE("beam search: the LM decides between labellings the model scores the s
   CHECK(ctc_beam_decode(lp2, 4)[0].labels == std::vector<int64_t>{1, 2});
   CHECK(ctc_beam_decode(lp2, with_lm(only_a, chars, 4, 1.0, 0.0))[0].labels == std::vector<int64_t>{1});
   CHECK(ctc_beam_decode(lp2, with_lm(only_a, chars, 4, 1.0, 10.0))[0].labels == std::vector<int64_t>{1, 2});
+}
+
+TEST_CASE("beam search with an LM, wide enough for every prefix, finds the best labelling of an exhaustive search", "[decode][lm]") {
+  // Every path of 5 frames over blank + 3 letters (4^5), collapsed into its labelling; a
+  // labelling's score is log of its paths' summed probability + alpha x its characters' LM log
+  // probabilities + beta x its length. A beam wider than the number of prefixes is exact, so it
+  // must find the labelling of the highest score, with that score: the LM's part looked up
+  // right for every prefix (the search finds each prefix's LM contexts once for its children).
+  const std::vector<std::string> chars{"t", "h", "e"};
+  const CharLM lm = CharLM::build(u32(kText), 4, 1);
+  const int64_t T = 5, C = 4;
+  std::mt19937 rng(2026);
+  std::uniform_real_distribution<double> u(0.05, 1.05);
+  for (int trial = 0; trial < 12; ++trial) {
+    std::vector<std::vector<double>> rows((size_t)T, std::vector<double>((size_t)C));
+    for (auto& r : rows) {
+      double sum = 0;
+      for (double& p : r) sum += (p = u(rng));
+      for (double& p : r) p /= sum;
+    }
+    const double alpha = trial % 2 ? 1.5 : 0.5, beta = trial % 3 ? 0.0 : 0.7;
+    std::map<std::vector<int64_t>, double> paths;  // labelling -> its paths' probability
+    for (int64_t code = 0; code < 1024; ++code) {
+      std::vector<int64_t> labels;
+      double p = 1;
+      int64_t prev = 0;
+      for (int64_t t = 0, rest = code; t < T; ++t, rest /= C) {
+        const int64_t c = rest % C;
+        p *= rows[(size_t)t][(size_t)c];
+        if (c != 0 && c != prev) labels.push_back(c);
+        prev = c;
+      }
+      paths[labels] += p;
+    }
+    double best = -INFINITY;
+    std::vector<int64_t> best_labels;
+    const std::vector<int32_t> ids = lm_ids_for(lm, chars);
+    for (const auto& [labels, p] : paths) {
+      double score = std::log(p);
+      CharLM::State st = lm.start();
+      for (int64_t c : labels) {
+        score += alpha * lm.log_prob(st, ids[(size_t)c]) + beta;
+        st = lm.next(st, ids[(size_t)c]);
+      }
+      if (score > best) best = score, best_labels = labels;
+    }
+    BeamOptions o = with_lm(lm, chars, 4096, alpha, beta);
+    o.min_prob = 0;
+    const Decoded d = ctc_beam_decode(from_probs(rows), o)[0];
+    INFO("trial " << trial);
+    CHECK(d.labels == best_labels);
+    CHECK(d.log_prob == Approx(best).epsilon(1e-9));
+  }
 }
 
 TEST_CASE("beam search: a uniform share in the LM bounds how far it overrules a sure model", "[decode][lm]") {
