@@ -199,32 +199,21 @@ CharLM::State CharLM::next(State s, int32_t id) const {
   return ((s << kBits) | (uint64_t)id) & low_symbols(order_ - 1);
 }
 
-CharLM::Contexts CharLM::contexts(State s) const {
-  // From the empty context up. A context never seen ends the climb (every longer one holds it as
-  // a suffix, so was never seen either).
-  Contexts found;
+double CharLM::log_prob(State s, int32_t w) const {
+  // From the empty context up: p <- c(hw) / (c(h) + T(h)) + gamma(h) p. A context never seen
+  // ends the climb (every longer one holds it as a suffix, so was never seen either).
+  double p = 1.0 / ((double)vocab_.size() + 1.0);
   const int len = key_length(s);
   for (int k = 0; k <= len && k < order_; ++k) {
     const uint64_t h = s & low_symbols(k);
     const int64_t c = find_context(h);
     if (c < 0) break;
-    found.key[found.n] = h, found.index[found.n] = c, ++found.n;
-  }
-  return found;
-}
-
-double CharLM::log_prob(const Contexts& found, int32_t w) const {
-  // From the empty context up: p <- c(hw) / (c(h) + T(h)) + gamma(h) p.
-  double p = 1.0 / ((double)vocab_.size() + 1.0);
-  for (int i = 0; i < found.n; ++i) {
-    const int64_t g = find_ngram((found.key[i] << kBits) | (uint64_t)w);
-    const Context& ctx = contexts_[(size_t)found.index[i]];
+    const int64_t g = find_ngram((h << kBits) | (uint64_t)w);
+    const Context& ctx = contexts_[(size_t)c];
     p = (g >= 0 ? (double)ngram_counts_[(size_t)g] : 0.0) / ctx.denom + ctx.gamma * p;
   }
   return std::log(p);
 }
-
-double CharLM::log_prob(State s, int32_t w) const { return log_prob(contexts(s), w); }
 
 double CharLM::bits_per_char(const std::u32string& text) const {
   if (text.empty()) return 0;

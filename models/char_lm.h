@@ -64,16 +64,6 @@ class CharLM {
   State start() const { return 0; }  // no context (the start of a line)
   State next(State s, int32_t id) const;          // s followed by id, keeping order - 1 symbols
   double log_prob(State s, int32_t id) const;      // natural log of P(id | s), finite
-  // The contexts of s that the model has (the empty one, then longer suffixes of s), found once
-  // for several log_prob calls on one state: the beam search asks for each child of a prefix.
-  // log_prob(contexts(s), id) == log_prob(s, id), bit for bit.
-  struct Contexts {
-    int n = 0;
-    uint64_t key[kMaxOrder];
-    int64_t index[kMaxOrder];
-  };
-  Contexts contexts(State s) const;
-  double log_prob(const Contexts& contexts, int32_t id) const;
   // Average log2 P per character of `text` read from the start: the cross-entropy in bits.
   double bits_per_char(const std::u32string& text) const;
 

@@ -237,11 +237,7 @@ class BeamSearch {
       const int32_t id = o_.lm_ids[(size_t)c];
       const CharLM::State parent_state = nodes_[(size_t)node].state;
       ch.state = o_.lm->next(parent_state, id);
-      if (contexts_node_ != node) {  // a prefix's children come one after another: its contexts once
-        contexts_ = o_.lm->contexts(parent_state);
-        contexts_node_ = node;
-      }
-      double lp = o_.lm->log_prob(contexts_, id);
+      double lp = o_.lm->log_prob(parent_state, id);
       if (o_.lm_uniform > 0)
         lp = std::log((1 - o_.lm_uniform) * std::exp(lp) + o_.lm_uniform / (o_.lm->vocab_size() + 1));
       ch.lm = o_.lm_weight * lp + o_.lm_bonus;
@@ -344,8 +340,6 @@ class BeamSearch {
   std::vector<Beam>& beams_;
   std::vector<Beam>& next_;
   std::vector<int>& slot_;  // node -> its index in next_ during a step, else -1
-  int contexts_node_ = -1;   // the node whose LM contexts contexts_ holds
-  CharLM::Contexts contexts_;
   std::vector<int64_t>& candidates_;
 };
 

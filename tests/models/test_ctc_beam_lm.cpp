@@ -171,7 +171,7 @@ TEST_CASE("beam search with an LM, wide enough for every prefix, finds the best 
   // labelling's score is log of its paths' summed probability + alpha x its characters' LM log
   // probabilities + beta x its length. A beam wider than the number of prefixes is exact, so it
   // must find the labelling of the highest score, with that score: the LM's part looked up
-  // right for every prefix (the search finds each prefix's LM contexts once for its children).
+  // right for every prefix.
   const std::vector<std::string> chars{"t", "h", "e"};
   const CharLM lm = CharLM::build(u32(kText), 4, 1);
   const int64_t T = 5, C = 4;
