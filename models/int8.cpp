@@ -284,11 +284,7 @@ std::pair<Tensor, Int8Codes> Int8Conv2d::run(const Tensor* xf, const Int8Codes* 
   // Images go to the product `group` at a time: one for im2col; for Winograd as many as fill a
   // chunk of its tiles (a batch of short lines' deep layers then reads the transformed weights
   // once for several lines, not once a line).
-  int64_t group = 1;
-  if (wino) {
-    const int64_t T = wino->tile(), tiles = ((H + T - 1) / T) * ((W + T - 1) / T);
-    group = std::clamp((cpu::int8_winograd_chunk_tiles(*wino, cp_) + tiles - 1) / tiles, int64_t(1), N);
-  }
+  const int64_t group = wino ? std::min(N, cpu::int8_winograd_images_per_call(*wino, cp_, H, W)) : 1;
   const int64_t groups = (N + group - 1) / group;
   const bool by_group = by_image && groups >= 2;
   const Tensor buffers =

@@ -31,9 +31,9 @@
 //   M[xi][t][16]:   the products' sums for one panel of 16 output channels;
 //   then A^T M A for the chunk's tiles into T rows of pixels x 16 channels of int32, and the int8
 //   product's own epilogue (int8_store_tile) from there into y, a row of tiles' run at a time.
-// For each panel of output channels the chunk's V is read again (from the L2: 24 tiles of 512
-// channels are 400 KiB for F(2x2), 12 tiles 450 KiB for F(4x4)); the panel of U (16 x C pairs,
-// 16 KiB at 512 channels) stays in the L1.
+// For each panel of output channels the chunk's V is read again (F(2x2): 24 tiles of 512
+// channels are 400 KiB, from the L2; F(4x4): up to 48 tiles within 2 MiB, chunk_tiles says why);
+// the panel of U (16 x C pairs, 16 KiB at 512 channels) stays in the L1.
 #include "runtime/cpu/int8_winograd.h"
 
 #include <omp.h>
@@ -346,8 +346,7 @@ Int8WinogradWeights::Int8WinogradWeights(int64_t Cout, int64_t C, const int8_t* 
   OCRT_CHECK(max_tile == 2 || max_tile == 4, "Int8WinogradWeights: tiles of 2 or 4 outputs a side, not ", max_tile);
   tile_ = max_tile == 4 && int8_winograd4_fits(Cout, C, w) ? 4 : 2;
   const int n_side = (int)tile_ + 2;
-  points_ = n_side * n_side;
-  const size_t n = (size_t)(points_ * panels_ * pairs_ * 2 * NR), bytes = (n * sizeof(int16_t) + 63) / 64 * 64;
+  const size_t n = (size_t)(points() * panels_ * pairs_ * 2 * NR), bytes = (n * sizeof(int16_t) + 63) / 64 * 64;
   data_.reset((int16_t*)std::aligned_alloc(64, bytes));
   OCRT_CHECK(data_ != nullptr, "Int8WinogradWeights: out of memory (", bytes, " bytes)");
   std::memset(data_.get(), 0, bytes);
@@ -391,7 +390,10 @@ std::shared_ptr<const Int8WinogradWeights> shared_int8_winograd_weights(int64_t 
   return made;
 }
 
-int64_t int8_winograd_chunk_tiles(const Int8WinogradWeights& U, int64_t pixel) { return chunk_tiles(U.tile(), pixel); }
+int64_t int8_winograd_images_per_call(const Int8WinogradWeights& U, int64_t pixel, int64_t H, int64_t W) {
+  const int64_t T = U.tile(), tiles = ((H + T - 1) / T) * ((W + T - 1) / T);
+  return std::max<int64_t>(1, (chunk_tiles(T, pixel) + tiles - 1) / tiles);
+}
 
 bool int8_winograd_enabled() {
   const int forced = g_forced.load();

@@ -58,13 +58,13 @@ class Int8WinogradWeights {
   int64_t out_channels() const { return cout_; }
   int64_t in_channels() const { return c_; }
   int64_t tile() const { return tile_; }  // outputs a side of a tile: 4 or 2
-  int64_t points() const { return points_; }  // (tile + 2)^2
+  int64_t points() const { return (tile_ + 2) * (tile_ + 2); }
   int64_t pairs() const { return pairs_; }
   const int16_t* panel(int64_t xi, int64_t p) const { return data_.get() + (xi * panels_ + p) * pairs_ * 2 * kInt8NR; }
-  size_t bytes() const { return (size_t)(points_ * panels_ * pairs_ * 2 * kInt8NR) * sizeof(int16_t); }
+  size_t bytes() const { return (size_t)(points() * panels_ * pairs_ * 2 * kInt8NR) * sizeof(int16_t); }
 
  private:
-  int64_t cout_, c_, pairs_, panels_, tile_ = 2, points_ = 16;
+  int64_t cout_, c_, pairs_, panels_, tile_ = 2;
   std::unique_ptr<int16_t, void (*)(void*)> data_{nullptr, std::free};
 };
 
@@ -103,8 +103,8 @@ void int8_winograd_conv(const uint8_t* const* images, float* const* ys, int64_t 
                         int64_t pixel, uint8_t pad_code, const Int8WinogradWeights& U, const Int8Epilogue& e,
                         int64_t y_row, int64_t y_col, bool parallel = true);
 
-// The tiles of a chunk (per image: ceil(H / tile) x ceil(W / tile) tiles): images of fewer tiles
-// than this are best given several at a time.
-int64_t int8_winograd_chunk_tiles(const Int8WinogradWeights& U, int64_t pixel);
+// How many H x W images of `pixel` codes a pixel to give int8_winograd_conv at once: as many as
+// fill one chunk of its tiles (at least 1), so that narrow images read U once for several.
+int64_t int8_winograd_images_per_call(const Int8WinogradWeights& U, int64_t pixel, int64_t H, int64_t W);
 
 }  // namespace ocrt::cpu
