@@ -131,19 +131,11 @@ MixingBlock::MixingBlock(int64_t dim, int64_t heads, int64_t mlp_ratio, bool loc
 Tensor MixingBlock::forward(const Tensor& x, int64_t H, int64_t W, const std::array<int64_t, 2>& window,
                             const Tensor& key_padding_mask) {
   const Tensor h = norm1->forward(x);
-  Tensor a;
-  if (local) {
-    a = local_multi_head_attention(h, H, W, window[0], window[1], attn->in_proj_weight, attn->in_proj_bias,
-                                   attn->out_proj->weight, attn->out_proj->bias, attn->num_heads, key_padding_mask);
-  } else {
-    MultiheadAttentionOptions o;
-    o.num_heads = attn->num_heads;
-    o.training = is_training();
-    o.average_weights = false;  // the weights are not used; skip averaging them
-    a = multi_head_attention(h, h, h, attn->in_proj_weight, attn->in_proj_bias, attn->out_proj->weight,
-                             attn->out_proj->bias, o, Tensor(), key_padding_mask)
-            .output;
-  }
+  // A global block's window is the whole grid (no dropout on the weights either way).
+  const int64_t wh = local ? window[0] : 2 * H - 1, ww = local ? window[1] : 2 * W - 1;
+  const Tensor a = local_multi_head_attention(h, H, W, wh, ww, attn->in_proj_weight, attn->in_proj_bias,
+                                              attn->out_proj->weight, attn->out_proj->bias, attn->num_heads,
+                                              key_padding_mask);
   const Tensor y = x + a;
   return y + mlp->forward(norm2->forward(y));
 }

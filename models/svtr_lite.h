@@ -69,9 +69,10 @@ class MixingBlock : public Module {
  public:
   MixingBlock(int64_t dim, int64_t heads, int64_t mlp_ratio, bool local, Generator& gen);
   // x (L = H*W, N, C), row-major over an H x W grid of tokens; key_padding_mask (N, L) uint8
-  // (1 = padding) or undefined. A local block attends within `window` (rows x columns, odd)
-  // through local_multi_head_attention (ops/attention.h), band by band, so its cost grows
-  // linearly with W; a global one to every token of its line.
+  // (1 = padding) or undefined. A local block attends within `window` (rows x columns, odd), so
+  // its cost grows linearly with W; a global one to every token of its line. Both through
+  // local_multi_head_attention (ops/attention.h): the window_attention kernel on the CPU; on
+  // other devices bands of columns (local) or multi_head_attention (global).
   Tensor forward(const Tensor& x, int64_t H, int64_t W, const std::array<int64_t, 2>& window,
                  const Tensor& key_padding_mask);
   using Module::forward;

@@ -12,11 +12,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/backend.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
+#include "ops/window_attention.h"
+#include "runtime/autograd.h"
 
 namespace ocrt {
 
@@ -187,6 +190,55 @@ Tensor band_mask(int64_t H, int64_t q0, int64_t qw, int64_t k0, int64_t kw, int6
 
 }  // namespace
 
+Tensor window_self_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t H, int64_t W,
+                             int64_t window_h, int64_t window_w, int64_t num_heads, const Tensor& key_padding_mask) {
+  const char* op = "window_self_attention";
+  OCRT_CHECK(q.defined() && k.defined() && v.defined() && q.dim() == 3, op, ": expected q, k, v (L, N, E)");
+  OCRT_CHECK(k.shape() == q.shape() && v.shape() == q.shape(), op, ": q ", shape_str(q.shape()), ", k ",
+             shape_str(k.shape()), " and v ", shape_str(v.shape()), " must have one shape");
+  OCRT_CHECK(is_floating(q.dtype()) && k.dtype() == q.dtype() && v.dtype() == q.dtype(), op,
+             ": q, k and v must be of one float dtype");
+  OCRT_CHECK(k.device() == q.device() && v.device() == q.device(), op, ": q, k and v must be on one device");
+  OCRT_CHECK(H >= 1 && W >= 1 && q.size(0) == H * W, op, ": q has ", q.size(0), " tokens, not the ", H, " x ", W,
+             " of its grid");
+  OCRT_CHECK(window_h >= 1 && window_w >= 1 && window_h % 2 == 1 && window_w % 2 == 1, op,
+             ": window sizes must be odd and >= 1, got ", window_h, "x", window_w);
+  const int64_t L = q.size(0), N = q.size(1), E = q.size(2);
+  OCRT_CHECK(num_heads >= 1 && E % num_heads == 0, op, ": embed dim ", E, " is not divisible by num_heads ", num_heads);
+  OCRT_CHECK(!key_padding_mask.defined() ||
+                 (key_padding_mask.shape() == Shape({N, L}) && key_padding_mask.dtype() == DType::u8 &&
+                  key_padding_mask.device() == q.device()),
+             op, ": key_padding_mask must be uint8 of shape ", shape_str({N, L}), " on ", q.device().str());
+  WindowAttentionParams p;
+  p.H = H;
+  p.W = W;
+  p.window_h = window_h;
+  p.window_w = window_w;
+  p.heads = num_heads;
+  p.scale = 1.0 / std::sqrt((double)(E / num_heads));
+  const Device dev = q.device();
+  const Tensor qc = q.detach().contiguous(), kc = k.detach().contiguous(), vc = v.detach().contiguous();
+  const Tensor pad = key_padding_mask.defined() ? key_padding_mask.contiguous() : Tensor();
+  const bool grad = any_requires_grad({q, k, v});
+  Tensor out = Tensor::empty(q.shape(), q.dtype(), dev);
+  Tensor probs = grad ? Tensor::empty({N, num_heads, L, window_slots(H, W, window_h, window_w)}, q.dtype(), dev) : Tensor();
+  if (out.numel() > 0) kernel(dev, &LayerBackend::window_attention, op)(qc, kc, vc, pad, p, out, probs);
+  if (grad) {
+    const Tensor os = out.detach();
+    record(op, {q, k, v}, {out}, [qc, kc, vc, os, probs, p](const TensorList& g) {
+      const Tensor gc = g[0].contiguous();
+      Tensor dq = Tensor::empty(qc.shape(), qc.dtype(), qc.device());
+      Tensor dk = Tensor::empty(qc.shape(), qc.dtype(), qc.device());
+      Tensor dv = Tensor::empty(qc.shape(), qc.dtype(), qc.device());
+      if (dq.numel() > 0)
+        kernel(qc.device(), &LayerBackend::window_attention_backward, "window_self_attention backward")(
+            qc, kc, vc, os, probs, gc, p, dq, dk, dv);
+      return TensorList{dq, dk, dv};
+    });
+  }
+  return out;
+}
+
 Tensor local_multi_head_attention(const Tensor& x, int64_t H, int64_t W, int64_t window_h, int64_t window_w,
                                   const Tensor& in_proj_weight, const Tensor& in_proj_bias,
                                   const Tensor& out_proj_weight, const Tensor& out_proj_bias, int64_t num_heads,
@@ -197,7 +249,7 @@ Tensor local_multi_head_attention(const Tensor& x, int64_t H, int64_t W, int64_t
              " of its grid");
   OCRT_CHECK(window_h >= 1 && window_w >= 1 && window_h % 2 == 1 && window_w % 2 == 1, op,
              ": window sizes must be odd and >= 1, got ", window_h, "x", window_w);
-  OCRT_CHECK(chunk >= 1, op, ": chunk must be >= 1, got ", chunk);
+  OCRT_CHECK(chunk >= 0, op, ": chunk must be >= 0, got ", chunk);
   const int64_t L = H * W, N = x.size(1), E = x.size(2), h = num_heads;
   OCRT_CHECK(h >= 1 && E % h == 0, op, ": embed dim ", E, " is not divisible by num_heads ", h);
   OCRT_CHECK(in_proj_weight.defined() && in_proj_weight.shape() == Shape({3 * E, E}), op,
@@ -205,6 +257,24 @@ Tensor local_multi_head_attention(const Tensor& x, int64_t H, int64_t W, int64_t
   OCRT_CHECK(!key_padding_mask.defined() || (key_padding_mask.shape() == Shape({N, L}) &&
                                              key_padding_mask.dtype() == DType::u8),
              op, ": key_padding_mask must be uint8 of shape ", shape_str({N, L}));
+  if (chunk == 0 && x.device().is_cpu()) {
+    // The window_attention kernel, on the projections as they come out of linear.
+    const Tensor q = in_projection(x, in_proj_weight, in_proj_bias, 0, E);
+    const Tensor k = in_projection(x, in_proj_weight, in_proj_bias, 1, E);
+    const Tensor v = in_projection(x, in_proj_weight, in_proj_bias, 2, E);
+    return linear(window_self_attention(q, k, v, H, W, window_h, window_w, h, key_padding_mask), out_proj_weight,
+                  out_proj_bias);
+  }
+  if (chunk == 0 && window_h >= 2 * H - 1 && window_w >= 2 * W - 1) {
+    // Every token sees the whole grid: plain multi-head attention, no mask but the padding.
+    MultiheadAttentionOptions o;
+    o.num_heads = h;
+    o.average_weights = false;
+    return multi_head_attention(x, x, x, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, o, Tensor(),
+                                key_padding_mask)
+        .output;
+  }
+  if (chunk == 0) chunk = 16;
   const int64_t hd = E / h, rh = window_h / 2, rw = window_w / 2;
   // The projections once for the whole line, as multi_head_attention makes them, as grids
   // (N*h, H, W, hd).

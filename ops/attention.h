@@ -48,6 +48,19 @@ AttentionResult multi_head_attention(const Tensor& query, const Tensor& key, con
 Tensor local_attention_mask(int64_t H, int64_t W, int64_t window_h = 7, int64_t window_w = 11,
                             Device device = Device::cpu());
 
+// Self-attention of the tokens of an H x W grid (row-major, L = H*W), each query attending to
+// the keys of the window_h x window_w tokens around it (odd sizes, clipped to the grid; a window
+// of at least 2H - 1 x 2W - 1 is plain self-attention), in num_heads heads: for q, k, v (L, N, E)
+// as the input projections make them (head h in channels [h E/heads, (h+1) E/heads)), returns
+// the heads' outputs side by side (L, N, E), ready for the output projection. Scores are
+// q . k / sqrt(E/heads); key_padding_mask (N, L) uint8 (nonzero = padding) or undefined; a query
+// with no key allowed gets output 0. One kernel of the layer table (window_attention): the
+// window's keys only, no mask tensor, the weights made and applied in one pass
+// (ops/cpu/attention.cpp). Differentiable in q, k and v.
+Tensor window_self_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t H, int64_t W,
+                             int64_t window_h, int64_t window_w, int64_t num_heads,
+                             const Tensor& key_padding_mask = Tensor());
+
 // Self-attention over an H x W grid of tokens in which each token attends only within the
 // window of local_attention_mask (SVTR's local mixing), a band of columns at a time: the queries
 // of columns [a, a + chunk) against the keys of columns [a - window_w/2, a + chunk + window_w/2),
@@ -56,12 +69,14 @@ Tensor local_attention_mask(int64_t H, int64_t W, int64_t window_h = 7, int64_t 
 // = padding) or undefined; the projections as multi_head_attention's. No dropout on the weights.
 // The result is multi_head_attention(x, x, x, ..., local_attention_mask(H, W, window_h,
 // window_w), key_padding_mask).output up to float rounding: every query sees the same keys (the
-// forbidden ones, left out here, add exact zeros there). Differentiable: the bands are views and
-// concatenations of ops every device has. Bands of 16 columns: 8 and 16 measured alike, 32 slower
-// (bench/results/svtr-width.md).
+// forbidden ones, left out here, add exact zeros there). A window of at least 2H - 1 x 2W - 1
+// is plain self-attention. chunk >= 1: bands of `chunk` columns, views and concatenations of
+// ops every device has (16: 8 and 16 measured alike, 32 slower, bench/results/svtr-width.md).
+// chunk 0 (the default) chooses: on the CPU, window_self_attention's kernel; elsewhere bands of
+// 16, or multi_head_attention without a mask when the window covers the grid.
 Tensor local_multi_head_attention(const Tensor& x, int64_t H, int64_t W, int64_t window_h, int64_t window_w,
                                   const Tensor& in_proj_weight, const Tensor& in_proj_bias,
                                   const Tensor& out_proj_weight, const Tensor& out_proj_bias, int64_t num_heads,
-                                  const Tensor& key_padding_mask = Tensor(), int64_t chunk = 16);
+                                  const Tensor& key_padding_mask = Tensor(), int64_t chunk = 0);
 
 }  // namespace ocrt

@@ -37,6 +37,14 @@ struct AdamStepParams {
   double sqrt_bias2 = 1;  // sqrt(1 - beta2^t)
 };
 
+// Geometry of window_attention (ops/window_attention.h): an H x W grid of tokens, each query
+// attending within window_h x window_w tokens around it (odd; clipped to the grid), in `heads`
+// heads of E / heads channels, scores scaled by `scale` (1 / sqrt(E / heads)).
+struct WindowAttentionParams {
+  int64_t H = 1, W = 1, window_h = 1, window_w = 1, heads = 1;
+  double scale = 1;
+};
+
 struct LayerBackend {
   const char* name;
 
@@ -44,6 +52,23 @@ struct LayerBackend {
   // y = softmax(x) or log_softmax(x) along dim; x, y contiguous.
   void (*softmax)(bool log, const Tensor& x, int64_t dim, const Tensor& y);
   void (*softmax_backward)(bool log, const Tensor& y, const Tensor& dy, int64_t dim, const Tensor& dx);
+
+  // ---- windowed self-attention (ops/attention.cpp)
+  // q, k, v, out (L = H*W, N, E) contiguous, E = heads x hd, head h in channels [h hd, (h+1) hd)
+  // (the projections' layout: no head is moved anywhere); key_padding (N, L) uint8 (nonzero: a
+  // padding key, never attended) or undefined. Per line n, head h and query t: weights =
+  // softmax over the query's window keys (ops/window_attention.h) of scale q_t . k_j, padding
+  // keys left out; out_t = sum_j weights_j v_j. Writes out and probs (N, heads, L, slots) (the
+  // weights in slot order, 0 in slots past a clipped window and for padding keys). A query
+  // with no key allowed gets weights 0 and output 0. probs may be undefined (nothing will be
+  // differentiated): then only out is written.
+  void (*window_attention)(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding,
+                           const WindowAttentionParams& p, const Tensor& out, const Tensor& probs);
+  // Its gradients for dout (L, N, E) contiguous, from the forward's out and probs; dq, dk, dv
+  // (L, N, E) are overwritten.
+  void (*window_attention_backward)(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                    const Tensor& probs, const Tensor& dout, const WindowAttentionParams& p,
+                                    const Tensor& dq, const Tensor& dk, const Tensor& dv);
 
   // ---- convolution and pooling (ops/conv.cpp)
   // y (N,Cout,Ho,Wo) = conv2d(x (N,Cin,H,W), w (Cout,Cin/groups,kh,kw)) + bias (Cout; may be
@@ -161,6 +186,7 @@ void register_cpu_norm(LayerBackend& b);
 void register_cpu_lstm(LayerBackend& b);
 void register_cpu_ctc(LayerBackend& b);
 void register_cpu_optim(LayerBackend& b);
+void register_cpu_attention(LayerBackend& b);
 
 void register_cuda_softmax(LayerBackend& b);
 void register_cuda_conv(LayerBackend& b);
@@ -169,5 +195,6 @@ void register_cuda_norm(LayerBackend& b);
 void register_cuda_lstm(LayerBackend& b);
 void register_cuda_ctc(LayerBackend& b);
 void register_cuda_optim(LayerBackend& b);
+void register_cuda_attention(LayerBackend& b);
 
 }  // namespace ocrt

@@ -15,6 +15,7 @@ LayerBackend make_cpu_layer_backend() {
   register_cpu_lstm(b);
   register_cpu_ctc(b);
   register_cpu_optim(b);
+  register_cpu_attention(b);
   return b;
 }
 }  // namespace

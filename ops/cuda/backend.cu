@@ -16,6 +16,7 @@ LayerBackend make_cuda_layer_backend() {
   register_cuda_lstm(b);
   register_cuda_ctc(b);
   register_cuda_optim(b);
+  register_cuda_attention(b);
   return b;
 }
 }  // namespace

@@ -36,6 +36,9 @@ inline const std::vector<ParityRow>& parity_table() {
   static const ParityCase index{"test_parity_core.cpp", "index_select, gather, embedding and their scatter-add gradients"};
   static const ParityCase random{"test_parity_core.cpp", "random numbers: a seed gives the same tensor on CPU and CUDA"};
   static const ParityCase softmax{"test_parity_core.cpp", "softmax and log_softmax over the last and a middle dim"};
+  static const ParityCase window_attention{"test_parity_core.cpp",
+                                           "window_attention: local and whole-grid windows, key padding, queries "
+                                           "with no key"};
   static const ParityCase conv_crnn{"test_conv_pool.cpp", "conv2d on CUDA matches the CPU on the CRNN layer shapes"};
   static const ParityCase conv_odd{"test_conv_pool.cpp",
                                    "conv2d on CUDA matches the CPU with groups, depthwise, dilation and odd geometry"};
@@ -77,6 +80,8 @@ inline const std::vector<ParityRow>& parity_table() {
       // the layer table (ops/backend.h)
       {"softmax", {softmax}},
       {"softmax_backward", {softmax}},
+      {"window_attention", {window_attention}},
+      {"window_attention_backward", {window_attention}},
       {"conv2d", {conv_crnn, conv_odd}},
       {"conv2d_backward", {conv_crnn, conv_odd, conv_some}},
       {"max_pool2d", {max_pool}},

@@ -343,6 +343,25 @@ TEST_CASE("attention: scaled dot-product with masks, multi-head with key padding
            kTolGemm);
 }
 
+TEST_CASE("window_attention: local and whole-grid windows, key padding, queries with no key", "[cuda]") {
+  ParityEnv env;
+  const int64_t H = 4, W = 19, L = H * W, N = 3, heads = 2, E = 2 * 40;  // 40 channels a head: two lane blocks
+  Tensor q = env.uniform({L, N, E}), k = env.uniform({L, N, E}), v = env.uniform({L, N, E});
+  std::vector<uint8_t> pad((size_t)(N * L), 0);
+  for (int64_t t = 0; t < L; ++t) {
+    if (t % W >= 12) pad[(size_t)(1 * L + t)] = 1;  // line 1 is 12 columns long
+    pad[(size_t)(2 * L + t)] = 1;                   // line 2 is all padding: no query has a key
+  }
+  Tensor kpm = Tensor::from_vector(pad, {N, L});
+  for (auto [wh, ww] : {std::pair<int64_t, int64_t>{3, 5}, {7, 11}, {2 * H - 1, 2 * W - 1}}) {
+    check_op(env, "window " + std::to_string(wh) + "x" + std::to_string(ww), {q, k, v, kpm},
+             [&](const std::vector<Tensor>& in) {
+               return std::vector<Tensor>{window_self_attention(in[0], in[1], in[2], H, W, wh, ww, heads, in[3])};
+             },
+             kTolGemm);
+  }
+}
+
 TEST_CASE("caching allocator: reuse without cudaMalloc, statistics, empty_cache, OOM message", "[cuda]") {
   cuda_synchronize(0);
   cuda_empty_cache(0);

@@ -11,6 +11,8 @@
 #include "ops/elementwise.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
+#include "ops/shape.h"
+#include "runtime/threading.h"
 
 using namespace ocrt;
 using namespace ocrt::testing;
@@ -148,7 +150,7 @@ TEST_CASE("local attention band by band equals the full local mask's, outputs an
     o.num_heads = heads;
     return multi_head_attention(x, x, x, wi, bi, wo, bo, o, local_attention_mask(H, W, 3, 5), padding).output;
   });
-  for (int64_t chunk : {1, 5, 16, 64}) {
+  for (int64_t chunk : {0, 1, 5, 16, 64}) {  // 0: the window_attention kernel
     INFO("chunk " << chunk);
     const Run band = run([&](const Tensor& x, const Tensor& wi, const Tensor& bi, const Tensor& wo, const Tensor& bo) {
       return local_multi_head_attention(x, H, W, 3, 5, wi, bi, wo, bo, heads, padding, chunk);
@@ -164,6 +166,135 @@ TEST_CASE("local attention band by band equals the full local mask's, outputs an
                     Catch::Contains("not the 3 x 24 of its grid"));
   CHECK_THROWS_WITH(local_multi_head_attention(x0, H, W, 4, 5, w_in0, b_in0, w_out0, b_out0, heads),
                     Catch::Contains("window sizes must be odd"));
-  CHECK_THROWS_WITH(local_multi_head_attention(x0, H, W, 3, 5, w_in0, b_in0, w_out0, b_out0, heads, Tensor(), 0),
-                    Catch::Contains("chunk must be >= 1"));
+  CHECK_THROWS_WITH(local_multi_head_attention(x0, H, W, 3, 5, w_in0, b_in0, w_out0, b_out0, heads, Tensor(), -1),
+                    Catch::Contains("chunk must be >= 0"));
+}
+
+namespace {
+
+// window_self_attention's result composed the long way: per line and head, the window's mask and
+// the key padding as one boolean mask of scaled_dot_product_attention.
+Tensor window_attention_composed(const Tensor& q, const Tensor& k, const Tensor& v, int64_t H, int64_t W, int64_t wh,
+                                 int64_t ww, int64_t heads, const Tensor& padding) {
+  const int64_t L = q.size(0), N = q.size(1), E = q.size(2), hd = E / heads;
+  auto split = [&](const Tensor& x) { return x.reshape({L, N * heads, hd}).transpose(0, 1); };  // (N*h, L, hd)
+  Tensor mask = local_attention_mask(H, W, wh, ww).unsqueeze(0);                                 // (1, L, L)
+  if (padding.defined())
+    mask = maximum(mask, padding.reshape({N, 1, 1, L}).expand({N, heads, 1, L}).reshape({N * heads, 1, L}));
+  const Tensor o = scaled_dot_product_attention(split(q), split(k), split(v), mask).output;  // (N*h, L, hd)
+  return o.transpose(0, 1).reshape({L, N, E});
+}
+
+struct WindowCase {
+  int64_t H, W, N, heads, hd, wh, ww;
+};
+
+}  // namespace
+
+TEST_CASE("window_self_attention equals the composed masked attention: outputs and every gradient", "[attention]") {
+  // float64: the two ways differ by float64 rounding only. Head sizes below, at and above the
+  // kernel's block of 32 channels; windows clipped at the grid's edges, wider than the grid (a
+  // whole-grid window) and of one token; line 1 padded from column 5, line 2 all padding (its
+  // queries have no key: output 0, gradient 0).
+  const WindowCase cases[] = {{3, 23, 3, 2, 5, 3, 5}, {4, 9, 3, 1, 32, 7, 11}, {2, 6, 3, 2, 37, 3, 11},
+                              {3, 8, 3, 3, 4, 5, 15}, {2, 5, 3, 1, 3, 1, 1}, {1, 40, 3, 2, 8, 1, 11}};
+  for (const WindowCase& c : cases) {
+    const int64_t L = c.H * c.W, E = c.heads * c.hd;
+    INFO("grid " << c.H << "x" << c.W << ", " << c.heads << " heads of " << c.hd << ", window " << c.wh << "x" << c.ww);
+    std::vector<uint8_t> pad((size_t)(c.N * L), 0);
+    for (int64_t t = 0; t < L; ++t) {
+      if (t % c.W >= 5) pad[(size_t)(L + t)] = 1;
+      pad[(size_t)(2 * L + t)] = 1;
+    }
+    const Tensor padding = Tensor::from_vector(pad, {c.N, L});
+    const Tensor q0 = det_uniform({L, c.N, E}, 11, -2, 2), k0 = det_uniform({L, c.N, E}, 12, -2, 2);
+    const Tensor v0 = det_uniform({L, c.N, E}, 13), r = det_uniform({L, c.N, E}, 14);
+    std::vector<Tensor> outs, grads;
+    for (int way = 0; way < 2; ++way) {
+      Tensor q = q0.clone(), k = k0.clone(), v = v0.clone();
+      for (Tensor* t : {&q, &k, &v}) t->set_requires_grad();
+      const Tensor y = way == 0 ? window_self_attention(q, k, v, c.H, c.W, c.wh, c.ww, c.heads, padding)
+                                : window_attention_composed(q, k, v, c.H, c.W, c.wh, c.ww, c.heads, padding);
+      sum(mul(y, r), {}).backward();
+      outs.push_back(y.detach());
+      for (Tensor* t : {&q, &k, &v}) grads.push_back(t->grad());
+    }
+    require_close(outs[0], outs[1], 1e-12, 1e-12, "output");
+    for (int i = 0; i < 3; ++i) require_close(grads[(size_t)i], grads[(size_t)(3 + i)], 1e-12, 1e-12, "gradient");
+    // Line 2's queries have no key.
+    const auto y = outs[0].to_vector<double>();
+    for (int64_t t = 0; t < L; ++t)
+      for (int64_t e = 0; e < E; ++e) CHECK(y[(size_t)((t * c.N + 2) * E + e)] == 0.0);
+  }
+}
+
+TEST_CASE("window_self_attention gradients agree with finite differences", "[attention][gradcheck]") {
+  const Tensor padding = Tensor::from_vector(std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1}, {2, 6});
+  for (int64_t hd : {3, 33}) {
+    INFO("head size " << hd);
+    check_gradients("window_self_attention, 2 x 3 grid, window 1 x 3, key padding",
+                    [&](const std::vector<Tensor>& in) {
+                      return window_self_attention(in[0], in[1], in[2], 2, 3, 1, 3, 2, padding);
+                    },
+                    {det_uniform({6, 2, 2 * hd}, 1), det_uniform({6, 2, 2 * hd}, 2), det_uniform({6, 2, 2 * hd}, 3)});
+  }
+}
+
+TEST_CASE("window_self_attention in float32: within float32's rounding of float64, and the same on any thread count",
+          "[attention]") {
+  // SVTR-lite's first stage: an 8 x 32 grid, 2 heads of 32 channels, the 7 x 11 window.
+  const int64_t H = 8, W = 32, N = 3, heads = 2, E = 64, L = H * W;
+  std::vector<uint8_t> pad((size_t)(N * L), 0);
+  for (int64_t t = 0; t < L; ++t)
+    if (t % W >= 20) pad[(size_t)(L + t)] = 1;
+  const Tensor padding = Tensor::from_vector(pad, {N, L});
+  const Tensor q64 = det_uniform({L, N, E}, 21, -2, 2), k64 = det_uniform({L, N, E}, 22, -2, 2);
+  const Tensor v64 = det_uniform({L, N, E}, 23), r64 = det_uniform({L, N, E}, 24);
+  auto run = [&](DType dt, bool grad, std::vector<Tensor>& grads) {
+    Tensor q = q64.to(dt).detach(), k = k64.to(dt).detach(), v = v64.to(dt).detach();
+    if (grad)
+      for (Tensor* t : {&q, &k, &v}) t->set_requires_grad();
+    const Tensor y = window_self_attention(q, k, v, H, W, 7, 11, heads, padding);
+    if (grad) {
+      sum(mul(y, r64.to(dt)), {}).backward();
+      grads = {q.grad(), k.grad(), v.grad()};
+    }
+    return y.detach();
+  };
+  std::vector<Tensor> g64, g32;
+  const Tensor y64 = run(DType::f64, true, g64);
+  const int saved = num_threads();
+  std::vector<float> first_y, first_dq;
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    const Tensor y32 = run(DType::f32, true, g32);
+    // Scores: 32 products of values below 2 in magnitude, each rounded, sum |q||k| <= 128:
+    // at most about 32 u 128 / sqrt(32) ~ 4e-5 absolute after scaling; the weights (exp of
+    // that, normalised) and the outputs (weights times values of magnitude <= 1) keep that
+    // order of absolute error; 2e-4 leaves room for exp8's own 2e-7 relative error.
+    require_close(y32.to(DType::f64), y64, 1e-4, 2e-4, "float32 output");
+    for (int i = 0; i < 3; ++i) require_close(g32[(size_t)i].to(DType::f64), g64[(size_t)i], 1e-3, 2e-3, "float32 gradient");
+    if (first_y.empty()) {
+      first_y = y32.to_vector<float>();
+      first_dq = g32[0].to_vector<float>();
+    } else {
+      CHECK(y32.to_vector<float>() == first_y);
+      CHECK(g32[0].to_vector<float>() == first_dq);
+    }
+    // Without a gradient to come (no weights kept): the same output, bit for bit.
+    std::vector<Tensor> none;
+    CHECK(run(DType::f32, false, none).to_vector<float>() == first_y);
+  }
+  set_num_threads(saved);
+}
+
+TEST_CASE("window_self_attention rejects bad arguments", "[attention]") {
+  const Tensor q = det_uniform({6, 2, 4}, 1), k = det_uniform({6, 2, 4}, 2);
+  CHECK_THROWS_WITH(window_self_attention(q, k, det_uniform({6, 2, 5}, 3), 2, 3, 1, 3, 2),
+                    Catch::Contains("must have one shape"));
+  CHECK_THROWS_WITH(window_self_attention(q, k, k, 2, 4, 1, 3, 2), Catch::Contains("not the 2 x 4 of its grid"));
+  CHECK_THROWS_WITH(window_self_attention(q, k, k, 2, 3, 2, 3, 2), Catch::Contains("window sizes must be odd"));
+  CHECK_THROWS_WITH(window_self_attention(q, k, k, 2, 3, 1, 3, 3), Catch::Contains("not divisible by num_heads"));
+  CHECK_THROWS_WITH(window_self_attention(q, k, k, 2, 3, 1, 3, 2, Tensor::zeros({2, 6})),
+                    Catch::Contains("key_padding_mask must be uint8"));
 }

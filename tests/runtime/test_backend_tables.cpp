@@ -22,7 +22,7 @@ using namespace ocrt;
   X(copy) X(fill) X(unary) X(unary_backward) X(binary) X(where) X(reduce) X(arg_reduce) X(matmul)   \
   X(index_select) X(index_add) X(gather) X(scatter_add) X(uniform) X(normal)
 #define OCRT_LAYER_ENTRIES(X)                                                                          \
-  X(softmax) X(softmax_backward) X(conv2d) X(conv2d_backward) X(max_pool2d) X(max_pool2d_backward)   \
+  X(softmax) X(softmax_backward) X(window_attention) X(window_attention_backward) X(conv2d) X(conv2d_backward) X(max_pool2d) X(max_pool2d_backward)   \
   X(avg_pool2d) X(avg_pool2d_backward) X(adaptive_avg_pool2d) X(adaptive_avg_pool2d_backward)        \
   X(upsample_nearest2d) X(upsample_nearest2d_backward)                                               \
   X(batch_norm_stats) X(batch_norm_apply) X(batch_norm_backward) X(layer_norm) X(layer_norm_backward) \
