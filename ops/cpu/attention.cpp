@@ -136,69 +136,131 @@ void dot_window(const T* x, const T* xt, int64_t Lp, int64_t hd, const KeyRun* r
 }
 
 #if defined(OCRT_SIMD_MATH)
-// out[0 .. 32) = sum_j w[j] rows[j][0 .. 32), keys in pairs: 8 sums in flight.
-OCRT_TARGET_AVX2 void weighted_rows32_lanes(const float* w, const float* const* rows, int64_t nk, int64_t d0,
+// weighted_runs for rows of 32 values in AVX2 registers: keys in pairs, 8 sums in flight.
+OCRT_TARGET_AVX2 void weighted_runs32_lanes(const float* w, const KeyRun* runs, int64_t nr, const float* x,
                                             float* out) {
-  static_assert(kBlock == 32, "a block is four registers");
+  static_assert(kBlock == 32, "a row is four registers");
   __m256 a[4], b[4];
   for (int i = 0; i < 4; ++i) a[i] = b[i] = _mm256_setzero_ps();
-  int64_t j = 0;
-  for (; j + 2 <= nk; j += 2) {
-    const __m256 w0 = _mm256_broadcast_ss(w + j), w1 = _mm256_broadcast_ss(w + j + 1);
-    const float *r0 = rows[j] + d0, *r1 = rows[j + 1] + d0;
-    for (int i = 0; i < 4; ++i) {
-      a[i] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(r0 + 8 * i), a[i]);
-      b[i] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(r1 + 8 * i), b[i]);
+  for (int64_t r = 0; r < nr; ++r) {
+    const float* ws = w + runs[r].slot;
+    const float* row = x + runs[r].key * kBlock;
+    const int64_t len = runs[r].len;
+    int64_t j = 0;
+    for (; j + 2 <= len; j += 2, row += 2 * kBlock) {
+      const __m256 w0 = _mm256_broadcast_ss(ws + j), w1 = _mm256_broadcast_ss(ws + j + 1);
+      for (int i = 0; i < 4; ++i) {
+        a[i] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(row + 8 * i), a[i]);
+        b[i] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(row + kBlock + 8 * i), b[i]);
+      }
+    }
+    if (j < len) {
+      const __m256 w0 = _mm256_broadcast_ss(ws + j);
+      for (int i = 0; i < 4; ++i) a[i] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(row + 8 * i), a[i]);
     }
   }
-  if (j < nk) {
-    const __m256 w0 = _mm256_broadcast_ss(w + j);
-    for (int i = 0; i < 4; ++i) a[i] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(rows[j] + d0 + 8 * i), a[i]);
-  }
-  for (int i = 0; i < 4; ++i) _mm256_storeu_ps(out + d0 + 8 * i, _mm256_add_ps(a[i], b[i]));
+  for (int i = 0; i < 4; ++i) _mm256_storeu_ps(out + 8 * i, _mm256_add_ps(a[i], b[i]));
 }
-
 #endif
 
-// out[0 .. hd) = sum_j w[j] rows[j] (each row hd values), keys in pairs so that two sets of
-// sums are in flight.
+// out[0 .. hd) = the sum over the runs' keys of w[slot] x[key] (x: rows of hd values, one a
+// token, contiguous: the pair's gathered rows).
 template <class T>
-void weighted_rows(const T* w, const T* const* rows, int64_t nk, int64_t hd, T* out, bool lanes) {
-  for (int64_t d0 = 0; d0 < hd; d0 += kBlock) {
+void weighted_runs(const T* w, const KeyRun* runs, int64_t nr, const T* x, int64_t hd, T* out, bool lanes) {
 #if defined(OCRT_SIMD_MATH)
-    if constexpr (std::is_same_v<T, float>) {
-      if (lanes && hd - d0 >= kBlock) {
-        weighted_rows32_lanes(w, rows, nk, d0, out);
-        continue;
-      }
-    }
+  if constexpr (std::is_same_v<T, float>) {
+    if (lanes && hd == kBlock) return weighted_runs32_lanes(w, runs, nr, x, out);
+  }
 #endif
-    (void)lanes;
-    T a[kBlock], b[kBlock];
-    for (int64_t d = 0; d < kBlock; ++d) a[d] = b[d] = 0;
-    if (hd - d0 >= kBlock) {
-      int64_t j = 0;
-      for (; j + 2 <= nk; j += 2) {
-        const T w0 = w[j], w1 = w[j + 1];
-        const T *r0 = rows[j] + d0, *r1 = rows[j + 1] + d0;
-        for (int64_t d = 0; d < kBlock; ++d) {
-          a[d] += w0 * r0[d];
-          b[d] += w1 * r1[d];
-        }
-      }
-      if (j < nk)
-        for (int64_t d = 0; d < kBlock; ++d) a[d] += w[j] * rows[j][d0 + d];
-      for (int64_t d = 0; d < kBlock; ++d) out[d0 + d] = a[d] + b[d];
-    } else {
-      const int64_t nd = hd - d0;
-      for (int64_t j = 0; j < nk; ++j)
-        for (int64_t d = 0; d < nd; ++d) a[d] += w[j] * rows[j][d0 + d];
-      for (int64_t d = 0; d < nd; ++d) out[d0 + d] = a[d];
+  (void)lanes;
+  std::fill(out, out + hd, T(0));
+  for (int64_t r = 0; r < nr; ++r)
+    for (int64_t j = 0; j < runs[r].len; ++j) {
+      const T wj = w[runs[r].slot + j];
+      const T* row = x + (runs[r].key + j) * hd;
+      for (int64_t d = 0; d < hd; ++d) out[d] += wj * row[d];
+    }
+}
+
+// The sums of key u's gradients over the queries whose windows hold it (the window around u:
+// windows are symmetric), in row-major query order: dk = sum_t ds_tu q_t, dv = sum_t p_tu dO_t.
+// ds and probs: the pair's (L, S) rows; qc, gc: its gathered q and dO rows.
+struct KeySlot {
+  int64_t t, slot;  // a query holding the key, and the key's entry in that query's row (t * S + its slot)
+};
+
+inline int64_t key_slots(const WindowAttentionParams& p, int64_t S, int64_t u, KeySlot* out) {
+  const TokenWindow around = token_window(u, p.H, p.W, p.window_h, p.window_w);
+  const int64_t ru = u / p.W, cu = u % p.W, rh = p.window_h / 2, rw = p.window_w / 2;
+  int64_t n = 0;
+  for (int64_t r = around.r0; r <= around.r1; ++r) {
+    const int64_t r0 = std::max<int64_t>(0, r - rh);
+    for (int64_t c = around.c0; c <= around.c1; ++c) {
+      const int64_t t = r * p.W + c, c0 = std::max<int64_t>(0, c - rw);
+      const int64_t cols = std::min(p.W - 1, c + rw) - c0 + 1;
+      out[n++] = {t, t * S + (ru - r0) * cols + (cu - c0)};
+    }
+  }
+  return n;
+}
+
+#if defined(OCRT_SIMD_MATH)
+OCRT_TARGET_AVX2 void key_sums32_lanes(const KeySlot* ks, int64_t n, const float* ds, const float* pp, const float* qc,
+                                       const float* gc, float* dk, float* dv) {
+  __m256 a[4], b[4];
+  for (int i = 0; i < 4; ++i) a[i] = b[i] = _mm256_setzero_ps();
+  for (int64_t j = 0; j < n; ++j) {
+    const __m256 wa = _mm256_broadcast_ss(ds + ks[j].slot), wb = _mm256_broadcast_ss(pp + ks[j].slot);
+    const float* qr = qc + ks[j].t * kBlock;
+    const float* gr = gc + ks[j].t * kBlock;
+    for (int i = 0; i < 4; ++i) {
+      a[i] = _mm256_fmadd_ps(wa, _mm256_loadu_ps(qr + 8 * i), a[i]);
+      b[i] = _mm256_fmadd_ps(wb, _mm256_loadu_ps(gr + 8 * i), b[i]);
+    }
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(dk + 8 * i, a[i]);
+    _mm256_storeu_ps(dv + 8 * i, b[i]);
+  }
+}
+#endif
+
+template <class T>
+void key_sums(const KeySlot* ks, int64_t n, const T* ds, const T* pp, const T* qc, const T* gc, int64_t hd, T* dk,
+              T* dv, bool lanes) {
+#if defined(OCRT_SIMD_MATH)
+  if constexpr (std::is_same_v<T, float>) {
+    if (lanes && hd == kBlock) return key_sums32_lanes(ks, n, ds, pp, qc, gc, dk, dv);
+  }
+#endif
+  (void)lanes;
+  std::fill(dk, dk + hd, T(0));
+  std::fill(dv, dv + hd, T(0));
+  for (int64_t j = 0; j < n; ++j) {
+    const T a = ds[ks[j].slot], b = pp[ks[j].slot];
+    const T* qr = qc + ks[j].t * hd;
+    const T* gr = gc + ks[j].t * hd;
+    for (int64_t d = 0; d < hd; ++d) {
+      dk[d] += a * qr[d];
+      dv[d] += b * gr[d];
     }
   }
 }
 
 #if defined(OCRT_SIMD_MATH)
+// The largest of s[0 .. n) (a NaN among them makes it NaN).
+OCRT_TARGET_AVX2 float max_lanes(const float* s, int64_t n) {
+  __m256 m8 = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) m8 = _mm256_max_ps(m8, _mm256_loadu_ps(s + j));  // a NaN stays
+  float lanes[8];
+  _mm256_storeu_ps(lanes, m8);
+  float m = lanes[0];
+  for (int i = 1; i < 8; ++i) m = lanes[i] != lanes[i] ? lanes[i] : std::max(m, lanes[i]);
+  for (; j < n; ++j) m = s[j] != s[j] ? s[j] : std::max(m, s[j]);
+  return m;
+}
+
 // s[j] = exp(s[j] - m) for j < n, and their sum: exp on 8 lanes (simd::exp8, as the softmax
 // kernel: values more than 87.3 below m, -inf among them, give exactly 0).
 OCRT_TARGET_AVX2 double exp_shifted_lanes(float* s, int64_t n, float m) {
@@ -228,7 +290,13 @@ OCRT_TARGET_AVX2 double exp_shifted_lanes(float* s, int64_t n, float m) {
 template <class T>
 bool softmax_slots(T* s, int64_t nk, bool lanes) {
   T m = -std::numeric_limits<T>::infinity();
-  for (int64_t j = 0; j < nk; ++j) m = std::max(m, s[j]);
+#if defined(OCRT_SIMD_MATH)
+  if constexpr (std::is_same_v<T, float>) {
+    if (lanes) m = max_lanes(s, nk);
+  }
+#endif
+  if (!lanes || !std::is_same_v<T, float>)
+    for (int64_t j = 0; j < nk; ++j) m = s[j] != s[j] ? s[j] : std::max(m, s[j]);
   if (m == -std::numeric_limits<T>::infinity()) {
     std::fill(s, s + nk, T(0));
     return false;
@@ -251,11 +319,54 @@ bool softmax_slots(T* s, int64_t nk, bool lanes) {
   return true;
 }
 
+// a . b over n values, in 8 partial sums added in a fixed order (one vector register; a
+// single running sum made the backward's dO . O a chain of dependent additions).
+template <class T>
+inline T dot_rows(const T* a, const T* b, int64_t n) {
+  T acc[8] = {};
+  int64_t d = 0;
+  for (; d + 8 <= n; d += 8)
+    for (int i = 0; i < 8; ++i) acc[i] += a[d + i] * b[d + i];
+  T s = 0;
+  for (; d < n; ++d) s += a[d] * b[d];
+  for (int i = 0; i < 8; ++i) s += acc[i];
+  return s;
+}
+
+#if defined(OCRT_SIMD_MATH)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#include "runtime/cpu/transpose8.inc"
+
+// transpose_pair's tokens t < L8 (a multiple of 8) for hd a multiple of 8: 8 x 8 blocks
+// through registers (one value at a time, the copy was an eighth of the backward).
+void transpose_pair_lanes(const float* x, int64_t L8, int64_t ts, int64_t hd, float* xt, int64_t Lp) {
+  for (int64_t t0 = 0; t0 < L8; t0 += 8)
+    for (int64_t d0 = 0; d0 < hd; d0 += 8) {
+      __m256 r[8];
+      for (int64_t i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(x + (t0 + i) * ts + d0);
+      transpose8(r);
+      for (int64_t j = 0; j < 8; ++j) _mm256_storeu_ps(xt + (d0 + j) * Lp + t0, r[j]);
+    }
+}
+#pragma GCC pop_options
+#endif
+
 // Rows of x (L, N, E) for pair (n, h), transposed into xt (hd rows of Lp = L + kRun values, the
 // last kRun zero).
 template <class T>
-void transpose_pair(const T* x, int64_t L, int64_t ts, int64_t hd, T* xt, int64_t Lp) {
-  for (int64_t t = 0; t < L; ++t)
+void transpose_pair(const T* x, int64_t L, int64_t ts, int64_t hd, T* xt, int64_t Lp, bool lanes) {
+  int64_t t = 0;
+#if defined(OCRT_SIMD_MATH)
+  if constexpr (std::is_same_v<T, float>) {
+    if (lanes && hd % 8 == 0) {
+      t = L / 8 * 8;
+      transpose_pair_lanes(x, t, ts, hd, xt, Lp);
+    }
+  }
+#endif
+  (void)lanes;
+  for (; t < L; ++t)
     for (int64_t d = 0; d < hd; ++d) xt[d * Lp + t] = x[t * ts + d];
   for (int64_t d = 0; d < hd; ++d) std::fill(xt + d * Lp + L, xt + (d + 1) * Lp, T(0));
 }
@@ -284,31 +395,29 @@ void forward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
   const int64_t pairs = N * heads;
 #pragma omp parallel if (pairs > 1 && (double)L * S * hd * pairs >= cpu::kParallelGrain)
   {
-    std::vector<T> kt((size_t)(hd * Lp)), vc((size_t)(L * hd));
+    std::vector<T> kt((size_t)(hd * Lp)), vc((size_t)(L * hd)), qs((size_t)hd);
     std::vector<KeyRun> runs((size_t)max_runs(p));
-    std::vector<const T*> rows((size_t)S);
     std::vector<T> scratch(pd ? 0 : (size_t)S);
 #pragma omp for schedule(static)
     for (int64_t pair = 0; pair < pairs; ++pair) {
       const int64_t n = pair / heads, h = pair % heads, off = n * E + h * hd;
-      transpose_pair(kd + off, L, ts, hd, kt.data(), Lp);
+      transpose_pair(kd + off, L, ts, hd, kt.data(), Lp, lanes);
       gather_pair(vd + off, L, ts, hd, vc.data());
       for (int64_t t = 0; t < L; ++t) {
         const TokenWindow w = token_window(t, p.H, p.W, p.window_h, p.window_w);
         const int64_t nr = window_runs(w, p.W, runs.data()), nk = w.slots();
         T* s = pd ? pd + (pair * L + t) * S : scratch.data();
-        dot_window(qd + t * ts + off, kt.data(), Lp, hd, runs.data(), nr, s, lanes);
-        for (int64_t i = 0; i < nr; ++i)
-          for (int64_t j = 0; j < runs[i].len; ++j) {
-            const int64_t key = runs[i].key + j;
-            T& x = s[runs[i].slot + j];
-            x = pad && pad[n * L + key] ? minus_inf : x * scale;
-            rows[(size_t)(runs[i].slot + j)] = vc.data() + key * hd;
-          }
+        const T* qt = qd + t * ts + off;
+        for (int64_t d = 0; d < hd; ++d) qs[(size_t)d] = qt[d] * scale;
+        dot_window(qs.data(), kt.data(), Lp, hd, runs.data(), nr, s, lanes);
+        if (pad)
+          for (int64_t i = 0; i < nr; ++i)
+            for (int64_t j = 0; j < runs[i].len; ++j)
+              if (pad[n * L + runs[i].key + j]) s[runs[i].slot + j] = minus_inf;
         std::fill(s + nk, s + S, T(0));
         T* o = od + t * ts + off;
         if (softmax_slots(s, nk, lanes))
-          weighted_rows(s, rows.data(), nk, hd, o, lanes);
+          weighted_runs(s, runs.data(), nr, vc.data(), hd, o, lanes);
         else
           std::fill(o, o + hd, T(0));
       }
@@ -337,13 +446,13 @@ void backward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Ten
 #pragma omp parallel if (pairs > 1 && (double)L * S * hd * pairs >= cpu::kParallelGrain)
   {
     std::vector<T> vt((size_t)(hd * Lp)), kc((size_t)(L * hd)), qc((size_t)(L * hd)), gc((size_t)(L * hd));
-    std::vector<T> ds((size_t)(L * S)), wa((size_t)S), wb((size_t)S);
+    std::vector<T> ds((size_t)(L * S));
     std::vector<KeyRun> runs((size_t)max_runs(p));
-    std::vector<const T*> rows((size_t)S), rows_b((size_t)S);
+    std::vector<KeySlot> slots((size_t)S);
 #pragma omp for schedule(static)
     for (int64_t pair = 0; pair < pairs; ++pair) {
       const int64_t n = pair / heads, h = pair % heads, off = n * E + h * hd;
-      transpose_pair(vd + off, L, ts, hd, vt.data(), Lp);
+      transpose_pair(vd + off, L, ts, hd, vt.data(), Lp, lanes);
       gather_pair(kd + off, L, ts, hd, kc.data());
       gather_pair(qd + off, L, ts, hd, qc.data());
       gather_pair(gd + off, L, ts, hd, gc.data());
@@ -356,35 +465,16 @@ void backward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Ten
         const T* g = gc.data() + t * hd;
         const T* o = od + t * ts + off;
         T* dst = ds.data() + t * S;
-        T dot = 0;
-        for (int64_t d = 0; d < hd; ++d) dot += g[d] * o[d];
+        const T dot = dot_rows(g, o, hd);
         dot_window(g, vt.data(), Lp, hd, runs.data(), nr, dst, lanes);  // dp
-        for (int64_t i = 0; i < nr; ++i)
-          for (int64_t j = 0; j < runs[i].len; ++j) rows[(size_t)(runs[i].slot + j)] = kc.data() + (runs[i].key + j) * hd;
         for (int64_t j = 0; j < nk; ++j) dst[j] = pw[j] * (dst[j] - dot) * scale;
-        weighted_rows(dst, rows.data(), nk, hd, dqd + t * ts + off, lanes);
+        weighted_runs(dst, runs.data(), nr, kc.data(), hd, dqd + t * ts + off, lanes);
       }
-      // Per key u: the queries whose windows hold it (the window around u: windows are
-      // symmetric), u's slot in each, dk_u = sum ds q, dv_u = sum p dO.
-      const int64_t rh = p.window_h / 2, rw = p.window_w / 2;
+      // Per key: dk and dv.
       for (int64_t u = 0; u < L; ++u) {
-        const TokenWindow around = token_window(u, p.H, p.W, p.window_h, p.window_w);
-        const int64_t ru = u / p.W, cu = u % p.W;
-        int64_t count = 0;
-        for (int64_t r = around.r0; r <= around.r1; ++r) {
-          const int64_t r0 = std::max<int64_t>(0, r - rh);
-          for (int64_t c = around.c0; c <= around.c1; ++c) {
-            const int64_t t = r * p.W + c, c0 = std::max<int64_t>(0, c - rw);
-            const int64_t cols = std::min(p.W - 1, c + rw) - c0 + 1, slot = t * S + (ru - r0) * cols + (cu - c0);
-            wa[(size_t)count] = ds[(size_t)slot];
-            wb[(size_t)count] = pp[slot];
-            rows[(size_t)count] = qc.data() + t * hd;
-            rows_b[(size_t)count] = gc.data() + t * hd;
-            ++count;
-          }
-        }
-        weighted_rows(wa.data(), rows.data(), count, hd, dkd + u * ts + off, lanes);
-        weighted_rows(wb.data(), rows_b.data(), count, hd, dvd + u * ts + off, lanes);
+        const int64_t count = key_slots(p, S, u, slots.data());
+        key_sums(slots.data(), count, ds.data(), pp, qc.data(), gc.data(), hd, dkd + u * ts + off, dvd + u * ts + off,
+                 lanes);
       }
     }
   }

@@ -54,24 +54,7 @@ constexpr int64_t kMC = 20 * kMR;
 // NC: KC x NC floats = 4 MiB in the L3, shared by the threads.
 constexpr int64_t kNC = 2048;
 
-// Transposes 8 rows of 8 floats in registers: afterwards r[j] holds what was column j.
-inline void transpose8(__m256 r[8]) {
-  __m256 t[8], u[8];
-  for (int a = 0; a < 4; ++a) {
-    t[2 * a] = _mm256_unpacklo_ps(r[2 * a], r[2 * a + 1]);      // rows 2a, 2a+1: columns 0, 1 | 4, 5
-    t[2 * a + 1] = _mm256_unpackhi_ps(r[2 * a], r[2 * a + 1]);  // columns 2, 3 | 6, 7
-  }
-  for (int b = 0; b < 2; ++b) {  // rows 4b .. 4b+3
-    u[4 * b + 0] = _mm256_shuffle_ps(t[4 * b], t[4 * b + 2], _MM_SHUFFLE(1, 0, 1, 0));      // column 0 | 4
-    u[4 * b + 1] = _mm256_shuffle_ps(t[4 * b], t[4 * b + 2], _MM_SHUFFLE(3, 2, 3, 2));      // column 1 | 5
-    u[4 * b + 2] = _mm256_shuffle_ps(t[4 * b + 1], t[4 * b + 3], _MM_SHUFFLE(1, 0, 1, 0));  // column 2 | 6
-    u[4 * b + 3] = _mm256_shuffle_ps(t[4 * b + 1], t[4 * b + 3], _MM_SHUFFLE(3, 2, 3, 2));  // column 3 | 7
-  }
-  for (int c = 0; c < 4; ++c) {
-    r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
-    r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
-  }
-}
+#include "runtime/cpu/transpose8.inc"
 
 // mr <= MR (6) rows of A whose values are contiguous along k (row i at a + i * rs) into an
 // MR-row panel, out[k * MR + i], rows mr .. MR zero: 8 values of each row at a time, transposed
