@@ -27,9 +27,14 @@
 //   dp_j = dO_t . v_j,  D = dO_t . O_t (= sum_j p_j dp_j),  ds_j = p_j (dp_j - D) scale,
 //   dq_t = sum_j ds_j k_j;
 // then per key u, over the queries t whose windows hold it (the window around u: windows are
-// symmetric): dk_u = sum_t ds_tu q_t, dv_u = sum_t p_tu dO_t, as weighted sums of rows like
-// dq's. (Added into per-key rows query by query instead, those rows went back and forth
-// between the registers and the caches: the backward ran 1.3x slower.)
+// symmetric): dk_u = sum_t ds_tu q_t, dv_u = sum_t p_tu dO_t, summed in registers. (Added into
+// per-key rows query by query instead, those rows went back and forth between the registers and
+// the caches: stage 1's global backward took 24.7 ms instead of 13.7-18.3 in
+// bench_window_attention.)
+//
+// A pair's rows are first gathered into contiguous scratch (v for the forward; k, q and dO for
+// the backward): where they lie, a line's rows are N x E values apart, a power of two in
+// SVTR-lite's batches, so that a window's rows fall into a few cache sets and evict each other.
 #include <omp.h>
 
 #include <algorithm>
@@ -371,9 +376,8 @@ void transpose_pair(const T* x, int64_t L, int64_t ts, int64_t hd, T* xt, int64_
   for (int64_t d = 0; d < hd; ++d) std::fill(xt + d * Lp + L, xt + (d + 1) * Lp, T(0));
 }
 
-// Rows of x (L, N, E) for pair (n, h) gathered into xc (L rows of hd values). Read where they lie,
-// a line's rows are N E values apart, a power of two in SVTR-lite's batches, so that the rows of a
-// window fall into a few cache sets and evict each other: the weighted sums ran 5x slower.
+// Rows of x (L, N, E) for pair (n, h) gathered into xc (L rows of hd values) (read in place,
+// the weighted sums ran several times slower: the file's head comment).
 template <class T>
 void gather_pair(const T* x, int64_t L, int64_t ts, int64_t hd, T* xc) {
   for (int64_t t = 0; t < L; ++t) std::copy(x + t * ts, x + t * ts + hd, xc + t * hd);
