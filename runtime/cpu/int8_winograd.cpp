@@ -218,9 +218,12 @@ OCRT_TARGET_AVX2 void output_tiles2(const int32_t* M, int64_t ntp, int64_t nt, i
     }
 }
 
-// F(4, 3)'s B^T on six values (codes, or the first pass's sums: both stay within int16).
+// F(4, 3)'s B^T on six values (codes, or the first pass's sums: both stay within int16). Compiled
+// for AVX2 like its only caller, input_tiles4, so that Avx2Int16Ops' operations inline into it: in
+// a build for the baseline x86-64 (OCRT_NATIVE=OFF) each was a call passing its vectors through
+// memory, and the input transform took 3x its time.
 template <class T, class Ops>
-inline void b_transform4(const T* d, T* r, Ops o) {
+OCRT_TARGET_AVX2 inline void b_transform4(const T* d, T* r, Ops o) {
   const T a = o.sub(d[4], d[2]), b = o.sub(d[3], d[1]);
   r[0] = o.add(o.shl2(o.sub(d[0], d[2])), a);
   r[1] = o.sub(o.add(d[3], d[4]), o.shl2(o.add(d[1], d[2])));
