@@ -7,8 +7,9 @@
 // much as its multiply-adds), and around each sat a scaling, a mask (a where in the backward),
 // a check for rows with no key, copies of each band's queries and keys, and a concatenation of
 // the bands; a local window also scored every key of its band, about twice the keys in the
-// window. Here a query scores exactly its window's keys, reading q, k and v where the input
-// projections wrote them, and the weights are made and applied in one pass.
+// window. Here a query scores exactly its window's keys, q, k and v are taken from where the
+// input projections wrote them (no op copies them in between), and the weights are made and
+// applied in one pass.
 //
 // Work split: the N x heads (line, head) pairs are shared out among the threads, a pair's
 // queries running one after another on its thread. A pair's keys and values stay in that
