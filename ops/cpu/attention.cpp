@@ -33,9 +33,11 @@
 // the caches: stage 1's global backward took 24.7 ms instead of 13.7-18.3 in
 // bench_window_attention.)
 //
-// A pair's rows are first gathered into contiguous scratch (v for the forward; k, q and dO for
-// the backward): where they lie, a line's rows are N x E values apart, a power of two in
-// SVTR-lite's batches, so that a window's rows fall into a few cache sets and evict each other.
+// A pair's rows are first gathered into contiguous scratch (q and v for the forward; k, q, dO
+// and the output for the backward), all at once: where they lie, a line's rows are N x E values apart, a power of two in
+// SVTR-lite's batches, so that a window's rows fall into a few cache sets and evict each other,
+// and a query's own row read where it lies was a cache miss in the middle of its work (the
+// forward's q and the backward's dO . O: half of those loops' time).
 #include <omp.h>
 
 #include <algorithm>
@@ -400,7 +402,7 @@ void forward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
   const int64_t pairs = N * heads;
 #pragma omp parallel if (pairs > 1 && (double)L * S * hd * pairs >= cpu::kParallelGrain)
   {
-    std::vector<T> kt((size_t)(hd * Lp)), vc((size_t)(L * hd)), qs((size_t)hd);
+    std::vector<T> kt((size_t)(hd * Lp)), vc((size_t)(L * hd)), qc((size_t)(L * hd)), qs((size_t)hd);
     std::vector<KeyRun> runs((size_t)max_runs(p));
     std::vector<T> scratch(pd ? 0 : (size_t)S);
 #pragma omp for schedule(static)
@@ -408,11 +410,12 @@ void forward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
       const int64_t n = pair / heads, h = pair % heads, off = n * E + h * hd;
       transpose_pair(kd + off, L, ts, hd, kt.data(), Lp, lanes);
       gather_pair(vd + off, L, ts, hd, vc.data());
+      gather_pair(qd + off, L, ts, hd, qc.data());
       for (int64_t t = 0; t < L; ++t) {
         const TokenWindow w = token_window(t, p.H, p.W, p.window_h, p.window_w);
         const int64_t nr = window_runs(w, p.W, runs.data()), nk = w.slots();
         T* s = pd ? pd + (pair * L + t) * S : scratch.data();
-        const T* qt = qd + t * ts + off;
+        const T* qt = qc.data() + t * hd;
         for (int64_t d = 0; d < hd; ++d) qs[(size_t)d] = qt[d] * scale;
         dot_window(qs.data(), kt.data(), Lp, hd, runs.data(), nr, s, lanes);
         if (pad)
@@ -451,7 +454,7 @@ void backward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Ten
 #pragma omp parallel if (pairs > 1 && (double)L * S * hd * pairs >= cpu::kParallelGrain)
   {
     std::vector<T> vt((size_t)(hd * Lp)), kc((size_t)(L * hd)), qc((size_t)(L * hd)), gc((size_t)(L * hd));
-    std::vector<T> ds((size_t)(L * S));
+    std::vector<T> oc((size_t)(L * hd)), ds((size_t)(L * S));
     std::vector<KeyRun> runs((size_t)max_runs(p));
     std::vector<KeySlot> slots((size_t)S);
 #pragma omp for schedule(static)
@@ -461,6 +464,7 @@ void backward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Ten
       gather_pair(kd + off, L, ts, hd, kc.data());
       gather_pair(qd + off, L, ts, hd, qc.data());
       gather_pair(gd + off, L, ts, hd, gc.data());
+      gather_pair(od + off, L, ts, hd, oc.data());
       const T* pp = pd + pair * L * S;
       // Per query: ds of its window's slots (kept for the keys' pass), and dq.
       for (int64_t t = 0; t < L; ++t) {
@@ -468,7 +472,7 @@ void backward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Ten
         const int64_t nr = window_runs(w, p.W, runs.data()), nk = w.slots();
         const T* pw = pp + t * S;
         const T* g = gc.data() + t * hd;
-        const T* o = od + t * ts + off;
+        const T* o = oc.data() + t * hd;
         T* dst = ds.data() + t * S;
         const T dot = dot_rows(g, o, hd);
         dot_window(g, vt.data(), Lp, hd, runs.data(), nr, dst, lanes);  // dp
