@@ -5,7 +5,6 @@
 //
 //   bench_window_attention [--threads 2] [--reps 6] [--batch 32]
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -16,6 +15,7 @@
 #include "ops/reduce.h"
 #include "ops/shape.h"
 #include "runtime/threading.h"
+#include "timing.h"
 
 using namespace ocrt;
 
@@ -61,24 +61,22 @@ int main(int argc, char** argv) {
       for (int way = 0; way < 2; ++way) {
         Tensor qq = q.detach(), kk = k.detach(), vv = v.detach();
         for (Tensor* t : {&qq, &kk, &vv}) t->set_requires_grad();
-        const auto t0 = std::chrono::steady_clock::now();
         Tensor y;
-        if (way == 0) {
-          y = window_self_attention(qq, kk, vv, c.H, c.W, c.wh, c.ww, c.heads);
-        } else {
-          auto split = [&](const Tensor& x) { return x.reshape({L, N * c.heads, hd}).transpose(0, 1); };
-          y = scaled_dot_product_attention(split(qq), split(kk), split(vv), mask)
-                  .output.transpose(0, 1)
-                  .reshape({L, N, c.E});
-        }
-        const auto t1 = std::chrono::steady_clock::now();
+        const double fwd = bench::seconds_of([&] {
+          if (way == 0) {
+            y = window_self_attention(qq, kk, vv, c.H, c.W, c.wh, c.ww, c.heads);
+          } else {
+            auto split = [&](const Tensor& x) { return x.reshape({L, N * c.heads, hd}).transpose(0, 1); };
+            y = scaled_dot_product_attention(split(qq), split(kk), split(vv), mask)
+                    .output.transpose(0, 1)
+                    .reshape({L, N, c.E});
+          }
+        });
         const Tensor loss = sum(mul(y, r), {});
-        const auto t2 = std::chrono::steady_clock::now();
-        loss.backward();
-        const auto t3 = std::chrono::steady_clock::now();
+        const double bwd = bench::seconds_of([&] { loss.backward(); });
         if (rep == 0) continue;  // warm-up
-        best[way][0] = std::min(best[way][0], std::chrono::duration<double, std::milli>(t1 - t0).count());
-        best[way][1] = std::min(best[way][1], std::chrono::duration<double, std::milli>(t3 - t2).count());
+        best[way][0] = std::min(best[way][0], 1e3 * fwd);
+        best[way][1] = std::min(best[way][1], 1e3 * bwd);
       }
     std::printf("%-22s %12.2f %12.2f %12.2f %12.2f\n", c.name, best[0][0], best[0][1], best[1][0], best[1][1]);
   }

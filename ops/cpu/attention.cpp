@@ -38,8 +38,6 @@
 // SVTR-lite's batches, so that a window's rows fall into a few cache sets and evict each other,
 // and a query's own row read where it lies was a cache miss in the middle of its work (the
 // forward's q and the backward's dO . O: half of those loops' time).
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -298,12 +296,16 @@ OCRT_TARGET_AVX2 double exp_shifted_lanes(float* s, int64_t n, float m) {
 template <class T>
 bool softmax_slots(T* s, int64_t nk, bool lanes) {
   T m = -std::numeric_limits<T>::infinity();
+  bool have_max = false;
 #if defined(OCRT_SIMD_MATH)
   if constexpr (std::is_same_v<T, float>) {
-    if (lanes) m = max_lanes(s, nk);
+    if (lanes) {
+      m = max_lanes(s, nk);
+      have_max = true;
+    }
   }
 #endif
-  if (!lanes || !std::is_same_v<T, float>)
+  if (!have_max)
     for (int64_t j = 0; j < nk; ++j) m = s[j] != s[j] ? s[j] : std::max(m, s[j]);
   if (m == -std::numeric_limits<T>::infinity()) {
     std::fill(s, s + nk, T(0));
@@ -386,11 +388,36 @@ void gather_pair(const T* x, int64_t L, int64_t ts, int64_t hd, T* xc) {
   for (int64_t t = 0; t < L; ++t) std::copy(x + t * ts, x + t * ts + hd, xc + t * hd);
 }
 
+// The sizes both passes work with, from q (L, N, E) and the parameters.
+struct Layout {
+  int64_t L, N, E, heads, hd;
+  int64_t ts;     // a token's row stride in q, k, v and the output (N x E)
+  int64_t Lp;     // row length of a transposed scratch: L, then kRun zeros
+  int64_t S;      // weight slots a query (window_slots)
+  int64_t pairs;  // (line, head) pairs, N x heads
+  bool lanes;     // this build has the float32 AVX2 loops and the CPU runs them
+  bool parallel;  // enough work to share the pairs among the threads
+
+  Layout(const Tensor& q, const WindowAttentionParams& p)
+      : L(q.size(0)), N(q.size(1)), E(q.size(2)), heads(p.heads), hd(E / heads), ts(N * E), Lp(L + kRun),
+        S(window_slots(p.H, p.W, p.window_h, p.window_w)), pairs(N * heads) {
+#if defined(OCRT_SIMD_MATH)
+    lanes = cpu_isa() >= CpuIsa::avx2;
+#else
+    lanes = false;
+#endif
+    parallel = pairs > 1 && (double)L * S * hd * pairs >= cpu::kParallelGrain;
+  }
+  // Where pair (line n, head h)'s channels start in a row: n E + h hd.
+  int64_t offset(int64_t pair) const { return pair / heads * E + pair % heads * hd; }
+};
+
 template <class T>
 void forward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding,
                    const WindowAttentionParams& p, const Tensor& out, const Tensor& probs) {
-  const int64_t L = q.size(0), N = q.size(1), E = q.size(2), heads = p.heads, hd = E / heads;
-  const int64_t ts = N * E, Lp = L + kRun, S = window_slots(p.H, p.W, p.window_h, p.window_w);
+  const Layout g(q, p);
+  const int64_t L = g.L, hd = g.hd, ts = g.ts, Lp = g.Lp, S = g.S;
+  const bool lanes = g.lanes;
   const T* qd = q.data<T>();
   const T* kd = k.data<T>();
   const T* vd = v.data<T>();
@@ -398,16 +425,14 @@ void forward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
   T* od = out.data<T>();
   T* pd = probs.defined() ? probs.data<T>() : nullptr;  // undefined: no backward to come
   const T scale = (T)p.scale, minus_inf = -std::numeric_limits<T>::infinity();
-  const bool lanes = cpu_isa() >= CpuIsa::avx2;
-  const int64_t pairs = N * heads;
-#pragma omp parallel if (pairs > 1 && (double)L * S * hd * pairs >= cpu::kParallelGrain)
+#pragma omp parallel if (g.parallel)
   {
     std::vector<T> kt((size_t)(hd * Lp)), vc((size_t)(L * hd)), qc((size_t)(L * hd)), qs((size_t)hd);
     std::vector<KeyRun> runs((size_t)max_runs(p));
     std::vector<T> scratch(pd ? 0 : (size_t)S);
 #pragma omp for schedule(static)
-    for (int64_t pair = 0; pair < pairs; ++pair) {
-      const int64_t n = pair / heads, h = pair % heads, off = n * E + h * hd;
+    for (int64_t pair = 0; pair < g.pairs; ++pair) {
+      const int64_t n = pair / g.heads, off = g.offset(pair);
       transpose_pair(kd + off, L, ts, hd, kt.data(), Lp, lanes);
       gather_pair(vd + off, L, ts, hd, vc.data());
       gather_pair(qd + off, L, ts, hd, qc.data());
@@ -437,8 +462,9 @@ template <class T>
 void backward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& probs,
                     const Tensor& dout, const WindowAttentionParams& p, const Tensor& dq, const Tensor& dk,
                     const Tensor& dv) {
-  const int64_t L = q.size(0), N = q.size(1), E = q.size(2), heads = p.heads, hd = E / heads;
-  const int64_t ts = N * E, Lp = L + kRun, S = window_slots(p.H, p.W, p.window_h, p.window_w);
+  const Layout g(q, p);
+  const int64_t L = g.L, hd = g.hd, ts = g.ts, Lp = g.Lp, S = g.S;
+  const bool lanes = g.lanes;
   const T* qd = q.data<T>();
   const T* kd = k.data<T>();
   const T* vd = v.data<T>();
@@ -449,17 +475,15 @@ void backward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Ten
   T* dkd = dk.data<T>();
   T* dvd = dv.data<T>();
   const T scale = (T)p.scale;
-  const bool lanes = cpu_isa() >= CpuIsa::avx2;
-  const int64_t pairs = N * heads;
-#pragma omp parallel if (pairs > 1 && (double)L * S * hd * pairs >= cpu::kParallelGrain)
+#pragma omp parallel if (g.parallel)
   {
     std::vector<T> vt((size_t)(hd * Lp)), kc((size_t)(L * hd)), qc((size_t)(L * hd)), gc((size_t)(L * hd));
     std::vector<T> oc((size_t)(L * hd)), ds((size_t)(L * S));
     std::vector<KeyRun> runs((size_t)max_runs(p));
     std::vector<KeySlot> slots((size_t)S);
 #pragma omp for schedule(static)
-    for (int64_t pair = 0; pair < pairs; ++pair) {
-      const int64_t n = pair / heads, h = pair % heads, off = n * E + h * hd;
+    for (int64_t pair = 0; pair < g.pairs; ++pair) {
+      const int64_t off = g.offset(pair);
       transpose_pair(vd + off, L, ts, hd, vt.data(), Lp, lanes);
       gather_pair(kd + off, L, ts, hd, kc.data());
       gather_pair(qd + off, L, ts, hd, qc.data());
