@@ -190,15 +190,13 @@ Tensor band_mask(int64_t H, int64_t q0, int64_t qw, int64_t k0, int64_t kw, int6
 
 }  // namespace
 
-Tensor window_self_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t H, int64_t W,
-                             int64_t window_h, int64_t window_w, int64_t num_heads, const Tensor& key_padding_mask) {
-  const char* op = "window_self_attention";
-  OCRT_CHECK(q.defined() && k.defined() && v.defined() && q.dim() == 3, op, ": expected q, k, v (L, N, E)");
-  OCRT_CHECK(k.shape() == q.shape() && v.shape() == q.shape(), op, ": q ", shape_str(q.shape()), ", k ",
-             shape_str(k.shape()), " and v ", shape_str(v.shape()), " must have one shape");
-  OCRT_CHECK(is_floating(q.dtype()) && k.dtype() == q.dtype() && v.dtype() == q.dtype(), op,
-             ": q, k and v must be of one float dtype");
-  OCRT_CHECK(k.device() == q.device() && v.device() == q.device(), op, ": q, k and v must be on one device");
+namespace {
+
+// The checks and parameters window_self_attention and window_self_attention_qkv share, for q of
+// (L, N, E).
+WindowAttentionParams window_params(const char* op, const Tensor& q, int64_t H, int64_t W, int64_t window_h,
+                                    int64_t window_w, int64_t num_heads, const Tensor& key_padding_mask) {
+  OCRT_CHECK(is_floating(q.dtype()), op, ": q, k and v must be of one float dtype");
   OCRT_CHECK(H >= 1 && W >= 1 && q.size(0) == H * W, op, ": q has ", q.size(0), " tokens, not the ", H, " x ", W,
              " of its grid");
   OCRT_CHECK(window_h >= 1 && window_w >= 1 && window_h % 2 == 1 && window_w % 2 == 1, op,
@@ -216,13 +214,36 @@ Tensor window_self_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
   p.window_w = window_w;
   p.heads = num_heads;
   p.scale = 1.0 / std::sqrt((double)(E / num_heads));
-  const Device dev = q.device();
+  return p;
+}
+
+// The forward kernel on q, k, v (views with one set of strides, channels contiguous): the output
+// (L, N, E), and the weights for the backward in probs when `keep` (else probs stays undefined).
+Tensor window_forward(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& pad,
+                      const WindowAttentionParams& p, bool keep, Tensor& probs) {
+  const int64_t L = q.size(0), N = q.size(1), E = q.size(2);
+  Tensor out = Tensor::empty({L, N, E}, q.dtype(), q.device());
+  if (keep) probs = Tensor::empty({N, p.heads, L, window_slots(p.H, p.W, p.window_h, p.window_w)}, q.dtype(), q.device());
+  if (out.numel() > 0) kernel(q.device(), &LayerBackend::window_attention, op)(q, k, v, pad, p, out, probs);
+  return out;
+}
+
+}  // namespace
+
+Tensor window_self_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t H, int64_t W,
+                             int64_t window_h, int64_t window_w, int64_t num_heads, const Tensor& key_padding_mask) {
+  const char* op = "window_self_attention";
+  OCRT_CHECK(q.defined() && k.defined() && v.defined() && q.dim() == 3, op, ": expected q, k, v (L, N, E)");
+  OCRT_CHECK(k.shape() == q.shape() && v.shape() == q.shape(), op, ": q ", shape_str(q.shape()), ", k ",
+             shape_str(k.shape()), " and v ", shape_str(v.shape()), " must have one shape");
+  OCRT_CHECK(k.dtype() == q.dtype() && v.dtype() == q.dtype(), op, ": q, k and v must be of one float dtype");
+  OCRT_CHECK(k.device() == q.device() && v.device() == q.device(), op, ": q, k and v must be on one device");
+  const WindowAttentionParams p = window_params(op, q, H, W, window_h, window_w, num_heads, key_padding_mask);
   const Tensor qc = q.detach().contiguous(), kc = k.detach().contiguous(), vc = v.detach().contiguous();
   const Tensor pad = key_padding_mask.defined() ? key_padding_mask.contiguous() : Tensor();
   const bool grad = any_requires_grad({q, k, v});
-  Tensor out = Tensor::empty(q.shape(), q.dtype(), dev);
-  Tensor probs = grad ? Tensor::empty({N, num_heads, L, window_slots(H, W, window_h, window_w)}, q.dtype(), dev) : Tensor();
-  if (out.numel() > 0) kernel(dev, &LayerBackend::window_attention, op)(qc, kc, vc, pad, p, out, probs);
+  Tensor probs;
+  Tensor out = window_forward(op, qc, kc, vc, pad, p, grad, probs);
   if (grad) {
     const Tensor os = out.detach();
     record(op, {q, k, v}, {out}, [qc, kc, vc, os, probs, p](const TensorList& g) {
@@ -234,6 +255,36 @@ Tensor window_self_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
         kernel(qc.device(), &LayerBackend::window_attention_backward, "window_self_attention backward")(
             qc, kc, vc, os, probs, gc, p, dq, dk, dv);
       return TensorList{dq, dk, dv};
+    });
+  }
+  return out;
+}
+
+Tensor window_self_attention_qkv(const Tensor& qkv, int64_t H, int64_t W, int64_t window_h, int64_t window_w,
+                                 int64_t num_heads, const Tensor& key_padding_mask) {
+  const char* op = "window_self_attention_qkv";
+  OCRT_CHECK(qkv.defined() && qkv.dim() == 3 && qkv.size(2) % 3 == 0, op,
+             ": expected qkv (L, N, 3E), got ", qkv.defined() ? shape_str(qkv.shape()) : std::string("undefined"));
+  const int64_t E = qkv.size(2) / 3;
+  const Tensor x = qkv.detach().contiguous();
+  // q, k, v: the thirds of each row, views with x's strides (the kernels read them in place).
+  const Tensor q = x.narrow(2, 0, E), k = x.narrow(2, E, E), v = x.narrow(2, 2 * E, E);
+  const WindowAttentionParams p = window_params(op, q, H, W, window_h, window_w, num_heads, key_padding_mask);
+  const Tensor pad = key_padding_mask.defined() ? key_padding_mask.contiguous() : Tensor();
+  const bool grad = qkv.requires_grad();
+  Tensor probs;
+  Tensor out = window_forward(op, q, k, v, pad, p, grad, probs);
+  if (grad) {
+    const Tensor os = out.detach();
+    record(op, {qkv}, {out}, [x, os, probs, p, E](const TensorList& g) {
+      const Tensor gc = g[0].contiguous();
+      // One gradient for qkv, its thirds written by the kernel in place.
+      Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
+      if (dx.numel() > 0)
+        kernel(x.device(), &LayerBackend::window_attention_backward, "window_self_attention_qkv backward")(
+            x.narrow(2, 0, E), x.narrow(2, E, E), x.narrow(2, 2 * E, E), os, probs, gc, p, dx.narrow(2, 0, E),
+            dx.narrow(2, E, E), dx.narrow(2, 2 * E, E));
+      return TensorList{dx};
     });
   }
   return out;
@@ -258,12 +309,11 @@ Tensor local_multi_head_attention(const Tensor& x, int64_t H, int64_t W, int64_t
                                              key_padding_mask.dtype() == DType::u8),
              op, ": key_padding_mask must be uint8 of shape ", shape_str({N, L}));
   if (chunk == 0 && x.device().is_cpu()) {
-    // The window_attention kernel, on the projections as they come out of linear.
-    const Tensor q = in_projection(x, in_proj_weight, in_proj_bias, 0, E);
-    const Tensor k = in_projection(x, in_proj_weight, in_proj_bias, 1, E);
-    const Tensor v = in_projection(x, in_proj_weight, in_proj_bias, 2, E);
-    return linear(window_self_attention(q, k, v, H, W, window_h, window_w, h, key_padding_mask), out_proj_weight,
-                  out_proj_bias);
+    // The window_attention kernel, on q, k and v as one linear layer of 3E outputs makes them:
+    // one product for the three (and one for their gradient in x), read by the kernel in place.
+    return linear(window_self_attention_qkv(linear(x, in_proj_weight, in_proj_bias), H, W, window_h, window_w, h,
+                                            key_padding_mask),
+                  out_proj_weight, out_proj_bias);
   }
   if (chunk == 0 && window_h >= 2 * H - 1 && window_w >= 2 * W - 1) {
     // Every token sees the whole grid: plain multi-head attention, no mask but the padding.

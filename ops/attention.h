@@ -61,6 +61,13 @@ Tensor window_self_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
                              int64_t window_h, int64_t window_w, int64_t num_heads,
                              const Tensor& key_padding_mask = Tensor());
 
+// window_self_attention on q, k and v side by side in each row of qkv (L, N, 3E), as one linear
+// layer of 3E outputs makes them (multi_head_attention's in_proj_weight whole): the kernels read
+// the thirds in place, and the gradient is one (L, N, 3E) tensor, so that the projection and its
+// gradients are one product each instead of three. Returns (L, N, E).
+Tensor window_self_attention_qkv(const Tensor& qkv, int64_t H, int64_t W, int64_t window_h, int64_t window_w,
+                                 int64_t num_heads, const Tensor& key_padding_mask = Tensor());
+
 // Self-attention over an H x W grid of tokens in which each token attends only within the
 // window of local_attention_mask (SVTR's local mixing), a band of columns at a time: the queries
 // of columns [a, a + chunk) against the keys of columns [a - window_w/2, a + chunk + window_w/2),

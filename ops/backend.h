@@ -54,8 +54,10 @@ struct LayerBackend {
   void (*softmax_backward)(bool log, const Tensor& y, const Tensor& dy, int64_t dim, const Tensor& dx);
 
   // ---- windowed self-attention (ops/attention.cpp)
-  // q, k, v, out (L = H*W, N, E) contiguous, E = heads x hd, head h in channels [h hd, (h+1) hd)
-  // (the projections' layout: no head is moved anywhere); key_padding (N, L) uint8 (nonzero: a
+  // q, k, v (L = H*W, N, E), E = heads x hd, head h in channels [h hd, (h+1) hd) (the
+  // projections' layout: no head is moved anywhere), each channel-contiguous (stride 1) with one
+  // token stride and one line stride among the three (three tensors, or the thirds of one
+  // (L, N, 3E) projection); out (L, N, E) contiguous; key_padding (N, L) uint8 (nonzero: a
   // padding key, never attended) or undefined. Per line n, head h and query t: weights =
   // softmax over the query's window keys (ops/window_attention.h) of scale q_t . k_j, padding
   // keys left out; out_t = sum_j weights_j v_j. Writes out and probs (N, heads, L, slots) (the
@@ -65,7 +67,7 @@ struct LayerBackend {
   void (*window_attention)(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding,
                            const WindowAttentionParams& p, const Tensor& out, const Tensor& probs);
   // Its gradients for dout (L, N, E) contiguous, from the forward's out and probs; dq, dk, dv
-  // (L, N, E) are overwritten.
+  // (L, N, E), with q's strides, are overwritten.
   void (*window_attention_backward)(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                                     const Tensor& probs, const Tensor& dout, const WindowAttentionParams& p,
                                     const Tensor& dq, const Tensor& dk, const Tensor& dv);

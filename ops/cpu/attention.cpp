@@ -391,7 +391,8 @@ void gather_pair(const T* x, int64_t L, int64_t ts, int64_t hd, T* xc) {
 // The sizes both passes work with, from q (L, N, E) and the parameters.
 struct Layout {
   int64_t L, N, E, heads, hd;
-  int64_t ts;     // a token's row stride in q, k, v and the output (N x E)
+  int64_t qs, ql;  // q, k, v (and dq, dk, dv): a token's and a line's stride (q's own)
+  int64_t ts;      // a token's row stride in the output and its gradient (contiguous: N x E)
   int64_t Lp;     // row length of a transposed scratch: L, then kRun zeros
   int64_t S;      // weight slots a query (window_slots)
   int64_t pairs;  // (line, head) pairs, N x heads
@@ -399,7 +400,8 @@ struct Layout {
   bool parallel;  // enough work to share the pairs among the threads
 
   Layout(const Tensor& q, const WindowAttentionParams& p)
-      : L(q.size(0)), N(q.size(1)), E(q.size(2)), heads(p.heads), hd(E / heads), ts(N * E), Lp(L + kRun),
+      : L(q.size(0)), N(q.size(1)), E(q.size(2)), heads(p.heads), hd(E / heads), qs(q.stride(0)), ql(q.stride(1)),
+        ts(N * E), Lp(L + kRun),
         S(window_slots(p.H, p.W, p.window_h, p.window_w)), pairs(N * heads) {
 #if defined(OCRT_SIMD_MATH)
     lanes = cpu_isa() >= CpuIsa::avx2;
@@ -408,7 +410,9 @@ struct Layout {
 #endif
     parallel = pairs > 1 && (double)L * S * hd * pairs >= cpu::kParallelGrain;
   }
-  // Where pair (line n, head h)'s channels start in a row: n E + h hd.
+  // Where pair (line n, head h)'s channels start in a row of q, k, v: n ql + h hd; of the
+  // output: n E + h hd.
+  int64_t in_offset(int64_t pair) const { return pair / heads * ql + pair % heads * hd; }
   int64_t offset(int64_t pair) const { return pair / heads * E + pair % heads * hd; }
 };
 
@@ -432,10 +436,10 @@ void forward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
     std::vector<T> scratch(pd ? 0 : (size_t)S);
 #pragma omp for schedule(static)
     for (int64_t pair = 0; pair < g.pairs; ++pair) {
-      const int64_t n = pair / g.heads, off = g.offset(pair);
-      transpose_pair(kd + off, L, ts, hd, kt.data(), Lp, lanes);
-      gather_pair(vd + off, L, ts, hd, vc.data());
-      gather_pair(qd + off, L, ts, hd, qc.data());
+      const int64_t n = pair / g.heads, off = g.offset(pair), in = g.in_offset(pair);
+      transpose_pair(kd + in, L, g.qs, hd, kt.data(), Lp, lanes);
+      gather_pair(vd + in, L, g.qs, hd, vc.data());
+      gather_pair(qd + in, L, g.qs, hd, qc.data());
       for (int64_t t = 0; t < L; ++t) {
         const TokenWindow w = token_window(t, p.H, p.W, p.window_h, p.window_w);
         const int64_t nr = window_runs(w, p.W, runs.data()), nk = w.slots();
@@ -483,10 +487,10 @@ void backward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Ten
     std::vector<KeySlot> slots((size_t)S);
 #pragma omp for schedule(static)
     for (int64_t pair = 0; pair < g.pairs; ++pair) {
-      const int64_t off = g.offset(pair);
-      transpose_pair(vd + off, L, ts, hd, vt.data(), Lp, lanes);
-      gather_pair(kd + off, L, ts, hd, kc.data());
-      gather_pair(qd + off, L, ts, hd, qc.data());
+      const int64_t off = g.offset(pair), in = g.in_offset(pair), qs = g.qs;
+      transpose_pair(vd + in, L, qs, hd, vt.data(), Lp, lanes);
+      gather_pair(kd + in, L, qs, hd, kc.data());
+      gather_pair(qd + in, L, qs, hd, qc.data());
       gather_pair(gd + off, L, ts, hd, gc.data());
       gather_pair(od + off, L, ts, hd, oc.data());
       const T* pp = pd + pair * L * S;
@@ -501,12 +505,12 @@ void backward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Ten
         const T dot = dot_rows(g, o, hd);
         dot_window(g, vt.data(), Lp, hd, runs.data(), nr, dst, lanes);  // dp
         for (int64_t j = 0; j < nk; ++j) dst[j] = pw[j] * (dst[j] - dot) * scale;
-        weighted_runs(dst, runs.data(), nr, kc.data(), hd, dqd + t * ts + off, lanes);
+        weighted_runs(dst, runs.data(), nr, kc.data(), hd, dqd + t * qs + in, lanes);
       }
       // Per key: dk and dv.
       for (int64_t u = 0; u < L; ++u) {
         const int64_t count = key_slots(p, S, u, slots.data());
-        key_sums(slots.data(), count, ds.data(), pp, qc.data(), gc.data(), hd, dkd + u * ts + off, dvd + u * ts + off,
+        key_sums(slots.data(), count, ds.data(), pp, qc.data(), gc.data(), hd, dkd + u * qs + in, dvd + u * qs + in,
                  lanes);
       }
     }

@@ -31,7 +31,9 @@ constexpr int kWarps = 8;  // warps per block
 
 struct Geometry {
   int64_t L, N, E, heads, hd, H, W, wh, ww, S;
-  int64_t items, ts;  // warps' work items (N x heads x L), a token's row stride in q, k, v (N x E)
+  int64_t items;      // warps' work items (N x heads x L)
+  int64_t ts, ls;     // q, k, v (and dq, dk, dv): a token's and a line's stride (q's own)
+  int64_t ots;        // a token's row stride in the output and its gradient (contiguous: N x E)
   double scale;
 };
 
@@ -48,15 +50,17 @@ Geometry geometry_of(const Tensor& q, const WindowAttentionParams& p) {
   g.ww = p.window_w;
   g.S = window_slots(p.H, p.W, p.window_h, p.window_w);
   g.items = g.N * g.heads * g.L;
-  g.ts = g.N * g.E;
+  g.ts = q.stride(0);
+  g.ls = q.stride(1);
+  g.ots = g.N * g.E;
   g.scale = p.scale;
   return g;
 }
 
 // Work item `it` of a warp: pair (line n, head h) = it / L, token t = it % L; off is the pair's
-// first channel in a row of q, k, v (L, N, E).
+// first channel in a row of q, k, v, ooff in a row of the output (L, N, E).
 struct Item {
-  int64_t pair, t, n, off;
+  int64_t pair, t, n, off, ooff;
 };
 
 __device__ __forceinline__ Item item_of(const Geometry& g, int64_t it) {
@@ -64,7 +68,8 @@ __device__ __forceinline__ Item item_of(const Geometry& g, int64_t it) {
   i.pair = it / g.L;
   i.t = it - i.pair * g.L;
   i.n = i.pair / g.heads;
-  i.off = i.n * g.E + (i.pair - i.n * g.heads) * g.hd;
+  i.off = i.n * g.ls + (i.pair - i.n * g.heads) * g.hd;
+  i.ooff = i.n * g.E + (i.pair - i.n * g.heads) * g.hd;
   return i;
 }
 
@@ -109,7 +114,7 @@ __global__ void window_attention_kernel(Geometry g, const T* __restrict__ q, con
     }
     const double mx = cuda::warp_max(m);
     sum = cuda::warp_sum(m == -INFINITY ? 0.0 : sum * exp(m - mx));
-    T* o = out + t * ts + off;
+    T* o = out + t * g.ots + i.ooff;
     T* pr = probs ? probs + it * g.S : nullptr;
     if (mx == -INFINITY) {  // no key allowed
       for (int64_t d = lane; d < g.hd; d += 32) o[d] = T(0);
@@ -146,8 +151,8 @@ __global__ void window_attention_dq_kernel(Geometry g, const T* __restrict__ k, 
     const int64_t t = i.t, off = i.off;
     const TokenWindow w = token_window(t, g.H, g.W, g.wh, g.ww);
     const int64_t nk = w.slots(), cols = w.cols();
-    const T* gt = dout + t * ts + off;
-    const double D = warp_dot(gt, out + t * ts + off, g.hd, lane);
+    const T* gt = dout + t * g.ots + i.ooff;
+    const double D = warp_dot(gt, out + t * g.ots + i.ooff, g.hd, lane);
     const T* pr = probs + it * g.S;
     T* dsr = ds + it * g.S;
     for (int64_t d0 = 0; d0 < g.hd; d0 += 32) {
@@ -184,7 +189,7 @@ __global__ void window_attention_dkv_kernel(Geometry g, const T* __restrict__ q,
           const TokenWindow w = token_window(t, g.H, g.W, g.wh, g.ww);
           const int64_t slot = (ru - w.r0) * w.cols() + (cu - w.c0), row = (pair * g.L + t) * g.S + slot;
           a += (double)ds[row] * (double)q[t * ts + off + d];
-          b += (double)probs[row] * (double)dout[t * ts + off + d];
+          b += (double)probs[row] * (double)dout[t * g.ots + i.ooff + d];
         }
       dk[u * ts + off + d] = (T)a;
       dv[u * ts + off + d] = (T)b;

@@ -360,6 +360,14 @@ TEST_CASE("window_attention: local and whole-grid windows, key padding, queries 
              },
              kTolGemm);
   }
+  // q, k, v as the thirds of one (L, N, 3E) projection, read and their gradient written in place
+  // (the kernels' token and line strides 3NE and 3E, not NE and E).
+  Tensor qkv = env.uniform({L, N, 3 * E});
+  check_op(env, "window 7x11 on one qkv tensor", {qkv, kpm},
+           [&](const std::vector<Tensor>& in) {
+             return std::vector<Tensor>{window_self_attention_qkv(in[0], H, W, 7, 11, heads, in[1])};
+           },
+           kTolGemm);
 }
 
 TEST_CASE("caching allocator: reuse without cudaMalloc, statistics, empty_cache, OOM message", "[cuda]") {

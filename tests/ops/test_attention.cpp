@@ -288,6 +288,58 @@ TEST_CASE("window_self_attention in float32: within float32's rounding of float6
   set_num_threads(saved);
 }
 
+TEST_CASE("window_self_attention_qkv reads q, k, v in place: the same output and gradients as on three tensors",
+          "[attention]") {
+  // The thirds of one (L, N, 3E) tensor, as a 3E-output linear layer makes them: the kernels
+  // read them with its strides and write the gradient's thirds in place. The same arithmetic
+  // either way, so the same bits; float64 and float32, with padding, on 1 and 2 threads.
+  const int64_t H = 3, W = 13, N = 3, heads = 2, hd = 33, E = heads * hd, L = H * W;
+  std::vector<uint8_t> pad((size_t)(N * L), 0);
+  for (int64_t t = 0; t < L; ++t) {
+    if (t % W >= 8) pad[(size_t)(L + t)] = 1;
+    pad[(size_t)(2 * L + t)] = 1;
+  }
+  const Tensor padding = Tensor::from_vector(pad, {N, L});
+  auto equal = [](const Tensor& a, const Tensor& b) {
+    return a.shape() == b.shape() &&
+           a.to(DType::f64).contiguous().to_vector<double>() == b.to(DType::f64).contiguous().to_vector<double>();
+  };
+  const int saved = num_threads();
+  for (DType dt : {DType::f64, DType::f32}) {
+    for (int threads : {1, 2}) {
+      INFO((dt == DType::f64 ? "float64" : "float32") << ", " << threads << " threads");
+      set_num_threads(threads);
+      const Tensor x0 = det_uniform({L, N, 3 * E}, 31, -2, 2).to(dt), r = det_uniform({L, N, E}, 32).to(dt);
+      Tensor x = x0.clone();
+      x.set_requires_grad();
+      const Tensor y = window_self_attention_qkv(x, H, W, 3, 5, heads, padding);
+      sum(mul(y, r), {}).backward();
+      Tensor q = x0.narrow(2, 0, E).contiguous(), k = x0.narrow(2, E, E).contiguous(), v = x0.narrow(2, 2 * E, E).contiguous();
+      for (Tensor* t : {&q, &k, &v}) t->set_requires_grad();
+      const Tensor y3 = window_self_attention(q, k, v, H, W, 3, 5, heads, padding);
+      sum(mul(y3, r), {}).backward();
+      REQUIRE(y.shape() == Shape({L, N, E}));
+      CHECK(equal(y.detach(), y3.detach()));
+      REQUIRE(x.grad().shape() == x0.shape());
+      CHECK(equal(x.grad().narrow(2, 0, E).contiguous(), q.grad()));
+      CHECK(equal(x.grad().narrow(2, E, E).contiguous(), k.grad()));
+      CHECK(equal(x.grad().narrow(2, 2 * E, E).contiguous(), v.grad()));
+      // Three views of one tensor given to window_self_attention: the same again.
+      const Tensor y_views = window_self_attention(x0.narrow(2, 0, E), x0.narrow(2, E, E), x0.narrow(2, 2 * E, E), H, W,
+                                                   3, 5, heads, padding);
+      CHECK(equal(y_views, y3.detach()));
+    }
+  }
+  set_num_threads(saved);
+  check_gradients("window_self_attention_qkv, 2 x 3 grid, window 1 x 3",
+                  [&](const std::vector<Tensor>& in) { return window_self_attention_qkv(in[0], 2, 3, 1, 3, 2); },
+                  {det_uniform({6, 2, 3 * 2 * 5}, 5)});
+  CHECK_THROWS_WITH(window_self_attention_qkv(det_uniform({6, 2, 8}, 1), 2, 3, 1, 3, 2),
+                    Catch::Contains("expected qkv (L, N, 3E)"));
+  CHECK_THROWS_WITH(window_self_attention_qkv(det_uniform({6, 2, 12}, 1), 2, 3, 1, 3, 3),
+                    Catch::Contains("not divisible by num_heads"));
+}
+
 TEST_CASE("window_self_attention rejects bad arguments", "[attention]") {
   const Tensor q = det_uniform({6, 2, 4}, 1), k = det_uniform({6, 2, 4}, 2);
   CHECK_THROWS_WITH(window_self_attention(q, k, det_uniform({6, 2, 5}, 3), 2, 3, 1, 3, 2),
