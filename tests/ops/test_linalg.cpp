@@ -7,6 +7,7 @@
 
 #include "gradcheck.h"
 #include "runtime/backend.h"
+#include "runtime/cpu/gemm.h"
 #include "runtime/cpu/linalg_reference.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
@@ -180,6 +181,30 @@ TEST_CASE("matmul on both threading paths", "[linalg]") {
   Tensor a = det_uniform({257, 190}, 11, -1, 1, DType::f32), b = det_uniform({190, 133}, 12, -1, 1, DType::f32);
   REQUIRE(matmul(a, b).to_vector<float>() == matmul(a, b).to_vector<float>());
 }
+
+#if defined(OCRT_CPU_SGEMM)
+TEST_CASE("a wide product over a long K (run transposed) is the kernel's direct product, bit for bit", "[linalg]") {
+  // runtime/cpu/linalg.cpp runs C = A B with N >= 2M and K >= N as C^T = B^T A^T and transposes:
+  // the same k-ordered sums in the same blocks, so the same bits as the kernel called on C
+  // directly; near the reference too. K past one KC block; A as a weight gradient's g^T.
+  if (!cpu::sgemm_available()) return;  // the generic path: Eigen, tested elsewhere
+  ThreadCountGuard guard;
+  for (int n : {1, 2, 3}) {
+    set_num_threads(n);
+    INFO(n << " threads");
+    for (auto [M, N, K] : {std::array<int64_t, 3>{20, 70, 1100}, {7, 130, 600}, {33, 66, 66}}) {
+      INFO(M << " x " << N << " x " << K);
+      const Tensor g = det_uniform({K, M}, 31, -1, 1, DType::f32), x = det_uniform({K, N}, 32, -1, 1, DType::f32);
+      const Tensor a = g.t();
+      const Tensor c = matmul(a, x);
+      std::vector<float> direct((size_t)(M * N));
+      cpu::sgemm(M, N, K, g.data<float>(), 1, M, x.data<float>(), N, 1, direct.data(), N);
+      CHECK(c.to_vector<float>() == direct);
+      check_matmul(a, x, {M, N});
+    }
+  }
+}
+#endif
 
 TEST_CASE("matmul with empty dims", "[linalg]") {
   Tensor a = Tensor::ones({0, 3}), b = Tensor::ones({3, 4});
