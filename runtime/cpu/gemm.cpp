@@ -25,11 +25,13 @@
 // does MR x NV FMAs (the bf16 kernel: two values of k per step, runtime/cpu/gemm_avx512bf16.cpp;
 // the AMX kernel keeps its tile in tile registers instead, runtime/cpu/gemm_amx.cpp).
 //
-// Threads split the rows of C (whole MR panels), and each packs its own A blocks; the packed B
-// block is packed by all threads together and then read by all, so B is packed once per product,
-// not once per thread. A product with fewer row panels than threads (an LSTM step on a few
-// lines) is split by its columns instead (whole NR panels of each block), every thread packing
-// all of the few rows of A. Two barriers per (jc, pc) block are the only synchronisation.
+// Threads split the rows of C (whole MR panels), and each packs its own A blocks and its own
+// copy of each B block: B is packed once per thread, a small cost beside the products (1 / M of
+// a packed value per multiply-add on 2 threads), and the threads never wait for each other
+// before the product's end (gemm_loops.inc says why that matters). A product with fewer row
+// panels than threads (an LSTM step on a few lines) is split by its columns instead (whole NR
+// panels of each block), every thread packing all of the few rows of A and the threads packing
+// each B block together: two barriers per (jc, pc) block.
 //
 // Files: the loops above are runtime/cpu/gemm_loops.inc, compiled once per instruction set by
 // runtime/cpu/gemm_avx2.cpp, gemm_avx512.cpp, gemm_avx512bf16.cpp and gemm_amx.cpp, each of which sets its tile,
