@@ -39,8 +39,8 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <numeric>
-#include <vector>
 
 #include "runtime/backend.h"
 #include "runtime/cpu/gemm.h"
@@ -124,18 +124,20 @@ void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
 // One product C (M x N, row stride N) = A (M x K) @ B (K x N) by the packed kernel. A product
 // with a long K and a C much wider than tall (a linear layer's weight gradient g^T x where the
 // layer widens, as an MLP's second layer does: 128 x 512 from 4096 tokens) runs as C^T = B^T A^T
-// into scratch, transposed into C afterwards. The kernel's threads share the packing of the B
-// block and wait for each other around it, and when B is the wider operand and comes cold from
-// memory (activations saved in the forward pass) that packing is a large part of the product:
-// cycling through 24 sets of operands (larger than the L3) on the 2-vCPU Zen 3, 64 x 256 x 8192
-// ran at 74 GFLOP/s as it is and 101 transposed, 256 x 1024 x 2048 at 110 and 126. The sums are
-// the same bits: each value of C is the same k-ordered sum of the same products, in the same KC
-// blocks, either way (FMA does not care which factor is which).
+// into scratch, transposed into C afterwards. The kernel's threads split C's rows: each packs
+// only its own rows of A but all of each B block, so the wider operand, which comes cold from
+// memory (activations saved in the forward pass), is better as A. Cycling through 24 sets of
+// operands (larger than the L3) on the 2-vCPU Zen 3 with each thread packing its own B blocks
+// (runtime/cpu/gemm_loops.inc): 128 x 512 x 4096 ran at 125 GFLOP/s as it is and 144 transposed,
+// 256 x 1024 x 2048 at 146 and 151 (with the B blocks packed together, before: 64 x 256 x 8192 at
+// 74 and 101, 256 x 1024 x 2048 at 110 and 126). The sums are the same bits: each value of C is
+// the same k-ordered sum of the same products, in the same KC blocks, either way (FMA does not
+// care which factor is which).
 void sgemm_product(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_row, int64_t a_col, const float* b,
                    int64_t b_row, int64_t b_col, float* c) {
   if (N < 2 * M || K < N) return cpu::sgemm(M, N, K, a, a_row, a_col, b, b_row, b_col, c, N);
-  std::vector<float> ct((size_t)(N * M));
-  cpu::sgemm(N, M, K, b, b_col, b_row, a, a_col, a_row, ct.data(), M);
+  const std::unique_ptr<float[]> ct(new float[(size_t)(N * M)]);  // every value written by the product
+  cpu::sgemm(N, M, K, b, b_col, b_row, a, a_col, a_row, ct.get(), M);
   constexpr int64_t kTile = 32;
   const int64_t row_tiles = (M + kTile - 1) / kTile;
 #pragma omp parallel for schedule(static) if (!omp_in_parallel() && (double)M * N >= kParallelWork)
