@@ -1147,8 +1147,8 @@ void InferRun::read_pages_in_lanes() {
     // other lanes are in the middle of their pages, and emptying it dropped their blocks too,
     // to be mapped and zeroed afresh (its bound and trimming keep it to the working set:
     // runtime/cpu_allocator.h). 12 real scans with crnn-s int8 on 2 Zen 3 cores: 1.1 GB of
-    // blocks mapped or grown -> 0.5 GB, system time 1.9-2.3 -> 1.5-1.7 s, wall -4% (digital
-    // pages -2.5%), peak RSS 285-308 -> 284-345 MiB (bench/results/pages.md, 2026-12-01).
+    // blocks mapped or grown -> 0.5 GB, system time 1.7-2.3 -> 1.1-1.7 s, wall -6% (digital
+    // pages -2.5%), peak RSS 279-301 -> 277-337 MiB (bench/results/pages.md, 2026-12-01).
     finish_page(f.item, r.page, r.info);
   };
   const auto ready = [](const Flight& f) {
