@@ -39,7 +39,6 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
-#include <memory>
 #include <numeric>
 
 #include "runtime/backend.h"
@@ -136,8 +135,11 @@ void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
 void sgemm_product(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_row, int64_t a_col, const float* b,
                    int64_t b_row, int64_t b_col, float* c) {
   if (N < 2 * M || K < N) return cpu::sgemm(M, N, K, a, a_row, a_col, b, b_row, b_col, c, N);
-  const std::unique_ptr<float[]> ct(new float[(size_t)(N * M)]);  // every value written by the product
-  cpu::sgemm(N, M, K, b, b_col, b_row, a, a_col, a_row, ct.get(), M);
+  // The scratch from the tensor allocator, like every other tensor of a training step: its
+  // cache hands the same block back when the next step makes the same product.
+  const Tensor scratch = Tensor::empty({N, M});  // every value written by the product
+  const float* ct = scratch.data<float>();
+  cpu::sgemm(N, M, K, b, b_col, b_row, a, a_col, a_row, scratch.data<float>(), M);
   constexpr int64_t kTile = 32;
   const int64_t row_tiles = (M + kTile - 1) / kTile;
 #pragma omp parallel for schedule(static) if (!omp_in_parallel() && (double)M * N >= kParallelWork)
