@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cmath>
@@ -174,6 +175,8 @@ void CharLM::finish(const std::string& what) {
     c.gamma = ((double)(c.total - kept_sum[i]) + (double)c.types) / denom;
   }
   ngram_slots_ = make_slots(ngram_keys_);
+  static std::atomic<uint64_t> models{0};
+  serial_ = ++models;
 }
 
 int64_t CharLM::find_ngram(uint64_t key) const { return lookup(ngram_slots_, ngram_keys_, key); }

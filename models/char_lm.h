@@ -64,6 +64,9 @@ class CharLM {
   State start() const { return 0; }  // no context (the start of a line)
   State next(State s, int32_t id) const;          // s followed by id, keeping order - 1 symbols
   double log_prob(State s, int32_t id) const;      // natural log of P(id | s), finite
+  // A number no other model built or loaded in this process has (copies share it, as they
+  // share every count): what a cache of log_prob's answers is keyed by.
+  uint64_t serial() const { return serial_; }
   // Average log2 P per character of `text` read from the start: the cross-entropy in bits.
   double bits_per_char(const std::u32string& text) const;
 
@@ -80,6 +83,7 @@ class CharLM {
   void finish(const std::string& what);  // builds the hash tables and the derived fields; checks consistency
 
   int order_ = 0;
+  uint64_t serial_ = 0;  // set by finish()
   std::vector<char32_t> vocab_;  // id - 1 -> code point, sorted by code point
   std::vector<uint64_t> ngram_keys_;
   std::vector<uint32_t> ngram_counts_;

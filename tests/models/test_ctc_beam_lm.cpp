@@ -6,6 +6,7 @@
 // confidences.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -15,6 +16,7 @@
 #include "gradcheck.h"
 #include "models/char_lm.h"
 #include "models/ctc_decode.h"
+#include "ops/reduce.h"
 #include "runtime/threading.h"
 
 using namespace ocrt;
@@ -263,6 +265,98 @@ TEST_CASE("beam search: each sequence of a batch reads as on its own, on any thr
       CHECK(three[(size_t)n].log_prob == alone[0].log_prob);
       CHECK(one[(size_t)n].log_prob == alone[0].log_prob);
     }
+  }
+  set_num_threads(saved);
+}
+
+namespace {
+// A plain prefix beam search, the textbook way: prefixes as label vectors in a map, the LM's
+// state rebuilt from a prefix's labels, every class a candidate (min_prob 0). What the trie,
+// its table of children and the remembered LM answers of ctc_beam_decode must agree with.
+Decoded reference_beam(const Tensor& lp3, const CharLM& lm, const std::vector<int32_t>& ids, int64_t width,
+                       double alpha, double beta, double uniform) {
+  const Tensor lp = log_softmax(lp3, 2).contiguous();
+  const int64_t T = lp.size(0), C = lp.size(2);
+  const double* y = lp.data<double>();
+  auto lse = [](double a, double b) {
+    if (a == -INFINITY) return b;
+    if (b == -INFINITY) return a;
+    return std::max(a, b) + std::log1p(std::exp(-std::abs(a - b)));
+  };
+  auto lm_score = [&](const std::vector<int64_t>& prefix, int64_t c) {
+    CharLM::State st = lm.start();
+    for (int64_t l : prefix) st = lm.next(st, ids[(size_t)l]);
+    double l = lm.log_prob(st, ids[(size_t)c]);
+    if (uniform > 0) l = std::log((1 - uniform) * std::exp(l) + uniform / (lm.vocab_size() + 1));
+    return alpha * l + beta;
+  };
+  using Scores = std::pair<double, double>;  // ending in a blank, in the last label
+  std::vector<std::pair<std::vector<int64_t>, Scores>> beams{{{}, {0.0, -INFINITY}}};
+  for (int64_t t = 0; t < T; ++t) {
+    std::map<std::vector<int64_t>, Scores> next;
+    auto add = [&](const std::vector<int64_t>& l, double p, bool blank_end) {
+      auto it = next.emplace(l, Scores{-INFINITY, -INFINITY}).first;
+      double& slot = blank_end ? it->second.first : it->second.second;
+      slot = lse(slot, p);
+    };
+    for (const auto& [l, sc] : beams) {
+      const double total = lse(sc.first, sc.second);
+      add(l, total + y[t * C], true);
+      for (int64_t c = 1; c < C; ++c) {
+        std::vector<int64_t> longer = l;
+        longer.push_back(c);
+        const double yc = y[t * C + c], lmc = lm_score(l, c);
+        if (!l.empty() && l.back() == c) {
+          add(l, sc.second + yc, false);
+          add(longer, sc.first + yc + lmc, false);
+        } else {
+          add(longer, total + yc + lmc, false);
+        }
+      }
+    }
+    beams.assign(next.begin(), next.end());
+    std::stable_sort(beams.begin(), beams.end(), [&](const auto& a, const auto& b) {
+      return lse(a.second.first, a.second.second) > lse(b.second.first, b.second.second);
+    });
+    if ((int64_t)beams.size() > width) beams.resize((size_t)width);
+  }
+  Decoded d;
+  d.labels = beams[0].first;
+  d.log_prob = lse(beams[0].second.first, beams[0].second.second);
+  return d;
+}
+}  // namespace
+
+TEST_CASE("beam search with an LM on long lines agrees with a plain prefix beam search, LM after LM on one thread",
+          "[decode][lm]") {
+  // 240 frames over blank + 6 characters with every class a candidate: the trie grows to
+  // thousands of prefixes, so the table of children is doubled several times during a line.
+  // Two LMs (and two uniform shares) in turn on the same thread: the LM answers the search
+  // remembers from line to line must be those of the LM and share of the line at hand.
+  const std::vector<std::string> chars{"t", "h", "e", " ", "a", "c"};
+  const CharLM lm5 = CharLM::build(u32(kText), 5);
+  const CharLM lm3 = CharLM::build(u32("each cat ate the hat; the hat ate a cat. "), 3, 1);
+  const int saved = num_threads();
+  set_num_threads(1);
+  struct Case {
+    const CharLM* lm;
+    double uniform;
+    uint64_t seed;
+  };
+  const std::vector<Case> cases{{&lm5, 0.0, 41}, {&lm3, 0.0, 41}, {&lm5, 0.0, 41}, {&lm5, 0.2, 41},
+                                {&lm3, 0.2, 42}, {&lm5, 0.0, 43}};
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Case& cs = cases[k];
+    const Tensor logits = det_uniform({240, 1, 7}, cs.seed, -2, 2);
+    BeamOptions o = with_lm(*cs.lm, chars, 8, 0.5, 0.3);
+    o.lm_uniform = cs.uniform;
+    o.min_prob = 0;
+    const Decoded d = ctc_beam_decode(logits, o)[0];
+    const Decoded ref = reference_beam(logits.to(DType::f64), *cs.lm, o.lm_ids, 8, 0.5, 0.3, cs.uniform);
+    INFO("case " << k);
+    CHECK(d.labels.size() > 40);
+    CHECK(d.labels == ref.labels);
+    CHECK(d.log_prob == Approx(ref.log_prob).epsilon(1e-12));
   }
   set_num_threads(saved);
 }
