@@ -5,7 +5,11 @@
 //
 //   bench_data [--workers N] [--batches 40] [--batch 128] [--fonts PATHS] [--prose FILES]
 //              [--words FILE] [--scan PRESET] [--synth-chars 2:48] [--synth-height 16:80]
-//              [--no-augment]
+//              [--no-augment] [--render-cache DIR [--cache-lines N]]
+//
+// With --render-cache, the lines come from a render-once cache in DIR (train/line_cache.h;
+// built first when missing, N lines, 20000 by default, the build timed apart) and only the
+// reading, augmentation and batching are timed: what ocrt-train --render-cache feeds a GPU.
 //
 // The defaults are the English recipe's (scripts/train-en.sh) with the fonts and prose of
 // scripts/fonts-en.sh in .fonts-en/. Prints lines/s over the timed batches (after 2 warm-up
@@ -19,6 +23,7 @@
 
 #include "runtime/cli.h"
 #include "runtime/error.h"
+#include "train/line_cache.h"
 #include "train/loader.h"
 #include "train/synth.h"
 
@@ -35,6 +40,8 @@ int main(int argc, char** argv) {
     so.min_chars = 2, so.max_chars = 48, so.min_pixel_height = 16, so.max_pixel_height = 80;
     so.size = 1000000;
     bool augment = true;
+    std::string cache_dir;
+    int64_t cache_lines = 20000;
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       auto value = [&]() -> std::string {
@@ -50,7 +57,8 @@ int main(int argc, char** argv) {
       };
       if (a == "--help" || a == "-h") {
         std::puts("bench_data [--workers N] [--batches 40] [--batch 128] [--fonts PATHS] [--prose FILES] [--words FILE]\n"
-                  "           [--scan PRESET] [--synth-chars 2:48] [--synth-height 16:80] [--no-augment]");
+                  "           [--scan PRESET] [--synth-chars 2:48] [--synth-height 16:80] [--no-augment]\n"
+                  "           [--render-cache DIR [--cache-lines 20000]]");
         return 0;
       } else if (a == "--workers") workers = (int)cli::parse_int(a, value());
       else if (a == "--batches") batches = cli::parse_int(a, value());
@@ -63,6 +71,8 @@ int main(int argc, char** argv) {
       else if (a == "--words") words = value();
       else if (a == "--scan") scan = value();
       else if (a == "--no-augment") augment = false;
+      else if (a == "--render-cache") cache_dir = value();
+      else if (a == "--cache-lines") cache_lines = cli::parse_int(a, value());
       else if (a == "--synth-chars") {
         double lo, hi;
         range(lo, hi);
@@ -75,7 +85,27 @@ int main(int argc, char** argv) {
     so.scan_options = ScanOptions::preset(scan);
     const nn::Charset charset = nn::Charset::ascii();
     auto text = std::make_shared<const TextSource>(TextSource::read_words(words), charset, TextSource::read_prose(prose));
-    auto data = std::make_shared<SynthDataset>(load_fonts(fonts), text, charset, so);
+    const auto loaded = load_fonts(fonts);
+    std::shared_ptr<const Dataset> data = std::make_shared<SynthDataset>(loaded, text, charset, so);
+    if (!cache_dir.empty()) {
+      LineCacheSpec spec;
+      spec.lines = cache_lines;
+      spec.seed = 1;
+      Json fonts_json = Json::array();
+      for (const auto& f : loaded) fonts_json.push_back(f->path());
+      spec.settings.set("bench_data", true);
+      spec.settings.set("fonts", fonts_json);
+      spec.settings.set("scan", scan);
+      spec.settings.set("synth_chars", std::to_string(so.min_chars) + ":" + std::to_string(so.max_chars));
+      spec.settings.set("synth_height", Json(so.min_pixel_height).dump() + ":" + Json(so.max_pixel_height).dump());
+      const auto b0 = std::chrono::steady_clock::now();
+      build_line_cache(cache_dir, *data, spec, workers, true);
+      const double built = std::chrono::duration<double>(std::chrono::steady_clock::now() - b0).count();
+      auto cached = std::make_shared<CachedLineDataset>(cache_dir, spec, charset);
+      std::printf("bench_data: render cache %s: %lld lines, %.1f MB, built or checked in %.2f s\n", cache_dir.c_str(),
+                  (long long)cached->size(), (double)cached->bytes() / 1e6, built);
+      data = cached;
+    }
     LoaderOptions lo;
     lo.batch = batch, lo.workers = workers, lo.prefetch = std::max(4, 2 * workers), lo.seed = 1;
     lo.augment = augment, lo.bucket_window = 8;
@@ -89,9 +119,9 @@ int main(int argc, char** argv) {
     }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double lines = (double)(batches * batch);
-    std::printf("bench_data: %d workers, scan '%s', chars %lld:%lld, glyphs %.0f-%.0f px, augment %s: %.1f lines/s "
+    std::printf("bench_data: %s, %d workers, scan '%s', chars %lld:%lld, glyphs %.0f-%.0f px, augment %s: %.1f lines/s "
                 "(%lld batches of %lld in %.2f s), mean padded width %.0f px\n",
-                workers, scan.c_str(), (long long)so.min_chars, (long long)so.max_chars, so.min_pixel_height,
+                cache_dir.empty() ? "rendered on the fly" : "from the render cache", workers, scan.c_str(), (long long)so.min_chars, (long long)so.max_chars, so.min_pixel_height,
                 so.max_pixel_height, augment ? "on" : "off", lines / s, (long long)batches, (long long)batch, s,
                 width / lines);
     return 0;

@@ -409,6 +409,24 @@ def char_lms():
             put("char_lm", "order%d_truncated.clm" % order, data[: len(data) * 2 // 3])
 
 
+def line_shards():
+    """Render cache shards (train/line_cache.h's layout), less their 8-byte checksum, behind the
+    byte that picks the height the target reads them at (fuzz/line_shard.cpp)."""
+    def shard(height, lines):
+        b = b"OCRTLNS1" + struct.pack("<IIQ", 1, height, len(lines))
+        for width, text, fill in lines:
+            t = text.encode("utf-8")
+            b += struct.pack("<II", width, len(t)) + t + bytes([fill]) * (width * height)
+        return b
+    for height in (4, 32):
+        pick = bytes([height - 1])  # 1 + byte % 32 == height
+        put("line_shard", "lines_h%d.bin" % height, pick + shard(height, [(7, "cat", 200), (3, "\u00e9t\u00e9", 17)]))
+        put("line_shard", "empty_h%d.bin" % height, pick + shard(height, []))
+        one = shard(height, [(5, "a b", 0)])
+        put("line_shard", "truncated_h%d.bin" % height, pick + one[: len(one) - 3])
+        put("line_shard", "bad_utf8_h%d.bin" % height, pick + one.replace(b"a b", b"a\xffb"))
+
+
 if __name__ == "__main__":
     pngs()
     bmps()
@@ -421,3 +439,4 @@ if __name__ == "__main__":
     jsons()
     texts()
     char_lms()
+    line_shards()

@@ -84,6 +84,10 @@ cli::Parser train_flags(TrainConfig& c) {
   p.add(cli::real("--synth-small-caps", "P", c.synth.small_caps, Range{0, 1},
                   "share of synthetic lines set in small capitals, their text kept lower case (0)"));
   p.add(cli::integer("--synth-epoch", "N", c.synth.size, 1, kMaxLines, "synthetic lines per epoch (100000)"));
+  p.add(cli::text("--render-cache", "DIR", c.render_cache,
+                  "render the --synth-epoch training lines once into shards in DIR (kept for\n"
+                  "later runs of the same settings; a stopped build resumes) and read them\n"
+                  "from there every epoch with fresh augmentation (default: render on the fly)"));
   p.add(cli::toggle("--augment", c.augment, true,
                     "blur, noise, contrast, rotation, morphology, padding (on; --no-augment: off)"));
   p.add(cli::toggle("--no-augment", c.augment, false, "no augmentation"));

@@ -33,6 +33,7 @@
 #include "train/checkpoint.h"
 #include "train/det_trainer.h"
 #include "train/grad_sync.h"
+#include "train/line_cache.h"
 #include "train/optim.h"
 #include "train/schedule.h"
 #include "train/train_loop.h"
@@ -72,6 +73,41 @@ FrameRule frame_rule(const std::string& arch) {
   return [arch](int64_t width) { return nn::frames_for_width(arch, width); };
 }
 
+// A file named by its base name and size: what a render cache's lines depend on, whichever
+// folder the file is found in on this machine.
+std::string file_key(const std::string& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  return fs::path(path).filename().string() + ":" + (ec ? std::string("?") : std::to_string(size));
+}
+
+// The render cache of the synthetic training lines: --synth-epoch lines, drawn from a fixed
+// seed (not --seed: one cache serves runs of any seed, which order and augment it their own
+// way), and the settings the lines depend on.
+LineCacheSpec render_cache_spec(const TrainConfig& cfg, const std::vector<std::shared_ptr<Font>>& fonts,
+                                const nn::Charset& charset) {
+  LineCacheSpec spec;
+  spec.lines = cfg.synth.size;
+  spec.height = 32;
+  spec.seed = 0x0C2A7E5EEDull;
+  const Json all = cfg.to_json();
+  Json& s = spec.settings;
+  Json font_keys = Json::array();
+  for (const auto& f : fonts) font_keys.push_back(file_key(f->path()));
+  s.set("fonts", font_keys);
+  s.set("words", cfg.words.empty() || cfg.words == "none" ? cfg.words : file_key(cfg.words));
+  Json prose = Json::array();
+  for (const auto& p : cfg.prose) prose.push_back(file_key(p));
+  s.set("prose", prose);
+  for (const char* key : {"scan", "synth_chars", "synth_height", "synth_spacing", "synth_tracking", "synth_small_caps"})
+    s.set(key, all.at(key));
+  std::string chars;
+  for (const auto& c : charset.chars()) chars += c;
+  s.set("charset", chars);
+  s.set("arch", cfg.arch);  // its frames for a width decide which lines CTC can align
+  return spec;
+}
+
 // A dataset from --train / --val sources: "synth", or label files and folders (checked).
 // `text` holds the synthetic text source once made, so that training and validation lines
 // share one reading of the word list and the prose.
@@ -93,7 +129,16 @@ std::shared_ptr<const Dataset> make_dataset(const std::vector<std::string>& sour
     if (verbose)
       std::fprintf(stderr, "%s: synthetic lines from %zu fonts, %zu words, %zu words of prose, scan '%s'\n", flag,
                    fonts.size(), text->num_words(), text->num_prose_words(), cfg.scan.c_str());
-    return std::make_shared<SynthDataset>(fonts, text, charset, o);
+    auto synth = std::make_shared<SynthDataset>(fonts, text, charset, o);
+    if (is_val || cfg.render_cache.empty()) return synth;
+    const LineCacheSpec spec = render_cache_spec(cfg, fonts, charset);
+    const int threads = cfg.threads > 0 ? cfg.threads : (int)std::max(1u, std::thread::hardware_concurrency());
+    build_line_cache(cfg.render_cache, *synth, spec, threads, verbose);
+    auto cached = std::make_shared<CachedLineDataset>(cfg.render_cache, spec, charset);
+    if (verbose)
+      std::fprintf(stderr, "%s: %lld lines from the render cache %s (%.1f MB), fresh augmentation each epoch\n", flag,
+                   (long long)cached->size(), cfg.render_cache.c_str(), (double)cached->bytes() / 1e6);
+    return cached;
   }
   for (const auto& s : sources)
     OCRT_CHECK(s != "synth", flag, ": 'synth' cannot be mixed with files (got ", sources.size(), " sources)");
@@ -181,6 +226,8 @@ void TrainConfig::validate() const {
     fail("--scan: ", e.what());
   }
   for (const auto& p : prose) OCRT_CHECK(std::filesystem::is_regular_file(p), "--prose: ", p, " is not a file");
+  OCRT_CHECK(render_cache.empty() || (train.size() == 1 && train[0] == "synth" && !nn::is_detector_arch(arch)),
+             "--render-cache: only for a recogniser trained on synthetic lines (--train synth)");
   OCRT_CHECK(synth.min_pixel_height >= 4 && synth.min_pixel_height <= synth.max_pixel_height &&
                  synth.max_pixel_height <= 512,
              "--synth-height: need 4 <= LO <= HI <= 512, got ", synth.min_pixel_height, ":", synth.max_pixel_height);
@@ -261,6 +308,7 @@ Json TrainConfig::to_json() const {
   j.set("synth_spacing", pair(synth.min_word_spacing, synth.max_word_spacing));
   j.set("synth_tracking", pair(synth.min_tracking, synth.max_tracking));
   j.set("synth_small_caps", synth.small_caps);
+  j.set("render_cache", !render_cache.empty());
   j.set("device", device.str());
   j.set("batch", batch);
   j.set("steps", steps);
@@ -318,6 +366,7 @@ const KeptSetting kKeptOnResume[] = {
     {"--synth-spacing", "synth_spacing", synthetic},  // a checkpoint from before them lacks both:
     {"--synth-tracking", "synth_tracking", synthetic},  // not compared
     {"--synth-small-caps", "synth_small_caps", synthetic},  // likewise
+    {"--render-cache", "render_cache", synthetic},          // likewise
     {"--augment/--no-augment", "augment", always},
     {"--no-shuffle", "shuffle", always},
     {"--bucket-window", "bucket_window", always},

@@ -60,6 +60,10 @@ struct TrainConfig {
   std::string scan = "none";                 // scan simulation preset for synthetic lines (scan.h)
   int64_t val_size = 512;                    // synthetic validation lines
   SynthOptions synth;
+  // --render-cache DIR: the synthetic training lines (--synth-epoch of them) rendered once into
+  // shards in DIR and read from there every epoch with fresh augmentation (train/line_cache.h);
+  // empty: rendered on the fly.
+  std::string render_cache;
   Device device = Device::cpu();
   int threads = 0;                           // 0: leave the default
   int workers = 2;

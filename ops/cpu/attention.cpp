@@ -344,13 +344,14 @@ inline T dot_rows(const T* a, const T* b, int64_t n) {
 }
 
 #if defined(OCRT_SIMD_MATH)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
+// By function attributes rather than `#pragma GCC target`, which clang ignores (the fuzz build,
+// scripts/fuzz.sh, compiles this file with clang).
+#define OCRT_TRANSPOSE8_TARGET OCRT_TARGET_AVX2
 #include "runtime/cpu/transpose8.inc"
 
 // transpose_pair's tokens t < L8 (a multiple of 8) for hd a multiple of 8: 8 x 8 blocks
 // through registers (one value at a time, the copy was an eighth of the backward).
-void transpose_pair_lanes(const float* x, int64_t L8, int64_t ts, int64_t hd, float* xt, int64_t Lp) {
+OCRT_TARGET_AVX2 void transpose_pair_lanes(const float* x, int64_t L8, int64_t ts, int64_t hd, float* xt, int64_t Lp) {
   for (int64_t t0 = 0; t0 < L8; t0 += 8)
     for (int64_t d0 = 0; d0 < hd; d0 += 8) {
       __m256 r[8];
@@ -359,7 +360,6 @@ void transpose_pair_lanes(const float* x, int64_t L8, int64_t ts, int64_t hd, fl
       for (int64_t j = 0; j < 8; ++j) _mm256_storeu_ps(xt + (d0 + j) * Lp + t0, r[j]);
     }
 }
-#pragma GCC pop_options
 #endif
 
 // Rows of x (L, N, E) for pair (n, h), transposed into xt (hd rows of Lp = L + kRun values, the
