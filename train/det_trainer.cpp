@@ -443,14 +443,20 @@ TrainResult run_detector_replica(const TrainConfig& cfg, Communicator& comm, Dev
     DetBatch b = loader.next();
     const double data_s = now_seconds() - t_data;
     DetLoss l;
-    auto forward = [&] {
+    Tensor images;
+    DetLossTargets targets;
+    auto copy = [&] {
       std::vector<const DetTargets*> maps;
       for (const auto& t : b.targets) maps.push_back(&t);
-      nn::DBNet::Maps out = model.forward_maps(b.images.to(device), true);
-      l = det_loss(out.prob, out.thresh, det_loss_targets(maps, device));
+      images = b.images.to(device);
+      targets = det_loss_targets(maps, device);
+    };
+    auto forward = [&] {
+      nn::DBNet::Maps out = model.forward_maps(images, true);
+      l = det_loss(out.prob, out.thresh, targets);
       return l.total;
     };
-    const StepResult s = train_step(parts, forward, (int64_t)b.targets.size(), schedule.lr_at(state.step));
+    const StepResult s = train_step(parts, copy, forward, (int64_t)b.targets.size(), schedule.lr_at(state.step));
     loss.add(s, state);
     state.step++;
     speed.add(state.step - first_step, cfg.batch, data_s, s);

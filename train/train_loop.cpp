@@ -153,8 +153,8 @@ void sync_replicas(Communicator& comm, nn::Module& model, int64_t step, Device d
 
 // ---- one step
 
-Tensor batch_loss(nn::Recognizer& model, const Batch& b, Device device) {
-  Tensor logits = model.forward(b.images.to(device), b.widths);
+Tensor batch_loss(nn::Recognizer& model, const Batch& b, Device device, const Tensor& images) {
+  Tensor logits = model.forward(images.defined() ? images : b.images.to(device), b.widths);
   std::vector<int64_t> frames, lengths, flat;
   for (size_t i = 0; i < b.widths.size(); ++i) {
     frames.push_back(model.frames_for_width(b.widths[i]));
@@ -168,10 +168,14 @@ Tensor batch_loss(nn::Recognizer& model, const Batch& b, Device device) {
 }
 
 StepResult train_step(StepParts& p, nn::Recognizer& model, const Batch& b, double lr) {
-  return train_step(p, [&] { return batch_loss(model, b, p.device); }, (int64_t)b.widths.size(), lr);
+  Tensor images;
+  return train_step(
+      p, [&] { images = b.images.to(p.device); }, [&] { return batch_loss(model, b, p.device, images); },
+      (int64_t)b.widths.size(), lr);
 }
 
-StepResult train_step(StepParts& p, const std::function<Tensor()>& forward, int64_t shard, double lr) {
+StepResult train_step(StepParts& p, const std::function<void()>& copy, const std::function<Tensor()>& forward,
+                      int64_t shard, double lr) {
   StepResult r;
   const bool replicated = p.comm.size() > 1;
   double t = now_seconds();
@@ -180,6 +184,10 @@ StepResult train_step(StepParts& p, const std::function<Tensor()>& forward, int6
     into += now - t;
     t = now;
   };
+
+  // The inputs to the device (on a GPU, as far as the host waits for the copy).
+  if (copy) copy();
+  lap(r.copy_s);
 
   // Forward. This replica's share of the batch's mean loss: summed over replicas, the
   // gradients are those of the whole batch's mean. Whether to skip the step is decided by all
@@ -196,9 +204,10 @@ StepResult train_step(StepParts& p, const std::function<Tensor()>& forward, int6
     // bucket's sum starts as soon as backward has finished its gradients.
     if (p.overlap) p.grad_sync.begin(p.comm);
     loss.backward();
-    if (p.overlap) p.grad_sync.finish();
-    else p.grad_sync.all_reduce(p.comm);
     lap(r.backward_s);
+    if (p.overlap) p.grad_sync.finish();  // the buckets' sums still running after backward
+    else p.grad_sync.all_reduce(p.comm);
+    lap(r.sync_s);
     const double norm = p.clip_grad > 0 ? clip_grad_norm(p.optim.params(), p.clip_grad) : grad_norm(p.optim.params());
     r.ok = std::isfinite(norm);
     lap(r.clip_s);
@@ -217,8 +226,8 @@ void Throughput::add(int64_t steps_done, int64_t batch, double data_s, const Ste
   if (steps_done <= 2) return;
   samples += batch;
   steps++;
-  const double parts[5] = {data_s, s.forward_s, s.backward_s, s.clip_s, s.optimizer_s};
-  for (int k = 0; k < 5; ++k) phase[k] += parts[k];
+  const double parts[kPhases] = {data_s, s.copy_s, s.forward_s, s.backward_s, s.sync_s, s.clip_s, s.optimizer_s};
+  for (int k = 0; k < kPhases; ++k) phase[k] += parts[k];
 }
 
 double Throughput::samples_per_sec() const {
@@ -229,8 +238,8 @@ double Throughput::samples_per_sec() const {
 void Throughput::report(TrainResult& r) const {
   r.samples_per_sec = samples_per_sec();
   if (steps == 0) return;
-  double* ms[5] = {&r.data_ms, &r.forward_ms, &r.backward_ms, &r.clip_ms, &r.optimizer_ms};
-  for (int k = 0; k < 5; ++k) *ms[k] = 1000 * phase[k] / (double)steps;
+  double* ms[kPhases] = {&r.data_ms, &r.copy_ms, &r.forward_ms, &r.backward_ms, &r.sync_ms, &r.clip_ms, &r.optimizer_ms};
+  for (int k = 0; k < kPhases; ++k) *ms[k] = 1000 * phase[k] / (double)steps;
 }
 
 double peak_rss_mb() {

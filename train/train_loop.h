@@ -101,8 +101,9 @@ Schedule make_schedule(const TrainConfig& cfg);
 
 // ---- one step
 
-// The CTC loss (mean over the batch) of a batch on the model's device.
-Tensor batch_loss(nn::Recognizer& model, const Batch& b, Device device);
+// The CTC loss (mean over the batch) of a batch on the model's device. `images`: the batch's
+// images already on that device (what train_step's copy phase made), or undefined to copy them.
+Tensor batch_loss(nn::Recognizer& model, const Batch& b, Device device, const Tensor& images = {});
 
 // What a training step works on, besides the model.
 struct StepParts {
@@ -118,22 +119,29 @@ struct StepParts {
 struct StepResult {
   double loss = 0;  // the whole batch's mean loss (summed over replicas)
   bool ok = false;  // false: the loss or the gradient norm was not finite and the step was skipped
-  double forward_s = 0, backward_s = 0, clip_s = 0, optimizer_s = 0;  // host wall time of each part
+  // Host wall time of each part: the batch's copy to the device, forward + loss, backward, the
+  // wait for the gradient sum over replicas after backward, clipping, the update.
+  double copy_s = 0, forward_s = 0, backward_s = 0, sync_s = 0, clip_s = 0, optimizer_s = 0;
 };
 
-// forward, backward (+ gradient sum over replicas), clip, update at `lr`, zero_grad. A step
-// whose loss or gradient norm is not finite on any replica changes no weight on any replica.
+// copy to the device, forward, backward (+ gradient sum over replicas), clip, update at `lr`,
+// zero_grad. A step whose loss or gradient norm is not finite on any replica changes no weight
+// on any replica.
 StepResult train_step(StepParts& p, nn::Recognizer& model, const Batch& b, double lr);
-// The same step for any model (the detector's loop uses it): `forward` gives this replica's
-// mean loss over its `shard` samples of the global batch.
-StepResult train_step(StepParts& p, const std::function<Tensor()>& forward, int64_t shard, double lr);
+// The same step for any model (the detector's loop uses it): `copy` moves this replica's inputs
+// to the device (may be empty), `forward` gives its mean loss over its `shard` samples of the
+// global batch.
+StepResult train_step(StepParts& p, const std::function<void()>& copy, const std::function<Tensor()>& forward,
+                      int64_t shard, double lr);
 
 // Samples/s and where a step's time goes, from the end of the second step of this run on
 // (the warm-up steps allocate and fault in memory).
 struct Throughput {
   int64_t samples = 0, steps = 0;
   double start = 0;
-  double phase[5] = {};  // data, forward, backward, clip, optimizer: seconds over the timed steps
+  static constexpr int kPhases = 7;
+  // data, copy, forward, backward, sync, clip, optimizer: seconds over the timed steps
+  double phase[kPhases] = {};
 
   void add(int64_t steps_done, int64_t batch, double data_s, const StepResult& s);
   double samples_per_sec() const;

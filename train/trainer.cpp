@@ -426,8 +426,10 @@ Json TrainResult::to_json() const {
   j.set("best_val_cer", best_cer);
   Json phases = Json::object();
   phases.set("data", data_ms);
+  phases.set("copy", copy_ms);
   phases.set("forward", forward_ms);
   phases.set("backward", backward_ms);
+  phases.set("sync", sync_ms);
   phases.set("clip", clip_ms);
   phases.set("optimizer", optimizer_ms);
   j.set("ms_per_step", phases);

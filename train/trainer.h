@@ -135,11 +135,13 @@ struct TrainResult {
   int64_t steps = 0;
   double samples_per_sec = 0;  // excluding the first two steps (warm-up, allocations)
   // Where a training step's wall time went, in ms per step over the same timed steps, by host
-  // timers: waiting for the loader's batch, forward + loss (ends in a read of the loss, so the
-  // device's work is in it), backward + gradient sync, clipping (reads the norm: the device's
-  // backward work ends there), optimizer step + zero_grad (queued on a GPU: its device time
-  // lands in the next forward). data_ms large against the rest: the data pipeline is the limit.
-  double data_ms = 0, forward_ms = 0, backward_ms = 0, clip_ms = 0, optimizer_ms = 0;
+  // timers: waiting for the loader's batch, the batch's copy to the device (what the host waits
+  // for of it), forward + loss (ends in a read of the loss, so the device's work is in it),
+  // backward, the gradient sum over replicas after backward (with overlapped buckets, the wait
+  // for the sums still running), clipping (reads the norm: the device's backward work ends
+  // there), optimizer step + zero_grad (queued on a GPU: its device time lands in the next
+  // forward). data_ms large against the rest: the data pipeline is the limit.
+  double data_ms = 0, copy_ms = 0, forward_ms = 0, backward_ms = 0, sync_ms = 0, clip_ms = 0, optimizer_ms = 0;
   double peak_rss_mb = 0;
   double final_loss = 0;
   double best_cer = -1;

@@ -2,6 +2,8 @@
 // replicas' agreement, one step, the stop decision, and what is evaluated and saved when.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -197,6 +199,58 @@ TEST_CASE("sync_replicas: rank 0's weights everywhere, and replicas at different
     INFO("rank " << r << ": " << errors[r]);
     CHECK(errors[r].find("different steps") != std::string::npos);
   }
+}
+
+TEST_CASE("train_step: the copy to the device, forward, backward and the gradient sum are timed apart", "[trainer]") {
+  TempDir dir("train-step-phases");
+  const nn::Charset charset = nn::Charset::ascii();
+  TrainConfig cfg = tiny_config(dir.path);
+  StartPoint s = resolve_start(cfg, charset, false);
+  s.model->train(true);
+  Adam optim(s.model->parameters(), AdamOptions{});
+  GradSync sync(optim.params());
+  auto comm = make_single_communicator();
+  StepParts parts{optim, sync, *comm, Device::cpu(), 2, 5.0, false};
+  const Batch b = random_batch(4);
+  Tensor images;
+  // A copy that takes 30 ms and a forward that takes 20 ms more than its loss: each lands in its
+  // own phase, and the phases add up to the step's wall time.
+  const double t0 = now_seconds();
+  const StepResult r = train_step(
+      parts,
+      [&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        images = b.images.to(Device::cpu());
+      },
+      [&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        return batch_loss(*s.model, b, Device::cpu(), images);
+      },
+      2, 1e-3);
+  const double wall = now_seconds() - t0;
+  REQUIRE(r.ok);
+  CHECK(r.copy_s >= 0.029);
+  CHECK(r.copy_s < 0.029 + 0.5 * wall);
+  CHECK(r.forward_s >= 0.019);
+  CHECK(r.backward_s > 0);
+  CHECK(r.sync_s >= 0);
+  const double sum = r.copy_s + r.forward_s + r.backward_s + r.sync_s + r.clip_s + r.optimizer_s;
+  CHECK(sum <= wall);
+  CHECK(sum >= 0.9 * wall);
+  // The recogniser's own step times its copy too (a CPU copy is quick, but it is measured).
+  const StepResult own = train_step(parts, *s.model, b, 1e-3);
+  CHECK(own.ok);
+  CHECK(own.copy_s >= 0);
+  CHECK(own.copy_s < own.forward_s + own.backward_s);
+  // Throughput reports the seven phases in ms a step, from the third step on.
+  Throughput t;
+  for (int64_t k = 1; k <= 4; ++k) t.add(k, 2, 0.004, r);
+  TrainResult out;
+  t.report(out);
+  CHECK(out.data_ms == Approx(4.0));
+  CHECK(out.copy_ms == Approx(1000 * r.copy_s));
+  CHECK(out.sync_ms == Approx(1000 * r.sync_s));
+  CHECK(out.optimizer_ms == Approx(1000 * r.optimizer_s));
 }
 
 TEST_CASE("train_step: a finite step updates the weights and clears the gradients, a NaN step changes nothing",
