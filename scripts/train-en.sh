@@ -9,6 +9,10 @@
 #   scripts/train-en.sh runs/crnn-en --arch crnn --device cuda:0 --steps 20000 --max-minutes 9
 #   scripts/train-en.sh runs/crnn-en --arch crnn --device cuda:0 --steps 20000 --resume
 #
+# Where the render workers cannot keep a fast GPU fed (the summary's ms_per_step.data is large
+# against the step), add `--render-cache DIR --synth-epoch 200000`: the lines are rendered
+# once (about 7.4 KB each on disk, 1.5 GB for 200,000) and every epoch reads them with fresh
+# augmentation (docs/data.md, "Render once"); its 1,000,000-line epoch would take 7.4 GB.
 # Flags after OUT override the recipe's (the last one given wins). The run resumes exactly
 # with --resume (same OUT, same flags): a long training can be spread over several calls and
 # machines that carry OUT along. OCRT_TRAIN names the binary (default build/ocrt-train);
