@@ -201,16 +201,33 @@ TEST_CASE("sync_replicas: rank 0's weights everywhere, and replicas at different
   }
 }
 
+namespace {
+// A tiny model in training mode, Adam over its weights, and one replica's StepParts: what the
+// train_step cases start from.
+struct OneReplica {
+  TempDir dir;
+  TrainConfig cfg;
+  StartPoint s;
+  Adam optim;
+  GradSync sync;
+  std::unique_ptr<Communicator> comm = make_single_communicator();
+  StepParts parts;
+  explicit OneReplica(const std::string& name)
+      : dir(name),
+        cfg(tiny_config(dir.path)),
+        s(resolve_start(cfg, nn::Charset::ascii(), false)),
+        optim(s.model->parameters(), AdamOptions{}),
+        sync(optim.params()),
+        parts{optim, sync, *comm, Device::cpu(), 2, 5.0, false} {
+    s.model->train(true);
+  }
+};
+}  // namespace
+
 TEST_CASE("train_step: the copy to the device, forward, backward and the gradient sum are timed apart", "[trainer]") {
-  TempDir dir("train-step-phases");
-  const nn::Charset charset = nn::Charset::ascii();
-  TrainConfig cfg = tiny_config(dir.path);
-  StartPoint s = resolve_start(cfg, charset, false);
-  s.model->train(true);
-  Adam optim(s.model->parameters(), AdamOptions{});
-  GradSync sync(optim.params());
-  auto comm = make_single_communicator();
-  StepParts parts{optim, sync, *comm, Device::cpu(), 2, 5.0, false};
+  OneReplica one("train-step-phases");
+  StartPoint& s = one.s;
+  StepParts& parts = one.parts;
   const Batch b = random_batch(4);
   Tensor images;
   // A copy that takes 30 ms and a forward that takes 20 ms more than its loss: each lands in its
@@ -255,15 +272,10 @@ TEST_CASE("train_step: the copy to the device, forward, backward and the gradien
 
 TEST_CASE("train_step: a finite step updates the weights and clears the gradients, a NaN step changes nothing",
           "[trainer]") {
-  TempDir dir("train-step");
-  const nn::Charset charset = nn::Charset::ascii();
-  TrainConfig cfg = tiny_config(dir.path);
-  StartPoint s = resolve_start(cfg, charset, false);
-  s.model->train(true);
-  Adam optim(s.model->parameters(), AdamOptions{});
-  GradSync sync(optim.params());
-  auto comm = make_single_communicator();
-  StepParts parts{optim, sync, *comm, Device::cpu(), 2, 5.0, false};
+  OneReplica one("train-step");
+  StartPoint& s = one.s;
+  StepParts& parts = one.parts;
+  Adam& optim = one.optim;
 
   const auto before = weights_of(*s.model);
   StepResult r = train_step(parts, *s.model, random_batch(1), 1e-3);
