@@ -166,14 +166,15 @@ void claim_folder(const std::string& dir, const LineCacheSpec& spec) {
                "); remove the folder or give --render-cache another one");
     return;
   }
-  bool empty = true;
+  // Files of our own kind are allowed: another builder of the same cache (a replica in another
+  // process) may be writing its cache.json and shards at this moment.
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    (void)e;
-    empty = false;
-    break;
+    const std::string name = e.path().filename().string();
+    const bool ours = name.rfind("cache.json.tmp.", 0) == 0 ||
+                      (name.rfind("lines-", 0) == 0 && name.find(".bin") != std::string::npos);
+    OCRT_CHECK(ours, "render cache: '", dir, "' is not empty and holds no cache.json: not a render cache (give an "
+               "empty or new folder; it holds ", name, ")");
   }
-  OCRT_CHECK(empty, "render cache: '", dir, "' is not empty and holds no cache.json: not a render cache (give an "
-             "empty or new folder)");
   write_atomically(path, want.dump(2) + "\n");
 }
 
@@ -263,6 +264,11 @@ std::vector<ShardLine> decode_line_shard(const uint8_t* data, size_t size, int64
 void build_line_cache(const std::string& dir, const Dataset& source, const LineCacheSpec& spec, int threads,
                       bool verbose) {
   check_spec(spec);
+  // One build at a time in a process: the replicas of `ocrt-train --devices cpu,cpu` each open
+  // the cache; the first renders it, the others then find every shard there. (Builders in
+  // several processes may render the same shards at once; each is renamed into place whole.)
+  static std::mutex one_build;
+  std::lock_guard<std::mutex> lock(one_build);
   claim_folder(dir, spec);
   const int64_t shards = shard_count(spec);
   std::vector<int64_t> todo;

@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/json.h"
@@ -133,6 +134,29 @@ TEST_CASE("render cache: a build stopped or damaged resumes to the same files, a
   CHECK(fs::last_write_time(a.path / "lines-00000.bin") == kept);
   // No temporary file is left behind.
   for (const auto& e : fs::directory_iterator(a.path)) CHECK(e.path().string().find(".tmp.") == std::string::npos);
+}
+
+TEST_CASE("render cache: builders at once in one folder (the replicas of a run) all get the same cache",
+          "[loader][render_cache]") {
+  const nn::Charset charset = nn::Charset::ascii();
+  auto synth = synth_lines(charset);
+  if (!synth) return;
+  TempDir a("cache-together"), b("cache-alone");
+  const LineCacheSpec spec = small_spec();
+  std::vector<std::string> errors(3);
+  std::vector<std::thread> builders;
+  for (int k = 0; k < 3; ++k)
+    builders.emplace_back([&, k] { errors[(size_t)k] = error_of([&] { build_line_cache(a.path.string(), *synth, spec, 2, false); }); });
+  for (auto& t : builders) t.join();
+  for (const std::string& e : errors) CHECK(e == "");
+  build_line_cache(b.path.string(), *synth, spec, 1, false);
+  CHECK(shards(a.path) == shards(b.path));
+  // A folder holding a shard of ours being written (another process's build) is not foreign.
+  TempDir c("cache-midway");
+  fs::copy_file(b.path / "lines-00002.bin", c.path / "lines-00002.bin.tmp.99.0");
+  build_line_cache(c.path.string(), *synth, spec, 2, false);
+  CachedLineDataset opened(c.path.string(), spec, charset);
+  CHECK(opened.size() == spec.lines);
 }
 
 TEST_CASE("render cache: a folder of other settings, or of other files, is refused naming what differs",
