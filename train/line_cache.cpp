@@ -338,7 +338,7 @@ struct CachedLineDataset::Mapping {
 };
 
 CachedLineDataset::CachedLineDataset(const std::string& dir, const LineCacheSpec& spec, const nn::Charset& charset)
-    : height_(spec.height) {
+    : charset_(charset), height_(spec.height) {
   check_spec(spec);
   const std::string manifest_path = (fs::path(dir) / "cache.json").string();
   OCRT_CHECK(fs::exists(manifest_path), "render cache '", dir, "': no cache.json (build it first)");
@@ -365,13 +365,15 @@ CachedLineDataset::CachedLineDataset(const std::string& dir, const LineCacheSpec
     std::vector<ShardLine> lines = decode_line_shard(m->data, m->size, height_, path);
     const int64_t want = std::min(spec.shard_lines, spec.lines - k * spec.shard_lines);
     OCRT_CHECK((int64_t)lines.size() == want, path, ": ", lines.size(), " lines where ", want, " are wanted");
+    std::vector<int64_t> classes;
     for (size_t i = 0; i < lines.size(); ++i) {
-      Line l{lines[i].pixels, lines[i].width, std::move(lines[i].text), {}};
       std::vector<std::string> unknown;
-      OCRT_CHECK(charset.encode(l.text, l.classes, &unknown), path, ": line ", i, " ('", l.text,
+      OCRT_CHECK(charset.encode(lines[i].text, classes, &unknown), path, ": line ", i, " ('", lines[i].text,
                  "') has characters outside the charset (", unknown.empty() ? std::string("?") : unknown[0],
                  "): the cache was made for another charset");
-      lines_.push_back(std::move(l));
+      // The text's place in the mapping: just before the pixels.
+      const char* text = reinterpret_cast<const char*>(lines[i].pixels) - lines[i].text.size();
+      lines_.push_back({lines[i].pixels, text, (int32_t)lines[i].width, (int32_t)lines[i].text.size()});
     }
     bytes_ += (int64_t)m->size;
     maps_.push_back(std::move(m));
@@ -387,8 +389,8 @@ LineSample CachedLineDataset::get(int64_t index, uint64_t /*seed*/) const {
   s.image.width = l.width;
   s.image.height = height_;
   s.image.pixels.assign(l.pixels, l.pixels + l.width * height_);
-  s.text = l.text;
-  s.classes = l.classes;
+  s.text.assign(l.text, (size_t)l.text_bytes);
+  OCRT_CHECK(charset_.encode(s.text, s.classes), "CachedLineDataset: line ", index, " left the charset");  // checked at open
   s.id = "cache:" + std::to_string(index);
   return s;
 }
