@@ -18,6 +18,7 @@
 #include "ops/conv.h"
 #include "runtime/cli.h"
 #include "runtime/error.h"
+#include "runtime/files.h"
 #include "runtime/safetensors.h"
 
 using namespace ocrt;
@@ -126,7 +127,7 @@ int main(int argc, char** argv) {
     options.widths_input = args.widths_input;
     options.producer_version = OCRT_PROJECT_VERSION;
     const std::string bytes = nn::export_onnx(*model, loaded.info(), options);
-    onnx::write_file_atomic(args.onnx, bytes);
+    write_file_atomic(args.onnx, bytes);
     std::fprintf(stderr, "ocrt-export: wrote %s (%s, %lld classes, %.1f MB)\n", args.onnx.c_str(),
                  loaded.arch.c_str(), (long long)model->num_classes(), (double)bytes.size() / 1e6);
     if (nn::is_int8_state_dict(loaded.weights))

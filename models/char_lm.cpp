@@ -2,8 +2,6 @@
 // (see char_lm.h and docs/formats.md).
 #include "models/char_lm.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -16,6 +14,7 @@
 
 #include "models/charset.h"
 #include "runtime/error.h"
+#include "runtime/files.h"
 
 namespace ocrt::nn {
 
@@ -299,24 +298,7 @@ CharLM CharLM::from_bytes(const std::string& b, const std::string& what) {
   return lm;
 }
 
-void CharLM::save(const std::string& path) const {
-  const std::string bytes = to_bytes();
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  OCRT_CHECK(f != nullptr, "cannot create '", tmp, "': ", std::strerror(errno));
-  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size() && std::fflush(f) == 0 &&
-                  ::fsync(::fileno(f)) == 0;
-  const int err = errno;
-  if (std::fclose(f) != 0 || !ok) {
-    std::remove(tmp.c_str());
-    fail("cannot write '", tmp, "': ", std::strerror(err));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    std::remove(tmp.c_str());
-    fail("cannot rename '", tmp, "' to '", path, "': ", std::strerror(e));
-  }
-}
+void CharLM::save(const std::string& path) const { write_file_atomic(path, to_bytes()); }
 
 CharLM CharLM::load(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

@@ -107,7 +107,4 @@ class GraphBuilder {
   int64_t nodes_count_ = 0;
 };
 
-// Writes bytes to path atomically (a temporary file, flushed to disk, renamed over path).
-void write_file_atomic(const std::string& path, const std::string& bytes);
-
 }  // namespace ocrt::onnx

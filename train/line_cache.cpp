@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "runtime/error.h"
+#include "runtime/files.h"
 #include "runtime/interrupt.h"
 #include "runtime/rng.h"
 #include "runtime/text.h"
@@ -85,26 +86,6 @@ Json manifest(const LineCacheSpec& s) {
   j.set("seed", std::to_string(s.seed));
   j.set("settings", s.settings);
   return j;
-}
-
-void write_atomically(const std::string& path, const std::string& bytes) {
-  // A name of its own for each writer: builders in several processes (data-parallel ranks)
-  // may write the same shard at once; each rename leaves the same bytes.
-  static std::atomic<uint64_t> serial{0};
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  OCRT_CHECK(f != nullptr, "render cache: cannot create '", tmp, "': ", std::strerror(errno));
-  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size() && std::fflush(f) == 0;
-  const int err = errno;
-  if (std::fclose(f) != 0 || !ok) {
-    std::remove(tmp.c_str());
-    fail("render cache: cannot write '", tmp, "': ", std::strerror(err));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    std::remove(tmp.c_str());
-    fail("render cache: cannot rename '", tmp, "' to '", path, "': ", std::strerror(e));
-  }
 }
 
 std::string read_small_file(const std::string& path) {
@@ -175,7 +156,7 @@ void claim_folder(const std::string& dir, const LineCacheSpec& spec) {
     OCRT_CHECK(ours, "render cache: '", dir, "' is not empty and holds no cache.json: not a render cache (give an "
                "empty or new folder; it holds ", name, ")");
   }
-  write_atomically(path, want.dump(2) + "\n");
+  write_file_atomic(path, want.dump(2) + "\n");
 }
 
 // Whether shard k is on disk whole and of this spec (its header and checksum).
@@ -304,7 +285,7 @@ void build_line_cache(const std::string& dir, const Dataset& source, const LineC
                      spec.height);
           lines.push_back(std::move(s));
         }
-        write_atomically((fs::path(dir) / shard_name(k)).string(), encode_line_shard(lines, spec.height));
+        write_file_atomic((fs::path(dir) / shard_name(k)).string(), encode_line_shard(lines, spec.height));
         const int64_t rendered = lines_done += (int64_t)lines.size();
         const size_t d = ++done;
         if (verbose && (d % 16 == 0 || d == todo.size())) {
