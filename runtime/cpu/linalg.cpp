@@ -138,8 +138,8 @@ void sgemm_product(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_ro
   // The scratch from the tensor allocator, like every other tensor of a training step: its
   // cache hands the same block back when the next step makes the same product.
   const Tensor scratch = Tensor::empty({N, M});  // every value written by the product
-  const float* ct = scratch.data<float>();
-  cpu::sgemm(N, M, K, b, b_col, b_row, a, a_col, a_row, scratch.data<float>(), M);
+  float* const ct = scratch.data<float>();
+  cpu::sgemm(N, M, K, b, b_col, b_row, a, a_col, a_row, ct, M);
   constexpr int64_t kTile = 32;
   const int64_t row_tiles = (M + kTile - 1) / kTile;
 #pragma omp parallel for schedule(static) if (!omp_in_parallel() && (double)M * N >= kParallelWork)
