@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -159,21 +160,89 @@ void claim_folder(const std::string& dir, const LineCacheSpec& spec) {
   write_file_atomic(path, want.dump(2) + "\n");
 }
 
+// A shard's file mapped read-only, with its identity (device, inode, size, modification time).
+struct MappedShard {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  struct stat st{};
+  MappedShard() = default;
+  MappedShard(const MappedShard&) = delete;
+  MappedShard& operator=(const MappedShard&) = delete;
+  ~MappedShard() {
+    if (data) ::munmap((void*)data, size);
+  }
+};
+
+// Maps `path`; false (and *error says why) when it cannot be opened, read or mapped.
+bool map_shard(const std::string& path, MappedShard& m, std::string* error) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = std::string("cannot open (") + std::strerror(errno) + ")";
+    return false;
+  }
+  bool ok = ::fstat(fd, &m.st) == 0;
+  if (!ok) *error = std::string("cannot read its size: ") + std::strerror(errno);
+  if (ok && m.st.st_size <= 0) ok = false, *error = "cannot map (empty file)";
+  if (ok) {
+    void* p = ::mmap(nullptr, (size_t)m.st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) ok = false, *error = std::string("cannot map (") + std::strerror(errno) + ")";
+    else m.data = (const uint8_t*)p, m.size = (size_t)m.st.st_size;
+  }
+  ::close(fd);
+  return ok;
+}
+
+// The shards this process has read whole and found sound (checksum included), by path and file
+// identity: the cache opened right after build_line_cache checked it, or opened by every replica
+// of a run, does not read every byte of every shard again (a 200,000-line cache is 1.5 GB). A
+// file replaced since (another inode: shards are renamed into place) or rewritten (another size
+// or modification time) is checked again.
+struct FileIdentity {
+  dev_t dev;
+  ino_t ino;
+  off_t size;
+  int64_t mtime_ns;
+  bool operator==(const FileIdentity&) const = default;
+};
+
+FileIdentity identity(const struct stat& st) {
+  return {st.st_dev, st.st_ino, st.st_size, (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+std::mutex checked_mu;
+std::map<std::string, FileIdentity> checked_shards;
+std::atomic<uint64_t> bytes_checksummed{0};
+
+void remember_checked(const std::string& path, const struct stat& st) {
+  std::lock_guard<std::mutex> lock(checked_mu);
+  checked_shards[path] = identity(st);
+}
+
+bool checked_before(const std::string& path, const struct stat& st) {
+  std::lock_guard<std::mutex> lock(checked_mu);
+  const auto it = checked_shards.find(path);
+  return it != checked_shards.end() && it->second == identity(st);
+}
+
 // Whether shard k is on disk whole and of this spec (its header and checksum).
 bool shard_done(const std::string& path, const LineCacheSpec& spec, int64_t k) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f.good()) return false;
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  MappedShard m;
+  std::string error;
+  if (!map_shard(path, m, &error)) return false;
   try {
-    const auto lines = decode_line_shard((const uint8_t*)bytes.data(), bytes.size(), spec.height, path);
+    const auto lines = decode_line_shard(m.data, m.size, spec.height, path);
     const int64_t want = std::min(spec.shard_lines, spec.lines - k * spec.shard_lines);
-    return (int64_t)lines.size() == want;
+    if ((int64_t)lines.size() != want) return false;
   } catch (const std::exception&) {
     return false;  // a damaged or foreign file: rendered again
   }
+  remember_checked(path, m.st);
+  return true;
 }
 
 }  // namespace
+
+uint64_t line_cache_bytes_checksummed() { return bytes_checksummed.load(); }
 
 uint64_t line_cache_seed(uint64_t seed, int64_t index) {
   const Philox4x32 r = philox4x32_10(seed, (uint64_t)index, kCacheStream);
@@ -203,12 +272,16 @@ std::string encode_line_shard(const std::vector<LineSample>& lines, int64_t heig
   return b;
 }
 
-std::vector<ShardLine> decode_line_shard(const uint8_t* data, size_t size, int64_t height, const std::string& what) {
+std::vector<ShardLine> decode_line_shard(const uint8_t* data, size_t size, int64_t height, const std::string& what,
+                                         bool verify_checksum) {
   OCRT_CHECK(size >= kHeaderBytes + 8, what, ": not a render cache shard (", size, " bytes)");
   OCRT_CHECK(std::memcmp(data, kMagic, sizeof kMagic) == 0, what, ": not a render cache shard (no OCRTLNS1 magic)");
   // The checksum first: a flipped bit anywhere is then one clear error.
-  OCRT_CHECK(get(data + size - 8, 8) == fnv1a(data, size - 8), what,
-             ": checksum mismatch (the file is truncated or damaged)");
+  if (verify_checksum) {
+    OCRT_CHECK(get(data + size - 8, 8) == fnv1a(data, size - 8), what,
+               ": checksum mismatch (the file is truncated or damaged)");
+    bytes_checksummed += size;
+  }
   const uint64_t version = get(data + 8, 4), h = get(data + 12, 4), count = get(data + 16, 8);
   OCRT_CHECK(version == kVersion, what, ": render cache shard version ", version, " (this program reads ", kVersion, ")");
   OCRT_CHECK((int64_t)h == height, what, ": lines of height ", h, " where ", height, " is wanted");
@@ -310,13 +383,7 @@ void build_line_cache(const std::string& dir, const Dataset& source, const LineC
 
 // ---------------------------------------------------------------- CachedLineDataset
 
-struct CachedLineDataset::Mapping {
-  const uint8_t* data = nullptr;
-  size_t size = 0;
-  ~Mapping() {
-    if (data) ::munmap((void*)data, size);
-  }
-};
+struct CachedLineDataset::Mapping : MappedShard {};
 
 CachedLineDataset::CachedLineDataset(const std::string& dir, const LineCacheSpec& spec, const nn::Charset& charset)
     : charset_(charset), height_(spec.height) {
@@ -329,21 +396,15 @@ CachedLineDataset::CachedLineDataset(const std::string& dir, const LineCacheSpec
   lines_.reserve((size_t)spec.lines);
   for (int64_t k = 0; k < shards; ++k) {
     const std::string path = (fs::path(dir) / shard_name(k)).string();
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    OCRT_CHECK(fd >= 0, path, ": cannot open (", std::strerror(errno), "): the render cache is incomplete");
-    struct stat st{};
-    const bool stat_ok = ::fstat(fd, &st) == 0;
-    const int stat_err = errno;
     auto m = std::make_unique<Mapping>();
-    if (stat_ok && st.st_size > 0) {
-      void* p = ::mmap(nullptr, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (p != MAP_FAILED) m->data = (const uint8_t*)p, m->size = (size_t)st.st_size;
-    }
-    const int map_err = errno;
-    ::close(fd);
-    OCRT_CHECK(stat_ok, path, ": cannot read its size: ", std::strerror(stat_err));
-    OCRT_CHECK(m->data != nullptr, path, ": cannot map (", st.st_size == 0 ? "empty file" : std::strerror(map_err), ")");
-    std::vector<ShardLine> lines = decode_line_shard(m->data, m->size, height_, path);
+    std::string error;
+    OCRT_CHECK(map_shard(path, *m, &error), path, ": ", error,
+               error.rfind("cannot open", 0) == 0 ? ": the render cache is incomplete" : "");
+    // Its checksum, unless this process has just checked this very file (build_line_cache, or
+    // another replica's open): the sizes and texts are read either way.
+    const bool checked = checked_before(path, m->st);
+    std::vector<ShardLine> lines = decode_line_shard(m->data, m->size, height_, path, !checked);
+    if (!checked) remember_checked(path, m->st);
     const int64_t want = std::min(spec.shard_lines, spec.lines - k * spec.shard_lines);
     OCRT_CHECK((int64_t)lines.size() == want, path, ": ", lines.size(), " lines where ", want, " are wanted");
     std::vector<int64_t> classes;

@@ -55,7 +55,8 @@ void build_line_cache(const std::string& dir, const Dataset& source, const LineC
 
 // The cache in `dir` (complete, of this spec) as a dataset: get(i, seed) is line i as it was
 // rendered (the seed is not used: the loader's augmentation, drawn from the step, makes each
-// epoch's copy of it new). Opening reads and checks every shard.
+// epoch's copy of it new). Opening reads and checks every shard (the checksum only of those
+// this process has not checked unchanged before: build_line_cache checks every shard it keeps).
 class CachedLineDataset : public Dataset {
  public:
   CachedLineDataset(const std::string& dir, const LineCacheSpec& spec, const nn::Charset& charset);
@@ -88,7 +89,13 @@ struct ShardLine {
   const uint8_t* pixels = nullptr;  // into the decoded buffer: width x height
 };
 std::string encode_line_shard(const std::vector<LineSample>& lines, int64_t height);
-std::vector<ShardLine> decode_line_shard(const uint8_t* data, size_t size, int64_t height, const std::string& what);
+// verify_checksum false skips the checksum (a file this process has just checked whole).
+std::vector<ShardLine> decode_line_shard(const uint8_t* data, size_t size, int64_t height, const std::string& what,
+                                         bool verify_checksum = true);
+
+// Bytes of shards this process has checksummed so far (tests and benchmarks: a cache opened
+// after build_line_cache checked it, or opened again, is not read whole again).
+uint64_t line_cache_bytes_checksummed();
 
 // The limits a shard's lines must keep (a line wider than this is not a text line).
 constexpr int64_t kMaxCachedLineWidth = 1 << 16;

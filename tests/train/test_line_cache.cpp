@@ -6,6 +6,7 @@
 // augmentation of the same lines. Last, ocrt-train's trainer end to end with a cache.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -134,6 +135,56 @@ TEST_CASE("render cache: a build stopped or damaged resumes to the same files, a
   CHECK(fs::last_write_time(a.path / "lines-00000.bin") == kept);
   // No temporary file is left behind.
   for (const auto& e : fs::directory_iterator(a.path)) CHECK(e.path().string().find(".tmp.") == std::string::npos);
+}
+
+TEST_CASE("render cache: a shard checked whole once in a process is not checksummed again until its file changes",
+          "[loader][render_cache]") {
+  const nn::Charset charset = nn::Charset::ascii();
+  auto synth = synth_lines(charset);
+  if (!synth) return;
+  TempDir a("cache-checked");
+  const LineCacheSpec spec = small_spec();
+  build_line_cache(a.path.string(), *synth, spec, 2, false);  // renders every shard
+  uint64_t total = 0;
+  for (const auto& [name, bytes] : shards(a.path)) total += bytes.size();
+  // Shards this build wrote are read whole by the first open, and by no open after it.
+  uint64_t before = line_cache_bytes_checksummed();
+  CachedLineDataset first(a.path.string(), spec, charset);
+  CHECK(line_cache_bytes_checksummed() - before == total);
+  before = line_cache_bytes_checksummed();
+  CachedLineDataset second(a.path.string(), spec, charset);
+  CHECK(line_cache_bytes_checksummed() == before);
+  CHECK(second.get(3, 0).text == first.get(3, 0).text);
+  // A build of a finished cache checks every shard whole; the open after it reads none again.
+  before = line_cache_bytes_checksummed();
+  build_line_cache(a.path.string(), *synth, spec, 2, false);
+  CHECK(line_cache_bytes_checksummed() - before == total);
+  before = line_cache_bytes_checksummed();
+  CachedLineDataset third(a.path.string(), spec, charset);
+  CHECK(line_cache_bytes_checksummed() == before);
+  // A shard written again (the same bytes, a later time) or replaced (renamed into place: another
+  // file) is checked again, and only it.
+  const fs::path two = a.path / "lines-00002.bin", three = a.path / "lines-00003.bin";
+  const std::string bytes2 = file_bytes(two), bytes3 = file_bytes(three);
+  {
+    std::ofstream(two, std::ios::binary) << bytes2;
+  }
+  fs::last_write_time(two, fs::last_write_time(two) + std::chrono::seconds(2));
+  {
+    std::ofstream(a.path / "replacement", std::ios::binary) << bytes3;
+  }
+  fs::rename(a.path / "replacement", three);
+  before = line_cache_bytes_checksummed();
+  CachedLineDataset fourth(a.path.string(), spec, charset);
+  CHECK(line_cache_bytes_checksummed() - before == bytes2.size() + bytes3.size());
+  // A damaged file in place of a checked one is still found.
+  std::string bad = bytes2;
+  bad[bad.size() / 2] ^= 0x20;
+  {
+    std::ofstream(a.path / "replacement", std::ios::binary) << bad;
+  }
+  fs::rename(a.path / "replacement", two);
+  CHECK_THROWS_WITH(CachedLineDataset(a.path.string(), spec, charset), Catch::Contains("checksum mismatch"));
 }
 
 TEST_CASE("render cache: builders at once in one folder (the replicas of a run) all get the same cache",
