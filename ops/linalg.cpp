@@ -160,7 +160,10 @@ bool gemm_operand(const Tensor& b) {
 
 bool MatmulRhsReuse::packs(const Tensor& b, int64_t rows) {
 #if defined(OCRT_CPU_SGEMM)
-  return gemm_operand(b) && (cpu::matmul_precision() != cpu::MatmulPrecision::f32 || rows > cpu::kSgemmFewRows);
+  // Float32 products of a few rows read B packed too (runtime/cpu/gemm_loops.inc,
+  // few_rows_packed_of), when the packing is kept between calls.
+  (void)rows;
+  return gemm_operand(b);
 #else
   (void)b, (void)rows;
   return false;

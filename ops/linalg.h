@@ -23,9 +23,9 @@ void matmul_into(const Tensor& a, const Tensor& b, const Tensor& out);
 // weight at every time step, with `rows` rows of a each. While this lives, matmul(a, b) on this
 // thread reads the 2-D float32 CPU matrix b packed once for ocrt's GEMM (runtime/cpu/gemm.h
 // SgemmReusedB), which otherwise packs b at every call; the results are the same bits. Nothing
-// where the GEMM would not pack b anyway (products of a few rows in float32 read it straight),
-// nor for other devices, dtypes or shapes (cuBLAS keeps no packing). Not a kernel. b must not
-// change while this lives.
+// where the GEMM would not pack b anyway (products of a few rows in float32 read it straight,
+// unless a packing is kept: below), nor for other devices, dtypes or shapes (cuBLAS keeps no
+// packing). Not a kernel. b must not change while this lives.
 //
 // With `keep` (outside autograd: inference), the packing is also kept between scopes, for b's
 // memory, shape, strides and the precision, and matched by a fingerprint of b's values as the
@@ -34,8 +34,9 @@ void matmul_into(const Tensor& a, const Tensor& b, const Tensor& out);
 class MatmulRhsReuse {
  public:
   MatmulRhsReuse(const Tensor& b, int64_t rows, bool keep = false);
-  // Whether products of `rows` rows read b packed on this device and dtype (where they read it
-  // straight a reuse packs nothing, and b is best contiguous).
+  // Whether a kept packing of b serves products of `rows` rows on this device and dtype (in
+  // float32 a reuse without `keep` packs nothing for 1-4 rows, which read b straight: b is then
+  // best contiguous).
   static bool packs(const Tensor& b, int64_t rows);
   ~MatmulRhsReuse();
   MatmulRhsReuse(const MatmulRhsReuse&) = delete;

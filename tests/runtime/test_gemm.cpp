@@ -328,8 +328,10 @@ TEST_CASE("sgemm with a B packed once for reuse gives the same bits as packing i
 
 TEST_CASE("sgemm_packed: a B packed once and kept gives sgemm's bits on any thread", "[gemm]") {
   // SgemmPackedB (Winograd's kept weights): B packed once, not tied to a thread or a scope;
-  // row-major and transposed B, several KC and NC blocks, partial tiles, 1-5 rows (few_rows is
-  // not taken: B is not kept), accumulation, both precisions, products from two threads at once.
+  // row-major and transposed B, several KC and NC blocks, partial tiles, 1-5 rows (1-4 rows in
+  // float32 read the packing through few_rows_packed_of: panels in groups of 4 / M and the rest,
+  // on threads where the product is large), accumulation, both precisions, products from two
+  // threads at once.
   if (!ocrt::cpu::sgemm_available()) return;
   const Path path = path_for(GENERATE(MatmulPrecision::f32, MatmulPrecision::bf16));
   ocrt::cpu::MatmulPrecisionScope scope(path.precision);
@@ -338,7 +340,8 @@ TEST_CASE("sgemm_packed: a B packed once and kept gives sgemm's bits on any thre
     int64_t M, N, K;
   };
   for (const Shape3& sh : {Shape3{26, 512, 96}, Shape3{3, 77, blk.kc + 9}, Shape3{13, blk.nc + 19, 2 * blk.kc + 3},
-                           Shape3{1, 16, 1}}) {
+                           Shape3{1, 16, 1}, Shape3{1, blk.nc + 7 * blk.nr + 5, 2 * blk.kc + 5},
+                           Shape3{2, 9 * blk.nr + 3, 300}, Shape3{4, 1024, 256}, Shape3{1, 1024, 256}}) {
     for (bool transposed : {false, true}) {
       INFO("M " << sh.M << " N " << sh.N << " K " << sh.K << " transposed " << transposed);
       const std::vector<float> a = values(sh.M * sh.K, 41), b = values(sh.K * sh.N, 42), c0 = values(sh.M * sh.N, 43);
