@@ -132,7 +132,8 @@ DBNet::Maps DBNet::forward_maps(const Tensor& x, bool with_threshold) {
   // slice of F as soon as it is made, and each C and P is let go once used: a page's detector
   // then holds F and one level's maps at a time (with the head's bands written straight into
   // the map, 131 MiB of tensors at most at 2048 pixels instead of 161, 51 at 1280 instead of 69:
-  // bench_layers --page PAGE --side N).
+  // bench_layers --page PAGE --side N; with the upsampled maps written in place, below, 81 and
+  // 35 MiB).
   const bool inference = !is_training() && !grad_enabled();
   std::array<Tensor, 4> P;
   Tensor F;
@@ -142,16 +143,32 @@ DBNet::Maps DBNet::forward_maps(const Tensor& x, bool with_threshold) {
     const int64_t up = int64_t(1) << i;
     return up > 1 ? upsample_nearest2d(s, {up, up}) : s;
   };
+  // On the CPU the upsampled maps are never made as tensors of their own: each level's smoothed
+  // map is written upsampled straight into its slice of F, and the top-down sum adds P(i+1)
+  // upsampled into the lateral's fresh output (upsample_nearest2d_into: the same values). At
+  // 1280 pixels that is four fewer maps of 10 MB a page, fresh memory each time the allocator's
+  // cache has given its blocks to other sizes. (The CUDA kernel of upsample_nearest2d_into has
+  // not run on a GPU yet: docs/gpu-status.md; GPUs keep the composed ops.)
+  const bool in_place = inference && x.device().is_cpu();
   const auto into_F = [&](int i) {  // level i, smoothed, into its slice of F; then P[i] goes
-    const Tensor part = smoothed(i);
-    if (!F.defined()) F = Tensor::empty({part.size(0), 4 * part_channels, part.size(2), part.size(3)}, part.dtype(), part.device());
-    F.narrow(1, (3 - i) * part_channels, part_channels).copy_(part);
+    const int64_t up = int64_t(1) << i;
+    const Tensor s = in_place && up > 1 ? smooth_[i]->forward(P[(size_t)i]) : smoothed(i);
+    if (!F.defined())  // at 1/4 of the input, as C[0] and P[0]
+      F = Tensor::empty({s.size(0), 4 * part_channels, x.size(2) / 4, x.size(3) / 4}, s.dtype(), s.device());
+    Tensor slice = F.narrow(1, (3 - i) * part_channels, part_channels);
+    if (in_place && up > 1) upsample_nearest2d_into(s, {up, up}, slice, false);
+    else slice.copy_(s);
     P[(size_t)i] = Tensor();
   };
   P[3] = lateral_[3]->forward(C[3]);
   if (inference) C[3] = Tensor();
   for (int i = 2; i >= 0; --i) {
-    P[(size_t)i] = add(lateral_[i]->forward(C[(size_t)i]), upsample_nearest2d(P[(size_t)i + 1], {2, 2}));
+    if (in_place) {
+      P[(size_t)i] = lateral_[i]->forward(C[(size_t)i]);
+      upsample_nearest2d_into(P[(size_t)i + 1], {2, 2}, P[(size_t)i], true);
+    } else {
+      P[(size_t)i] = add(lateral_[i]->forward(C[(size_t)i]), upsample_nearest2d(P[(size_t)i + 1], {2, 2}));
+    }
     if (inference) {
       C[(size_t)i] = Tensor();
       into_F(i + 1);

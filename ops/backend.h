@@ -96,6 +96,10 @@ struct LayerBackend {
   void (*upsample_nearest2d)(const Tensor& x, int64_t sh, int64_t sw, const Tensor& y);
   // dx (N,C,H,W) = the sum of dy over each pixel's block (overwritten).
   void (*upsample_nearest2d_backward)(const Tensor& dy, int64_t sh, int64_t sw, const Tensor& dx);
+  // The same upsampling written into y (N,C,H*sh,W*sw) in place, or added to it (accumulate):
+  // y's planes are contiguous, its first two dims of any strides (a slice of a larger tensor's
+  // channels). x contiguous. Inference only (upsample_nearest2d_into).
+  void (*upsample_nearest2d_into)(const Tensor& x, int64_t sh, int64_t sw, const Tensor& y, bool accumulate);
 
   // ---- normalisation (ops/norm.cpp)
   // Batch normalisation over x (N,C,S) contiguous (S = the spatial size, 1 for (N,C) input).

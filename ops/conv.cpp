@@ -304,6 +304,28 @@ Tensor adaptive_avg_pool2d(const Tensor& x, Pair output_size) {
   return y;
 }
 
+void upsample_nearest2d_into(const Tensor& x, Pair scale, const Tensor& out, bool accumulate) {
+  const char* op = "upsample_nearest2d_into";
+  check_image(x, op);
+  OCRT_CHECK(out.defined() && out.dim() == 4, op, ": out must be 4-D (N, C, H, W), got ",
+             out.defined() ? shape_str(out.shape()) : std::string("undefined"));
+  OCRT_CHECK(!(grad_enabled() && (x.requires_grad() || out.requires_grad())), op,
+             ": records no gradient (inference only); use upsample_nearest2d");
+  const int64_t sh = scale[0], sw = scale[1];
+  OCRT_CHECK(sh >= 1 && sw >= 1 && sh <= 1024 && sw <= 1024, op, ": scale factors must be in [1, 1024], got ",
+             pair_str(scale));
+  const Shape want{x.size(0), x.size(1), x.size(2) * sh, x.size(3) * sw};
+  OCRT_CHECK(out.shape() == want, op, ": out has shape ", shape_str(out.shape()), ", the upsampled input ",
+             shape_str(want));
+  OCRT_CHECK(out.dtype() == x.dtype() && out.device() == x.device(), op, ": out must be ", dtype_name(x.dtype()),
+             " on ", x.device().str(), ", like the input");
+  OCRT_CHECK(out.stride(3) == 1 && out.stride(2) == out.size(3), op,
+             ": out's planes must be contiguous (a slice of channels, not of rows or columns)");
+  if (out.numel() == 0) return;
+  const Tensor xc = x.detach().contiguous();
+  kernel(x.device(), &LayerBackend::upsample_nearest2d_into, op)(xc, sh, sw, out.detach(), accumulate);
+}
+
 Tensor upsample_nearest2d(const Tensor& x, Pair scale) {
   const char* op = "upsample_nearest2d";
   check_image(x, op);

@@ -88,4 +88,13 @@ Tensor adaptive_avg_pool2d(const Tensor& x, Pair output_size);
 // mode="nearest") for whole s). Its gradient sums each block.
 Tensor upsample_nearest2d(const Tensor& x, Pair scale);
 
+// The same, outside autograd, into a tensor that exists: out = upsample_nearest2d(x, scale), or
+// out += it with `accumulate`, where out (N, C, H*scale_h, W*scale_w) may be a slice of a larger
+// tensor's first two dims (each of its planes contiguous: Tensor::narrow(1, ...) of a contiguous
+// tensor). A feature pyramid's top-down sum (P_i = L_i + up2(P_i+1)) and the concatenation of
+// its upsampled levels, without the upsampled temporaries (models/dbnet.cpp). The values are
+// upsample_nearest2d's, and add(out, upsample_nearest2d(x, scale))'s with accumulate, exactly.
+// Refused where grad mode is on and x or out requires grad.
+void upsample_nearest2d_into(const Tensor& x, Pair scale, const Tensor& out, bool accumulate);
+
 }  // namespace ocrt

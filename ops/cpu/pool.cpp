@@ -245,6 +245,34 @@ void upsample_nearest_typed(const Tensor& x, int64_t sh, int64_t sw, const Tenso
     }
 }
 
+// Into y's planes (each contiguous, at y's strides), or added to them: the same values as
+// upsample_nearest_typed, and as y + that with accumulate (the sum in the same order: y's value
+// first, as cpu_binary's add of y and the upsampled tensor).
+template <class T>
+void upsample_nearest_into_typed(const Tensor& x, int64_t sh, int64_t sw, const Tensor& y, bool accumulate) {
+  const int64_t N = x.size(0), C = x.size(1), planes = N * C, H = x.size(2), W = x.size(3), Wo = W * sw;
+  const int64_t yn = y.stride(0), yc = y.stride(1);
+  const T* in = x.data<T>();
+  T* base = y.data<T>();
+#pragma omp parallel for schedule(static) if (parallel_planes(planes, planes * H * W * sh * sw))
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    T* out = base + (pl / C) * yn + (pl % C) * yc;
+    for (int64_t h = 0; h < H; ++h) {
+      const T* row = in + (pl * H + h) * W;
+      for (int64_t i = 0; i < sh; ++i) {
+        T* dst = out + (h * sh + i) * Wo;
+        if (accumulate) {
+          for (int64_t w = 0; w < W; ++w)
+            for (int64_t j = 0; j < sw; ++j) dst[w * sw + j] = dst[w * sw + j] + row[w];
+        } else {
+          for (int64_t w = 0; w < W; ++w)
+            for (int64_t j = 0; j < sw; ++j) dst[w * sw + j] = row[w];
+        }
+      }
+    }
+  }
+}
+
 // Its gradient: each input pixel sums its block of dy, in double, rows then columns.
 template <class T>
 void upsample_nearest_backward_typed(const Tensor& dy, int64_t sh, int64_t sw, const Tensor& dx) {
@@ -294,6 +322,10 @@ void register_cpu_pool(LayerBackend& b) {
   b.upsample_nearest2d_backward = [](const Tensor& dy, int64_t sh, int64_t sw, const Tensor& dx) {
     dispatch_float(dx.dtype(), "upsample_nearest2d backward",
         [&](auto zero) { upsample_nearest_backward_typed<decltype(zero)>(dy, sh, sw, dx); });
+  };
+  b.upsample_nearest2d_into = [](const Tensor& x, int64_t sh, int64_t sw, const Tensor& y, bool accumulate) {
+    dispatch_float(x.dtype(), "upsample_nearest2d_into",
+        [&](auto zero) { upsample_nearest_into_typed<decltype(zero)>(x, sh, sw, y, accumulate); });
   };
 }
 

@@ -177,6 +177,19 @@ __global__ void upsample_nearest_kernel(const T* __restrict__ x, Planes s, int64
   }
 }
 
+// Into y's planes at y's strides (yn, yc between images and channels; each plane contiguous),
+// or added to them: y's value first, as the CPU's.
+template <class T>
+__global__ void upsample_nearest_into_kernel(const T* __restrict__ x, Planes s, int64_t C, int64_t yn, int64_t yc,
+                                             int64_t sh, int64_t sw, bool accumulate, T* __restrict__ y) {
+  OCRT_GRID_STRIDE(t, s.planes * s.Ho * s.Wo) {
+    const int64_t ow = t % s.Wo, oh = (t / s.Wo) % s.Ho, pl = t / (s.Wo * s.Ho);
+    const T v = x[(pl * s.H + oh / sh) * s.W + ow / sw];
+    T* out = y + (pl / C) * yn + (pl % C) * yc + oh * s.Wo + ow;
+    *out = accumulate ? *out + v : v;
+  }
+}
+
 template <class T>
 __global__ void upsample_nearest_backward_kernel(const T* __restrict__ dy, Planes s, int64_t sh, int64_t sw,
                                                  T* __restrict__ dx) {
@@ -256,6 +269,14 @@ void upsample_nearest_typed(const Tensor& x, int64_t sh, int64_t sw, const Tenso
 }
 
 template <class T>
+void upsample_nearest_into_typed(const Tensor& x, int64_t sh, int64_t sw, const Tensor& y, bool accumulate) {
+  const DeviceScope ds(x);
+  upsample_nearest_into_kernel<T><<<grid_for(y.numel()), kThreads, 0, ds.stream>>>(
+      x.data<T>(), planes_of(x, y), x.size(1), y.stride(0), y.stride(1), sh, sw, accumulate, y.data<T>());
+  OCRT_CUDA_LAUNCH_CHECK("upsample_nearest2d_into", ds.device);
+}
+
+template <class T>
 void upsample_nearest_backward_typed(const Tensor& dy, int64_t sh, int64_t sw, const Tensor& dx) {
   const DeviceScope ds(dx);
   upsample_nearest_backward_kernel<T><<<grid_for(dx.numel()), kThreads, 0, ds.stream>>>(
@@ -293,6 +314,10 @@ void register_cuda_pool(LayerBackend& b) {
   b.upsample_nearest2d_backward = [](const Tensor& dy, int64_t sh, int64_t sw, const Tensor& dx) {
     dispatch_float(dx.dtype(), "upsample_nearest2d backward",
         [&](auto zero) { upsample_nearest_backward_typed<decltype(zero)>(dy, sh, sw, dx); });
+  };
+  b.upsample_nearest2d_into = [](const Tensor& x, int64_t sh, int64_t sw, const Tensor& y, bool accumulate) {
+    dispatch_float(x.dtype(), "upsample_nearest2d_into",
+        [&](auto zero) { upsample_nearest_into_typed<decltype(zero)>(x, sh, sw, y, accumulate); });
   };
 }
 

@@ -48,6 +48,8 @@ inline const std::vector<ParityRow>& parity_table() {
   static const ParityCase avg_pool{"test_conv_pool.cpp", "avg_pool2d on CUDA matches the CPU"};
   static const ParityCase adaptive{"test_conv_pool.cpp", "adaptive_avg_pool2d on CUDA matches the CPU"};
   static const ParityCase upsample{"test_conv_pool.cpp", "upsample_nearest2d on CUDA matches the CPU"};
+  static const ParityCase upsample_into{"test_conv_pool.cpp",
+                                        "upsample_nearest2d_into on CUDA matches the CPU: into a channel slice, and added"};
   static const ParityCase bn_train{"test_norm_lstm.cpp",
                                    "cuda batch_norm in training mode matches the CPU, running statistics included"};
   static const ParityCase bn_eval{"test_norm_lstm.cpp", "cuda batch_norm in eval mode matches the CPU"};
@@ -92,6 +94,7 @@ inline const std::vector<ParityRow>& parity_table() {
       {"adaptive_avg_pool2d_backward", {adaptive}},
       {"upsample_nearest2d", {upsample}},
       {"upsample_nearest2d_backward", {upsample}},
+      {"upsample_nearest2d_into", {upsample_into}},
       {"batch_norm_stats", {bn_train}},
       {"batch_norm_apply", {bn_train, bn_eval}},
       {"batch_norm_backward", {bn_train, bn_eval, norm_grads}},

@@ -183,6 +183,25 @@ TEST_CASE("upsample_nearest2d on CUDA matches the CPU", "[cuda][pool]") {
            kTolElementwise);
 }
 
+TEST_CASE("upsample_nearest2d_into on CUDA matches the CPU: into a channel slice, and added", "[cuda][pool]") {
+  // A feature pyramid's two uses (models/dbnet.cpp): a level upsampled into its slice of the
+  // concatenation (2 images, so the slice's planes lie apart), and P(i+1) upsampled and added
+  // into the lateral's output.
+  for (bool accumulate : {false, true})
+    for (auto [shape, scale] : {std::pair<Shape, Pair>{{2, 3, 5, 7}, {2, 2}}, {{2, 2, 3, 4}, {4, 4}}, {{1, 3, 4, 6}, {3, 1}}}) {
+      ParityEnv env;
+      const Shape big{shape[0], 3 * shape[1], shape[2] * scale[0], shape[3] * scale[1]};
+      check_op(env, std::string(accumulate ? "added " : "into ") + shape_str(shape),
+               {env.uniform(shape, -1, 1, DType::f32), env.uniform(big, -1, 1, DType::f32)},
+               [&](const std::vector<Tensor>& t) {
+                 Tensor out = t[1].clone();
+                 upsample_nearest2d_into(t[0], scale, out.narrow(1, shape[1], shape[1]), accumulate);
+                 return std::vector<Tensor>{out};
+               },
+               kTolElementwise);
+    }
+}
+
 TEST_CASE("adaptive_avg_pool2d on CUDA matches the CPU", "[cuda][pool]") {
   check_adaptive("height to 1 (CRNN/SVTR head)", {4, 64, 4, 25}, {1, 25});
   check_adaptive("height to 1, width 100 -> 33", {2, 8, 3, 100}, {1, 33});

@@ -128,6 +128,44 @@ TEST_CASE("nearest upsampling equals the plain-loop reference, forward and backw
   CHECK_THROWS_WITH(upsample_nearest2d(Tensor::zeros({2, 3}), {2, 2}), Catch::Contains("upsample_nearest2d"));
 }
 
+TEST_CASE("upsample_nearest2d_into writes or adds exactly what upsample_nearest2d and add give, into a channel slice",
+          "[pool]") {
+  ThreadCountGuard guard;
+  for (int threads : {1, 2})
+    for (auto [sh, sw] : {std::pair<int64_t, int64_t>{1, 1}, {2, 2}, {3, 1}, {4, 8}})
+      for (DType dt : {DType::f32, DType::f64}) {
+        set_num_threads(threads);
+        INFO("scale " << sh << "x" << sw << ", " << threads << " threads, " << dtype_name(dt));
+        const int64_t N = 2, C = 3, H = 5, W = 7;
+        const Tensor x = det_uniform({N, C, H, W}, 31).to(dt);
+        const Tensor base = det_uniform({N, 3 * C, H * sh, W * sw}, 32).to(dt);  // C channels in the middle
+        const Tensor up = upsample_nearest2d(x, {sh, sw});
+        Tensor written = base.clone(), added = base.clone();
+        upsample_nearest2d_into(x, {sh, sw}, written.narrow(1, C, C), false);
+        upsample_nearest2d_into(x, {sh, sw}, added.narrow(1, C, C), true);
+        // Outside the slice nothing moves; inside, the same bits as the composed ops.
+        for (int64_t part : {int64_t(0), 2 * C}) {
+          REQUIRE(written.narrow(1, part, C).contiguous().to_vector<double>() == base.narrow(1, part, C).contiguous().to_vector<double>());
+          REQUIRE(added.narrow(1, part, C).contiguous().to_vector<double>() == base.narrow(1, part, C).contiguous().to_vector<double>());
+        }
+        REQUIRE(written.narrow(1, C, C).contiguous().to_vector<double>() == up.to_vector<double>());
+        REQUIRE(added.narrow(1, C, C).contiguous().to_vector<double>() ==
+                add(base.narrow(1, C, C), up).contiguous().to_vector<double>());
+      }
+  // What it refuses: another shape, planes that are not contiguous, another dtype, a gradient.
+  const Tensor x = det_uniform({1, 2, 3, 4}, 3).to(DType::f32);
+  CHECK_THROWS_WITH(upsample_nearest2d_into(x, {2, 2}, Tensor::zeros({1, 2, 6, 7}), false),
+                    Catch::Contains("out has shape [1, 2, 6, 7], the upsampled input [1, 2, 6, 8]"));
+  CHECK_THROWS_WITH(upsample_nearest2d_into(x, {2, 2}, Tensor::zeros({1, 2, 6, 16}).narrow(3, 0, 8), false),
+                    Catch::Contains("planes must be contiguous"));
+  CHECK_THROWS_WITH(upsample_nearest2d_into(x, {2, 2}, Tensor::zeros({1, 2, 6, 8}, DType::f64), false),
+                    Catch::Contains("out must be float32"));
+  Tensor g = x.clone();
+  g.set_requires_grad(true);
+  CHECK_THROWS_WITH(upsample_nearest2d_into(g, {2, 2}, Tensor::zeros({1, 2, 6, 8}), false),
+                    Catch::Contains("records no gradient"));
+}
+
 TEST_CASE("max_pool2d's 2x2 path equals the reference window scan: values, argmax, ties, NaN, with and without grad",
           "[pool]") {
   ThreadCountGuard guard;

@@ -24,7 +24,7 @@ using namespace ocrt;
 #define OCRT_LAYER_ENTRIES(X)                                                                          \
   X(softmax) X(softmax_backward) X(window_attention) X(window_attention_backward) X(conv2d) X(conv2d_backward) X(max_pool2d) X(max_pool2d_backward)   \
   X(avg_pool2d) X(avg_pool2d_backward) X(adaptive_avg_pool2d) X(adaptive_avg_pool2d_backward)        \
-  X(upsample_nearest2d) X(upsample_nearest2d_backward)                                               \
+  X(upsample_nearest2d) X(upsample_nearest2d_backward) X(upsample_nearest2d_into)                    \
   X(batch_norm_stats) X(batch_norm_apply) X(batch_norm_backward) X(layer_norm) X(layer_norm_backward) \
   X(lstm_cell) X(lstm_cell_backward) X(ctc_loss) X(ctc_loss_backward) X(adam_step) X(sum_squares)
 
