@@ -191,6 +191,15 @@ void conv2d_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Co
       return;
     }
   }
+  // A first layer of stride 2 on gray pixels (the detector's stem), in float32 products: summed
+  // from the input rows with the GEMM's own arithmetic, the same bits without the unfolded
+  // matrix (conv_direct.h).
+  if constexpr (std::is_same_v<T, float>) {
+    if (cpu::direct_stride2_applies(g.C, g.kh, g.kw, params) && cpu::matmul_precision() == cpu::MatmulPrecision::f32) {
+      cpu::direct_conv2d_stride2(xp, wp, bp, yp, g.N, g.H, g.W, g.Cout, g.kh, g.kw, params.pad_h, params.pad_w);
+      return;
+    }
+  }
   // bf16 products on AMX tiles: the taps read in place from a channels-last image (conv_amx.h),
   // in either mode (the same bound as every bf16 product).
   if constexpr (std::is_same_v<T, float>) {

@@ -20,12 +20,17 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 
 #include "runtime/cpu/loops.h"
 #include "runtime/cpu_isa.h"
+
+#if defined(OCRT_TARGET_ATTRS)
+#include <immintrin.h>
+#endif
 
 namespace ocrt::cpu {
 
@@ -197,6 +202,128 @@ std::vector<std::vector<float>> turned_weights(const float* w, int64_t Cout, int
 }
 
 }  // namespace
+
+namespace {
+
+// The kernel's rows that land in the image for output row oh, and each one's inputs along the
+// row for each column offset j: taps[(i * kw + j) * Wo + ow] = x[2 oh - pad_h + i, 2 ow - pad_w + j]
+// (0 in the padding). Returns the first and one past the last such i.
+OCRT_DIRECT_INLINE std::pair<int64_t, int64_t> stride2_taps(const float* x, int64_t H, int64_t W, int64_t kh,
+                                                             int64_t kw, int64_t pad_h, int64_t pad_w, int64_t Wo,
+                                                             int64_t oh, float* taps) {
+  const int64_t i0 = std::max<int64_t>(0, pad_h - 2 * oh), i1 = std::min<int64_t>(kh, H + pad_h - 2 * oh);
+  for (int64_t i = i0; i < i1; ++i) {
+    const float* row = x + (2 * oh - pad_h + i) * W;
+    for (int64_t j = 0; j < kw; ++j) {
+      float* t = taps + (i * kw + j) * Wo;
+      // ow with 0 <= 2 ow - pad_w + j < W: [lo, hi)
+      const int64_t lo = std::min<int64_t>(Wo, std::max<int64_t>(0, (pad_w - j + 1) / 2));
+      const int64_t hi = std::max<int64_t>(lo, std::min<int64_t>(Wo, (W + pad_w - j + 1) / 2));
+      std::fill(t, t + lo, 0.0f);
+      const float* src = row + 2 * lo - pad_w + j;
+      for (int64_t ow = lo; ow < hi; ++ow) t[ow] = src[2 * (ow - lo)];
+      std::fill(t + hi, t + Wo, 0.0f);
+    }
+  }
+  return {i0, i1};
+}
+
+// Output row oh of channels [o0, o0 + 8) (w8: their weights, 8 a tap, zero past Cout): each output
+// a chain of fused multiply-adds from zero over the taps in (i, j) order, then the bias.
+template <bool kAvx2>
+OCRT_DIRECT_INLINE void stride2_chunk_row(const float* taps, int64_t i0, int64_t i1, int64_t kw, const float* w8,
+                                          const float* bias, int64_t co, float* y, int64_t plane, int64_t Wo) {
+  int64_t ow = 0;
+#if defined(OCRT_TARGET_ATTRS)
+  if constexpr (kAvx2) {
+    for (; ow + 8 <= Wo; ow += 8) {
+      __m256 acc[8];
+      for (int o = 0; o < 8; ++o) acc[o] = _mm256_setzero_ps();
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = 0; j < kw; ++j) {
+          const __m256 v = _mm256_loadu_ps(taps + (i * kw + j) * Wo + ow);
+          const float* wt = w8 + (i * kw + j) * 8;
+          for (int o = 0; o < 8; ++o) acc[o] = _mm256_fmadd_ps(_mm256_broadcast_ss(wt + o), v, acc[o]);
+        }
+      for (int64_t o = 0; o < co; ++o) {
+        __m256 r = acc[o];
+        if (bias) r = _mm256_add_ps(r, _mm256_set1_ps(bias[o]));
+        _mm256_storeu_ps(y + o * plane + ow, r);
+      }
+    }
+  }
+#endif
+  for (; ow < Wo; ++ow)
+    for (int64_t o = 0; o < co; ++o) {
+      float acc = 0.0f;
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = 0; j < kw; ++j) acc = std::fma(w8[(i * kw + j) * 8 + o], taps[(i * kw + j) * Wo + ow], acc);
+      y[o * plane + ow] = bias ? acc + bias[o] : acc;
+    }
+}
+
+template <bool kAvx2>
+OCRT_DIRECT_INLINE void stride2_row(const float* x, const std::vector<std::vector<float>>& w8, const float* bias,
+                                    float* y, int64_t H, int64_t W, int64_t Cout, int64_t kh, int64_t kw,
+                                    int64_t pad_h, int64_t pad_w, int64_t Ho, int64_t Wo, int64_t oh, float* taps) {
+  const auto [i0, i1] = stride2_taps(x, H, W, kh, kw, pad_h, pad_w, Wo, oh, taps);
+  for (size_t k = 0; k < w8.size(); ++k) {
+    const int64_t o0 = 8 * (int64_t)k, co = std::min<int64_t>(8, Cout - o0);
+    stride2_chunk_row<kAvx2>(taps, i0, i1, kw, w8[k].data(), bias ? bias + o0 : nullptr, co,
+                             y + o0 * Ho * Wo + oh * Wo, Ho * Wo, Wo);
+  }
+}
+
+#if defined(OCRT_TARGET_ATTRS)
+OCRT_TARGET_AVX2 void stride2_row_avx2(const float* x, const std::vector<std::vector<float>>& w8, const float* bias,
+                                       float* y, int64_t H, int64_t W, int64_t Cout, int64_t kh, int64_t kw,
+                                       int64_t pad_h, int64_t pad_w, int64_t Ho, int64_t Wo, int64_t oh, float* taps) {
+  stride2_row<true>(x, w8, bias, y, H, W, Cout, kh, kw, pad_h, pad_w, Ho, Wo, oh, taps);
+}
+#endif
+
+}  // namespace
+
+bool direct_stride2_applies(int64_t C, int64_t kh, int64_t kw, const Conv2dParams& p) {
+  return C == 1 && kh >= 1 && kh <= 7 && kw >= 1 && kw <= 7 && p.stride_h == 2 && p.stride_w == 2 &&
+         p.dilation_h == 1 && p.dilation_w == 1 && p.groups == 1;
+}
+
+void direct_conv2d_stride2(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t H,
+                           int64_t W, int64_t Cout, int64_t kh, int64_t kw, int64_t pad_h, int64_t pad_w) {
+  const int64_t Ho = (H + 2 * pad_h - kh) / 2 + 1, Wo = (W + 2 * pad_w - kw) / 2 + 1;
+  if (N == 0 || Ho <= 0 || Wo <= 0) return;
+  // The weights of each chunk of 8 output channels, 8 a tap (zero past Cout).
+  const int64_t taps_n = kh * kw;
+  std::vector<std::vector<float>> w8((size_t)((Cout + 7) / 8), std::vector<float>((size_t)(taps_n * 8), 0.0f));
+  for (int64_t o = 0; o < Cout; ++o)
+    for (int64_t t = 0; t < taps_n; ++t) w8[(size_t)(o / 8)][(size_t)(t * 8 + o % 8)] = w[o * taps_n + t];
+#if defined(OCRT_TARGET_ATTRS)
+  const bool avx2 = cpu_isa() >= CpuIsa::avx2;
+#else
+  const bool avx2 = false;
+#endif
+  const int64_t rows = N * Ho;
+  const bool parallel = rows > 1 && rows * Wo * taps_n * Cout > kParallelGrain && !omp_in_parallel();
+#pragma omp parallel if (parallel)
+  {
+    std::vector<float> taps((size_t)(taps_n * Wo));
+#pragma omp for schedule(static)
+    for (int64_t rr = 0; rr < rows; ++rr) {
+      const int64_t n = rr / Ho, oh = rr % Ho;
+      const float* xn = x + n * H * W;
+      float* yn = y + n * Cout * Ho * Wo;
+#if defined(OCRT_TARGET_ATTRS)
+      if (avx2) {
+        stride2_row_avx2(xn, w8, bias, yn, H, W, Cout, kh, kw, pad_h, pad_w, Ho, Wo, oh, taps.data());
+        continue;
+      }
+#endif
+      (void)avx2;
+      stride2_row<false>(xn, w8, bias, yn, H, W, Cout, kh, kw, pad_h, pad_w, Ho, Wo, oh, taps.data());
+    }
+  }
+}
 
 bool direct_conv_applies(int64_t C, int64_t Cout, int64_t kh, int64_t kw, const Conv2dParams& p) {
   return Cout >= 1 && (Cout <= kDirectConvMaxCout || C * kh * kw <= kDirectConvMaxTaps) && p.stride_h == 1 &&

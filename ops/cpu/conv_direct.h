@@ -43,4 +43,16 @@ void direct_conv2d_relu_max_pool2(const float* x, const float* w, const float* b
                                   int64_t H, int64_t W, int64_t Cout, int64_t kh, int64_t kw, int64_t pad_h,
                                   int64_t pad_w);
 
+// A first layer of stride 2 on one input channel (the page detector's stem: gray pixels -> 8
+// channels at half resolution): im2col + GEMM unfolds kh*kw values for every output pixel (11 MB
+// for a 1280 x 992 page) to make a product of K = 9. Here each output row is summed from its
+// input rows, with the GEMM's own arithmetic: every output a chain of fused multiply-adds from
+// zero over the taps in (i, j) order, then the bias added. So the same bits as the GEMM path
+// (taps in the zero padding are skipped: a fused multiply-add of 0 leaves a sum that is not
+// -0 as it is, and the sum never is -0). float32 products only (the caller checks the
+// precision), finite weights.
+bool direct_stride2_applies(int64_t C, int64_t kh, int64_t kw, const Conv2dParams& p);
+void direct_conv2d_stride2(const float* x, const float* w, const float* bias, float* y, int64_t N, int64_t H,
+                           int64_t W, int64_t Cout, int64_t kh, int64_t kw, int64_t pad_h, int64_t pad_w);
+
 }  // namespace ocrt::cpu

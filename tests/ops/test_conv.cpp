@@ -825,3 +825,51 @@ TEST_CASE("conv2d_relu_max_pool2d through Winograd pools each tile row as it is 
         }
       }
 }
+
+TEST_CASE("a stride-2 first layer on one channel gives ocrt's GEMM path's bits without unfolding", "[conv]") {
+  // The page detector's stem (1 -> 8 channels, 3x3, stride 2, padding 1) and its neighbours:
+  // conv2d's direct stride-2 path (conv_direct.h) against the unfolded matrix multiplied by
+  // ocrt's float32 GEMM, bit for bit (the same fused multiply-adds from zero in tap order, then
+  // the bias), on odd and even sizes, other kernels and paddings, 1 and 2 threads.
+  if (!cpu::sgemm_available()) return;
+  ThreadCountGuard guard;
+  struct Case {
+    int64_t N, H, W, Cout, k, pad;
+    bool bias;
+  };
+  for (int threads : {1, 2})
+    for (const Case& c : {Case{1, 64, 50, 8, 3, 1, false}, Case{2, 33, 47, 8, 3, 1, true}, Case{1, 9, 8, 3, 3, 0, true},
+                          Case{1, 20, 31, 5, 5, 2, false}, Case{2, 7, 5, 16, 2, 0, true}, Case{1, 1, 1, 4, 3, 1, false}}) {
+      set_num_threads(threads);
+      INFO("N " << c.N << " " << c.H << "x" << c.W << " Cout " << c.Cout << " k " << c.k << " pad " << c.pad << ", "
+                << threads << " threads");
+      const Tensor x = det_uniform({c.N, 1, c.H, c.W}, 71).to(DType::f32);
+      const Tensor w = det_uniform({c.Cout, 1, c.k, c.k}, 72).to(DType::f32);
+      const Tensor b = c.bias ? det_uniform({c.Cout}, 73).to(DType::f32) : Tensor();
+      Conv2dOptions o;
+      o.stride = {2, 2};
+      o.padding = {c.pad, c.pad};
+      const Tensor y = conv2d(x, w, b, o);
+      const int64_t Ho = (c.H + 2 * c.pad - c.k) / 2 + 1, Wo = (c.W + 2 * c.pad - c.k) / 2 + 1, K = c.k * c.k;
+      REQUIRE(y.shape() == Shape{c.N, c.Cout, Ho, Wo});
+      const std::vector<float> xv = x.to_vector<float>(), wv = w.to_vector<float>();
+      const std::vector<float> bv = c.bias ? b.to_vector<float>() : std::vector<float>();
+      std::vector<float> want;
+      for (int64_t n = 0; n < c.N; ++n) {
+        std::vector<float> cols((size_t)(K * Ho * Wo), 0.0f), out((size_t)(c.Cout * Ho * Wo));
+        for (int64_t i = 0; i < c.k; ++i)
+          for (int64_t j = 0; j < c.k; ++j)
+            for (int64_t oh = 0; oh < Ho; ++oh)
+              for (int64_t ow = 0; ow < Wo; ++ow) {
+                const int64_t r = 2 * oh - c.pad + i, col = 2 * ow - c.pad + j;
+                if (r >= 0 && r < c.H && col >= 0 && col < c.W)
+                  cols[(size_t)((i * c.k + j) * Ho * Wo + oh * Wo + ow)] = xv[(size_t)((n * c.H + r) * c.W + col)];
+              }
+        cpu::sgemm(c.Cout, Ho * Wo, K, wv.data(), K, 1, cols.data(), Ho * Wo, 1, out.data(), Ho * Wo, false);
+        for (int64_t oc = 0; oc < c.Cout; ++oc)
+          for (int64_t p = 0; p < Ho * Wo; ++p) out[(size_t)(oc * Ho * Wo + p)] += c.bias ? bv[(size_t)oc] : 0.0f;
+        want.insert(want.end(), out.begin(), out.end());
+      }
+      REQUIRE(y.to_vector<float>() == want);
+    }
+}
