@@ -208,7 +208,7 @@ namespace {
 // The kernel's rows that land in the image for output row oh, and each one's inputs along the
 // row for each column offset j: taps[(i * kw + j) * Wo + ow] = x[2 oh - pad_h + i, 2 ow - pad_w + j]
 // (0 in the padding). Returns the first and one past the last such i.
-OCRT_DIRECT_INLINE std::pair<int64_t, int64_t> stride2_taps(const float* x, int64_t H, int64_t W, int64_t kh,
+std::pair<int64_t, int64_t> stride2_taps(const float* x, int64_t H, int64_t W, int64_t kh,
                                                              int64_t kw, int64_t pad_h, int64_t pad_w, int64_t Wo,
                                                              int64_t oh, float* taps) {
   const int64_t i0 = std::max<int64_t>(0, pad_h - 2 * oh), i1 = std::min<int64_t>(kh, H + pad_h - 2 * oh);
@@ -229,30 +229,12 @@ OCRT_DIRECT_INLINE std::pair<int64_t, int64_t> stride2_taps(const float* x, int6
 }
 
 // Output row oh of channels [o0, o0 + 8) (w8: their weights, 8 a tap, zero past Cout): each output
-// a chain of fused multiply-adds from zero over the taps in (i, j) order, then the bias.
-template <bool kAvx2>
-OCRT_DIRECT_INLINE void stride2_chunk_row(const float* taps, int64_t i0, int64_t i1, int64_t kw, const float* w8,
-                                          const float* bias, int64_t co, float* y, int64_t plane, int64_t Wo) {
-  int64_t ow = 0;
-#if defined(OCRT_TARGET_ATTRS)
-  if constexpr (kAvx2) {
-    for (; ow + 8 <= Wo; ow += 8) {
-      __m256 acc[8];
-      for (int o = 0; o < 8; ++o) acc[o] = _mm256_setzero_ps();
-      for (int64_t i = i0; i < i1; ++i)
-        for (int64_t j = 0; j < kw; ++j) {
-          const __m256 v = _mm256_loadu_ps(taps + (i * kw + j) * Wo + ow);
-          const float* wt = w8 + (i * kw + j) * 8;
-          for (int o = 0; o < 8; ++o) acc[o] = _mm256_fmadd_ps(_mm256_broadcast_ss(wt + o), v, acc[o]);
-        }
-      for (int64_t o = 0; o < co; ++o) {
-        __m256 r = acc[o];
-        if (bias) r = _mm256_add_ps(r, _mm256_set1_ps(bias[o]));
-        _mm256_storeu_ps(y + o * plane + ow, r);
-      }
-    }
-  }
-#endif
+// a chain of fused multiply-adds from zero over the taps in (i, j) order, then the bias. The
+// scalar form, and the avx2 one below (8 columns at a time, the 8 channels' sums in registers;
+// its intrinsics sit in a function compiled for AVX2 itself, so that a build for the baseline
+// x86-64 compiles them too).
+void stride2_chunk_row(const float* taps, int64_t i0, int64_t i1, int64_t kw, const float* w8, const float* bias,
+                       int64_t co, float* y, int64_t plane, int64_t Wo, int64_t ow) {
   for (; ow < Wo; ++ow)
     for (int64_t o = 0; o < co; ++o) {
       float acc = 0.0f;
@@ -262,25 +244,53 @@ OCRT_DIRECT_INLINE void stride2_chunk_row(const float* taps, int64_t i0, int64_t
     }
 }
 
-template <bool kAvx2>
-OCRT_DIRECT_INLINE void stride2_row(const float* x, const std::vector<std::vector<float>>& w8, const float* bias,
-                                    float* y, int64_t H, int64_t W, int64_t Cout, int64_t kh, int64_t kw,
-                                    int64_t pad_h, int64_t pad_w, int64_t Ho, int64_t Wo, int64_t oh, float* taps) {
+#if defined(OCRT_TARGET_ATTRS)
+OCRT_TARGET_AVX2 void stride2_chunk_row_avx2(const float* taps, int64_t i0, int64_t i1, int64_t kw, const float* w8,
+                                             const float* bias, int64_t co, float* y, int64_t plane, int64_t Wo) {
+  int64_t ow = 0;
+  for (; ow + 8 <= Wo; ow += 8) {
+    __m256 acc[8];
+    for (int o = 0; o < 8; ++o) acc[o] = _mm256_setzero_ps();
+    for (int64_t i = i0; i < i1; ++i)
+      for (int64_t j = 0; j < kw; ++j) {
+        const __m256 v = _mm256_loadu_ps(taps + (i * kw + j) * Wo + ow);
+        const float* wt = w8 + (i * kw + j) * 8;
+        for (int o = 0; o < 8; ++o) acc[o] = _mm256_fmadd_ps(_mm256_broadcast_ss(wt + o), v, acc[o]);
+      }
+    for (int64_t o = 0; o < co; ++o) {
+      __m256 r = acc[o];
+      if (bias) r = _mm256_add_ps(r, _mm256_set1_ps(bias[o]));
+      _mm256_storeu_ps(y + o * plane + ow, r);
+    }
+  }
+  for (; ow < Wo; ++ow)  // the last columns: stride2_chunk_row's loop, its fma compiled for FMA here
+    for (int64_t o = 0; o < co; ++o) {
+      float acc = 0.0f;
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = 0; j < kw; ++j) acc = std::fma(w8[(i * kw + j) * 8 + o], taps[(i * kw + j) * Wo + ow], acc);
+      y[o * plane + ow] = bias ? acc + bias[o] : acc;
+    }
+}
+#endif
+
+void stride2_row(bool avx2, const float* x, const std::vector<std::vector<float>>& w8, const float* bias, float* y,
+                 int64_t H, int64_t W, int64_t Cout, int64_t kh, int64_t kw, int64_t pad_h, int64_t pad_w, int64_t Ho,
+                 int64_t Wo, int64_t oh, float* taps) {
   const auto [i0, i1] = stride2_taps(x, H, W, kh, kw, pad_h, pad_w, Wo, oh, taps);
   for (size_t k = 0; k < w8.size(); ++k) {
     const int64_t o0 = 8 * (int64_t)k, co = std::min<int64_t>(8, Cout - o0);
-    stride2_chunk_row<kAvx2>(taps, i0, i1, kw, w8[k].data(), bias ? bias + o0 : nullptr, co,
-                             y + o0 * Ho * Wo + oh * Wo, Ho * Wo, Wo);
+    const float* b = bias ? bias + o0 : nullptr;
+    float* out = y + o0 * Ho * Wo + oh * Wo;
+#if defined(OCRT_TARGET_ATTRS)
+    if (avx2) {
+      stride2_chunk_row_avx2(taps, i0, i1, kw, w8[k].data(), b, co, out, Ho * Wo, Wo);
+      continue;
+    }
+#endif
+    (void)avx2;
+    stride2_chunk_row(taps, i0, i1, kw, w8[k].data(), b, co, out, Ho * Wo, Wo, 0);
   }
 }
-
-#if defined(OCRT_TARGET_ATTRS)
-OCRT_TARGET_AVX2 void stride2_row_avx2(const float* x, const std::vector<std::vector<float>>& w8, const float* bias,
-                                       float* y, int64_t H, int64_t W, int64_t Cout, int64_t kh, int64_t kw,
-                                       int64_t pad_h, int64_t pad_w, int64_t Ho, int64_t Wo, int64_t oh, float* taps) {
-  stride2_row<true>(x, w8, bias, y, H, W, Cout, kh, kw, pad_h, pad_w, Ho, Wo, oh, taps);
-}
-#endif
 
 }  // namespace
 
@@ -313,14 +323,7 @@ void direct_conv2d_stride2(const float* x, const float* w, const float* bias, fl
       const int64_t n = rr / Ho, oh = rr % Ho;
       const float* xn = x + n * H * W;
       float* yn = y + n * Cout * Ho * Wo;
-#if defined(OCRT_TARGET_ATTRS)
-      if (avx2) {
-        stride2_row_avx2(xn, w8, bias, yn, H, W, Cout, kh, kw, pad_h, pad_w, Ho, Wo, oh, taps.data());
-        continue;
-      }
-#endif
-      (void)avx2;
-      stride2_row<false>(xn, w8, bias, yn, H, W, Cout, kh, kw, pad_h, pad_w, Ho, Wo, oh, taps.data());
+      stride2_row(avx2, xn, w8, bias, yn, H, W, Cout, kh, kw, pad_h, pad_w, Ho, Wo, oh, taps.data());
     }
   }
 }
