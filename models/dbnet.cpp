@@ -133,7 +133,7 @@ DBNet::Maps DBNet::forward_maps(const Tensor& x, bool with_threshold) {
   // then holds F and one level's maps at a time (with the head's bands written straight into
   // the map, 131 MiB of tensors at most at 2048 pixels instead of 161, 51 at 1280 instead of 69:
   // bench_layers --page PAGE --side N; with the upsampled maps written in place, below, 81 and
-  // 35 MiB).
+  // 35 MiB, and 31.5 at 1280 with the stem summed without im2col, ops/cpu/conv_direct.h).
   const bool inference = !is_training() && !grad_enabled();
   std::array<Tensor, 4> P;
   Tensor F;
