@@ -152,7 +152,7 @@ DBNet::Maps DBNet::forward_maps(const Tensor& x, bool with_threshold) {
   const bool in_place = inference && x.device().is_cpu();
   const auto into_F = [&](int i) {  // level i, smoothed, into its slice of F; then P[i] goes
     const int64_t up = int64_t(1) << i;
-    const Tensor s = in_place && up > 1 ? smooth_[i]->forward(P[(size_t)i]) : smoothed(i);
+    const Tensor s = in_place ? smooth_[i]->forward(P[(size_t)i]) : smoothed(i);
     if (!F.defined())  // at 1/4 of the input, as C[0] and P[0]
       F = Tensor::empty({s.size(0), 4 * part_channels, x.size(2) / 4, x.size(3) / 4}, s.dtype(), s.device());
     Tensor slice = F.narrow(1, (3 - i) * part_channels, part_channels);

@@ -158,14 +158,13 @@ bool gemm_operand(const Tensor& b) {
 }  // namespace
 #endif
 
-bool MatmulRhsReuse::packs(const Tensor& b, int64_t rows) {
+bool MatmulRhsReuse::packs(const Tensor& b) {
 #if defined(OCRT_CPU_SGEMM)
-  // Float32 products of a few rows read B packed too (runtime/cpu/gemm_loops.inc,
-  // few_rows_packed_of), when the packing is kept between calls.
-  (void)rows;
+  // Products of any number of rows read a kept packing (float32 ones of a few rows too:
+  // runtime/cpu/gemm_loops.inc, few_rows_packed_of).
   return gemm_operand(b);
 #else
-  (void)b, (void)rows;
+  (void)b;
   return false;
 #endif
 }
@@ -173,7 +172,7 @@ bool MatmulRhsReuse::packs(const Tensor& b, int64_t rows) {
 MatmulRhsReuse::MatmulRhsReuse(const Tensor& b, int64_t rows, bool keep) {
 #if defined(OCRT_CPU_SGEMM)
   if (!gemm_operand(b)) return;
-  if (keep && !grad_enabled() && packs(b, rows) && b.size(0) >= 1 && b.size(1) >= 1) {
+  if (keep && !grad_enabled() && b.size(0) >= 1 && b.size(1) >= 1) {
     if (auto kept = kept_rhs(b)) {
       packed_.reset(new Packed{cpu::SgemmReusedB(std::move(kept), b.data<float>(), b.stride(0), b.stride(1))});
       return;

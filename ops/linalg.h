@@ -34,10 +34,10 @@ void matmul_into(const Tensor& a, const Tensor& b, const Tensor& out);
 class MatmulRhsReuse {
  public:
   MatmulRhsReuse(const Tensor& b, int64_t rows, bool keep = false);
-  // Whether a kept packing of b serves products of `rows` rows on this device and dtype (in
-  // float32 a reuse without `keep` packs nothing for 1-4 rows, which read b straight: b is then
-  // best contiguous).
-  static bool packs(const Tensor& b, int64_t rows);
+  // Whether a kept packing of b (`keep`) serves its products on this device and dtype, of any
+  // number of rows. (Without `keep`, float32 products of 1-4 rows read b straight and nothing is
+  // packed: b is then best contiguous.)
+  static bool packs(const Tensor& b);
   ~MatmulRhsReuse();
   MatmulRhsReuse(const MatmulRhsReuse&) = delete;
   MatmulRhsReuse& operator=(const MatmulRhsReuse&) = delete;

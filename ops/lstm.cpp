@@ -150,7 +150,7 @@ DirSaved forward_direction(const Tensor& x, const DirWeights& w, bool biases, co
   Tensor w_hh_t;
   std::optional<MatmulRhsReuse> reuse;
   if (!p.recurrent) {
-    const bool keep = !for_backward && !grad_enabled() && MatmulRhsReuse::packs(w.w_hh.t(), N);
+    const bool keep = !for_backward && !grad_enabled() && MatmulRhsReuse::packs(w.w_hh.t());
     w_hh_t = keep ? w.w_hh.t() : w.w_hh.t().contiguous();
     reuse.emplace(w_hh_t, N, keep);
   }

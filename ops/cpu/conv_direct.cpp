@@ -208,9 +208,8 @@ namespace {
 // The kernel's rows that land in the image for output row oh, and each one's inputs along the
 // row for each column offset j: taps[(i * kw + j) * Wo + ow] = x[2 oh - pad_h + i, 2 ow - pad_w + j]
 // (0 in the padding). Returns the first and one past the last such i.
-std::pair<int64_t, int64_t> stride2_taps(const float* x, int64_t H, int64_t W, int64_t kh,
-                                                             int64_t kw, int64_t pad_h, int64_t pad_w, int64_t Wo,
-                                                             int64_t oh, float* taps) {
+std::pair<int64_t, int64_t> stride2_taps(const float* x, int64_t H, int64_t W, int64_t kh, int64_t kw, int64_t pad_h,
+                                         int64_t pad_w, int64_t Wo, int64_t oh, float* taps) {
   const int64_t i0 = std::max<int64_t>(0, pad_h - 2 * oh), i1 = std::min<int64_t>(kh, H + pad_h - 2 * oh);
   for (int64_t i = i0; i < i1; ++i) {
     const float* row = x + (2 * oh - pad_h + i) * W;
@@ -228,13 +227,13 @@ std::pair<int64_t, int64_t> stride2_taps(const float* x, int64_t H, int64_t W, i
   return {i0, i1};
 }
 
-// Output row oh of channels [o0, o0 + 8) (w8: their weights, 8 a tap, zero past Cout): each output
-// a chain of fused multiply-adds from zero over the taps in (i, j) order, then the bias. The
-// scalar form, and the avx2 one below (8 columns at a time, the 8 channels' sums in registers;
-// its intrinsics sit in a function compiled for AVX2 itself, so that a build for the baseline
-// x86-64 compiles them too).
-void stride2_chunk_row(const float* taps, int64_t i0, int64_t i1, int64_t kw, const float* w8, const float* bias,
-                       int64_t co, float* y, int64_t plane, int64_t Wo, int64_t ow) {
+// Columns [ow, Wo) of output row oh of channels [o0, o0 + co) (w8: their weights, 8 a tap, zero
+// past Cout), one at a time: each output a chain of fused multiply-adds from zero over the taps
+// in (i, j) order, then the bias. The whole row where the CPU has no AVX2; inlined into the avx2
+// function below for the columns its blocks of 8 leave (its fma then compiled for FMA there).
+OCRT_DIRECT_INLINE void stride2_columns(const float* taps, int64_t i0, int64_t i1, int64_t kw, const float* w8,
+                                        const float* bias, int64_t co, float* y, int64_t plane, int64_t Wo,
+                                        int64_t ow) {
   for (; ow < Wo; ++ow)
     for (int64_t o = 0; o < co; ++o) {
       float acc = 0.0f;
@@ -245,6 +244,9 @@ void stride2_chunk_row(const float* taps, int64_t i0, int64_t i1, int64_t kw, co
 }
 
 #if defined(OCRT_TARGET_ATTRS)
+// The same row with AVX2: 8 columns at a time, the 8 channels' sums in registers (the same
+// chains). The intrinsics sit in this function, compiled for AVX2 itself, so that a build for
+// the baseline x86-64 compiles them too.
 OCRT_TARGET_AVX2 void stride2_chunk_row_avx2(const float* taps, int64_t i0, int64_t i1, int64_t kw, const float* w8,
                                              const float* bias, int64_t co, float* y, int64_t plane, int64_t Wo) {
   int64_t ow = 0;
@@ -263,13 +265,7 @@ OCRT_TARGET_AVX2 void stride2_chunk_row_avx2(const float* taps, int64_t i0, int6
       _mm256_storeu_ps(y + o * plane + ow, r);
     }
   }
-  for (; ow < Wo; ++ow)  // the last columns: stride2_chunk_row's loop, its fma compiled for FMA here
-    for (int64_t o = 0; o < co; ++o) {
-      float acc = 0.0f;
-      for (int64_t i = i0; i < i1; ++i)
-        for (int64_t j = 0; j < kw; ++j) acc = std::fma(w8[(i * kw + j) * 8 + o], taps[(i * kw + j) * Wo + ow], acc);
-      y[o * plane + ow] = bias ? acc + bias[o] : acc;
-    }
+  stride2_columns(taps, i0, i1, kw, w8, bias, co, y, plane, Wo, ow);
 }
 #endif
 
@@ -288,7 +284,7 @@ void stride2_row(bool avx2, const float* x, const std::vector<std::vector<float>
     }
 #endif
     (void)avx2;
-    stride2_chunk_row(taps, i0, i1, kw, w8[k].data(), b, co, out, Ho * Wo, Wo, 0);
+    stride2_columns(taps, i0, i1, kw, w8[k].data(), b, co, out, Ho * Wo, Wo, 0);
   }
 }
 
