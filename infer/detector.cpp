@@ -103,6 +103,22 @@ ProbabilityMap TextDetector::probability_map(const GrayImage& page) {
 }
 
 std::vector<nn::TextBox> TextDetector::detect(const GrayImage& page, Times* times) {
+  return detect_looks(page, times, Look::both, 0, nullptr);
+}
+
+std::vector<nn::TextBox> TextDetector::detect_first_look(const GrayImage& page, Times* times, int64_t* second_side) {
+  return detect_looks(page, times, Look::first, 0, second_side);
+}
+
+std::vector<nn::TextBox> TextDetector::detect_second_look(const GrayImage& page, int64_t side, Times* times) {
+  OCRT_CHECK(side > options_.max_side, "text detector: a second look is at a side larger than max_side (",
+             options_.max_side, "), not ", side);
+  return detect_looks(page, times, Look::second, side, nullptr);
+}
+
+std::vector<nn::TextBox> TextDetector::detect_looks(const GrayImage& page, Times* times, Look look, int64_t side,
+                                                    int64_t* wanted_side) {
+  if (wanted_side) *wanted_side = 0;
   check_page(page);
   const LentThreads lent(options_.borrow_threads && options_.device.is_cpu() ? options_.borrow_threads() : 0);
   if (model_) {
@@ -110,16 +126,19 @@ std::vector<nn::TextBox> TextDetector::detect(const GrayImage& page, Times* time
     using Clock = std::chrono::steady_clock;
     const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
     auto t0 = Clock::now();
-    GrayImage scaled = nn::scale_for_detection(page, options_.max_side);
+    const int64_t first_side = look == Look::second ? side : options_.max_side;
+    GrayImage scaled = nn::scale_for_detection(page, first_side);
     Times t{seconds_since(t0), 0, 0};
-    nn::DetectedPage d = nn::detect_text_lines(*model_, page, options_.max_side, /*keep_map=*/false, boxes_, &scaled);
-    t += Times{d.prepare_s, d.forward_s, d.boxes_s};
-    if (const int64_t larger = second_look_side(d.boxes, page.width, page.height, options_); larger > 0) {
+    nn::DetectedPage d = nn::detect_text_lines(*model_, page, first_side, /*keep_map=*/false, boxes_, &scaled);
+    t += Times{d.prepare_s, d.forward_s, d.boxes_s, 1};
+    const int64_t larger = look == Look::second ? 0 : second_look_side(d.boxes, page.width, page.height, options_);
+    if (wanted_side) *wanted_side = larger;
+    if (larger > 0 && look == Look::both) {
       t0 = Clock::now();
       scaled = nn::scale_for_detection(page, larger);
       t.prepare += seconds_since(t0);
       nn::DetectedPage again = nn::detect_text_lines(*model_, page, larger, /*keep_map=*/false, boxes_, &scaled);
-      t += Times{again.prepare_s, again.forward_s, again.boxes_s};
+      t += Times{again.prepare_s, again.forward_s, again.boxes_s, 1};
       d.boxes = std::move(again.boxes);
     }
     if (options_.descreen > 0) {
@@ -155,7 +174,8 @@ std::vector<nn::TextBox> TextDetector::detect(const GrayImage& page, Times* time
   const auto t1 = Clock::now();
   std::vector<nn::TextBox> boxes = nn::text_boxes(map.values.data(), map.height, map.width, boxes_, page.width, page.height);
   if (times)
-    *times = {0, std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(Clock::now() - t1).count()};
+    *times = {0, std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(Clock::now() - t1).count(),
+              1};
   return boxes;
 }
 

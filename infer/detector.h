@@ -103,12 +103,23 @@ class TextDetector {
   // `times`, when given, gets where the time went (a painted map counts as the model's time).
   struct Times {
     double prepare = 0, forward = 0, boxes = 0;  // seconds: steps 1-2, 3-4, 5
+    int64_t looks = 0;  // the model's passes over a whole page (step 6's second look is one; step 7's are not)
     Times& operator+=(const Times& o) {
-      prepare += o.prepare, forward += o.forward, boxes += o.boxes;
+      prepare += o.prepare, forward += o.forward, boxes += o.boxes, looks += o.looks;
       return *this;
     }
   };
   std::vector<nn::TextBox> detect(const GrayImage& page, Times* times = nullptr);
+  // detect() in two parts, for a quick look at a page that may be taken no further (the page
+  // reader's sideways check). detect_first_look: without step 6, the outlines at max_side (and
+  // step 7's on them); `second_side`, when given, gets the side step 6 would have detected
+  // at (second_look_side below; 0: none, and the outlines are detect()'s own).
+  // detect_second_look: steps 1-5 and 7 at that side, which must be larger than max_side; for
+  // the same page, detect_first_look and then detect_second_look at the side it gave find
+  // detect()'s outlines. A hand-made map has no second look.
+  std::vector<nn::TextBox> detect_first_look(const GrayImage& page, Times* times = nullptr,
+                                             int64_t* second_side = nullptr);
+  std::vector<nn::TextBox> detect_second_look(const GrayImage& page, int64_t side, Times* times = nullptr);
   // The map detect() reads (steps 1-4 above; for a model, at the scaled page's size).
   ProbabilityMap probability_map(const GrayImage& page);
 
@@ -119,6 +130,9 @@ class TextDetector {
 
  private:
   void use_model(std::shared_ptr<nn::DBNet> model);
+  enum class Look { both, first, second };
+  std::vector<nn::TextBox> detect_looks(const GrayImage& page, Times* times, Look look, int64_t side,
+                                        int64_t* wanted_side);
 
   DetectorOptions options_;
   std::string model_path_;

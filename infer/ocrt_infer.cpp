@@ -569,11 +569,11 @@ class PageReading {
     const double rest = total - (decode_s_ + detector_load_s_ + detect + t.cut_s + t.recognise_s + t.layout_s);
     char buf[400];
     std::snprintf(buf, sizeof buf,
-                  "decoding %.2f s, loading the detector %.2f s, detector %.2f s (scaling %.2f, model %.2f, "
-                  "outlines %.2f), cutting lines %.2f s, recogniser %.2f s, placing and ordering %.2f s, the rest "
-                  "%.2f s",
-                  decode_s_, detector_load_s_, detect, t.detect.prepare, t.detect.forward, t.detect.boxes, t.cut_s,
-                  t.recognise_s, t.layout_s, std::max(0.0, rest));
+                  "decoding %.2f s, loading the detector %.2f s, detector %.2f s in %lld looks at a page (scaling "
+                  "%.2f, model %.2f, outlines %.2f), cutting lines %.2f s, recogniser %.2f s, placing and ordering "
+                  "%.2f s, the rest %.2f s",
+                  decode_s_, detector_load_s_, detect, (long long)t.detect.looks, t.detect.prepare, t.detect.forward,
+                  t.detect.boxes, t.cut_s, t.recognise_s, t.layout_s, std::max(0.0, rest));
     return buf;
   }
 

@@ -319,11 +319,16 @@ double text_angle(const Quad& outline) {
 }
 
 // 1. The detector's outlines, less those too small to cut out (clamped to the page's edge); the
-// detector's time adds to info's.
-std::vector<nn::TextBox> detect_boxes(const GrayImage& image, TextDetector& detector, PageReadInfo& info) {
+// detector's time adds to info's. With `second_side` the detector takes its first look only
+// (TextDetector::detect_first_look) and says there at which side it would have looked again
+// (0: none); with `second_at` > 0, its second look only, at that side.
+std::vector<nn::TextBox> detect_boxes(const GrayImage& image, TextDetector& detector, PageReadInfo& info,
+                                      int64_t* second_side = nullptr, int64_t second_at = 0) {
   std::vector<nn::TextBox> boxes;
   TextDetector::Times t;
-  for (nn::TextBox& b : detector.detect(image, &t)) {
+  for (nn::TextBox& b : second_side   ? detector.detect_first_look(image, &t, second_side)
+                        : second_at > 0 ? detector.detect_second_look(image, second_at, &t)
+                                        : detector.detect(image, &t)) {
     const auto& c = b.outline.corners;
     if (distance(c[0], c[1]) >= 1 && distance(c[0], c[3]) >= 1) boxes.push_back(std::move(b));
   }
@@ -437,10 +442,12 @@ GrayImage turn_clockwise(const GrayImage& image, int degrees) {
 
 namespace {
 
-// The detector's outlines on the page turned upright by `rotation`, put back on the page.
+// The detector's outlines on the page turned upright by `rotation`, put back on the page
+// (`second_side`, `second_at`: detect_boxes').
 std::vector<nn::TextBox> detect_turned(const GrayImage& image, int rotation, TextDetector& detector,
-                                       PageReadInfo& info) {
-  std::vector<nn::TextBox> boxes = detect_boxes(upright_image(image, rotation), detector, info);
+                                       PageReadInfo& info, int64_t* second_side = nullptr, int64_t second_at = 0) {
+  std::vector<nn::TextBox> boxes =
+      detect_boxes(upright_image(image, rotation), detector, info, second_side, second_at);
   for (nn::TextBox& b : boxes) {
     for (Point& c : b.outline.corners) c = from_upright(c, rotation, image.width, image.height);
     b.angle = text_angle(b.outline);
@@ -471,12 +478,16 @@ namespace {
 // those outlines are put back on the page and probed (90 or 270), and they are kept when their
 // probe lines read with a mean confidence per character at least kSidewaysMargin higher (on a
 // page that reads as junk every way, a hard table, junk must not win by chance). Returns whether it was.
-bool look_sideways(PageWork& w, TextDetector& detector) {
+// The turned page gets the detector's first look only: most pages checked stand upright after all
+// (a chart, a hard table), and on those the second look at small print, up to 2.6 times the
+// pixels, was most of the check's time. `second_side` gets the side of the second look the
+// detector wanted there (0: none, and the outlines kept are its whole answer); the caller takes it.
+bool look_sideways(PageWork& w, TextDetector& detector, int64_t& second_side) {
   PageReadInfo& info = w.info;
   info.sideways_tried = true;
   PageReadInfo side_info;
-  PageWork side{w.image, w.name, w.predictor, w.o, side_info, detect_turned(w.image, 90, detector, side_info),
-                {}, {}, {}, {}};
+  PageWork side{w.image, w.name, w.predictor, w.o, side_info,
+                detect_turned(w.image, 90, detector, side_info, &second_side), {}, {}, {}, {}};
   info.detect += side_info.detect;
   if (!side.boxes.empty()) {
     side.start();
@@ -624,16 +635,25 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
   if (!w.boxes.empty()) {
     w.start();
     int detected_at = 0;  // how the image the boxes came from was turned back
+    int64_t second_side = 0;  // the second look the sideways check's first look wanted (0: none)
     if (o.rotation < 0) {  // 2. orient
       info.rotation = decide_orientation(w);
-      if (info.probed_both && w.winner_confidence() < o.sideways_check && !decisive(info) && look_sideways(w, detector))
+      if (info.probed_both && w.winner_confidence() < o.sideways_check && !decisive(info) &&
+          look_sideways(w, detector, second_side))
         detected_at = 90;
+      else
+        second_side = 0;
     }
     // 2c. The detector finds lines best on an upright page: a page found turned is detected
     // again standing upright (the probe's readings were of the other outlines: all are read).
-    if (o.detect_upright && info.rotation != detected_at) {
-      w.boxes = detect_turned(image, info.rotation, detector, info);
-      info.detected_upright = true;
+    // A page found sideways at the detector's first look, where it wanted a second at a larger
+    // scale, takes that look now: the one the check skipped (turned by 90 as the check turned
+    // it), or the whole detection upright at 270.
+    const bool upright_again = o.detect_upright && info.rotation != detected_at;
+    if (upright_again || second_side > 0) {
+      const int at = upright_again ? info.rotation : 90;
+      w.boxes = detect_turned(image, at, detector, info, nullptr, at == 90 ? second_side : 0);
+      info.detected_upright = upright_again;
       w.start();
     }
     add_missed_ink(w);  // 3a

@@ -856,6 +856,109 @@ TEST_CASE("the detector's thresholds: the model file's, or the caller's (--det-t
   CHECK_THROWS_WITH(TextDetector(det, bad), Catch::Contains("a threshold must be in [0, 1], got 1.5"));
 }
 
+TEST_CASE("the detector's two looks taken apart find detect()'s outlines, and the first alone says it is whole",
+          "[page_reader]") {
+  const std::string det = shipped_float_detector("the detector's looks taken apart are");
+  if (det.empty()) return;
+  const GrayImage page = load_gray_image(kSource + "/samples/pages/article.png");  // 1241 x 1754
+  auto same = [](const std::vector<nn::TextBox>& a, const std::vector<nn::TextBox>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      for (size_t k = 0; k < 4; ++k)
+        if (a[i].outline.corners[k].x != b[i].outline.corners[k].x ||
+            a[i].outline.corners[k].y != b[i].outline.corners[k].y)
+          return false;
+    return true;
+  };
+  SECTION("a page whose print counts as small takes a second look") {
+    DetectorOptions o;
+    o.max_side = 640;      // the page scaled down to about a third of its pixels
+    o.small_lines = 1000;  // any print counts as small: a second look, up to 1.6 x 640
+    TextDetector detector(det, o);
+    int64_t side = -1;
+    const std::vector<nn::TextBox> first = detector.detect_first_look(page, nullptr, &side);
+    REQUIRE(first.size() >= 8);
+    CHECK(side == second_look_side(first, page.width, page.height, o));
+    REQUIRE(side > o.max_side);
+    CHECK(side <= 1024);
+    const std::vector<nn::TextBox> whole = detector.detect(page), second = detector.detect_second_look(page, side);
+    CHECK(same(second, whole));
+    CHECK_FALSE(same(first, whole));  // the second look's outlines replace the first's
+    CHECK_THROWS_WITH(detector.detect_second_look(page, 640), Catch::Contains("larger than max_side"));
+  }
+  SECTION("a page of print of a usual size takes one look, and the first is detect()'s") {
+    TextDetector detector(det);  // max_side 1280: the page is scaled down, its lines are thick enough
+    int64_t side = -1;
+    const std::vector<nn::TextBox> first = detector.detect_first_look(page, nullptr, &side);
+    REQUIRE(first.size() > 10);
+    CHECK(side == 0);
+    CHECK(same(first, detector.detect(page)));
+  }
+}
+
+TEST_CASE("page reader: the sideways check takes the detector's first look, the second only for a page it turns",
+          "[page_reader]") {
+  const std::string det = shipped_float_detector("the sideways check's looks are");
+  const train::SynthPage* page7 = seventh_page();
+  if (det.empty() || !page7) return;
+  DetectorOptions o;
+  o.max_side = 640;      // the page (about 1020 x 530) scaled down
+  o.small_lines = 1000;  // any print counts as small: every look at the whole page wants a second
+  TextDetector detector(det, o);
+  Predictor& predictor = shipped_predictor();
+  const PageTruth upright_truth = truth_from_synth_json(train::page_truth_json(*page7), "upright.json");
+  PageReadInfo upright_info;
+  const Page upright = read_page(page7->image, "upright.png", detector, predictor, {}, &upright_info);
+  INFO(page_text(upright));
+  CHECK_FALSE(upright_info.sideways_tried);
+  CHECK(upright_info.detect.looks == 2);  // detect(): the first look and the second
+  REQUIRE(score_page(upright, upright_truth).word_accuracy() >= 0.85);
+  for (int rotation : {90, 270}) {
+    DYNAMIC_SECTION("turned by " << rotation << " degrees") {
+      const train::SynthPage page_turned = turned(*page7, rotation);
+      PageReadInfo info;
+      const Page page = read_page(page_turned.image, "sideways.png", detector, predictor, {}, &info);
+      INFO(page_text(page));
+      REQUIRE(info.sideways_tried);
+      CHECK(info.rotation == rotation);
+      // Upright: both looks (junk: the page lies sideways); turned by 90: the first look, then,
+      // the page kept turned, the second. At 270 the page is detected again upright, both looks.
+      CHECK(info.detect.looks == (rotation == 90 ? 4 : 5));
+      CHECK(info.detected_upright == (rotation == 270));
+      // The outlines are those of detect() on the page standing upright, turned back.
+      const GrayImage standing = turn_clockwise(page_turned.image, (360 - rotation) % 360);
+      CHECK(info.boxes == (int64_t)detector.detect(standing).size());
+      const PageTruth truth = truth_from_synth_json(train::page_truth_json(page_turned), "turned.json");
+      CHECK(score_page(page, truth).word_accuracy() >= 0.85);
+    }
+  }
+  SECTION("a page that reads poorly every way is not turned, and costs one look more") {
+    // The page turned by 45 degrees about its centre (nearest pixel, white outside): lines
+    // across it, which read as junk upright and turned.
+    const GrayImage& src = page7->image;
+    const int64_t side = (int64_t)std::ceil(std::hypot((double)src.width, (double)src.height));
+    GrayImage slanted;
+    slanted.width = slanted.height = side;
+    slanted.pixels.assign((size_t)(side * side), 255);
+    const double c = std::sqrt(0.5);
+    for (int64_t y = 0; y < side; ++y)
+      for (int64_t x = 0; x < side; ++x) {
+        const double dx = x - side / 2.0, dy = y - side / 2.0;
+        const int64_t u = (int64_t)std::lround(c * dx + c * dy + src.width / 2.0);
+        const int64_t v = (int64_t)std::lround(-c * dx + c * dy + src.height / 2.0);
+        if (u >= 0 && u < src.width && v >= 0 && v < src.height)
+          slanted.pixels[(size_t)(y * side + x)] = src.pixels[(size_t)(v * src.width + u)];
+      }
+    PageReadInfo info;
+    const Page page = read_page(slanted, "slanted.png", detector, predictor, {}, &info);
+    INFO(page_text(page) << "probe " << info.probe_confidence[0] << " / " << info.probe_confidence[1]);
+    REQUIRE(info.sideways_tried);
+    CHECK(info.rotation != 90);
+    CHECK(info.rotation != 270);
+    CHECK(info.detect.looks == 3);  // both looks upright, the check's first look turned
+  }
+}
+
 TEST_CASE("add_unseen_boxes: a box is added where it overlaps none of the first pass's by more than a fifth",
           "[page_reader]") {
   auto box = [](double x0, double y0, double x1, double y1) {
