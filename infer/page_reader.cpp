@@ -321,7 +321,7 @@ double text_angle(const Quad& outline) {
 // 1. The detector's outlines, less those too small to cut out (clamped to the page's edge); the
 // detector's time adds to info's. With `second_side` the detector takes its first look only
 // (TextDetector::detect_first_look) and says there at which side it would have looked again
-// (0: none); with `second_at` > 0, its second look only, at that side.
+// (0: none); with `second_at` > 0 (and no `second_side`), its second look only, at that side.
 std::vector<nn::TextBox> detect_boxes(const GrayImage& image, TextDetector& detector, PageReadInfo& info,
                                       int64_t* second_side = nullptr, int64_t second_at = 0) {
   std::vector<nn::TextBox> boxes;
@@ -481,7 +481,8 @@ namespace {
 // The turned page gets the detector's first look only: most pages checked stand upright after all
 // (a chart, a hard table), and on those the second look at small print, up to 2.6 times the
 // pixels, was most of the check's time. `second_side` gets the side of the second look the
-// detector wanted there (0: none, and the outlines kept are its whole answer); the caller takes it.
+// detector wanted on a page it turns (0: none, and the outlines kept are its whole answer; 0 too
+// when the page is not turned); the caller takes that look.
 bool look_sideways(PageWork& w, TextDetector& detector, int64_t& second_side) {
   PageReadInfo& info = w.info;
   info.sideways_tried = true;
@@ -495,7 +496,10 @@ bool look_sideways(PageWork& w, TextDetector& detector, int64_t& second_side) {
     info.sideways_confidence = side.winner_confidence();
   }
   info.cut_s += side_info.cut_s, info.recognise_s += side_info.recognise_s;
-  if (side.boxes.empty() || !take_sideways(info, side_info)) return false;
+  if (side.boxes.empty() || !take_sideways(info, side_info)) {
+    second_side = 0;
+    return false;
+  }
   std::swap(w.boxes, side.boxes), std::swap(w.readings, side.readings), std::swap(w.outlines, side.outlines);
   std::swap(w.widths, side.widths), std::swap(w.done, side.done);
   info.rotation = side_info.rotation, info.boxes = side_info.boxes, info.probe_lines = side_info.probe_lines;
@@ -641,8 +645,6 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
       if (info.probed_both && w.winner_confidence() < o.sideways_check && !decisive(info) &&
           look_sideways(w, detector, second_side))
         detected_at = 90;
-      else
-        second_side = 0;
     }
     // 2c. The detector finds lines best on an upright page: a page found turned is detected
     // again standing upright (the probe's readings were of the other outlines: all are read).
@@ -651,8 +653,8 @@ Page read_page(const GrayImage& image, const std::string& name, TextDetector& de
     // it), or the whole detection upright at 270.
     const bool upright_again = o.detect_upright && info.rotation != detected_at;
     if (upright_again || second_side > 0) {
-      const int at = upright_again ? info.rotation : 90;
-      w.boxes = detect_turned(image, at, detector, info, nullptr, at == 90 ? second_side : 0);
+      w.boxes = upright_again ? detect_turned(image, info.rotation, detector, info)
+                              : detect_turned(image, 90, detector, info, nullptr, second_side);
       info.detected_upright = upright_again;
       w.start();
     }
